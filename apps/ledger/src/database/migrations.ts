@@ -1,0 +1,29 @@
+import { EventLog1763800000001 } from '#event-log';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+
+/** Every schema change, in order. Read-model migrations join this list beside the event log's. */
+export const migrations = [EventLog1763800000001];
+
+const MIGRATION_LOCK_KEY = 7_318_201_000;
+
+/**
+ * Applies pending migrations. Several instances may start at once against one database, so the
+ * run is serialized by an advisory lock: the second one finds nothing left to do.
+ */
+export async function runMigrations(connectionString: string): Promise<void> {
+  const lock = new pg.Client({ connectionString });
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, migrationsTransactionMode: 'each', logging: false });
+    await dataSource.initialize();
+    try {
+      await dataSource.runMigrations();
+    } finally {
+      await dataSource.destroy();
+    }
+  } finally {
+    await lock.end();
+  }
+}

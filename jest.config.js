@@ -1,0 +1,25 @@
+// Jest runs in native ESM mode (NestJS 12 ships ESM only); ts-jest transpiles per file.
+const shared = {
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: {
+    '^#core$': '<rootDir>/libs/core/src/index.ts',
+    '^#event-log$': '<rootDir>/libs/event-log/src/index.ts',
+    '^#event-log/testing$': '<rootDir>/libs/event-log/src/testing/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+  },
+  testEnvironment: 'node',
+};
+
+/** @type {import('jest').Config} */
+export default {
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+    { ...shared, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/**/*.e2e.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+  ],
+};

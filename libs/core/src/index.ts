@@ -1,0 +1,2 @@
+export * from './hashing/canonical-json.js';
+export * from './hashing/hash-chain.js';

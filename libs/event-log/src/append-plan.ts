@@ -1,0 +1,121 @@
+import { canonicalJson, chainHash, GENESIS_HASH } from '#core';
+import { InvalidEventError, WrongExpectedRevisionError } from './errors.js';
+import {
+  ANONYMOUS_ACTOR, ANY, DEFAULT_TENANT, NO_STREAM, STREAM_EXISTS,
+  type EventFilter, type ExpectedRevision, type NewEvent, type RecordedEvent, type StreamState,
+} from './event-log.js';
+
+/**
+ * How an append turns into stored events, shared by every adapter so that revisions, hashes,
+ * duplicates and conflicts follow the same rules whatever the engine.
+ */
+
+export interface StreamHead {
+  readonly revision: StreamState;
+  readonly lastHash: string;
+}
+
+export const EMPTY_STREAM: StreamHead = { revision: NO_STREAM, lastHash: GENESIS_HASH };
+
+/** An event the stream already holds, found by id. */
+export interface KnownEvent {
+  readonly revision: bigint;
+  readonly position: bigint;
+}
+
+/** An event with its revision, metadata and chain hash settled; only its global position is left to the log. */
+export type SealedEvent = Omit<RecordedEvent, 'position'>;
+
+export type AppendPlan =
+  | { readonly kind: 'write'; readonly events: readonly SealedEvent[]; readonly duplicates: readonly string[]; readonly head: StreamHead }
+  | { readonly kind: 'duplicates_only'; readonly duplicates: readonly string[]; readonly lastKnown: KnownEvent }
+  | { readonly kind: 'conflict'; readonly error: WrongExpectedRevisionError };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Throws `InvalidEventError` naming the first offending field; appends check before queueing. */
+export function validateNewEvents(streamId: string, events: readonly NewEvent[]): void {
+  if (typeof streamId !== 'string' || streamId.length === 0 || streamId.startsWith('$')) {
+    throw new InvalidEventError('streamId', `stream id must be a non-empty string not starting with $, got ${JSON.stringify(streamId)}`);
+  }
+  if (events.length === 0) throw new InvalidEventError('events', 'an append needs at least one event');
+  events.forEach((event, index) => {
+    if (!UUID.test(event.id)) throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID, got ${JSON.stringify(event.id)}`);
+    if (typeof event.type !== 'string' || event.type.length === 0) {
+      throw new InvalidEventError(`events[${index}].type`, 'event type must be a non-empty string');
+    }
+    try {
+      canonicalJson(event.data);
+    } catch (error) {
+      throw new InvalidEventError(`events[${index}].data`, `event data must be JSON: ${(error as Error).message}`);
+    }
+  });
+}
+
+export function checkExpectedRevision(streamId: string, expected: ExpectedRevision, actual: StreamState): WrongExpectedRevisionError | undefined {
+  const ok =
+    expected === ANY ||
+    (expected === NO_STREAM && actual === NO_STREAM) ||
+    (expected === STREAM_EXISTS && actual !== NO_STREAM) ||
+    (typeof expected === 'bigint' && actual === expected);
+  return ok ? undefined : new WrongExpectedRevisionError(streamId, expected, actual);
+}
+
+/**
+ * Decides what one append stores, given the stream's head and the events it already holds by id.
+ * Duplicates are dropped first (within the batch too); the expected revision is checked only if
+ * something new remains, so an exact retry of an acknowledged batch is a success.
+ */
+export function planAppend(
+  streamId: string,
+  head: StreamHead,
+  known: ReadonlyMap<string, KnownEvent>,
+  events: readonly NewEvent[],
+  expected: ExpectedRevision,
+  recordedAt: Date,
+): AppendPlan {
+  const duplicates: string[] = [];
+  const fresh: NewEvent[] = [];
+  const seen = new Set<string>();
+  let lastKnown: KnownEvent | undefined;
+  for (const event of events) {
+    const id = event.id.toLowerCase();
+    const existing = known.get(id);
+    if (existing || seen.has(id)) {
+      duplicates.push(id);
+      if (existing && (!lastKnown || existing.position > lastKnown.position)) lastKnown = existing;
+    } else {
+      seen.add(id);
+      fresh.push(event);
+    }
+  }
+  if (fresh.length === 0) return { kind: 'duplicates_only', duplicates, lastKnown: lastKnown! };
+
+  const error = checkExpectedRevision(streamId, expected, head.revision);
+  if (error) return { kind: 'conflict', error };
+
+  let revision = head.revision === NO_STREAM ? -1n : head.revision;
+  let prevHash = head.lastHash;
+  const at = recordedAt.toISOString();
+  const sealed = fresh.map((event): SealedEvent => {
+    revision += 1n;
+    const id = event.id.toLowerCase();
+    const metadata = {
+      recordedAt: at, schemaVersion: event.schemaVersion ?? 1, correlationId: event.correlationId ?? null,
+      causationId: event.causationId ?? null, actor: event.actor ?? ANONYMOUS_ACTOR, tenant: event.tenant ?? DEFAULT_TENANT,
+    };
+    const hash = chainHash(prevHash, { streamId, revision, id, type: event.type, data: event.data, ...metadata });
+    const sealedEvent: SealedEvent = { id, type: event.type, streamId, revision, data: event.data, metadata: { ...metadata, prevHash, hash } };
+    prevHash = hash;
+    return sealedEvent;
+  });
+  return { kind: 'write', events: sealed, duplicates, head: { revision, lastHash: prevHash } };
+}
+
+export function matchesFilter(event: Pick<RecordedEvent, 'type' | 'streamId'>, filter: EventFilter | undefined): boolean {
+  if (!filter) return true;
+  const { eventTypePrefixes, streamPrefixes } = filter;
+  if (eventTypePrefixes && !eventTypePrefixes.some((prefix) => event.type.startsWith(prefix))) return false;
+  if (streamPrefixes && !streamPrefixes.some((prefix) => event.streamId.startsWith(prefix))) return false;
+  return true;
+}

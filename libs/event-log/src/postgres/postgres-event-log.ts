@@ -1,0 +1,179 @@
+import pg from 'pg';
+import { validateNewEvents } from '../append-plan.js';
+import type {
+  AppendResult, EventFilter, EventLog, EventLogHealth, ExpectedRevision, NewEvent, ReadAllOptions, ReadAllResult,
+  ReadStreamOptions, RecordedEvent, SubscribeOptions, Subscription,
+} from '../event-log.js';
+import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
+import { PostgresNotifier } from './postgres-notifier.js';
+import { PollingSubscription } from './polling-subscription.js';
+
+export interface PostgresEventLogOptions {
+  readonly connectionString: string;
+  readonly poolSize?: number;
+  readonly maxEventsPerCommit?: number;
+  readonly readPageSize?: number;
+  /** Subscribers poll at this interval when no notification arrives (LISTEN down, or idle). */
+  readonly pollIntervalMs?: number;
+  readonly clock?: () => Date;
+  readonly onCommit?: (stats: CommitStats) => void;
+  readonly onError?: (error: Error) => void;
+}
+
+interface EventRow {
+  position: string;
+  stream_id: string;
+  revision: string;
+  event_id: string;
+  type: string;
+  data: unknown;
+  recorded_at: Date;
+  schema_version: number;
+  correlation_id: string | null;
+  causation_id: string | null;
+  actor: string;
+  tenant: string;
+  prev_hash: string;
+  hash: string;
+}
+
+const EVENT_COLUMNS =
+  'position, stream_id, revision, event_id, type, data, recorded_at, schema_version, correlation_id, causation_id, actor, tenant, prev_hash, hash';
+
+/** The PostgreSQL event log: the embedded default and the single-machine engine. Schema comes from its migration. */
+export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 8 });
+  const onError = options.onError ?? (() => undefined);
+  pool.on('error', onError);
+  const writer = new GroupCommitWriter(pool, {
+    maxEventsPerCommit: options.maxEventsPerCommit ?? 5_000,
+    clock: options.clock ?? (() => new Date()),
+    onCommit: options.onCommit,
+  });
+  const notifier = new PostgresNotifier(options.connectionString, onError);
+  const readPageSize = options.readPageSize ?? 1_000;
+  const pollIntervalMs = options.pollIntervalMs ?? 1_000;
+  const subscriptions = new Set<Subscription>();
+  try {
+    await notifier.start();
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+
+  async function headPosition(): Promise<bigint> {
+    const { rows } = await pool.query<{ position: string }>('SELECT position FROM event_log_head');
+    return BigInt(rows[0]!.position);
+  }
+
+  async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
+    const after = readOptions.fromPosition ?? 0n;
+    const limit = readOptions.maxCount ?? readPageSize;
+    // Everything at or below the head is committed (the head moves in the same transaction), so
+    // reading up to it can never skip an event that commits later.
+    const head = await headPosition();
+    if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
+    const { clause, params } = filterClause(readOptions.filter, 4);
+    const { rows } = await pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM event_log_events
+        WHERE position > $1 AND position <= $2 ${clause}
+        ORDER BY position LIMIT $3`,
+      [after.toString(), head.toString(), limit, ...params],
+    );
+    const events = rows.map(toRecordedEvent);
+    const full = rows.length === limit;
+    return { events, checkpoint: full ? events.at(-1)!.position : head, caughtUp: !full };
+  }
+
+  async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
+    const backwards = readOptions.direction === 'backwards';
+    const from = readOptions.fromRevision ?? (backwards ? null : 0n);
+    const { rows } = await pool.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM event_log_events
+        WHERE stream_id = $1 ${from === null ? '' : backwards ? 'AND revision <= $3' : 'AND revision >= $3'}
+        ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
+      from === null ? [streamId, readOptions.maxCount ?? null] : [streamId, readOptions.maxCount ?? null, from.toString()],
+    );
+    return rows.map(toRecordedEvent);
+  }
+
+  async function health(): Promise<EventLogHealth> {
+    // What can stall subscribers here: a writer transaction that holds the append lock (the
+    // visible head cannot move past it). Report how long the current holder has held it.
+    const { rows } = await pool.query<{ held_ms: number | null; waiting: number }>(
+      `SELECT (SELECT extract(epoch FROM now() - a.xact_start) * 1000 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.objid = $1 AND l.granted LIMIT 1)::float8 AS held_ms,
+              (SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objid = $1 AND NOT l.granted)::int AS waiting`,
+      [APPEND_LOCK_KEY],
+    );
+    return { engine: 'postgres', headPosition: await headPosition(), appendLockHeldMs: rows[0]!.held_ms, waitingWriters: rows[0]!.waiting };
+  }
+
+  return {
+    append: (streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> => {
+      try {
+        validateNewEvents(streamId, events);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return writer.append(streamId, events, expected);
+    },
+    readStream,
+    readAll,
+    headPosition,
+    health,
+    subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
+      const subscription = new PollingSubscription(
+        (after) => readAll({ fromPosition: after, filter: subscribeOptions.filter }),
+        notifier,
+        subscribeOptions.fromPosition ?? 0n,
+        pollIntervalMs,
+      );
+      subscriptions.add(subscription);
+      return subscription;
+    },
+    async close() {
+      await writer.close();
+      await Promise.all([...subscriptions].map((subscription) => subscription.close()));
+      await notifier.close();
+      await pool.end();
+    },
+  };
+}
+
+function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    type: row.type,
+    streamId: row.stream_id,
+    revision: BigInt(row.revision),
+    position: BigInt(row.position),
+    data: row.data,
+    metadata: {
+      recordedAt: row.recorded_at.toISOString(),
+      schemaVersion: row.schema_version,
+      correlationId: row.correlation_id,
+      causationId: row.causation_id,
+      actor: row.actor,
+      tenant: row.tenant,
+      prevHash: row.prev_hash,
+      hash: row.hash,
+    },
+  };
+}
+
+/** Prefix filters as `LIKE ANY`, with LIKE's wildcards escaped; parameters numbered from `firstParam`. */
+function filterClause(filter: EventFilter | undefined, firstParam: number): { clause: string; params: string[][] } {
+  const parts: string[] = [];
+  const params: string[][] = [];
+  const likePatterns = (prefixes: readonly string[]) => prefixes.map((prefix) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  if (filter?.eventTypePrefixes) {
+    params.push(likePatterns(filter.eventTypePrefixes));
+    parts.push(`AND type LIKE ANY($${firstParam + params.length - 1}::text[])`);
+  }
+  if (filter?.streamPrefixes) {
+    params.push(likePatterns(filter.streamPrefixes));
+    parts.push(`AND stream_id LIKE ANY($${firstParam + params.length - 1}::text[])`);
+  }
+  return { clause: parts.join(' '), params };
+}

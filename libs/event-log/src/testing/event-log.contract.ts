@@ -1,0 +1,322 @@
+import { chainHash, GENESIS_HASH } from '#core';
+import { InvalidEventError, WrongExpectedRevisionError } from '../errors.js';
+import { ANY, NO_STREAM, STREAM_EXISTS, type EventLog, type ExpectedRevision, type RecordedEvent } from '../event-log.js';
+import { collectUntil, isStrictlyIncreasing, newEvents, positions, uniquePrefix } from './fixtures.js';
+
+/** A log under test. `connect()` opens another adapter instance on the same store, as a second process would. */
+export interface EventLogContractSubject {
+  connect(): Promise<EventLog>;
+  teardown(): Promise<void>;
+}
+
+/** What may differ between engines without breaking the port's promises. */
+export interface EventLogQuirks {
+  /** How long a subscriber may take to see an append; bounds the waits, it is not a timing assertion. */
+  readonly deliveryTimeoutMs?: number;
+}
+
+/**
+ * The event-log port's contract. Each adapter's spec calls this with its own factory, so every
+ * engine passes the very same tests.
+ */
+export function eventLogContract(name: string, setup: () => Promise<EventLogContractSubject>, quirks: EventLogQuirks = {}): void {
+  const timeout = quirks.deliveryTimeoutMs ?? 30_000;
+
+  describe(`event log contract: ${name}`, () => {
+    let subject: EventLogContractSubject;
+    let log: EventLog;
+    const extra: EventLog[] = [];
+
+    beforeAll(async () => {
+      subject = await setup();
+      log = await subject.connect();
+    });
+    afterAll(async () => {
+      await Promise.all([log, ...extra].map((instance) => instance.close()));
+      await subject.teardown();
+    });
+
+    async function conflictOf(streamId: string, expected: ExpectedRevision): Promise<WrongExpectedRevisionError> {
+      const error = await log.append(streamId, newEvents(1), expected).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+      return error as WrongExpectedRevisionError;
+    }
+
+    describe('append and read a stream', () => {
+      it('numbers revisions from 0, orders positions, fills metadata and chains hashes', async () => {
+        const streamId = `${uniquePrefix('s')}chain`;
+        const events = newEvents(3, 'test.chained').map((event, index) => ({ ...event, correlationId: 'corr-1', causationId: index === 0 ? undefined : 'cause' }));
+        const result = await log.append(streamId, events, NO_STREAM);
+        expect(result).toMatchObject({ nextExpectedRevision: 2n, appended: 3, duplicates: [] });
+
+        const stored = await log.readStream(streamId);
+        expect(stored.map((event) => event.id)).toEqual(events.map((event) => event.id));
+        expect(stored.map((event) => event.revision)).toEqual([0n, 1n, 2n]);
+        expect(isStrictlyIncreasing(positions(stored))).toBe(true);
+        expect(stored[2]!.position).toBe(result.position);
+        expect(stored[0]!.data).toEqual({ index: 0 });
+        expect(stored[1]!.metadata).toMatchObject({ schemaVersion: 1, correlationId: 'corr-1', causationId: 'cause', actor: 'anonymous', tenant: 'default' });
+        expect(Number.isNaN(Date.parse(stored[0]!.metadata.recordedAt))).toBe(false);
+
+        let prevHash = GENESIS_HASH;
+        for (const event of stored) {
+          expect(event.metadata.prevHash).toBe(prevHash);
+          const { prevHash: _p, hash, ...metadata } = event.metadata;
+          expect(chainHash(prevHash, { streamId, revision: event.revision, id: event.id, type: event.type, data: event.data, ...metadata })).toBe(hash);
+          prevHash = hash;
+        }
+      });
+
+      it('keeps tenant and actor given by the appender', async () => {
+        const streamId = `${uniquePrefix('s')}tenant`;
+        await log.append(streamId, newEvents(1).map((event) => ({ ...event, tenant: 'acme', actor: 'key-42', schemaVersion: 2 })), NO_STREAM);
+        const [stored] = await log.readStream(streamId);
+        expect(stored!.metadata).toMatchObject({ tenant: 'acme', actor: 'key-42', schemaVersion: 2 });
+      });
+
+      it('reads a missing stream as empty', async () => {
+        expect(await log.readStream(`${uniquePrefix('s')}missing`)).toEqual([]);
+        expect(await log.readStream(`${uniquePrefix('s')}missing`, { direction: 'backwards' })).toEqual([]);
+      });
+
+      it('reads from a revision, backwards, and up to a count', async () => {
+        const streamId = `${uniquePrefix('s')}ranges`;
+        await log.append(streamId, newEvents(5), NO_STREAM);
+        const revisions = (events: readonly RecordedEvent[]) => events.map((event) => event.revision);
+        expect(revisions(await log.readStream(streamId, { fromRevision: 3n }))).toEqual([3n, 4n]);
+        expect(revisions(await log.readStream(streamId, { direction: 'backwards' }))).toEqual([4n, 3n, 2n, 1n, 0n]);
+        expect(revisions(await log.readStream(streamId, { direction: 'backwards', fromRevision: 2n, maxCount: 2 }))).toEqual([2n, 1n]);
+        expect(revisions(await log.readStream(streamId, { maxCount: 2 }))).toEqual([0n, 1n]);
+      });
+
+      it('refuses an event that is not storable and stores nothing of its batch', async () => {
+        const streamId = `${uniquePrefix('s')}invalid`;
+        const batch = [...newEvents(1), { id: 'not-a-uuid', type: 'test.bad', data: {} }];
+        await expect(log.append(streamId, batch, ANY)).rejects.toBeInstanceOf(InvalidEventError);
+        await expect(log.append(streamId, [], ANY)).rejects.toBeInstanceOf(InvalidEventError);
+        expect(await log.readStream(streamId)).toEqual([]);
+      });
+    });
+
+    describe('expected revision', () => {
+      it('no_stream succeeds on a missing stream and conflicts on an existing one', async () => {
+        const streamId = `${uniquePrefix('s')}ns`;
+        await log.append(streamId, newEvents(2), NO_STREAM);
+        const error = await conflictOf(streamId, NO_STREAM);
+        expect(error).toMatchObject({ streamId, expected: NO_STREAM, actual: 1n });
+      });
+
+      it('stream_exists conflicts on a missing stream and succeeds on an existing one', async () => {
+        const streamId = `${uniquePrefix('s')}se`;
+        expect(await conflictOf(streamId, STREAM_EXISTS)).toMatchObject({ expected: STREAM_EXISTS, actual: NO_STREAM });
+        await log.append(streamId, newEvents(1), ANY);
+        await expect(log.append(streamId, newEvents(1), STREAM_EXISTS)).resolves.toMatchObject({ nextExpectedRevision: 1n });
+      });
+
+      it('an exact revision succeeds when current and conflicts when stale or ahead', async () => {
+        const streamId = `${uniquePrefix('s')}rev`;
+        const first = await log.append(streamId, newEvents(2), NO_STREAM);
+        const second = await log.append(streamId, newEvents(1), first.nextExpectedRevision);
+        expect(second.nextExpectedRevision).toBe(2n);
+        expect(await conflictOf(streamId, first.nextExpectedRevision)).toMatchObject({ expected: 1n, actual: 2n });
+        expect(await conflictOf(streamId, 7n)).toMatchObject({ expected: 7n, actual: 2n });
+        expect(await conflictOf(`${uniquePrefix('s')}rev-missing`, 0n)).toMatchObject({ expected: 0n, actual: NO_STREAM });
+        expect(await log.readStream(streamId)).toHaveLength(3);
+      });
+
+      it('any succeeds on missing and existing streams', async () => {
+        const streamId = `${uniquePrefix('s')}any`;
+        await expect(log.append(streamId, newEvents(1), ANY)).resolves.toMatchObject({ nextExpectedRevision: 0n });
+        await expect(log.append(streamId, newEvents(1), ANY)).resolves.toMatchObject({ nextExpectedRevision: 1n });
+      });
+
+      it('a conflicting append in a concurrent group fails alone', async () => {
+        const prefix = uniquePrefix('s');
+        await log.append(`${prefix}a`, newEvents(1), NO_STREAM);
+        const results = await Promise.allSettled([
+          log.append(`${prefix}a`, newEvents(1), NO_STREAM),
+          log.append(`${prefix}b`, newEvents(2), NO_STREAM),
+          log.append(`${prefix}a`, newEvents(1), 0n),
+        ]);
+        expect(results.map((result) => result.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
+        expect(await log.readStream(`${prefix}a`)).toHaveLength(2);
+        expect(await log.readStream(`${prefix}b`)).toHaveLength(2);
+      });
+    });
+
+    describe('idempotent retries', () => {
+      it('an exact retry of an acknowledged batch stores nothing and reports every event as a duplicate', async () => {
+        const streamId = `${uniquePrefix('s')}retry`;
+        const batch = newEvents(3);
+        const first = await log.append(streamId, batch, NO_STREAM);
+        const retry = await log.append(streamId, batch, NO_STREAM);
+        expect(retry).toEqual({ nextExpectedRevision: first.nextExpectedRevision, position: first.position, appended: 0, duplicates: batch.map((event) => event.id) });
+        expect(await log.readStream(streamId)).toHaveLength(3);
+      });
+
+      it('a batch mixing known and new events stores only the new ones', async () => {
+        const streamId = `${uniquePrefix('s')}mixed`;
+        const [known, ...rest] = newEvents(3);
+        await log.append(streamId, [known!], NO_STREAM);
+        const result = await log.append(streamId, [known!, ...rest], ANY);
+        expect(result).toMatchObject({ appended: 2, duplicates: [known!.id], nextExpectedRevision: 2n });
+        expect((await log.readStream(streamId)).map((event) => event.id)).toEqual([known!.id, ...rest.map((event) => event.id)]);
+      });
+
+      it('concurrent retries of one batch store it once', async () => {
+        const streamId = `${uniquePrefix('s')}race`;
+        const batch = newEvents(2);
+        const results = await Promise.all(Array.from({ length: 5 }, () => log.append(streamId, batch, ANY)));
+        expect(results.reduce((sum, result) => sum + result.appended, 0)).toBe(2);
+        expect(await log.readStream(streamId)).toHaveLength(2);
+      });
+    });
+
+    describe('reading and filtering the whole log', () => {
+      it('filters by event-type prefix and by stream prefix, and the checkpoint passes filtered events', async () => {
+        const prefix = uniquePrefix('f');
+        const start = await log.headPosition();
+        await log.append(`${prefix}one`, [...newEvents(2, 'alpha.created'), ...newEvents(1, 'beta.created')], NO_STREAM);
+        await log.append(`${prefix}two`, newEvents(2, 'alpha_x.created'), NO_STREAM);
+        const last = await log.append(`${prefix.replace('-', '_')}three`, newEvents(1, 'alpha.created'), NO_STREAM);
+
+        const byType = await log.readAll({ fromPosition: start, filter: { eventTypePrefixes: ['alpha.'], streamPrefixes: [prefix] } });
+        expect(byType.events.map((event) => [event.streamId, event.type])).toEqual([
+          [`${prefix}one`, 'alpha.created'],
+          [`${prefix}one`, 'alpha.created'],
+        ]);
+        expect(byType.checkpoint).toBeGreaterThanOrEqual(last.position);
+        expect(byType.caughtUp).toBe(true);
+
+        // `_` in a prefix is a character, not a wildcard.
+        const byStream = await log.readAll({ fromPosition: start, filter: { streamPrefixes: [`${prefix.replace('-', '_')}`] } });
+        expect(byStream.events.map((event) => event.streamId)).toEqual([`${prefix.replace('-', '_')}three`]);
+
+        const types = await log.readAll({ fromPosition: start, filter: { eventTypePrefixes: ['beta.', 'alpha_'] } });
+        expect(types.events.filter((event) => event.streamId.startsWith(prefix)).map((event) => event.type)).toEqual(['beta.created', 'alpha_x.created', 'alpha_x.created']);
+      });
+
+      it('pages with maxCount and resumes after the checkpoint', async () => {
+        const prefix = uniquePrefix('p');
+        const start = await log.headPosition();
+        await log.append(`${prefix}a`, newEvents(5), NO_STREAM);
+        const filter = { streamPrefixes: [prefix] };
+        const first = await log.readAll({ fromPosition: start, maxCount: 3, filter });
+        expect(first.events).toHaveLength(3);
+        expect(first.caughtUp).toBe(false);
+        const rest = await log.readAll({ fromPosition: first.checkpoint, filter });
+        expect(rest.events.map((event) => event.revision)).toEqual([3n, 4n]);
+      });
+
+      it('a subscription filtered by type delivers only matching events', async () => {
+        const prefix = uniquePrefix('sf');
+        const from = await log.headPosition();
+        const subscription = log.subscribeToAll({ fromPosition: from, filter: { eventTypePrefixes: [`${prefix}keep.`] } });
+        const collecting = collectUntil(subscription, ({ events }) => events.length >= 3, timeout);
+        await log.append(`${prefix}s`, [...newEvents(2, `${prefix}keep.a`), ...newEvents(2, `${prefix}drop.a`), ...newEvents(1, `${prefix}keep.b`)], NO_STREAM);
+        const { events } = await collecting;
+        expect(events.map((event) => event.type)).toEqual([`${prefix}keep.a`, `${prefix}keep.a`, `${prefix}keep.b`]);
+      });
+    });
+
+    describe('subscriptions', () => {
+      it('resumes from a checkpoint with nothing missed or repeated', async () => {
+        const prefix = uniquePrefix('r');
+        const from = await log.headPosition();
+        await log.append(`${prefix}a`, newEvents(40), NO_STREAM);
+        const filter = { streamPrefixes: [prefix] };
+        const firstPart = await collectUntil(log.subscribeToAll({ fromPosition: from, filter }), ({ events }) => events.length > 0, timeout);
+        await log.append(`${prefix}a`, newEvents(10), ANY);
+        const seen = firstPart.events.length;
+        const secondPart = await collectUntil(log.subscribeToAll({ fromPosition: firstPart.checkpoint, filter }), ({ events }) => seen + events.length >= 50, timeout);
+        const all = [...firstPart.events, ...secondPart.events];
+        expect(all.map((event) => event.revision)).toEqual(Array.from({ length: 50 }, (_, index) => BigInt(index)));
+      });
+
+      it('ends cleanly when the consumer stops or closes it', async () => {
+        const prefix = uniquePrefix('c');
+        const subscription = log.subscribeToAll({ fromPosition: await log.headPosition(), filter: { streamPrefixes: [prefix] } });
+        const iteration = (async () => {
+          let batches = 0;
+          for await (const _batch of subscription) batches += 1;
+          return batches;
+        })();
+        await subscription.close();
+        await expect(iteration).resolves.toBeGreaterThanOrEqual(0);
+        // A broken-out-of loop releases the subscription too.
+        const other = log.subscribeToAll({ fromPosition: await log.headPosition() });
+        for await (const batch of other) {
+          expect(batch.caughtUp).toBe(true);
+          break;
+        }
+      });
+
+      it(
+        '16 concurrent writers × 1,000 events: an early and a midway subscriber each get every event once, in position order',
+        async () => {
+          const prefix = uniquePrefix('w');
+          const writers = await Promise.all(Array.from({ length: 16 }, () => subject.connect()));
+          extra.push(...writers);
+          const filter = { streamPrefixes: [prefix] };
+          const total = 16 * 1_000;
+
+          const from = await log.headPosition();
+          let midwayCheckpoint: bigint | undefined;
+          let midway: Promise<{ events: RecordedEvent[] }> | undefined;
+          const early = collectUntil(
+            log.subscribeToAll({ fromPosition: from, filter }),
+            ({ events, checkpoint }) => {
+              if (!midway && events.length >= total / 4) {
+                midwayCheckpoint = checkpoint;
+                const remaining = total - events.length;
+                midway = collectUntil(log.subscribeToAll({ fromPosition: checkpoint, filter }), (collected) => collected.events.length >= remaining, timeout);
+              }
+              return events.length >= total;
+            },
+            timeout,
+          );
+
+          const appended = await Promise.all(
+            writers.map(async (writer, index) => {
+              let expected: ExpectedRevision = NO_STREAM;
+              const ids: string[] = [];
+              for (let round = 0; round < 100; round += 1) {
+                // Alternate single appends and small batches so group commits mix both.
+                const batch = newEvents(10, 'test.concurrent', (offset) => ({ writer: index, n: round * 10 + offset }));
+                if (round % 2 === 0) {
+                  for (const event of batch) expected = (await writer.append(`${prefix}${index}`, [event], expected)).nextExpectedRevision;
+                } else {
+                  expected = (await writer.append(`${prefix}${index}`, batch, expected)).nextExpectedRevision;
+                }
+                ids.push(...batch.map((event) => event.id));
+              }
+              return ids;
+            }),
+          );
+          const expectedIds = new Set(appended.flat());
+
+          const earlyEvents = (await early).events;
+          expect(earlyEvents).toHaveLength(total);
+          expect(new Set(earlyEvents.map((event) => event.id))).toEqual(expectedIds);
+          expect(isStrictlyIncreasing(positions(earlyEvents))).toBe(true);
+
+          expect(midway).toBeDefined();
+          const midwayEvents = (await midway!).events;
+          const expectedMidway = earlyEvents.filter((event) => event.position > midwayCheckpoint!);
+          expect(midwayEvents.map((event) => event.id)).toEqual(expectedMidway.map((event) => event.id));
+          expect(isStrictlyIncreasing(positions(midwayEvents))).toBe(true);
+
+          for (let index = 0; index < 16; index += 1) {
+            const stream = await log.readStream(`${prefix}${index}`);
+            expect(stream.map((event) => event.revision)).toEqual(Array.from({ length: 1_000 }, (_, revision) => BigInt(revision)));
+            expect(stream.map((event) => (event.data as { n: number }).n)).toEqual(Array.from({ length: 1_000 }, (_, n) => n));
+          }
+        },
+        120_000,
+      );
+    });
+  });
+}

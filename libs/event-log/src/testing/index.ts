@@ -1,0 +1,2 @@
+export * from './event-log.contract.js';
+export * from './fixtures.js';

@@ -1,0 +1,29 @@
+// Jest loads global setup outside its transform, so this reuses the built service code
+// (`npm test` builds first): one real PostgreSQL for the whole run, each suite then makes its own
+// database in it (test-database.ts).
+import { chmod, mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres } from '../../dist/apps/ledger/src/database/embedded-postgres.js';
+
+export default async function globalSetup() {
+  const folder = await mkdtemp(path.join(tmpdir(), 'block-ledger-test-'));
+  // As root, PostgreSQL runs as the postgres user, who must be able to reach the data folder.
+  await chmod(folder, 0o755);
+  const dataDir = path.join(folder, 'postgres');
+  const database = await startEmbeddedPostgres({ dataDir, port: await freePort() });
+  process.env.LEDGER_TEST_DATABASE_URL = database.connectionString;
+  globalThis.__ledgerTestDatabase = { database, dataDir };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
