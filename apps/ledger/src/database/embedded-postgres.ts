@@ -60,7 +60,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await server.initialise();
     await server.start();
   } catch (error) {
-    throw new StartupError(`embedded PostgreSQL did not start in ${dataDir}: ${error instanceof Error ? error.message : lastLines(logs)}`);
+    const asRoot = process.getuid?.() === 0 ? ' (as root, PostgreSQL runs as the "postgres" user, which must be able to reach and write this folder)' : '';
+    throw new StartupError(`embedded PostgreSQL did not start in ${dataDir}${asRoot}: ${error instanceof Error ? error.message : lastLines(logs)}`);
   }
   return { connectionString: connectionStringFor(options.port), stop: () => server.stop() };
 }

@@ -5,7 +5,7 @@ import type { AppendResult, ExpectedRevision, NewEvent } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
 
 /** Advisory lock that serializes appends across every process writing to this database. */
-export const APPEND_LOCK_KEY = 7_318_201_001;
+export const APPEND_LOCK_KEY = 731_820_101;
 
 interface PendingAppend {
   readonly streamId: string;

@@ -102,8 +102,8 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     // visible head cannot move past it). Report how long the current holder has held it.
     const { rows } = await pool.query<{ held_ms: number | null; waiting: number }>(
       `SELECT (SELECT extract(epoch FROM now() - a.xact_start) * 1000 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-                WHERE l.locktype = 'advisory' AND l.objid = $1 AND l.granted LIMIT 1)::float8 AS held_ms,
-              (SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objid = $1 AND NOT l.granted)::int AS waiting`,
+                WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND l.granted LIMIT 1)::float8 AS held_ms,
+              (SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND NOT l.granted)::int AS waiting`,
       [APPEND_LOCK_KEY],
     );
     return { engine: 'postgres', headPosition: await headPosition(), appendLockHeldMs: rows[0]!.held_ms, waitingWriters: rows[0]!.waiting };

@@ -1,0 +1,32 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoggerModule } from 'nestjs-pino';
+import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
+import { EventLogModule } from './event-log/event-log.module.js';
+import { HealthModule } from './health/health.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
+
+export interface AppOptions {
+  readonly config: LedgerConfig;
+  /** The PostgreSQL the service uses: `DATABASE_URL`, or the embedded server it started. Already migrated. */
+  readonly connectionString: string;
+}
+
+@Module({})
+export class AppModule {
+  static forRoot({ config, connectionString }: AppOptions): DynamicModule {
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        LoggerModule.forRoot({ pinoHttp: { level: config.logLevel, autoLogging: false } }),
+        TypeOrmModule.forRoot({ type: 'postgres', url: connectionString, synchronize: false, migrationsRun: false, entities: [] }),
+        MetricsModule,
+        EventLogModule.forRoot(connectionString),
+        HealthModule,
+      ],
+      providers: [{ provide: LEDGER_CONFIG, useValue: config }],
+      exports: [LEDGER_CONFIG],
+    };
+  }
+}

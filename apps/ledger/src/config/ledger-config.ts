@@ -1,0 +1,41 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { StartupError } from '../database/embedded-postgres.js';
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
+
+const environment = z.object({
+  PORT: port(3000),
+  DATABASE_URL: z.string().url().optional(),
+  LEDGER_DATA_DIR: z.string().min(1).default('.data'),
+  LEDGER_PG_PORT: port(54_329),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface LedgerConfig {
+  readonly port: number;
+  /** Set: use that PostgreSQL. Unset: start the embedded one under `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly embeddedPostgresPort: number;
+  readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
+}
+
+export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');
+
+/** Reads the environment once at startup; a bad value stops the service with the variable's name. */
+export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
+  const parsed = environment.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new StartupError(`environment variable ${issue.path.join('.')} is invalid: ${issue.message}`);
+  }
+  const values = parsed.data;
+  return {
+    port: values.PORT,
+    databaseUrl: values.DATABASE_URL,
+    dataDir: path.resolve(values.LEDGER_DATA_DIR),
+    embeddedPostgresPort: values.LEDGER_PG_PORT,
+    logLevel: values.LOG_LEVEL,
+  };
+}

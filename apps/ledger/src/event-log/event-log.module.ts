@@ -1,0 +1,38 @@
+import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { createPostgresEventLog, type EventLog } from '#event-log';
+import { Logger } from 'nestjs-pino';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { LedgerMetrics } from '../metrics/ledger-metrics.js';
+
+export const EVENT_LOG = Symbol('EVENT_LOG');
+
+/** Binds the event-log port to its adapter at the edge; everything else injects `EVENT_LOG`. */
+@Global()
+@Module({})
+export class EventLogModule implements OnApplicationShutdown {
+  constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
+
+  static forRoot(connectionString: string): DynamicModule {
+    return {
+      module: EventLogModule,
+      imports: [MetricsModule],
+      providers: [
+        {
+          provide: EVENT_LOG,
+          inject: [LedgerMetrics, Logger],
+          useFactory: (metrics: LedgerMetrics, logger: Logger) =>
+            createPostgresEventLog({
+              connectionString,
+              onCommit: (stats) => metrics.recordCommit(stats),
+              onError: (error) => logger.warn({ err: error }, 'event log connection problem'),
+            }),
+        },
+      ],
+      exports: [EVENT_LOG],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.eventLog.close();
+  }
+}

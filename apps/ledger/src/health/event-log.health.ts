@@ -1,0 +1,28 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import type { EventLog } from '#event-log';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+
+/** A writer holding the append lock longer than this stalls every subscriber: report the log as down. */
+const STALL_LIMIT_MS = 30_000;
+
+@Injectable()
+export class EventLogHealthIndicator {
+  constructor(
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    private readonly health: HealthIndicatorService,
+  ) {}
+
+  async check(key: string) {
+    const indicator = this.health.check(key);
+    try {
+      const { engine, headPosition, appendLockHeldMs, waitingWriters } = await this.eventLog.health();
+      const details = { engine, headPosition: headPosition.toString(), appendLockHeldMs, waitingWriters };
+      return (appendLockHeldMs ?? 0) > STALL_LIMIT_MS
+        ? indicator.down({ ...details, message: `a writer has held the append lock for ${Math.round(appendLockHeldMs!)} ms; subscribers are stalled behind it` })
+        : indicator.up(details);
+    } catch (error) {
+      return indicator.down({ message: (error as Error).message });
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import path from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { Logger } from 'nestjs-pino';
+import { loadConfig } from './config/ledger-config.js';
+import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from './database/embedded-postgres.js';
+import { runMigrations } from './database/migrations.js';
+import { createLedgerApp } from './ledger-app.js';
+
+const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const database: EmbeddedDatabase = config.databaseUrl
+    ? { connectionString: config.databaseUrl, stop: async () => undefined }
+    : await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
+
+  // embedded-postgres installs its own signal hooks that stop the server and exit at once;
+  // ours close the HTTP server and the log first, then stop PostgreSQL.
+  for (const signal of SHUTDOWN_SIGNALS) process.removeAllListeners(signal);
+
+  let app: INestApplication | undefined;
+  const shutdown = async (signal: string) => {
+    console.error(`block-ledger: ${signal} received, shutting down`);
+    await app?.close().catch((error: Error) => console.error(`block-ledger: closing the service failed: ${error.message}`));
+    await database.stop();
+    process.exit(0);
+  };
+  for (const signal of SHUTDOWN_SIGNALS) process.once(signal, (received) => void shutdown(received));
+
+  try {
+    await runMigrations(database.connectionString);
+    app = await createLedgerApp({ config, connectionString: database.connectionString });
+    await app.listen(config.port).catch((error: NodeJS.ErrnoException) => {
+      throw error.code === 'EADDRINUSE' || error.code === 'EACCES'
+        ? new StartupError(`port ${config.port} is not available (${error.code}); set PORT to a free port`)
+        : error;
+    });
+    app.get(Logger).log(`listening on http://localhost:${config.port} (database: ${config.databaseUrl ? 'DATABASE_URL' : `embedded in ${config.dataDir}`})`);
+  } catch (error) {
+    await app?.close().catch(() => undefined);
+    await database.stop();
+    throw error;
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof StartupError ? `block-ledger: ${error.message}` : error);
+  process.exit(1);
+});

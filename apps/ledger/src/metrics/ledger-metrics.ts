@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import type { CommitStats } from '#event-log';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** The service's Prometheus registry and the metrics its parts record. */
+@Injectable()
+export class LedgerMetrics {
+  readonly registry = new Registry();
+
+  private readonly appendedEvents = new Counter({
+    name: 'ledger_event_log_appended_events_total',
+    help: 'Events committed to the event log',
+    registers: [this.registry],
+  });
+
+  private readonly commitEvents = new Histogram({
+    name: 'ledger_event_log_commit_events',
+    help: 'Events per group commit',
+    buckets: [1, 10, 100, 1_000, 5_000],
+    registers: [this.registry],
+  });
+
+  private readonly commitSeconds = new Histogram({
+    name: 'ledger_event_log_commit_seconds',
+    help: 'Duration of one group commit',
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  recordCommit(stats: CommitStats): void {
+    this.appendedEvents.inc(stats.events);
+    this.commitEvents.observe(stats.events);
+    this.commitSeconds.observe(stats.durationMs / 1_000);
+  }
+}
