@@ -19,7 +19,7 @@ export default {
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
-    { ...shared, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
-    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/**/*.e2e.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+    { ...shared, displayName: 'int', testTimeout: 60_000, testMatch: ['<rootDir>/**/*.int.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+    { ...shared, displayName: 'e2e', testTimeout: 120_000, testMatch: ['<rootDir>/**/*.e2e.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
   ],
 };

@@ -1,0 +1,70 @@
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { createPostgresEventLog, NO_STREAM } from '#event-log';
+import { newEvents } from '#event-log/testing';
+import { freePort, reachableTempDir, startService, waitUntilHealthy } from '../support/service-process.js';
+
+describe('the service process with its embedded PostgreSQL', () => {
+  let dataDir: string;
+  beforeEach(async () => {
+    dataDir = await reachableTempDir('service');
+  });
+  afterEach(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts, reports health, stops PostgreSQL cleanly on SIGTERM and SIGINT, and reuses its data on the next start', async () => {
+    const pgPort = await freePort();
+    const env = { PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: String(pgPort) };
+    const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+
+    const first = startService(env);
+    const health = await waitUntilHealthy(first);
+    expect(health).toMatchObject({
+      status: 'ok',
+      details: { database: { status: 'up' }, eventLog: { status: 'up', engine: 'postgres', headPosition: '0', appendLockHeldMs: null } },
+    });
+    const log = await createPostgresEventLog({ connectionString: `postgres://ledger:ledger@127.0.0.1:${pgPort}/postgres` });
+    await log.append('session-lifecycle', newEvents(3), NO_STREAM);
+    await log.close();
+    expect((await fetch(`${first.baseUrl}/metrics`).then((response) => response.text()))).toContain('ledger_event_log_appended_events_total');
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(existsSync(pidFile)).toBe(false);
+
+    const second = startService(env);
+    const again = await waitUntilHealthy(second);
+    expect(again).toMatchObject({ details: { eventLog: { headPosition: '3' } } });
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+    expect(existsSync(pidFile)).toBe(false);
+  });
+
+  it('says clearly that the port is taken, and leaves no PostgreSQL running', async () => {
+    const blocker = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => blocker.listen(port, '0.0.0.0', resolve));
+    try {
+      const service = startService({ PORT: String(port), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: String(await freePort()) });
+      expect(await service.exited).toBe(1);
+      expect(service.output()).toContain(`port ${port} is not available (EADDRINUSE); set PORT to a free port`);
+      expect(service.output()).not.toMatch(/^\s+at /m);
+      expect(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('names the variable when the configuration is wrong, and when the data folder cannot be created', async () => {
+    const badPort = startService({ PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: 'abc' });
+    expect(await badPort.exited).toBe(1);
+    expect(badPort.output()).toContain('environment variable LEDGER_PG_PORT is invalid');
+
+    const notAFolder = startService({ PORT: String(await freePort()), LEDGER_DATA_DIR: '/etc/hostname/ledger' });
+    expect(await notAFolder.exited).toBe(1);
+    expect(notAFolder.output()).toContain('the data folder /etc/hostname/ledger is not writable (ENOTDIR); set LEDGER_DATA_DIR to a writable folder');
+  });
+});
