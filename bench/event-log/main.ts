@@ -1,0 +1,118 @@
+/**
+ * Event-log append throughput: our PostgreSQL adapter (group commit) beside a naive baseline
+ * (one INSERT per event on a bigserial, no grouping) and emmett-postgresql's event store, all on
+ * the same database in the same run. Each cell is the best of ROUNDS runs, engines interleaved,
+ * because this 2-core machine is noisy: read the ratios, not the absolute numbers.
+ *
+ *   npm run bench:event-log
+ */
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { getPostgreSQLEventStore } from '@event-driven-io/emmett-postgresql';
+import pg from 'pg';
+import { ANY, createPostgresEventLog, type NewEvent } from '#event-log';
+import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
+
+interface Engine {
+  readonly name: string;
+  append(streamId: string, events: readonly NewEvent[]): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+interface Scenario {
+  readonly name: string;
+  readonly appenders: number;
+  readonly appendsPerAppender: number;
+  readonly eventsPerAppend: number;
+}
+
+const SCENARIOS: readonly Scenario[] = [
+  { name: 'one event per append (sequential)', appenders: 1, appendsPerAppender: 1_000, eventsPerAppend: 1 },
+  { name: 'batches of 100 (sequential)', appenders: 1, appendsPerAppender: 100, eventsPerAppend: 100 },
+  { name: '64 concurrent single-event appenders', appenders: 64, appendsPerAppender: 100, eventsPerAppend: 1 },
+];
+const ROUNDS = 2;
+
+function chunkEvents(count: number): NewEvent[] {
+  return Array.from({ length: count }, (_, seq) => ({ id: randomUUID(), type: 'chunk.text.delta', data: { seq, text: ' a few tokens' } }));
+}
+
+async function naiveEngine(connectionString: string): Promise<Engine> {
+  const pool = new pg.Pool({ connectionString, max: 16 });
+  await pool.query(`CREATE TABLE IF NOT EXISTS bench_naive_events (
+    position bigserial PRIMARY KEY, stream_id text NOT NULL, event_id uuid NOT NULL, type text NOT NULL, data jsonb NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now())`);
+  const insert = 'INSERT INTO bench_naive_events (stream_id, event_id, type, data) VALUES ($1, $2, $3, $4)';
+  return {
+    name: 'naive INSERT per event',
+    async append(streamId, events) {
+      if (events.length === 1) return pool.query(insert, [streamId, events[0]!.id, events[0]!.type, JSON.stringify(events[0]!.data)]);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        for (const event of events) await client.query(insert, [streamId, event.id, event.type, JSON.stringify(event.data)]);
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function emmettEngine(connectionString: string): Promise<Engine> {
+  // Emmett gets a pool we own, so that closing it is ours to do before PostgreSQL stops.
+  const pool = new pg.Pool({ connectionString, max: 16 });
+  const store = getPostgreSQLEventStore(connectionString, { connectionOptions: { pool } });
+  return {
+    name: 'emmett-postgresql',
+    append: (streamId, events) => store.appendToStream(streamId, events.map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }))),
+    close: async () => {
+      await store.close();
+      await pool.end();
+    },
+  };
+}
+
+async function ourEngine(connectionString: string): Promise<Engine> {
+  const log = await createPostgresEventLog({ connectionString });
+  return { name: 'block-ledger (group commit)', append: (streamId, events) => log.append(streamId, events, ANY), close: () => log.close() };
+}
+
+async function measure(engine: Engine, scenario: Scenario): Promise<number> {
+  const run = randomUUID().slice(0, 8);
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: scenario.appenders }, async (_, appender) => {
+      for (let append = 0; append < scenario.appendsPerAppender; append += 1) {
+        await engine.append(`session-${run}-${appender}`, chunkEvents(scenario.eventsPerAppend));
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1_000;
+  return (scenario.appenders * scenario.appendsPerAppender * scenario.eventsPerAppend) / seconds;
+}
+
+async function main(): Promise<void> {
+  const database = await openBenchDatabase();
+  const engines = [await ourEngine(database.connectionString), await naiveEngine(database.connectionString), await emmettEngine(database.connectionString)];
+  try {
+    console.log(`event-log append throughput, events/s (best of ${ROUNDS}); ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`);
+    const rows: string[][] = [];
+    for (const scenario of SCENARIOS) {
+      const best = new Map<string, number>();
+      for (let round = 0; round < ROUNDS; round += 1) {
+        for (const engine of round % 2 === 0 ? engines : [...engines].reverse()) {
+          best.set(engine.name, Math.max(best.get(engine.name) ?? 0, await measure(engine, scenario)));
+        }
+      }
+      const [ours, naive, emmett] = engines.map((engine) => best.get(engine.name)!);
+      rows.push([scenario.name, formatRate(ours!), formatRate(naive!), formatRate(emmett!), formatRatio(ours! / naive!), formatRatio(ours! / emmett!)]);
+    }
+    printTable(['scenario', ...engines.map((engine) => engine.name), 'ours / naive', 'ours / emmett'], rows);
+  } finally {
+    for (const engine of engines) await engine.close();
+    await database.close();
+  }
+}
+
+await main();
