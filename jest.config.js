@@ -15,11 +15,13 @@ const shared = {
 
 /** @type {import('jest').Config} */
 export default {
+  // Integration and e2e tests start real servers; no test waits on a fixed sleep, this only bounds a hang.
+  testTimeout: 60_000,
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [
     { ...shared, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
-    { ...shared, displayName: 'int', testTimeout: 60_000, testMatch: ['<rootDir>/**/*.int.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
-    { ...shared, displayName: 'e2e', testTimeout: 120_000, testMatch: ['<rootDir>/**/*.e2e.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+    { ...shared, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
+    { ...shared, displayName: 'e2e', testMatch: ['<rootDir>/**/*.e2e.spec.ts'], testPathIgnorePatterns: ['/node_modules/', '/dist/'] },
   ],
 };

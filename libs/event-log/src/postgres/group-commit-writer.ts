@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { EMPTY_STREAM, planAppend, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
-import { EventLogClosedError } from '../errors.js';
+import { BatchingQueue } from '../batching-queue.js';
 import type { AppendResult, ExpectedRevision, NewEvent } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
 
@@ -11,8 +11,6 @@ interface PendingAppend {
   readonly streamId: string;
   readonly events: readonly NewEvent[];
   readonly expected: ExpectedRevision;
-  readonly resolve: (result: AppendResult) => void;
-  readonly reject: (error: Error) => void;
 }
 
 export interface CommitStats {
@@ -38,65 +36,41 @@ export interface GroupCommitOptions {
  * nothing.
  */
 export class GroupCommitWriter {
-  private queue: PendingAppend[] = [];
-  private draining: Promise<void> | undefined;
-  private closed = false;
+  private readonly queue: BatchingQueue<PendingAppend, AppendResult>;
 
   constructor(
     private readonly pool: Pool,
     private readonly options: GroupCommitOptions,
-  ) {}
-
-  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    if (this.closed) return Promise.reject(new EventLogClosedError());
-    return new Promise((resolve, reject) => {
-      this.queue.push({ streamId, events, expected, resolve, reject });
-      this.draining ??= this.drain();
+  ) {
+    this.queue = new BatchingQueue((batch) => this.commitMeasured(batch), (waiting) => {
+      let events = 0;
+      let count = 0;
+      while (count < waiting.length && (count === 0 || events + waiting[count]!.events.length <= options.maxEventsPerCommit)) {
+        events += waiting[count]!.events.length;
+        count += 1;
+      }
+      return count;
     });
   }
 
+  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    return this.queue.push({ streamId, events, expected });
+  }
+
   /** Refuses new appends and waits for the queued ones to finish. */
-  async close(): Promise<void> {
-    this.closed = true;
-    await this.draining;
+  close(): Promise<void> {
+    return this.queue.close();
   }
 
-  private async drain(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.takeBatch();
-        const started = performance.now();
-        try {
-          const results = await this.commit(batch);
-          batch.forEach((pending, index) => {
-            const result = results[index]!;
-            if (result instanceof Error) pending.reject(result);
-            else pending.resolve(result);
-          });
-          this.options.onCommit?.({
-            appends: batch.length,
-            events: batch.reduce((sum, pending) => sum + pending.events.length, 0),
-            durationMs: performance.now() - started,
-          });
-        } catch (error) {
-          for (const pending of batch) pending.reject(error as Error);
-        }
-      }
-    } finally {
-      // Cleared in the same tick as the last look at the queue (callers resume only after it),
-      // so no append can be queued behind a loop that has already stopped.
-      this.draining = undefined;
-    }
-  }
-
-  private takeBatch(): PendingAppend[] {
-    let events = 0;
-    let count = 0;
-    while (count < this.queue.length && (count === 0 || events + this.queue[count]!.events.length <= this.options.maxEventsPerCommit)) {
-      events += this.queue[count]!.events.length;
-      count += 1;
-    }
-    return this.queue.splice(0, count);
+  private async commitMeasured(batch: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
+    const started = performance.now();
+    const results = await this.commit(batch);
+    this.options.onCommit?.({
+      appends: batch.length,
+      events: batch.reduce((sum, pending) => sum + pending.events.length, 0),
+      durationMs: performance.now() - started,
+    });
+    return results;
   }
 
   /**

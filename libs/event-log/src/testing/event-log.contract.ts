@@ -147,6 +147,32 @@ export function eventLogContract(name: string, setup: () => Promise<EventLogCont
       });
     });
 
+    describe('two writers on one stream (two processes)', () => {
+      it('the second writer with a stale revision gets a conflict, not a fork of the stream', async () => {
+        const streamId = `${uniquePrefix('s')}contended`;
+        const other = await subject.connect();
+        extra.push(other);
+        const first = await log.append(streamId, newEvents(1), NO_STREAM);
+        // Both instances have now seen revision 0.
+        expect(await other.readStream(streamId)).toHaveLength(1);
+        await other.append(streamId, newEvents(1), first.nextExpectedRevision);
+        const error = await log.append(streamId, newEvents(1), first.nextExpectedRevision).then(() => undefined, (thrown: unknown) => thrown);
+        expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(error).toMatchObject({ expected: 0n, actual: 1n });
+        expect((await log.readStream(streamId)).map((event) => event.revision)).toEqual([0n, 1n]);
+      });
+
+      it('writers alternating with `any` keep one contiguous, correctly chained stream', async () => {
+        const streamId = `${uniquePrefix('s')}alternating`;
+        const other = await subject.connect();
+        extra.push(other);
+        for (let round = 0; round < 6; round += 1) await (round % 2 === 0 ? log : other).append(streamId, newEvents(2), ANY);
+        const stored = await other.readStream(streamId);
+        expect(stored.map((event) => event.revision)).toEqual(Array.from({ length: 12 }, (_, index) => BigInt(index)));
+        stored.forEach((event, index) => expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : stored[index - 1]!.metadata.hash));
+      });
+    });
+
     describe('idempotent retries', () => {
       it('an exact retry of an acknowledged batch stores nothing and reports every event as a duplicate', async () => {
         const streamId = `${uniquePrefix('s')}retry`;

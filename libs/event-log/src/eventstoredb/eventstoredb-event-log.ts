@@ -1,0 +1,252 @@
+import esdb from '@eventstore/db-client';
+import { EMPTY_STREAM, matchesFilter, planAppend, validateNewEvents, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
+import { BatchingQueue } from '../batching-queue.js';
+import {
+  NO_STREAM, type AppendResult, type EventLog, type EventLogHealth, type EventMetadata, type ExpectedRevision,
+  type NewEvent, type ReadAllOptions, type ReadAllResult, type ReadStreamOptions, type RecordedEvent, type SubscribeOptions, type Subscription,
+} from '../event-log.js';
+import { EventStoreSubscription } from './eventstoredb-subscription.js';
+
+const { EventStoreDBClient, jsonEvent, ErrorType, START, END, FORWARDS, BACKWARDS } = esdb;
+type ResolvedRecord = NonNullable<esdb.ResolvedEvent['event']>;
+
+export interface EventStoreDbEventLogOptions {
+  /** e.g. `esdb://localhost:2113?tls=false`. */
+  readonly connectionString: string;
+  /** Streams whose head and event ids stay cached for planning appends. */
+  readonly maxCachedStreams?: number;
+  /** Attempts for one append when the connection drops; retries resend the same event ids. */
+  readonly appendAttempts?: number;
+  readonly retryDelayMs?: number;
+  readonly readPageSize?: number;
+  readonly clock?: () => Date;
+  readonly onError?: (error: Error) => void;
+}
+
+interface PendingAppend {
+  readonly events: readonly NewEvent[];
+  readonly expected: ExpectedRevision;
+}
+
+/** What this process knows of a stream: enough to plan appends (duplicates, revisions, the chain) without reading it again. */
+interface StreamCache {
+  head: StreamHead;
+  readonly known: Map<string, KnownEvent>;
+}
+
+/**
+ * The event-log port on EventStoreDB. Our metadata (hash chain, tenant, actor, …) travels in each
+ * event's custom metadata; positions are `$all` commit positions.
+ *
+ * Appends to one stream queue in the process and go as one `appendToStream` per group, planned
+ * by the shared `planAppend` against a cached stream head and sent with that head as the
+ * expected revision: the server's check catches writers in other processes, after which the
+ * cache is refreshed and the group planned again. A dropped connection is retried with the same
+ * event ids, which the server treats as an idempotent retry.
+ */
+export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions): EventLog {
+  const client = EventStoreDBClient.connectionString(options.connectionString);
+  const clock = options.clock ?? (() => new Date());
+  const maxCachedStreams = options.maxCachedStreams ?? 10_000;
+  const appendAttempts = options.appendAttempts ?? 10;
+  const retryDelayMs = options.retryDelayMs ?? 200;
+  const readPageSize = options.readPageSize ?? 1_000;
+  const cache = new Map<string, StreamCache>();
+  const writers = new Map<string, BatchingQueue<PendingAppend, AppendResult>>();
+  const subscriptions = new Set<Subscription>();
+
+  async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
+    const backwards = readOptions.direction === 'backwards';
+    try {
+      const page = await readToEnd(
+        client.readStream(streamId, {
+          direction: backwards ? BACKWARDS : FORWARDS,
+          fromRevision: readOptions.fromRevision ?? (backwards ? END : START),
+          maxCount: readOptions.maxCount ?? Number.MAX_SAFE_INTEGER,
+        }),
+      );
+      return page.map((resolved) => toRecordedEvent(resolved.event!));
+    } catch (error) {
+      if (isErrorType(error, ErrorType.STREAM_NOT_FOUND)) return [];
+      throw error;
+    }
+  }
+
+  async function loadStream(streamId: string): Promise<StreamCache> {
+    const cached = cache.get(streamId);
+    // The cache may lag behind other processes; read whatever follows what we know.
+    const from = cached ? (cached.head.revision === NO_STREAM ? 0n : cached.head.revision + 1n) : 0n;
+    const entry: StreamCache = cached ?? { head: EMPTY_STREAM, known: new Map() };
+    for (const event of await readStream(streamId, { fromRevision: from })) {
+      entry.known.set(event.id, { revision: event.revision, position: event.position });
+      entry.head = { revision: event.revision, lastHash: event.metadata.hash };
+    }
+    cache.delete(streamId);
+    cache.set(streamId, entry);
+    for (const [oldest] of cache) {
+      if (cache.size <= maxCachedStreams) break;
+      if (writers.get(oldest)?.idle !== false) cache.delete(oldest);
+    }
+    return entry;
+  }
+
+  async function appendGroup(streamId: string, group: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
+    for (let attempt = 1; ; attempt += 1) {
+      const entry = await withRetry(() => loadStream(streamId));
+      const known = new Map(entry.known);
+      let head = entry.head;
+      const recordedAt = clock();
+      const sealed: SealedEvent[] = [];
+      const plans = group.map((pending) => {
+        const plan = planAppend(streamId, head, known, pending.events, pending.expected, recordedAt);
+        if (plan.kind === 'write') {
+          sealed.push(...plan.events);
+          for (const event of plan.events) known.set(event.id, { revision: event.revision, position: -1n });
+          head = plan.head;
+        }
+        return { plan, headAfter: head };
+      });
+      if (sealed.length > 0) {
+        try {
+          // If the connection drops, the very same ids are sent again, which the server accepts
+          // as an idempotent retry if the first attempt landed.
+          const proposed = sealed.map((event) => jsonEvent({ id: event.id, type: event.type, data: event.data as never, metadata: event.metadata as never }));
+          const expectedRevision = entry.head.revision === NO_STREAM ? 'no_stream' : entry.head.revision;
+          await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
+        } catch (error) {
+          // Another process wrote to the stream: refresh from the server and plan again.
+          if (isErrorType(error, ErrorType.WRONG_EXPECTED_VERSION) && attempt < 5) continue;
+          throw error;
+        }
+        // The server returns the last position only; each caller needs its own, so read the new events back.
+        for (const event of await withRetry(() => readStream(streamId, { fromRevision: sealed[0]!.revision }))) {
+          entry.known.set(event.id, { revision: event.revision, position: event.position });
+        }
+        entry.head = head;
+      }
+      return plans.map(({ plan, headAfter }): AppendResult | Error => {
+        switch (plan.kind) {
+          case 'conflict':
+            return plan.error;
+          case 'duplicates_only':
+            return { nextExpectedRevision: headAfter.revision as bigint, position: plan.lastKnown.position, appended: 0, duplicates: plan.duplicates };
+          case 'write':
+            return {
+              nextExpectedRevision: plan.head.revision as bigint,
+              position: entry.known.get(plan.events.at(-1)!.id)!.position,
+              appended: plan.events.length,
+              duplicates: plan.duplicates,
+            };
+        }
+      });
+    }
+  }
+
+  /** Retries an operation while the server is unreachable, up to `appendAttempts` times. */
+  async function withRetry<T>(operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (!isErrorType(error, ErrorType.UNAVAILABLE) || attempt >= appendAttempts) throw error;
+        options.onError?.(error as Error);
+        await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+      }
+    }
+  }
+
+  async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
+    const limit = readOptions.maxCount ?? readPageSize;
+    const events: RecordedEvent[] = [];
+    let checkpoint = readOptions.fromPosition ?? 0n;
+    let fromStart = readOptions.fromPosition === undefined || readOptions.fromPosition === 0n;
+    // $all has no server-side filter on reads (only on subscriptions): scan pages and filter here.
+    // Reading forwards from a position includes the event there, which is skipped.
+    for (;;) {
+      const page = await readToEnd(client.readAll({ fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint }, maxCount: readPageSize }));
+      for (const resolved of page) {
+        const record = resolved.event!;
+        const position = record.position!.commit;
+        if (!fromStart && position <= checkpoint) continue;
+        fromStart = false;
+        checkpoint = position;
+        if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
+        events.push(toRecordedEvent(record));
+        if (events.length === limit) return { events, checkpoint, caughtUp: false };
+      }
+      if (page.length < readPageSize) return { events, checkpoint, caughtUp: true };
+    }
+  }
+
+  async function headPosition(): Promise<bigint> {
+    const [last] = await readToEnd(client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 }));
+    return last?.event?.position?.commit ?? 0n;
+  }
+
+  return {
+    append(streamId, events, expected) {
+      try {
+        validateNewEvents(streamId, events);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      let writer = writers.get(streamId);
+      if (!writer) {
+        writer = new BatchingQueue((group) => appendGroup(streamId, group));
+        writers.set(streamId, writer);
+      }
+      return writer.push({ events, expected }).finally(() => {
+        if (writer!.idle) writers.delete(streamId);
+      });
+    },
+    readStream,
+    readAll,
+    headPosition,
+    async health(): Promise<EventLogHealth> {
+      return { engine: 'eventstoredb', headPosition: await headPosition() };
+    },
+    subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
+      const subscription = new EventStoreSubscription(client, subscribeOptions, { toRecordedEvent, isSystem, isErrorType, retryDelayMs, onError: options.onError });
+      subscriptions.add(subscription);
+      return subscription;
+    },
+    async close() {
+      await Promise.all([...writers.values()].map((writer) => writer.close()));
+      await Promise.all([...subscriptions].map((subscription) => subscription.close()));
+      await client.dispose();
+    },
+  };
+}
+
+export function toRecordedEvent(record: ResolvedRecord): RecordedEvent {
+  return {
+    id: record.id,
+    type: record.type,
+    streamId: record.streamId,
+    revision: record.revision,
+    position: record.position!.commit,
+    data: record.data,
+    metadata: record.metadata as unknown as EventMetadata,
+  };
+}
+
+/** EventStoreDB's own streams and events ($-prefixed) are not ours. */
+function isSystem(record: Pick<ResolvedRecord, 'streamId' | 'type'>): boolean {
+  return record.streamId.startsWith('$') || record.type.startsWith('$');
+}
+
+/**
+ * Reads a client read stream to its end. Leaving a `for await` early leaves the underlying gRPC
+ * stream unpiped with its end unread, and `client.dispose()` then waits for it forever.
+ */
+async function readToEnd(stream: AsyncIterable<esdb.ResolvedEvent>): Promise<esdb.ResolvedEvent[]> {
+  const events: esdb.ResolvedEvent[] = [];
+  for await (const resolved of stream) events.push(resolved);
+  return events;
+}
+
+/** Client errors are recognised by their type, never by message text. */
+function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
+  return (error as { type?: unknown })?.type === type;
+}
+

@@ -1,0 +1,79 @@
+import esdb from '@eventstore/db-client';
+import { createEventStoreDbEventLog, NO_STREAM, type RecordedEvent } from '#event-log';
+import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
+import { startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
+
+/** Resolves once `check` holds, polling briefly; fails after `timeoutMs`. */
+async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('EventStoreDB adapter when the server goes away', () => {
+  let double: EventStoreDouble;
+  beforeEach(async () => {
+    double = await startEventStoreDouble();
+  });
+  afterEach(async () => {
+    await double.stop();
+  });
+
+  it('a subscriber resumes from its checkpoint and an append made while the server was down is retried, with nothing missed or repeated', async () => {
+    const dropped: Error[] = [];
+    const writer = createEventStoreDbEventLog({ connectionString: double.connectionString, retryDelayMs: 50, onError: (error) => dropped.push(error) });
+    const reader = createEventStoreDbEventLog({ connectionString: double.connectionString, retryDelayMs: 50 });
+    const streamId = `${uniquePrefix('reconnect')}s`;
+    const received: RecordedEvent[] = [];
+    const subscription = reader.subscribeToAll({ fromPosition: await reader.headPosition(), filter: { streamPrefixes: [streamId] } });
+    const consuming = (async () => {
+      for await (const batch of subscription) received.push(...batch.events);
+    })();
+    try {
+      await writer.append(streamId, newEvents(20), NO_STREAM);
+      await until(() => received.length === 20, 'the first 20 events');
+
+      await double.stop();
+      const duringOutage = writer.append(streamId, newEvents(10), 19n);
+      await until(() => dropped.length > 0, 'the writer to notice the outage');
+      await double.start();
+      await expect(duringOutage).resolves.toMatchObject({ nextExpectedRevision: 29n, appended: 10 });
+      await writer.append(streamId, newEvents(30), 29n);
+
+      await until(() => received.length >= 60, 'all 60 events after the restart');
+      expect(received.map((event) => event.revision)).toEqual(Array.from({ length: 60 }, (_, index) => BigInt(index)));
+      expect(isStrictlyIncreasing(positions(received))).toBe(true);
+      expect(await writer.readStream(streamId)).toHaveLength(60);
+    } finally {
+      await subscription.close();
+      await consuming;
+      await Promise.all([writer.close(), reader.close()]);
+    }
+  });
+});
+
+describe('the double speaks Streams.Append as well as BatchAppend', () => {
+  it('accepts an append and answers a revision mismatch with wrong_expected_version', async () => {
+    const double = await startEventStoreDouble();
+    const client = esdb.EventStoreDBClient.connectionString(double.connectionString);
+    // Credentials make the client use the unary Append call instead of BatchAppend.
+    const credentials = { username: 'admin', password: 'changeit' };
+    const event = () => esdb.jsonEvent({ type: 'test.appended', data: { ok: true } });
+    try {
+      await expect(client.appendToStream('plain-append', [event(), event()], { expectedRevision: esdb.NO_STREAM, credentials })).resolves.toMatchObject({
+        success: true,
+        nextExpectedRevision: 1n,
+      });
+      await expect(client.appendToStream('plain-append', event(), { expectedRevision: 0n, credentials })).rejects.toMatchObject({
+        type: esdb.ErrorType.WRONG_EXPECTED_VERSION,
+        expectedVersion: 0n,
+        actualVersion: 1n,
+      });
+    } finally {
+      await client.dispose();
+      await double.stop();
+    }
+  });
+});
