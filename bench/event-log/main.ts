@@ -1,7 +1,8 @@
 /**
  * Event-log append throughput: our PostgreSQL adapter (group commit) beside a naive baseline
  * (one INSERT per event on a bigserial, no grouping) and emmett-postgresql's event store, all on
- * the same database in the same run. Each cell is the best of ROUNDS runs, engines interleaved,
+ * the same database in the same run, plus our EventStoreDB adapter talking gRPC to the wire
+ * double of test/ (that row measures our adapter and the client library, not a server). Each cell is the best of ROUNDS runs, engines interleaved,
  * because this 2-core machine is noisy: read the ratios, not the absolute numbers.
  *
  *   npm run bench:event-log
@@ -10,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { getPostgreSQLEventStore } from '@event-driven-io/emmett-postgresql';
 import pg from 'pg';
-import { ANY, createPostgresEventLog, type NewEvent } from '#event-log';
+import { ANY, createEventStoreDbEventLog, createPostgresEventLog, type NewEvent } from '#event-log';
+import { startEventStoreDouble } from '../../test/support/eventstoredb-double/eventstoredb-double.js';
 import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
 
 interface Engine {
@@ -75,7 +77,20 @@ async function emmettEngine(connectionString: string): Promise<Engine> {
 
 async function ourEngine(connectionString: string): Promise<Engine> {
   const log = await createPostgresEventLog({ connectionString });
-  return { name: 'block-ledger (group commit)', append: (streamId, events) => log.append(streamId, events, ANY), close: () => log.close() };
+  return { name: 'block-ledger PostgreSQL (group commit)', append: (streamId, events) => log.append(streamId, events, ANY), close: () => log.close() };
+}
+
+async function eventStoreDbEngine(): Promise<Engine> {
+  const double = await startEventStoreDouble();
+  const log = createEventStoreDbEventLog({ connectionString: double.connectionString });
+  return {
+    name: 'EventStoreDB adapter + client → gRPC double',
+    append: (streamId, events) => log.append(streamId, events, ANY),
+    close: async () => {
+      await log.close();
+      await double.stop();
+    },
+  };
 }
 
 async function measure(engine: Engine, scenario: Scenario): Promise<number> {
@@ -94,7 +109,7 @@ async function measure(engine: Engine, scenario: Scenario): Promise<number> {
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase();
-  const engines = [await ourEngine(database.connectionString), await naiveEngine(database.connectionString), await emmettEngine(database.connectionString)];
+  const engines = [await ourEngine(database.connectionString), await naiveEngine(database.connectionString), await emmettEngine(database.connectionString), await eventStoreDbEngine()];
   try {
     console.log(`event-log append throughput, events/s (best of ${ROUNDS}); ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`);
     const rows: string[][] = [];
@@ -105,10 +120,10 @@ async function main(): Promise<void> {
           best.set(engine.name, Math.max(best.get(engine.name) ?? 0, await measure(engine, scenario)));
         }
       }
-      const [ours, naive, emmett] = engines.map((engine) => best.get(engine.name)!);
-      rows.push([scenario.name, formatRate(ours!), formatRate(naive!), formatRate(emmett!), formatRatio(ours! / naive!), formatRatio(ours! / emmett!)]);
+      const [ours, naive, emmett, eventStoreDb] = engines.map((engine) => best.get(engine.name)!);
+      rows.push([scenario.name, ...[ours!, naive!, emmett!, eventStoreDb!].map(formatRate), formatRatio(ours! / naive!), formatRatio(ours! / emmett!)]);
     }
-    printTable(['scenario', ...engines.map((engine) => engine.name), 'ours / naive', 'ours / emmett'], rows);
+    printTable(['scenario', ...engines.map((engine) => engine.name), 'PostgreSQL ours / naive', 'PostgreSQL ours / emmett'], rows);
   } finally {
     for (const engine of engines) await engine.close();
     await database.close();

@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { createPostgresEventLog, NO_STREAM } from '#event-log';
+import { createEventStoreDbEventLog, createPostgresEventLog, NO_STREAM } from '#event-log';
 import { newEvents } from '#event-log/testing';
+import { startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { freePort, reachableTempDir, startService, waitUntilHealthy } from '../support/service-process.js';
 
 describe('the service process with its embedded PostgreSQL', () => {
@@ -41,6 +42,24 @@ describe('the service process with its embedded PostgreSQL', () => {
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(pidFile)).toBe(false);
+  });
+
+  it('keeps its event log in EventStoreDB when EVENTSTORE_CONNECTION_STRING is set', async () => {
+    const double = await startEventStoreDouble();
+    const log = createEventStoreDbEventLog({ connectionString: double.connectionString });
+    try {
+      await log.append('session-esdb', newEvents(2), NO_STREAM);
+      const service = startService({
+        PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: String(await freePort()), EVENTSTORE_CONNECTION_STRING: double.connectionString,
+      });
+      const health = await waitUntilHealthy(service);
+      expect(health).toMatchObject({ details: { eventLog: { status: 'up', engine: 'eventstoredb', headPosition: String(await log.headPosition()) } } });
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toBe(0);
+    } finally {
+      await log.close();
+      await double.stop();
+    }
   });
 
   it('says clearly that the port is taken, and leaves no PostgreSQL running', async () => {

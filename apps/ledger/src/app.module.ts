@@ -22,7 +22,7 @@ export class AppModule {
         LoggerModule.forRoot({ pinoHttp: { level: config.logLevel, autoLogging: false } }),
         TypeOrmModule.forRoot({ type: 'postgres', url: connectionString, synchronize: false, migrationsRun: false, entities: [] }),
         MetricsModule,
-        EventLogModule.forRoot(connectionString),
+        EventLogModule.forRoot({ postgresUrl: connectionString, eventStoreConnectionString: config.eventStoreConnectionString }),
         HealthModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],

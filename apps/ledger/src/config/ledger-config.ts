@@ -7,6 +7,7 @@ const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).de
 const environment = z.object({
   PORT: port(3000),
   DATABASE_URL: z.string().url().optional(),
+  EVENTSTORE_CONNECTION_STRING: z.string().regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
   LEDGER_DATA_DIR: z.string().min(1).default('.data'),
   LEDGER_PG_PORT: port(54_329),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -16,6 +17,8 @@ export interface LedgerConfig {
   readonly port: number;
   /** Set: use that PostgreSQL. Unset: start the embedded one under `dataDir`. */
   readonly databaseUrl: string | undefined;
+  /** Set: the event log lives in EventStoreDB; PostgreSQL then holds only read models. */
+  readonly eventStoreConnectionString: string | undefined;
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
@@ -34,6 +37,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
   return {
     port: values.PORT,
     databaseUrl: values.DATABASE_URL,
+    eventStoreConnectionString: values.EVENTSTORE_CONNECTION_STRING,
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     logLevel: values.LOG_LEVEL,

@@ -1,5 +1,5 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { createPostgresEventLog, type EventLog } from '#event-log';
+import { createEventStoreDbEventLog, createPostgresEventLog, type EventLog } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
@@ -12,7 +12,8 @@ export const EVENT_LOG = Symbol('EVENT_LOG');
 export class EventLogModule implements OnApplicationShutdown {
   constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
 
-  static forRoot(connectionString: string): DynamicModule {
+  /** EventStoreDB when its connection string is set, else the PostgreSQL event log in `postgresUrl`. */
+  static forRoot({ postgresUrl, eventStoreConnectionString }: { postgresUrl: string; eventStoreConnectionString?: string }): DynamicModule {
     return {
       module: EventLogModule,
       imports: [MetricsModule],
@@ -20,12 +21,12 @@ export class EventLogModule implements OnApplicationShutdown {
         {
           provide: EVENT_LOG,
           inject: [LedgerMetrics, Logger],
-          useFactory: (metrics: LedgerMetrics, logger: Logger) =>
-            createPostgresEventLog({
-              connectionString,
-              onCommit: (stats) => metrics.recordCommit(stats),
-              onError: (error) => logger.warn({ err: error }, 'event log connection problem'),
-            }),
+          useFactory: (metrics: LedgerMetrics, logger: Logger) => {
+            const onError = (error: Error) => logger.warn({ err: error }, 'event log connection problem');
+            return eventStoreConnectionString
+              ? createEventStoreDbEventLog({ connectionString: eventStoreConnectionString, onError })
+              : createPostgresEventLog({ connectionString: postgresUrl, onCommit: (stats) => metrics.recordCommit(stats), onError });
+          },
         },
       ],
       exports: [EVENT_LOG],

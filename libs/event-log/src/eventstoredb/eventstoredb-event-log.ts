@@ -5,10 +5,10 @@ import {
   NO_STREAM, type AppendResult, type EventLog, type EventLogHealth, type EventMetadata, type ExpectedRevision,
   type NewEvent, type ReadAllOptions, type ReadAllResult, type ReadStreamOptions, type RecordedEvent, type SubscribeOptions, type Subscription,
 } from '../event-log.js';
+import { isConnectionLoss, isErrorType, isSystem, toRecordedEvent } from './eventstoredb-records.js';
 import { EventStoreSubscription } from './eventstoredb-subscription.js';
 
 const { EventStoreDBClient, jsonEvent, ErrorType, START, END, FORWARDS, BACKWARDS } = esdb;
-type ResolvedRecord = NonNullable<esdb.ResolvedEvent['event']>;
 
 export interface EventStoreDbEventLogOptions {
   /** e.g. `esdb://localhost:2113?tls=false`. */
@@ -72,14 +72,19 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     }
   }
 
-  async function loadStream(streamId: string): Promise<StreamCache> {
+  /**
+   * The cached view of a stream, read from the server the first time and, with `refresh`, brought
+   * up to date after the server said another process wrote to it (optimistic concurrency).
+   */
+  async function loadStream(streamId: string, refresh: boolean): Promise<StreamCache> {
     const cached = cache.get(streamId);
-    // The cache may lag behind other processes; read whatever follows what we know.
-    const from = cached ? (cached.head.revision === NO_STREAM ? 0n : cached.head.revision + 1n) : 0n;
     const entry: StreamCache = cached ?? { head: EMPTY_STREAM, known: new Map() };
-    for (const event of await readStream(streamId, { fromRevision: from })) {
-      entry.known.set(event.id, { revision: event.revision, position: event.position });
-      entry.head = { revision: event.revision, lastHash: event.metadata.hash };
+    if (!cached || refresh) {
+      const from = entry.head.revision === NO_STREAM ? 0n : entry.head.revision + 1n;
+      for (const event of await readStream(streamId, { fromRevision: from })) {
+        entry.known.set(event.id, { revision: event.revision, position: event.position });
+        entry.head = { revision: event.revision, lastHash: event.metadata.hash };
+      }
     }
     cache.delete(streamId);
     cache.set(streamId, entry);
@@ -92,7 +97,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
 
   async function appendGroup(streamId: string, group: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
     for (let attempt = 1; ; attempt += 1) {
-      const entry = await withRetry(() => loadStream(streamId));
+      const entry = await withRetry(() => loadStream(streamId, attempt > 1));
       const known = new Map(entry.known);
       let head = entry.head;
       const recordedAt = clock();
@@ -148,7 +153,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       try {
         return await operation();
       } catch (error) {
-        if (!isErrorType(error, ErrorType.UNAVAILABLE) || attempt >= appendAttempts) throw error;
+        if (!isConnectionLoss(error) || attempt >= appendAttempts) throw error;
         options.onError?.(error as Error);
         await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
       }
@@ -206,7 +211,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       return { engine: 'eventstoredb', headPosition: await headPosition() };
     },
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
-      const subscription = new EventStoreSubscription(client, subscribeOptions, { toRecordedEvent, isSystem, isErrorType, retryDelayMs, onError: options.onError });
+      const subscription = new EventStoreSubscription(client, subscribeOptions, { retryDelayMs, onError: options.onError });
       subscriptions.add(subscription);
       return subscription;
     },
@@ -218,23 +223,6 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   };
 }
 
-export function toRecordedEvent(record: ResolvedRecord): RecordedEvent {
-  return {
-    id: record.id,
-    type: record.type,
-    streamId: record.streamId,
-    revision: record.revision,
-    position: record.position!.commit,
-    data: record.data,
-    metadata: record.metadata as unknown as EventMetadata,
-  };
-}
-
-/** EventStoreDB's own streams and events ($-prefixed) are not ours. */
-function isSystem(record: Pick<ResolvedRecord, 'streamId' | 'type'>): boolean {
-  return record.streamId.startsWith('$') || record.type.startsWith('$');
-}
-
 /**
  * Reads a client read stream to its end. Leaving a `for await` early leaves the underlying gRPC
  * stream unpiped with its end unread, and `client.dispose()` then waits for it forever.
@@ -244,9 +232,3 @@ async function readToEnd(stream: AsyncIterable<esdb.ResolvedEvent>): Promise<esd
   for await (const resolved of stream) events.push(resolved);
   return events;
 }
-
-/** Client errors are recognised by their type, never by message text. */
-function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
-  return (error as { type?: unknown })?.type === type;
-}
-

@@ -1,17 +1,14 @@
 import esdb from '@eventstore/db-client';
 import { matchesFilter } from '../append-plan.js';
 import type { EventFilter, RecordedEvent, SubscribeOptions, Subscription, SubscriptionBatch } from '../event-log.js';
+import { isConnectionLoss, isSystem, toRecordedEvent, type ResolvedRecord } from './eventstoredb-records.js';
 
-const { START, ErrorType, eventTypeFilter, streamNameFilter, excludeSystemEvents } = esdb;
+const { START, eventTypeFilter, streamNameFilter, excludeSystemEvents } = esdb;
 type Client = InstanceType<typeof esdb.EventStoreDBClient>;
-type ResolvedRecord = NonNullable<esdb.ResolvedEvent['event']>;
 
 type Inbox = { kind: 'event'; record: ResolvedRecord } | { kind: 'checkpoint'; position: bigint } | { kind: 'caught_up' };
 
 interface Dependencies {
-  readonly toRecordedEvent: (record: ResolvedRecord) => RecordedEvent;
-  readonly isSystem: (record: ResolvedRecord) => boolean;
-  readonly isErrorType: (error: unknown, type: esdb.ErrorType) => boolean;
   readonly retryDelayMs: number;
   readonly onError?: (error: Error) => void;
 }
@@ -84,7 +81,7 @@ export class EventStoreSubscription implements Subscription {
         await subscription.unsubscribe().catch(() => undefined);
       }
       if (this.closed) return;
-      if (failure && !this.deps.isErrorType(failure, ErrorType.UNAVAILABLE) && !this.deps.isErrorType(failure, ErrorType.CANCELLED)) throw failure;
+      if (failure && !isConnectionLoss(failure)) throw failure;
       this.deps.onError?.(failure ?? new Error('subscription ended by the server'));
       await new Promise((resolve) => setTimeout(resolve, this.deps.retryDelayMs));
     }
@@ -108,8 +105,8 @@ export class EventStoreSubscription implements Subscription {
       const position = item.kind === 'event' ? item.record.position!.commit : item.position;
       if (position <= checkpoint) continue;
       checkpoint = position;
-      if (item.kind === 'event' && !this.deps.isSystem(item.record) && matchesFilter(item.record, this.options.filter)) {
-        events.push(this.deps.toRecordedEvent(item.record));
+      if (item.kind === 'event' && !isSystem(item.record) && matchesFilter(item.record, this.options.filter)) {
+        events.push(toRecordedEvent(item.record));
       }
     }
     return { events, checkpoint, caughtUp };

@@ -1,0 +1,34 @@
+import esdb from '@eventstore/db-client';
+import type { EventMetadata, RecordedEvent } from '../event-log.js';
+
+const { ErrorType } = esdb;
+export type ResolvedRecord = NonNullable<esdb.ResolvedEvent['event']>;
+
+/** Our event from an EventStoreDB record: our metadata travels as the record's custom metadata; the position is the `$all` commit position. */
+export function toRecordedEvent(record: ResolvedRecord): RecordedEvent {
+  return {
+    id: record.id,
+    type: record.type,
+    streamId: record.streamId,
+    revision: record.revision,
+    position: record.position!.commit,
+    data: record.data,
+    metadata: record.metadata as unknown as EventMetadata,
+  };
+}
+
+/** EventStoreDB's own streams and events ($-prefixed) are not ours. */
+export function isSystem(record: Pick<ResolvedRecord, 'streamId' | 'type'>): boolean {
+  return record.streamId.startsWith('$') || record.type.startsWith('$');
+}
+
+/** Client errors are recognised by their type, never by message text. */
+export function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
+  return (error as { type?: unknown })?.type === type;
+}
+
+/** The server went away: unreachable, or a long-lived call (BatchAppend, a subscription) cut by it. We never cancel calls ourselves. */
+export function isConnectionLoss(error: unknown): boolean {
+  return isErrorType(error, ErrorType.UNAVAILABLE) || isErrorType(error, ErrorType.CANCELLED);
+}
+
