@@ -1,0 +1,222 @@
+import type { Chunk, ChunkOf, McpToolResponse } from '../chunks/chunk-schemas.js';
+import { OPEN_STATUSES, type BlockStatus, type MessageBlock, type MessageStatus } from './message-block.js';
+
+/**
+ * The block ordering rules of one assistant message (DESIGN §4), as a total `evolve` that never
+ * throws: a chunk that cannot apply is recorded by the log and leaves the state as it is.
+ *
+ * Display order is creation order. A placeholder (`llm_response_created`) is taken over in
+ * place by the next block to start; every other new block is appended, except the citation of a
+ * completed search tool, which goes right after its tool.
+ */
+export interface MessageBlocksState {
+  readonly messageId: string;
+  readonly status: MessageStatus;
+  /** Display order; untaken placeholders are dropped when the message completes. */
+  readonly blocks: readonly MessageBlock[];
+  readonly placeholderId: string | undefined;
+  readonly openTextId: string | undefined;
+  readonly openThinkingId: string | undefined;
+  readonly openImageId: string | undefined;
+  readonly webSearchCitationId: string | undefined;
+  /** Tool-call id → its block. */
+  readonly toolBlockIds: Readonly<Record<string, string>>;
+  /** After `block_complete` or an `error`: later chunks are recorded and change nothing. */
+  readonly finalized: boolean;
+}
+
+/** A chunk as the reducer sees it (text snapshots already restored) and when the log recorded it. */
+export interface BlockInput {
+  readonly chunk: Chunk;
+  readonly recordedAt: string;
+}
+
+const SEARCH_TOOLS = new Set(['builtin_web_search', 'builtin_knowledge_search']);
+const TOOL_ERROR_MESSAGE = 'Tool execution failed/error';
+
+export function initialMessageBlocks(messageId: string): MessageBlocksState {
+  return {
+    messageId, status: 'processing', blocks: [], placeholderId: undefined, openTextId: undefined, openThinkingId: undefined,
+    openImageId: undefined, webSearchCitationId: undefined, toolBlockIds: {}, finalized: false,
+  };
+}
+
+export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at }: BlockInput): MessageBlocksState {
+  if (state.finalized) return state;
+  const newId = `${state.messageId}-b${chunk.seq}`;
+  switch (chunk.type) {
+    // Rule 1: a placeholder at the start of a response and after every tool round.
+    case 'llm_response_created':
+      return { ...append(state, { id: newId, messageId: state.messageId, type: 'unknown', status: 'processing', createdAt: at }), placeholderId: newId };
+
+    // Rule 3: one main_text block per text part; only text.complete closes it.
+    case 'text.start': {
+      if (state.openTextId) return state;
+      const started = startBlock(state, newId, at, { type: 'main_text', status: 'streaming', content: '' });
+      return { ...started.state, openTextId: started.id };
+    }
+    case 'text.delta':
+      return state.openTextId ? update(state, state.openTextId, at, { content: chunk.text, status: 'streaming' }) : state;
+    case 'text.complete':
+      return state.openTextId ? { ...update(state, state.openTextId, at, { content: chunk.text, status: 'success' }), openTextId: undefined } : state;
+
+    // Rule 5: one thinking block per thinking part, after an open text part if there is one.
+    case 'thinking.start': {
+      if (state.openThinkingId) return state;
+      const started = startBlock(state, newId, at, { type: 'thinking', status: 'streaming', content: '' });
+      return { ...started.state, openThinkingId: started.id };
+    }
+    case 'thinking.delta':
+    case 'thinking.complete': {
+      if (!state.openThinkingId) return state;
+      const complete = chunk.type === 'thinking.complete';
+      const changes: Partial<MessageBlock> = { content: chunk.text, status: complete ? 'success' : 'streaming', ...(chunk.thinking_millsec === undefined ? {} : { thinking_millsec: chunk.thinking_millsec }) };
+      const updated = update(state, state.openThinkingId, at, changes);
+      return complete ? { ...updated, openThinkingId: undefined } : updated;
+    }
+
+    // Rule 6: one block per tool-call id, in call order.
+    case 'mcp_tool_streaming':
+    case 'mcp_tool_pending':
+    case 'mcp_tool_in_progress':
+    case 'mcp_tool_complete':
+      return chunk.responses.reduce((current, response) => applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at), state);
+
+    // Rule 7, provider-side search.
+    case 'llm_websearch_in_progress': {
+      if (state.webSearchCitationId) return state;
+      const started = startBlock(state, newId, at, { type: 'citation', status: 'processing' });
+      return { ...started.state, webSearchCitationId: started.id };
+    }
+    case 'llm_websearch_complete':
+      return completeWebSearch(state, chunk, newId, at);
+
+    case 'image.created': {
+      if (state.openImageId) return state;
+      const started = startBlock(state, newId, at, { type: 'image', status: 'processing' });
+      return { ...started.state, openImageId: started.id };
+    }
+    case 'image.delta':
+    case 'image.complete': {
+      if (!state.openImageId) return state;
+      const complete = chunk.type === 'image.complete';
+      const image = chunk.image;
+      const updated = update(state, state.openImageId, at, {
+        status: complete ? 'success' : 'streaming',
+        ...(image ? { url: image.images[0], metadata: { generateImageResponse: image } } : {}),
+      });
+      return complete ? { ...updated, openImageId: undefined } : updated;
+    }
+    case 'video.searched':
+      return startBlock(state, newId, at, { type: 'video', status: 'success', metadata: { video: chunk.video, ...chunk.metadata } }).state;
+
+    case 'error':
+      return failMessage(state, chunk, newId, at);
+    case 'block_complete':
+      return completeMessage(state, at);
+    case 'raw':
+    case 'llm_response_complete':
+      return state;
+  }
+}
+
+function applyToolResponse(state: MessageBlocksState, chunkType: ChunkOf<'mcp_tool_complete'>['type'] | 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress', response: McpToolResponse, newId: string, at: string): MessageBlocksState {
+  const existingId = state.toolBlockIds[response.id];
+  const creates = chunkType === 'mcp_tool_streaming' || chunkType === 'mcp_tool_pending';
+  // Rule 10: a completion or progress report for a tool id never announced changes nothing.
+  if (!existingId && !creates) return state;
+  const existing = existingId ? state.blocks.find((block) => block.id === existingId) : undefined;
+  const fields: Partial<MessageBlock> = {
+    toolId: response.id,
+    toolName: response.tool.name,
+    arguments: response.arguments ?? existing?.arguments ?? {},
+    metadata: { ...existing?.metadata, rawMcpToolResponse: response },
+  };
+  if (chunkType !== 'mcp_tool_complete') {
+    const status: BlockStatus = chunkType === 'mcp_tool_in_progress' || response.status === 'invoking' ? 'processing' : 'pending';
+    if (existingId) return update(state, existingId, at, { ...fields, status });
+    const started = startBlock(state, newId, at, { type: 'tool', status, content: undefined, ...fields });
+    return { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
+  }
+  const failed = response.status === 'error';
+  const completed = update(state, existingId!, at, {
+    ...fields,
+    status: failed ? 'error' : 'success',
+    content: response.response,
+    ...(failed ? { error: { message: TOOL_ERROR_MESSAGE, details: response.response } } : {}),
+  });
+  return SEARCH_TOOLS.has(response.tool.name) && hasResults(response.response) ? insertAfter(completed, existingId!, { id: newId, messageId: state.messageId, type: 'citation', status: 'success', createdAt: at, response: { results: response.response, source: response.tool.name } }) : completed;
+}
+
+function completeWebSearch(state: MessageBlocksState, chunk: ChunkOf<'llm_websearch_complete'>, newId: string, at: string): MessageBlocksState {
+  const search = chunk.llm_web_search;
+  let citationId = state.webSearchCitationId;
+  let next = state;
+  if (citationId) next = update(state, citationId, at, { status: 'success', response: search });
+  else {
+    const started = startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
+    citationId = started.id;
+    next = started.state;
+  }
+  const firstText = next.blocks.find((block) => block.type === 'main_text');
+  if (firstText) next = update(next, firstText.id, at, { metadata: { ...firstText.metadata, citationBlockId: citationId, citationBlockSource: search.source } });
+  return { ...next, webSearchCitationId: undefined };
+}
+
+/** Rule 8: open blocks fail (pause on abort), partial text stays, an error block is appended, the message fails. */
+function failMessage(state: MessageBlocksState, chunk: ChunkOf<'error'>, newId: string, at: string): MessageBlocksState {
+  const aborted = chunk.error.name === 'AbortError';
+  const closedStatus: BlockStatus = aborted ? 'paused' : 'error';
+  const blocks = state.blocks.map((block): MessageBlock => {
+    if (!OPEN_STATUSES.has(block.status)) return block;
+    const raw = block.metadata?.rawMcpToolResponse as McpToolResponse | undefined;
+    const metadata = block.type === 'tool' && raw ? { ...block.metadata, rawMcpToolResponse: { ...raw, status: aborted ? 'cancelled' : 'error' } } : block.metadata;
+    return { ...block, status: closedStatus, updatedAt: at, ...(metadata ? { metadata } : {}) };
+  });
+  const errorBlock: MessageBlock = { id: newId, messageId: state.messageId, type: 'error', status: 'success', createdAt: at, error: { ...chunk.error } };
+  return { ...closeParts(state), blocks: [...blocks, errorBlock], status: aborted ? 'paused' : 'error', finalized: true };
+}
+
+/** Rule 9: every open block succeeds, untaken placeholders leave the display list, the message succeeds. */
+function completeMessage(state: MessageBlocksState, at: string): MessageBlocksState {
+  const blocks = state.blocks
+    .filter((block) => block.type !== 'unknown')
+    .map((block) => (OPEN_STATUSES.has(block.status) ? { ...block, status: 'success' as const, updatedAt: at } : block));
+  return { ...closeParts(state), blocks, status: 'success', finalized: true };
+}
+
+function closeParts(state: MessageBlocksState): MessageBlocksState {
+  return { ...state, placeholderId: undefined, openTextId: undefined, openThinkingId: undefined, openImageId: undefined, webSearchCitationId: undefined };
+}
+
+type NewBlockFields = Omit<MessageBlock, 'id' | 'messageId' | 'createdAt'>;
+
+/** Rules 1 and 2: the next block to start takes the placeholder over in place (same id and position), or is appended. */
+function startBlock(state: MessageBlocksState, newId: string, at: string, fields: NewBlockFields): { state: MessageBlocksState; id: string } {
+  const placeholderId = state.placeholderId;
+  if (!placeholderId) return { state: append(state, { id: newId, messageId: state.messageId, createdAt: at, ...fields }), id: newId };
+  const blocks = state.blocks.map((block) => (block.id === placeholderId ? { id: block.id, messageId: block.messageId, createdAt: block.createdAt, updatedAt: at, ...fields } : block));
+  return { state: { ...state, blocks, placeholderId: undefined }, id: placeholderId };
+}
+
+function append(state: MessageBlocksState, block: MessageBlock): MessageBlocksState {
+  return { ...state, blocks: [...state.blocks, block] };
+}
+
+function insertAfter(state: MessageBlocksState, afterId: string, block: MessageBlock): MessageBlocksState {
+  const index = state.blocks.findIndex((candidate) => candidate.id === afterId);
+  return { ...state, blocks: [...state.blocks.slice(0, index + 1), block, ...state.blocks.slice(index + 1)] };
+}
+
+function update(state: MessageBlocksState, blockId: string, at: string, changes: Partial<MessageBlock>): MessageBlocksState {
+  return { ...state, blocks: state.blocks.map((block) => (block.id === blockId ? { ...block, ...changes, updatedAt: at } : block)) };
+}
+
+function hasResults(result: unknown): boolean {
+  if (Array.isArray(result)) return result.length > 0;
+  if (result && typeof result === 'object') {
+    const { results, content } = result as { results?: unknown; content?: unknown };
+    return (Array.isArray(results) && results.length > 0) || (Array.isArray(content) && content.length > 0);
+  }
+  return false;
+}

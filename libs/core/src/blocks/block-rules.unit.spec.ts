@@ -1,0 +1,95 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
+import { decodeChunk, EMPTY_SNAPSHOTS, encodeChunk, type StoredChunk } from '../chunks/snapshot-text.js';
+import { evolveBlocks, initialMessageBlocks, type MessageBlocksState } from './block-rules.js';
+import type { MessageBlock } from './message-block.js';
+
+interface Vector {
+  readonly description: string;
+  readonly chunks: readonly Record<string, unknown>[];
+  readonly expected: { readonly blocks: readonly Record<string, unknown>[]; readonly messageStatus: string };
+}
+
+const folder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'vectors');
+const vectors = readdirSync(folder).filter((file) => file.endsWith('.json')).sort();
+
+/** Folds posted chunks the way the ledger does: validate, store (snapshot suffixes), restore, evolve. */
+function fold(messageId: string, raw: readonly Record<string, unknown>[]): { state: MessageBlocksState; stored: StoredChunk[] } {
+  let encoder = EMPTY_SNAPSHOTS;
+  let decoder = EMPTY_SNAPSHOTS;
+  let state = initialMessageBlocks(messageId);
+  const stored: StoredChunk[] = [];
+  raw.forEach((value, index) => {
+    const chunk = parseChunk({ seq: index + 1, ...value }, index);
+    const encoded = encodeChunk(encoder, chunk);
+    encoder = encoded.state;
+    stored.push(encoded.stored);
+    const decoded = decodeChunk(decoder, JSON.parse(JSON.stringify(encoded.stored)) as StoredChunk);
+    decoder = decoded.state;
+    expect(decoded.chunk).toEqual(chunk);
+    state = evolveBlocks(state, { chunk: decoded.chunk, recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString() });
+  });
+  return { state, stored };
+}
+
+/** Only the fields a vector lists are compared (vectors/README.md). */
+function checkedFields(block: MessageBlock, expected: Record<string, unknown>): Record<string, unknown> {
+  const actual: Record<string, unknown> = {
+    type: block.type,
+    status: block.status,
+    content: block.content,
+    toolName: block.toolName,
+    toolId: block.toolId,
+    arguments: block.arguments,
+    response: block.type === 'tool' ? block.content : block.response,
+    rawStatus: (block.metadata?.rawMcpToolResponse as { status?: string } | undefined)?.status,
+    url: block.url,
+    images: (block.metadata?.generateImageResponse as { images?: string[] } | undefined)?.images,
+    citationBlockId: block.metadata?.citationBlockId,
+    citationBlockSource: block.metadata?.citationBlockSource,
+    error: block.error && Object.fromEntries(Object.keys(expected.error ?? {}).map((key) => [key, block.error![key]])),
+  };
+  return Object.fromEntries(Object.keys(expected).map((key) => [key, actual[key]]));
+}
+
+describe.each(vectors)('vector %s', (file) => {
+  const vector = JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as Vector;
+
+  it('gives exactly the expected blocks, in display order, and the message status', () => {
+    const { state } = fold('msg-1', vector.chunks);
+    expect(state.status).toBe(vector.expected.messageStatus);
+    expect(state.blocks.map((block) => block.type)).toEqual(vector.expected.blocks.map((block) => block.type));
+    state.blocks.forEach((block, index) => {
+      const expected = vector.expected.blocks[index]!;
+      const resolved = Object.fromEntries(Object.entries(expected).map(([key, value]) => [key, typeof value === 'string' && value.startsWith('@blocks[') ? state.blocks[Number(value.slice(8, -1))]!.id : value]));
+      expect(checkedFields(block, expected)).toEqual(resolved);
+    });
+  });
+
+  it('gives every block a distinct id and keeps ids stable when the same chunks are folded again', () => {
+    const first = fold('msg-1', vector.chunks).state;
+    const again = fold('msg-1', vector.chunks).state;
+    expect(new Set(first.blocks.map((block) => block.id)).size).toBe(first.blocks.length);
+    expect(again).toEqual(first);
+  });
+});
+
+describe('snapshot text in the log (rule 4)', () => {
+  it('stores suffixes when a snapshot extends the previous one, so a long answer costs O(n) bytes', () => {
+    const words = Array.from({ length: 400 }, (_, index) => `word${index} `);
+    const chunks: Record<string, unknown>[] = [{ type: 'text.start' }, ...words.map((_, index) => ({ type: 'text.delta', text: words.slice(0, index + 1).join('') })), { type: 'text.complete', text: words.join('') }];
+    const { stored, state } = fold('msg-long', chunks);
+    const snapshotBytes = words.reduce((sum, _, index) => sum + words.slice(0, index + 1).join('').length, 0);
+    const storedBytes = stored.reduce((sum, chunk) => sum + JSON.stringify(chunk).length, 0);
+    expect(storedBytes).toBeLessThan(snapshotBytes / 20);
+    expect(state.blocks[0]!.content).toBe(words.join(''));
+  });
+
+  it('stores the whole text when a snapshot does not extend the previous one (a provider rewrote it)', () => {
+    const { stored, state } = fold('msg-rewrite', [{ type: 'text.start' }, { type: 'text.delta', text: 'Helo' }, { type: 'text.delta', text: 'Hello' }, { type: 'text.delta', text: 'Hello, world' }]);
+    expect(stored.slice(1).map((chunk) => ('append' in chunk ? { append: chunk.append } : { text: (chunk as { text: string }).text }))).toEqual([{ text: 'Helo' }, { text: 'Hello' }, { append: ', world' }]);
+    expect(state.blocks[0]!.content).toBe('Hello, world');
+  });
+});

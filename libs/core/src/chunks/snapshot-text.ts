@@ -1,0 +1,50 @@
+import type { Chunk } from './chunk-schemas.js';
+
+/**
+ * Rule 4: `text.delta` and `thinking.delta` carry the accumulated text of their part. Every one
+ * is recorded, but as the suffix when it extends the part's previous snapshot (`{ append }`), and
+ * whole only when it does not — so a long answer costs O(n) bytes in the log, not O(n²).
+ * Replaying restores every snapshot exactly.
+ */
+export type StoredChunk = Chunk extends infer C ? (C extends { type: 'text.delta' | 'thinking.delta'; text: string } ? Omit<C, 'text'> & ({ text: string } | { append: string }) : C) : never;
+
+/** The snapshot each open part has reached; parts are independent (thinking may run inside text). */
+export interface SnapshotState {
+  readonly text: string;
+  readonly thinking: string;
+}
+
+export const EMPTY_SNAPSHOTS: SnapshotState = { text: '', thinking: '' };
+
+const PART_OF = { 'text.start': 'text', 'text.delta': 'text', 'text.complete': 'text', 'thinking.start': 'thinking', 'thinking.delta': 'thinking', 'thinking.complete': 'thinking' } as const;
+
+export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: StoredChunk; state: SnapshotState } {
+  if (chunk.type !== 'text.delta' && chunk.type !== 'thinking.delta') return { stored: chunk as StoredChunk, state: advance(state, chunk) };
+  const part = PART_OF[chunk.type];
+  const previous = state[part];
+  const { text, ...rest } = chunk;
+  const stored = (text.startsWith(previous) && previous.length > 0 ? { ...rest, append: text.slice(previous.length) } : { ...rest, text }) as StoredChunk;
+  return { stored, state: { ...state, [part]: text } };
+}
+
+export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
+  if (stored.type !== 'text.delta' && stored.type !== 'thinking.delta') return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
+  const part = PART_OF[stored.type];
+  const { append, text, ...rest } = stored as typeof stored & { append?: string; text?: string };
+  const full = append === undefined ? text! : state[part] + append;
+  return { chunk: { ...rest, text: full } as Chunk, state: { ...state, [part]: full } };
+}
+
+/** A part's snapshot starts empty when the part starts and is forgotten when it completes. */
+function advance(state: SnapshotState, chunk: Chunk): SnapshotState {
+  switch (chunk.type) {
+    case 'text.start':
+    case 'text.complete':
+      return { ...state, text: '' };
+    case 'thinking.start':
+    case 'thinking.complete':
+      return { ...state, thinking: '' };
+    default:
+      return state;
+  }
+}
