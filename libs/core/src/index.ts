@@ -4,3 +4,6 @@ export * from './chunks/chunk-schemas.js';
 export * from './chunks/snapshot-text.js';
 export * from './blocks/message-block.js';
 export * from './blocks/block-rules.js';
+export * from './hashing/name-uuid.js';
+export * from './session/session-events.js';
+export * from './session/session-decider.js';

@@ -1,0 +1,90 @@
+import type { Chunk } from '../chunks/chunk-schemas.js';
+import { encodeChunk } from '../chunks/snapshot-text.js';
+import { nameUuid } from '../hashing/name-uuid.js';
+import { chunkDigest, type ChunkEventData, type MessageRole, type SessionEvent, type SessionState } from './session-events.js';
+
+/**
+ * The session's commands and `decide`: checks the rules against the folded state and returns the
+ * events to append, or throws a typed domain error. Ids and time come in as data.
+ */
+export type SessionCommand =
+  | { readonly type: 'open_session'; readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>> }
+  | {
+      readonly type: 'create_message';
+      readonly messageId: string;
+      readonly role: MessageRole;
+      /** `undefined`: child of the session's latest message; `null`: a new top-level message. */
+      readonly parentId: string | null | undefined;
+      readonly model: string | null;
+      readonly content: string | null;
+    }
+  | { readonly type: 'append_chunks'; readonly messageId: string; readonly chunks: readonly Chunk[] };
+
+/** An event to append, with its deterministic id (so a retried command is recorded once). */
+export interface DecidedEvent {
+  readonly id: string;
+  readonly event: SessionEvent;
+}
+
+export interface Decision {
+  readonly events: readonly DecidedEvent[];
+  /** append_chunks: the seqs already recorded with the same content. */
+  readonly duplicateSeqs: readonly number[];
+  /** create_message: the parent the message got. */
+  readonly parentId?: string | null;
+}
+
+export class SessionError extends Error {
+  constructor(
+    readonly code: 'session_not_found' | 'session_exists' | 'message_not_found' | 'message_exists' | 'parent_not_found' | 'not_assistant' | 'seq_gap' | 'seq_conflict',
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'SessionError';
+  }
+}
+
+export function decideSession(command: SessionCommand, state: SessionState): Decision {
+  switch (command.type) {
+    case 'open_session': {
+      if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
+      return {
+        events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.opened', data: { sessionId: command.sessionId, title: command.title, metadata: command.metadata } } }],
+        duplicateSeqs: [],
+      };
+    }
+    case 'create_message': {
+      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+      if (state.messages.has(command.messageId)) throw new SessionError('message_exists', `message ${command.messageId} already exists`, 'id');
+      const parentId = command.parentId === undefined ? (state.lastMessageId ?? null) : command.parentId;
+      if (parentId !== null && !state.messages.has(parentId)) throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
+      const data = { messageId: command.messageId, role: command.role, parentId, model: command.model, content: command.content };
+      return { events: [{ id: nameUuid(`message:${command.messageId}`), event: { type: 'message.created', data } }], duplicateSeqs: [], parentId };
+    }
+    case 'append_chunks': {
+      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+      const message = state.messages.get(command.messageId);
+      if (!message) throw new SessionError('message_not_found', `message ${command.messageId} is not in this session`);
+      if (message.role !== 'assistant') throw new SessionError('not_assistant', `chunks belong to assistant messages; ${command.messageId} is a ${message.role} message`);
+      const events: DecidedEvent[] = [];
+      const duplicateSeqs: number[] = [];
+      let snapshots = message.snapshots;
+      let recorded = message.chunkDigests.length;
+      command.chunks.forEach((chunk, index) => {
+        if (chunk.seq <= recorded) {
+          const known = chunk.seq <= message.chunkDigests.length ? message.chunkDigests[chunk.seq - 1] : chunkDigest(command.chunks.find((earlier) => earlier.seq === chunk.seq)!);
+          if (known !== chunkDigest(chunk)) throw new SessionError('seq_conflict', `chunks[${index}]: seq ${chunk.seq} is already recorded with different content`, `chunks[${index}].seq`);
+          duplicateSeqs.push(chunk.seq);
+          return;
+        }
+        if (chunk.seq !== recorded + 1) throw new SessionError('seq_gap', `chunks[${index}]: expected seq ${recorded + 1}, got ${chunk.seq}`, `chunks[${index}].seq`);
+        const encoded = encodeChunk(snapshots, chunk);
+        snapshots = encoded.state;
+        recorded += 1;
+        events.push({ id: nameUuid(`chunk:${command.messageId}:${chunk.seq}`), event: { type: `chunk.${chunk.type}`, data: { messageId: command.messageId, ...encoded.stored } as ChunkEventData } });
+      });
+      return { events, duplicateSeqs };
+    }
+  }
+}
