@@ -1,10 +1,12 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { SessionsModule } from './sessions/sessions.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -24,6 +26,8 @@ export class AppModule {
         MetricsModule,
         EventLogModule.forRoot({ postgresUrl: connectionString, eventStoreConnectionString: config.eventStoreConnectionString }),
         HealthModule,
+        CqrsModule.forRoot(),
+        SessionsModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

@@ -1,12 +1,21 @@
 import 'reflect-metadata';
-import type { INestApplication } from '@nestjs/common';
+import { Logger as NestLogger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
+import { ApiErrorFilter, sendError } from './http/api-error.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
-  const app = await NestFactory.create(AppModule.forRoot(options), { bufferLogs: true });
+  const app = await NestFactory.create(AppModule.forRoot(options), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
+  const limit = options.config.maxBodyBytes;
+  app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
+  app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));
+  // Body-parser failures happen before Nest routes the request: answer them in the same shape.
+  const logger = new NestLogger('HTTP');
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger));
+  app.useGlobalFilters(new ApiErrorFilter());
   return app;
 }

@@ -7,3 +7,4 @@ export * from './blocks/block-rules.js';
 export * from './hashing/name-uuid.js';
 export * from './session/session-events.js';
 export * from './session/session-decider.js';
+export * from './session/active-path.js';

@@ -5,3 +5,4 @@ export { createPostgresEventLog, type PostgresEventLogOptions } from './postgres
 export type { CommitStats } from './postgres/group-commit-writer.js';
 export { EventLog1763800000001 } from './postgres/1763800000001-event-log.migration.js';
 export { createEventStoreDbEventLog, type EventStoreDbEventLogOptions } from './eventstoredb/eventstoredb-event-log.js';
+export { BatchingQueue } from './batching-queue.js';

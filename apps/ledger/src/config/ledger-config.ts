@@ -10,6 +10,7 @@ const environment = z.object({
   EVENTSTORE_CONNECTION_STRING: z.string().regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
   LEDGER_DATA_DIR: z.string().min(1).default('.data'),
   LEDGER_PG_PORT: port(54_329),
+  LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -21,6 +22,8 @@ export interface LedgerConfig {
   readonly eventStoreConnectionString: string | undefined;
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
+  /** Largest request body accepted; larger ones get 413. */
+  readonly maxBodyBytes: number;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
 }
 
@@ -40,6 +43,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     eventStoreConnectionString: values.EVENTSTORE_CONNECTION_STRING,
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
+    maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,
     logLevel: values.LOG_LEVEL,
   };
 }

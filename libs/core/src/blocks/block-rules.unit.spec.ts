@@ -1,19 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
+import { parseChunk } from '../chunks/chunk-schemas.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, encodeChunk, type StoredChunk } from '../chunks/snapshot-text.js';
+import { compareBlocks, loadBlockVectors } from '../testing/block-vectors.js';
 import { evolveBlocks, initialMessageBlocks, type MessageBlocksState } from './block-rules.js';
-import type { MessageBlock } from './message-block.js';
-
-interface Vector {
-  readonly description: string;
-  readonly chunks: readonly Record<string, unknown>[];
-  readonly expected: { readonly blocks: readonly Record<string, unknown>[]; readonly messageStatus: string };
-}
-
-const folder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'vectors');
-const vectors = readdirSync(folder).filter((file) => file.endsWith('.json')).sort();
 
 /** Folds posted chunks the way the ledger does: validate, store (snapshot suffixes), restore, evolve. */
 function fold(messageId: string, raw: readonly Record<string, unknown>[]): { state: MessageBlocksState; stored: StoredChunk[] } {
@@ -34,38 +22,12 @@ function fold(messageId: string, raw: readonly Record<string, unknown>[]): { sta
   return { state, stored };
 }
 
-/** Only the fields a vector lists are compared (vectors/README.md). */
-function checkedFields(block: MessageBlock, expected: Record<string, unknown>): Record<string, unknown> {
-  const actual: Record<string, unknown> = {
-    type: block.type,
-    status: block.status,
-    content: block.content,
-    toolName: block.toolName,
-    toolId: block.toolId,
-    arguments: block.arguments,
-    response: block.type === 'tool' ? block.content : block.response,
-    rawStatus: (block.metadata?.rawMcpToolResponse as { status?: string } | undefined)?.status,
-    url: block.url,
-    images: (block.metadata?.generateImageResponse as { images?: string[] } | undefined)?.images,
-    citationBlockId: block.metadata?.citationBlockId,
-    citationBlockSource: block.metadata?.citationBlockSource,
-    error: block.error && Object.fromEntries(Object.keys(expected.error ?? {}).map((key) => [key, block.error![key]])),
-  };
-  return Object.fromEntries(Object.keys(expected).map((key) => [key, actual[key]]));
-}
-
-describe.each(vectors)('vector %s', (file) => {
-  const vector = JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as Vector;
-
+describe.each(loadBlockVectors())('vector $file', (vector) => {
   it('gives exactly the expected blocks, in display order, and the message status', () => {
     const { state } = fold('msg-1', vector.chunks);
     expect(state.status).toBe(vector.expected.messageStatus);
-    expect(state.blocks.map((block) => block.type)).toEqual(vector.expected.blocks.map((block) => block.type));
-    state.blocks.forEach((block, index) => {
-      const expected = vector.expected.blocks[index]!;
-      const resolved = Object.fromEntries(Object.entries(expected).map(([key, value]) => [key, typeof value === 'string' && value.startsWith('@blocks[') ? state.blocks[Number(value.slice(8, -1))]!.id : value]));
-      expect(checkedFields(block, expected)).toEqual(resolved);
-    });
+    const [actual, expected] = compareBlocks(state.blocks, vector.expected.blocks);
+    expect(actual).toEqual(expected);
   });
 
   it('gives every block a distinct id and keeps ids stable when the same chunks are folded again', () => {

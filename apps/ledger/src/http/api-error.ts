@@ -1,0 +1,69 @@
+import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
+import { ChunkValidationError, SessionError } from '#core';
+import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
+import type { Response } from 'express';
+import { ZodError } from 'zod';
+
+/** A 4xx the client can act on: `{ error: { code, message, field? } }`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
+  session_not_found: 404,
+  message_not_found: 404,
+  session_exists: 409,
+  message_exists: 409,
+  parent_not_found: 422,
+  not_assistant: 422,
+  seq_gap: 409,
+  seq_conflict: 409,
+};
+
+/** Turns every failure into the API's error body; anything unexpected is a logged 500 without internals. */
+@Catch()
+export class ApiErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ApiErrorFilter');
+
+  catch(error: unknown, host: ArgumentsHost): void {
+    sendError(host.switchToHttp().getResponse<Response>(), error, this.logger);
+  }
+}
+
+/** Writes the error body; also used for failures raised by Express middleware (body parsing) before Nest routes a request. */
+export function sendError(response: Response, error: unknown, logger: Pick<Logger, 'error'>): void {
+  const { status, body } = describeError(error);
+  if (status >= 500) logger.error(error);
+  response.status(status).json({ error: body });
+}
+
+function describeError(error: unknown): { status: number; body: { code: string; message: string; field?: string } } {
+  if (error instanceof ApiError) return { status: error.status, body: withField(error.code, error.message, error.field) };
+  if (error instanceof SessionError) return { status: SESSION_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
+  if (error instanceof ChunkValidationError) return { status: 400, body: withField('invalid_chunk', error.message, `chunks[${error.index}].${error.field}`) };
+  if (error instanceof ZodError) {
+    const issue = error.issues[0]!;
+    const field = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(',') : '(body)');
+    return { status: 400, body: withField('invalid_request', `${field}: ${issue.code === 'unrecognized_keys' ? 'is not an accepted field' : issue.message}`, field) };
+  }
+  if (error instanceof InvalidEventError) return { status: 400, body: withField('invalid_event', error.message, error.field) };
+  if (error instanceof WrongExpectedRevisionError) return { status: 409, body: withField('concurrent_write', 'the session changed concurrently; retry the request') };
+  // Body-parser failures carry a `type` and a status of their own.
+  const parserError = error as { type?: string; status?: number; limit?: number };
+  if (parserError.type === 'entity.too.large') return { status: 413, body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)') };
+  if (parserError.type === 'entity.parse.failed') return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
+  if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500) return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
+  if (error instanceof HttpException) return { status: error.getStatus(), body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message) };
+  return { status: 500, body: withField('internal', 'internal error') };
+}
+
+function withField(code: string, message: string, field?: string) {
+  return field === undefined ? { code, message } : { code, message, field };
+}
