@@ -30,7 +30,7 @@ const NEXT = 4; // three chunks are recorded before the cases run
 
 function cases(): BadCase[] {
   const list: BadCase[] = [];
-  const chunk = (type: string, extra: Record<string, unknown> = {}) => ({ seq: NEXT, type, ...VALID[type], ...extra });
+  const chunk = (type: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ seq: NEXT, type, ...VALID[type], ...extra });
   for (const type of Object.keys(VALID)) {
     list.push({ name: `${type} with an extra field`, body: [chunk(type, { bogus: true })], status: 400, names: 'chunks[0].bogus' });
     for (const field of Object.keys(VALID[type]!)) {
