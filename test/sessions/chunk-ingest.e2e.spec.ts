@@ -30,15 +30,19 @@ describe('chunk ingest over HTTP', () => {
     expect(second).toMatchObject({ status: 200, body: { appended: chunks.length - half, duplicates: 0 } });
     expect(second.body.position).toBeGreaterThan(first.body.position);
 
-    const message = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`);
+    // Read your writes: the read models have reached the append's position.
+    const message = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${second.body.position}`);
     expect(message.status).toBe(200);
     expect(message.body.status).toBe(vector.expected.messageStatus);
     const [actual, expected] = compareBlocks(message.body.blocks, vector.expected.blocks);
     expect(actual).toEqual(expected);
 
-    const session = await ledger.request('GET', `/v1/sessions/${sessionId}`);
+    const session = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${second.body.position}`);
     expect(session.body.messages.map((m: { id: string }) => m.id).at(-1)).toBe(messageId);
-    expect(session.body.position).toBe(second.body.position);
+    expect(session.body.position).toBeGreaterThanOrEqual(second.body.position);
+    // The projected read models and a fold of the log with the same reducer agree exactly.
+    const folded = await ledger.request('GET', `/v1/sessions/${sessionId}?at=${second.body.position}`);
+    expect(session.body.messages).toEqual(folded.body.messages);
   });
 
   it('a retried batch records nothing twice and reports its duplicates; ?at= shows the session as it was', async () => {
@@ -60,7 +64,7 @@ describe('chunk ingest over HTTP', () => {
 
     const before = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}?at=${first.body.position}`);
     expect(before.body.blocks[0]).toMatchObject({ type: 'main_text', status: 'streaming', content: 'Hello' });
-    const now = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`);
+    const now = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${more.body.position}`);
     expect(now.body.blocks[0]).toMatchObject({ content: 'Hello, world' });
   });
 

@@ -3,9 +3,11 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
+import { DatabaseModule } from './database/database.module.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { READ_MODEL_ENTITIES } from './sessions/read-models/read-model.entities.js';
 import { SessionsModule } from './sessions/sessions.module.js';
 
 export interface AppOptions {
@@ -22,7 +24,8 @@ export class AppModule {
       global: true,
       imports: [
         LoggerModule.forRoot({ pinoHttp: { level: config.logLevel, autoLogging: false } }),
-        TypeOrmModule.forRoot({ type: 'postgres', url: connectionString, synchronize: false, migrationsRun: false, entities: [] }),
+        TypeOrmModule.forRoot({ type: 'postgres', url: connectionString, synchronize: false, migrationsRun: false, entities: READ_MODEL_ENTITIES }),
+        DatabaseModule.forRoot(connectionString),
         MetricsModule,
         EventLogModule.forRoot({ postgresUrl: connectionString, eventStoreConnectionString: config.eventStoreConnectionString }),
         HealthModule,

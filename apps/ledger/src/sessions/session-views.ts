@@ -22,6 +22,6 @@ export function sessionView(state: Extract<SessionState, { status: 'open' }>) {
     metadata: state.metadata,
     createdAt: state.createdAt,
     position: Number(state.position),
-    messages: activePath(state).map(messageView),
+    messages: activePath(state.messages.values()).map(messageView),
   };
 }

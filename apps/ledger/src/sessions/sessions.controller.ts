@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ANONYMOUS_ACTOR, DEFAULT_TENANT } from '#event-log';
 import { parseChunks, sessionStreamId, type SessionCommand, type SessionState } from '#core';
+import { ANONYMOUS_ACTOR, DEFAULT_TENANT, type EventLog } from '#event-log';
 import type { Request } from 'express';
-import { Inject } from '@nestjs/common';
-import type { EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { createMessageBody, createSessionBody, pageQuery, positionQuery } from './request-schemas.js';
 import { ExecuteSessionCommand } from './session-command.handler.js';
+import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
 import { SessionRepository } from './session-repository.js';
 import { messageView, sessionView } from './session-views.js';
@@ -20,6 +19,7 @@ export class SessionsController {
   constructor(
     private readonly commandBus: CommandBus,
     private readonly sessions: SessionRepository,
+    private readonly queries: SessionQueries,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
   ) {}
 
@@ -50,14 +50,17 @@ export class SessionsController {
     return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
   }
 
+  /** From the read models; `?minPosition=` waits for them to reach a write; `?at=` folds the log as of a position instead. */
   @Get(':sid')
-  async read(@Param('sid') sessionId: string, @Query('at') at: string | undefined) {
-    return sessionView(openOr404(at === undefined ? await this.sessions.load(sessionId) : await this.sessions.loadAt(sessionId, positionQuery.parse(at))));
+  async read(@Param('sid') sessionId: string, @Query('at') at: string | undefined, @Query('minPosition') minPosition: string | undefined) {
+    if (at === undefined) return this.queries.session(sessionId, queryPosition('minPosition', minPosition));
+    return sessionView(openOr404(await this.sessions.loadAt(sessionId, queryPosition('at', at)!)));
   }
 
   @Get(':sid/messages/:mid')
-  async readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('at') at: string | undefined) {
-    const session = openOr404(at === undefined ? await this.sessions.load(sessionId) : await this.sessions.loadAt(sessionId, positionQuery.parse(at)));
+  async readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('at') at: string | undefined, @Query('minPosition') minPosition: string | undefined) {
+    if (at === undefined) return this.queries.message(sessionId, messageId, queryPosition('minPosition', minPosition));
+    const session = openOr404(await this.sessions.loadAt(sessionId, queryPosition('at', at)!));
     const message = session.messages.get(messageId);
     if (!message) throw new ApiError(404, 'message_not_found', `message ${messageId} is not in this session`);
     return messageView(message);
@@ -100,6 +103,13 @@ function chunkValues(body: unknown): unknown[] {
     return values;
   }
   throw new ApiError(400, 'invalid_body', 'send a JSON array of chunks (application/json) or one chunk per line (application/x-ndjson)', '(body)');
+}
+
+function queryPosition(name: string, value: string | undefined): bigint | undefined {
+  if (value === undefined) return undefined;
+  const parsed = positionQuery.safeParse(value);
+  if (!parsed.success) throw new ApiError(400, 'invalid_query', `${name} must be a log position (a non-negative integer)`, name);
+  return parsed.data;
 }
 
 function openOr404(state: SessionState): Extract<SessionState, { status: 'open' }> {

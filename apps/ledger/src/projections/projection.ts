@@ -1,0 +1,21 @@
+import type { EventFilter, EventLogReader, RecordedEvent } from '#event-log';
+import type { PoolClient } from 'pg';
+
+/** Where a projection's batch runs: the transaction that also moves its checkpoint, and the log to read history from. */
+export interface ProjectionContext {
+  readonly client: PoolClient;
+  readonly eventLog: EventLogReader;
+}
+
+/**
+ * What a projection is, apart from how it runs: the same definition serves the live runner and
+ * rebuilds. `handle` folds a batch and writes each changed row once, idempotently (rows carry
+ * the position they reflect). `reset` forgets in-memory state after a failed batch.
+ */
+export interface ProjectionDefinition {
+  readonly name: string;
+  readonly version: number;
+  readonly filter: EventFilter;
+  handle(events: readonly RecordedEvent[], context: ProjectionContext): Promise<void>;
+  reset(): void;
+}

@@ -1,0 +1,120 @@
+import {
+  evolveSession, initialSessionState, SESSION_STREAM_PREFIX, type MessageBlock, type MessageState, type SessionState,
+} from '#core';
+import type { EventLogReader, RecordedEvent } from '#event-log';
+import type { PoolClient } from 'pg';
+import type { ProjectionDefinition } from '../../projections/projection.js';
+import { blockToRow, type BlockRowValues } from './block-rows.js';
+
+type OpenSession = Extract<SessionState, { status: 'open' }>;
+
+const MAX_CACHED_SESSIONS = 5_000;
+
+/**
+ * Sessions, messages and their blocks, folded from session events with the core reducer. A
+ * batch is folded in memory; then only what changed is written, each row once, in multi-row
+ * upserts guarded by position (replays never move a row back).
+ */
+export function blockReadModelsProjection(): ProjectionDefinition {
+  const sessions = new Map<string, SessionState>();
+
+  return {
+    name: 'block-read-models',
+    version: 1,
+    filter: { streamPrefixes: [SESSION_STREAM_PREFIX] },
+    reset: () => sessions.clear(),
+    async handle(events, { client, eventLog }) {
+      const before = new Map<string, SessionState>();
+      for (const event of events) {
+        const sessionId = event.streamId.slice(SESSION_STREAM_PREFIX.length);
+        if (!sessions.has(sessionId)) sessions.set(sessionId, await foldBefore(eventLog, event));
+        if (!before.has(sessionId)) before.set(sessionId, sessions.get(sessionId)!);
+        sessions.set(sessionId, evolveSession(sessions.get(sessionId)!, { type: event.type, data: event.data, position: event.position, recordedAt: event.metadata.recordedAt }));
+      }
+      await writeChanges(client, [...before].map(([sessionId, previous]) => ({ previous, current: sessions.get(sessionId)! })));
+      for (const [oldest] of sessions) {
+        if (sessions.size <= MAX_CACHED_SESSIONS) break;
+        sessions.delete(oldest);
+      }
+    },
+  };
+}
+
+/** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
+async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
+  const history = await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) });
+  return history.reduce<SessionState>(
+    (state, earlier) => evolveSession(state, { type: earlier.type, data: earlier.data, position: earlier.position, recordedAt: earlier.metadata.recordedAt }),
+    initialSessionState,
+  );
+}
+
+interface Change {
+  readonly previous: SessionState;
+  readonly current: SessionState;
+}
+
+async function writeChanges(client: PoolClient, changes: readonly Change[]): Promise<void> {
+  const sessionRows: object[] = [];
+  const messageRows: object[] = [];
+  const blockRows: BlockRowValues[] = [];
+  const removedBlockIds: string[] = [];
+  for (const { previous, current } of changes) {
+    if (current.status !== 'open' || previous === current) continue;
+    sessionRows.push({ id: current.sessionId, title: current.title, metadata: current.metadata, created_at: current.createdAt, position: current.position.toString() });
+    const previousMessages = previous.status === 'open' ? previous.messages : new Map<string, MessageState>();
+    let ordinal = 0;
+    for (const message of current.messages.values()) {
+      ordinal += 1;
+      const earlier = previousMessages.get(message.id);
+      if (earlier === message) continue;
+      messageRows.push({
+        id: message.id, session_id: current.sessionId, ordinal, role: message.role, parent_id: message.parentId, model: message.model, content: message.content,
+        status: message.role === 'assistant' ? message.blocks.status : 'success', created_at: message.createdAt, position: message.position.toString(),
+      });
+      changedBlocks(earlier?.blocks.blocks ?? [], message.blocks.blocks, (block, index) => blockRows.push(blockToRow(block, current.sessionId, index, message.position)), (id) => removedBlockIds.push(id));
+    }
+  }
+  if (removedBlockIds.length > 0) await client.query('DELETE FROM message_blocks WHERE id = ANY($1::text[])', [removedBlockIds]);
+  if (sessionRows.length > 0) {
+    await client.query(
+      `INSERT INTO sessions (id, title, metadata, created_at, position)
+       SELECT id, title, metadata, created_at, position FROM jsonb_to_recordset($1::jsonb) AS r(id text, title text, metadata jsonb, created_at timestamptz, position bigint)
+       ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata, position = excluded.position WHERE sessions.position <= excluded.position`,
+      [JSON.stringify(sessionRows)],
+    );
+  }
+  if (messageRows.length > 0) {
+    await client.query(
+      `INSERT INTO messages (id, session_id, ordinal, role, parent_id, model, content, status, created_at, position)
+       SELECT id, session_id, ordinal, role, parent_id, model, content, status, created_at, position FROM jsonb_to_recordset($1::jsonb)
+         AS r(id text, session_id text, ordinal int, role text, parent_id text, model text, content text, status text, created_at timestamptz, position bigint)
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, position = excluded.position WHERE messages.position <= excluded.position`,
+      [JSON.stringify(messageRows)],
+    );
+  }
+  if (blockRows.length > 0) {
+    await client.query(
+      `INSERT INTO message_blocks (id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
+       SELECT id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position
+         FROM jsonb_to_recordset($1::jsonb) AS r(id text, message_id text, session_id text, index int, type text, status text, content jsonb, tool_id text, tool_name text,
+              arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz, updated_at timestamptz, position bigint)
+       ON CONFLICT (id) DO UPDATE SET index = excluded.index, type = excluded.type, status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
+         tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response, metadata = excluded.metadata, error = excluded.error,
+         extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
+       WHERE message_blocks.position <= excluded.position`,
+      [JSON.stringify(blockRows)],
+    );
+  }
+}
+
+/** The reducer keeps unchanged blocks as the same objects: a block is written when it is new, changed or moved, and removed when it left the list. */
+function changedBlocks(previous: readonly MessageBlock[], current: readonly MessageBlock[], write: (block: MessageBlock, index: number) => void, remove: (id: string) => void): void {
+  const previousIndex = new Map(previous.map((block, index) => [block.id, { block, index }]));
+  current.forEach((block, index) => {
+    const earlier = previousIndex.get(block.id);
+    if (!earlier || earlier.block !== block || earlier.index !== index) write(block, index);
+    previousIndex.delete(block.id);
+  });
+  for (const id of previousIndex.keys()) remove(id);
+}
