@@ -3,6 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
+import { AdminModule } from './admin/admin.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { EventLogModule } from './event-log/event-log.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -31,6 +32,7 @@ export class AppModule {
         HealthModule,
         CqrsModule.forRoot(),
         SessionsModule,
+        AdminModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

