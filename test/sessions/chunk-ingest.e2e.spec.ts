@@ -68,6 +68,13 @@ describe('chunk ingest over HTTP', () => {
     expect(now.body.blocks[0]).toMatchObject({ content: 'Hello, world' });
   });
 
+  it('serves its OpenAPI description at /docs', async () => {
+    const openapi = await ledger.request('GET', '/docs/openapi.json');
+    expect(openapi.status).toBe(200);
+    expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/v1/sessions', '/v1/sessions/{sid}/messages/{mid}/chunks', '/health', '/metrics']));
+    expect((await fetch(`${ledger.baseUrl}/docs`)).status).toBe(200);
+  });
+
   it('pages the raw events of a session', async () => {
     const { sessionId } = await assistantMessage();
     const page = await ledger.request('GET', `/v1/sessions/${sessionId}/events?limit=2`);

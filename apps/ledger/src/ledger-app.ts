@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger as NestLogger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
@@ -17,5 +18,7 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const logger = new NestLogger('HTTP');
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger));
   app.useGlobalFilters(new ApiErrorFilter());
+  const document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Block Ledger').setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.').setVersion('1').build());
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }
