@@ -1,0 +1,157 @@
+/**
+ * Ingest through HTTP: PRODUCERS concurrent producers each stream MESSAGES realistic assistant
+ * responses (thinking, text deltas of a few tokens, tool rounds) in batches of BATCH chunks, to
+ * the ledger service (a separate process, as deployed) and to a naive baseline service, on the
+ * same database in the same run. Prints ingest events/s, projection lag (append → visible in
+ * the read model, p50/p99), rebuild events/s, and log bytes per message against the sum of the
+ * snapshot lengths.
+ *
+ *   npm run bench:ingest
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
+import { startNaiveService } from './naive-service.js';
+
+const PRODUCERS = 16;
+const MESSAGES = 4;
+const BATCH = 20;
+
+type Chunk = Record<string, unknown> & { seq: number; type: string };
+
+/** One assistant response the way Cherry streams it: reasoning, a tool round, an answer. */
+function response(): { chunks: Chunk[]; snapshotBytes: number } {
+  const chunks: Omit<Chunk, 'seq'>[] = [{ type: 'llm_response_created' }, { type: 'thinking.start' }];
+  let snapshotBytes = 0;
+  const stream = (type: 'thinking' | 'text', tokens: number) => {
+    let text = '';
+    for (let index = 0; index < tokens; index += 1) {
+      text += ` tok${index % 97}`;
+      snapshotBytes += text.length;
+      chunks.push({ type: `${type}.delta`, text });
+    }
+    chunks.push({ type: `${type}.complete`, text });
+  };
+  stream('thinking', 40);
+  const tool = { id: 'call_1', tool: { name: 'search', serverId: 's' }, arguments: { q: 'x' }, status: 'pending' };
+  chunks.push({ type: 'mcp_tool_pending', responses: [tool] }, { type: 'mcp_tool_complete', responses: [{ ...tool, status: 'done', response: { content: [{ type: 'text', text: 'result' }] } }] });
+  chunks.push({ type: 'llm_response_created' }, { type: 'text.start' });
+  stream('text', 160);
+  chunks.push({ type: 'block_complete' });
+  return { chunks: chunks.map((chunk, index) => ({ seq: index + 1, ...chunk }) as Chunk), snapshotBytes };
+}
+
+async function post(url: string, body: unknown): Promise<any> {
+  const result = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!result.ok) throw new Error(`${url}: ${result.status} ${await result.text()}`);
+  return result.json();
+}
+
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startLedgerProcess(databaseUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 300; attempt += 1) {
+    if ((await fetch(`${url}/health`).catch(() => undefined))?.ok) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url, stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))) };
+}
+
+async function main(): Promise<void> {
+  const database = await openBenchDatabase(54_391);
+  const ledger = await startLedgerProcess(database.connectionString);
+  const naive = await startNaiveService(database.connectionString);
+  const sql = new pg.Client({ connectionString: database.connectionString });
+  await sql.connect();
+  try {
+    const plans = Array.from({ length: PRODUCERS * MESSAGES }, response);
+    const totalChunks = plans.reduce((sum, plan) => sum + plan.chunks.length, 0);
+
+    // Ledger: sessions and messages first (not timed), then the chunks.
+    const targets = await Promise.all(
+      plans.map(async () => {
+        const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {});
+        await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' });
+        const { id: messageId } = await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'assistant' });
+        return { sessionId, messageId };
+      }),
+    );
+    const lags: number[] = [];
+    const lagProbes: Promise<void>[] = [];
+    let started = performance.now();
+    await Promise.all(
+      Array.from({ length: PRODUCERS }, async (_, producer) => {
+        for (let message = producer; message < plans.length; message += PRODUCERS) {
+          const { sessionId, messageId } = targets[message]!;
+          const chunks = plans[message]!.chunks;
+          for (let from = 0; from < chunks.length; from += BATCH) {
+            const { position } = await post(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks.slice(from, from + BATCH));
+            const acknowledged = performance.now();
+            if (from % (BATCH * 4) === 0) {
+              lagProbes.push(
+                fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`).then(() => void lags.push(performance.now() - acknowledged)),
+              );
+            }
+          }
+        }
+      }),
+    );
+    const ledgerIngest = totalChunks / ((performance.now() - started) / 1_000);
+    await Promise.all(lagProbes);
+
+    started = performance.now();
+    await Promise.all(
+      Array.from({ length: PRODUCERS }, async (_, producer) => {
+        for (let message = producer; message < plans.length; message += PRODUCERS) {
+          const chunks = plans[message]!.chunks;
+          for (let from = 0; from < chunks.length; from += BATCH) await post(`${naive.url}/chunks/naive-${message}`, chunks.slice(from, from + BATCH));
+        }
+      }),
+    );
+    const naiveIngest = totalChunks / ((performance.now() - started) / 1_000);
+
+    const rebuild = await post(`${ledger.url}/v1/admin/rebuild`, {});
+    const ledgerRebuild = rebuild.events / (rebuild.durationMs / 1_000);
+    started = performance.now();
+    const naiveRows = await naive.rebuild();
+    const naiveRebuild = naiveRows / ((performance.now() - started) / 1_000);
+
+    const { rows } = await sql.query<{ bytes: string }>(`SELECT sum(octet_length(data::text)) AS bytes FROM event_log_events WHERE type IN ('chunk.text.delta', 'chunk.thinking.delta')`);
+    const logBytesPerMessage = Number(rows[0]!.bytes) / plans.length;
+    const snapshotBytesPerMessage = plans.reduce((sum, plan) => sum + plan.snapshotBytes, 0) / plans.length;
+
+    console.log(`ingest over HTTP: ${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0]!.chunks.length} chunks, batches of ${BATCH}; ${os.cpus().length} cores, Node ${process.version}`);
+    printTable(
+      ['measure', 'block-ledger', 'naive service', 'ledger / naive'],
+      [
+        ['ingest, chunks/s (durable, acknowledged)', formatRate(ledgerIngest), formatRate(naiveIngest), formatRatio(ledgerIngest / naiveIngest)],
+        ['projection lag p50 / p99, ms (append → read model)', `${percentile(lags, 50).toFixed(1)} / ${percentile(lags, 99).toFixed(1)}`, 'inline (0)', '—'],
+        ['rebuild, events/s', formatRate(ledgerRebuild), formatRate(naiveRebuild), formatRatio(ledgerRebuild / naiveRebuild)],
+        ['delta bytes in the log per message (vs snapshots)', formatRate(logBytesPerMessage), formatRate(snapshotBytesPerMessage), formatRatio(logBytesPerMessage / snapshotBytesPerMessage)],
+      ],
+    );
+  } finally {
+    await sql.end();
+    await naive.close();
+    await ledger.stop();
+    await database.close();
+  }
+}
+
+await main();
