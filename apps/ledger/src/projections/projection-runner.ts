@@ -1,6 +1,7 @@
 import type { EventLog, Subscription } from '#event-log';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import { createHash } from 'node:crypto';
+import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
 
 /** Another runner moved the checkpoint under us: a second instance is running the projection. */
@@ -114,7 +115,7 @@ export class ProjectionRunner {
     try {
       for await (const batch of this.subscription) {
         if (batch.checkpoint === checkpoint) continue;
-        await this.transaction(async (client) => {
+        await inTransaction(this.pool, async (client) => {
           if (batch.events.length > 0) await this.definition.handle(batch.events, { client, eventLog: this.eventLog });
           const moved = await client.query('UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2', [
             this.definition.name, checkpoint.toString(), batch.checkpoint.toString(),
@@ -134,20 +135,6 @@ export class ProjectionRunner {
     await this.pool.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING', [this.definition.name]);
     const { rows } = await this.pool.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [this.definition.name]);
     return BigInt(rows[0]!.position);
-  }
-
-  private async transaction(work: (client: PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await work(client);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
   }
 
   private advance(position: bigint): void {

@@ -1,5 +1,6 @@
 import type { EventLog } from '#event-log';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
+import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
 
 export interface RebuildResult {
@@ -29,15 +30,16 @@ export async function rebuildProjection(pool: Pool, eventLog: EventLog, definiti
     // Bulk of the work, outside any lock: readers keep using the live tables.
     for (;;) {
       const page = await eventLog.readAll({ fromPosition: position, maxCount: READ_PAGE, filter: definition.filter });
-      await inSchema(pool, schema, (client) => (page.events.length > 0 ? definition.handle(page.events, { client, eventLog }) : Promise.resolve()));
+      await inTransaction(pool, async (client) => {
+        await client.query(`SET LOCAL search_path = ${schema}, public`);
+        if (page.events.length > 0) await definition.handle(page.events, { client, eventLog });
+      });
       events += page.events.length;
       position = page.checkpoint;
       if (page.caughtUp) break;
     }
     // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename.
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(pool, async (client) => {
       await client.query(`LOCK TABLE ${tables.map((table) => `public.${table}`).join(', ')}, public.projection_checkpoints IN ACCESS EXCLUSIVE MODE`);
       await client.query(`SET LOCAL search_path = ${schema}, public`);
       for (;;) {
@@ -55,31 +57,10 @@ export async function rebuildProjection(pool: Pool, eventLog: EventLog, definiti
         `INSERT INTO public.projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
         [definition.name, position.toString()],
       );
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
     return { events, position, durationMs: performance.now() - started };
   } finally {
     definition.reset();
     await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  }
-}
-
-async function inSchema(pool: Pool, schema: string, work: (client: PoolClient) => Promise<void>): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL search_path = ${schema}, public`);
-    await work(client);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
   }
 }

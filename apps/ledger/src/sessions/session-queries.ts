@@ -6,6 +6,7 @@ import { ApiError } from '../http/api-error.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { rowToBlock } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
+import { messageView } from './session-views.js';
 
 export const BLOCK_PROJECTION_RUNNER = Symbol('BLOCK_PROJECTION_RUNNER');
 
@@ -38,7 +39,7 @@ export class SessionQueries {
         metadata: session.metadata,
         createdAt: session.createdAt.toISOString(),
         position,
-        messages: path.map((message) => messageView(message, blocks.filter((block) => block.messageId === message.id))),
+        messages: path.map((message) => rowsView(message, blocks.filter((block) => block.messageId === message.id))),
       };
     });
   }
@@ -49,7 +50,7 @@ export class SessionQueries {
       const message = await manager.findOneBy(MessageRow, { id: messageId, sessionId });
       if (!message) throw new ApiError(404, 'message_not_found', `message ${messageId} is not in session ${sessionId}`);
       const blocks = await manager.find(MessageBlockRow, { where: { messageId }, order: { index: 'ASC' } });
-      return messageView(message, blocks);
+      return rowsView(message, blocks);
     });
   }
 
@@ -61,18 +62,8 @@ export class SessionQueries {
   }
 }
 
-function messageView(message: MessageRow, blocks: readonly MessageBlockRow[]) {
-  return {
-    id: message.id,
-    role: message.role,
-    parentId: message.parentId,
-    model: message.model,
-    content: message.content,
-    status: message.status,
-    createdAt: message.createdAt.toISOString(),
-    position: Number(message.position),
-    blocks: blocks.map(rowToBlock),
-  };
+function rowsView(message: MessageRow, blocks: readonly MessageBlockRow[]) {
+  return messageView({ ...message, createdAt: message.createdAt.toISOString(), position: Number(message.position), blocks: blocks.map(rowToBlock) });
 }
 
 async function checkpoint(manager: DataSource['manager']): Promise<number> {

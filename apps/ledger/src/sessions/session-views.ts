@@ -1,18 +1,30 @@
-import { activePath, type MessageState, type SessionState } from '#core';
+import { activePath, type MessageBlock, type MessageState, type SessionState } from '#core';
 
-/** The read API's shapes: messages with their blocks in display order (Cherry Studio `MessageBlock`). */
-export function messageView(message: MessageState) {
-  return {
-    id: message.id,
-    role: message.role,
-    parentId: message.parentId,
-    model: message.model,
-    content: message.content,
+export interface MessageView {
+  readonly id: string;
+  readonly role: string;
+  readonly parentId: string | null;
+  readonly model: string | null;
+  readonly content: string | null;
+  readonly status: string;
+  readonly createdAt: string;
+  readonly position: number;
+  readonly blocks: readonly MessageBlock[];
+}
+
+/** The read API's message shape, whether read from the read models or folded from the log: blocks in display order (Cherry Studio `MessageBlock`). */
+export function messageView(message: MessageView): MessageView {
+  const { id, role, parentId, model, content, status, createdAt, position, blocks } = message;
+  return { id, role, parentId, model, content, status, createdAt, position, blocks };
+}
+
+export function foldedMessageView(message: MessageState): MessageView {
+  return messageView({
+    ...message,
     status: message.role === 'assistant' ? message.blocks.status : 'success',
-    createdAt: message.createdAt,
     position: Number(message.position),
     blocks: message.blocks.blocks,
-  };
+  });
 }
 
 export function sessionView(state: Extract<SessionState, { status: 'open' }>) {
@@ -22,6 +34,6 @@ export function sessionView(state: Extract<SessionState, { status: 'open' }>) {
     metadata: state.metadata,
     createdAt: state.createdAt,
     position: Number(state.position),
-    messages: activePath(state.messages.values()).map(messageView),
+    messages: activePath(state.messages.values()).map(foldedMessageView),
   };
 }

@@ -11,7 +11,7 @@ import { ExecuteSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
 import { SessionRepository } from './session-repository.js';
-import { messageView, sessionView } from './session-views.js';
+import { foldedMessageView, sessionView } from './session-views.js';
 
 /** Thin: each route validates its input, builds a command or a query, and returns the result. */
 @Controller('v1/sessions')
@@ -63,7 +63,7 @@ export class SessionsController {
     const session = openOr404(await this.sessions.loadAt(sessionId, queryPosition('at', at)!));
     const message = session.messages.get(messageId);
     if (!message) throw new ApiError(404, 'message_not_found', `message ${messageId} is not in this session`);
-    return messageView(message);
+    return foldedMessageView(message);
   }
 
   @Get(':sid/events')
