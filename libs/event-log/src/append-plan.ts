@@ -2,7 +2,7 @@ import { canonicalJson, chainHash, GENESIS_HASH } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from './errors.js';
 import {
   ANONYMOUS_ACTOR, ANY, DEFAULT_TENANT, NO_STREAM, STREAM_EXISTS,
-  type EventFilter, type ExpectedRevision, type NewEvent, type RecordedEvent, type StreamState,
+  type AppendResult, type EventFilter, type ExpectedRevision, type NewEvent, type RecordedEvent, type StreamState,
 } from './event-log.js';
 
 /**
@@ -110,6 +110,21 @@ export function planAppend(
     return sealedEvent;
   });
   return { kind: 'write', events: sealed, duplicates, head: { revision, lastHash: prevHash } };
+}
+
+/**
+ * What an append reports once its plan has been carried out: the conflict, or the stream's
+ * revision and the position of the batch's last event (`lastPosition` for written events).
+ */
+export function appendResult(plan: AppendPlan, headRevision: StreamState, lastPosition: bigint): AppendResult | WrongExpectedRevisionError {
+  switch (plan.kind) {
+    case 'conflict':
+      return plan.error;
+    case 'duplicates_only':
+      return { nextExpectedRevision: headRevision as bigint, position: plan.lastKnown.position, appended: 0, duplicates: plan.duplicates };
+    case 'write':
+      return { nextExpectedRevision: plan.head.revision as bigint, position: lastPosition, appended: plan.events.length, duplicates: plan.duplicates };
+  }
 }
 
 export function matchesFilter(event: Pick<RecordedEvent, 'type' | 'streamId'>, filter: EventFilter | undefined): boolean {

@@ -1,5 +1,5 @@
 import esdb from '@eventstore/db-client';
-import { EMPTY_STREAM, matchesFilter, planAppend, validateNewEvents, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
+import { appendResult, EMPTY_STREAM, matchesFilter, planAppend, validateNewEvents, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import {
   NO_STREAM, type AppendResult, type EventLog, type EventLogHealth, type EventMetadata, type ExpectedRevision,
@@ -129,21 +129,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         }
         entry.head = head;
       }
-      return plans.map(({ plan, headAfter }): AppendResult | Error => {
-        switch (plan.kind) {
-          case 'conflict':
-            return plan.error;
-          case 'duplicates_only':
-            return { nextExpectedRevision: headAfter.revision as bigint, position: plan.lastKnown.position, appended: 0, duplicates: plan.duplicates };
-          case 'write':
-            return {
-              nextExpectedRevision: plan.head.revision as bigint,
-              position: entry.known.get(plan.events.at(-1)!.id)!.position,
-              appended: plan.events.length,
-              duplicates: plan.duplicates,
-            };
-        }
-      });
+      return plans.map(({ plan, headAfter }) => appendResult(plan, headAfter.revision, plan.kind === 'write' ? entry.known.get(plan.events.at(-1)!.id)!.position : 0n));
     }
   }
 

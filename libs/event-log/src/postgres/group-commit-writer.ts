@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { EMPTY_STREAM, planAppend, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
+import { appendResult, EMPTY_STREAM, planAppend, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import type { AppendResult, ExpectedRevision, NewEvent } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
@@ -90,21 +90,16 @@ export class GroupCommitWriter {
         const head = heads.get(pending.streamId) ?? EMPTY_STREAM;
         const streamKnown = known.get(pending.streamId) ?? new Map<string, KnownEvent>();
         const plan = planAppend(pending.streamId, head, streamKnown, pending.events, pending.expected, recordedAt);
-        switch (plan.kind) {
-          case 'conflict':
-            return plan.error;
-          case 'duplicates_only':
-            return { nextExpectedRevision: head.revision as bigint, position: plan.lastKnown.position, appended: 0, duplicates: plan.duplicates };
-          case 'write':
-            for (const event of plan.events) {
-              position += 1n;
-              rows.push({ event, position });
-              streamKnown.set(event.id, { revision: event.revision, position });
-            }
-            known.set(pending.streamId, streamKnown);
-            heads.set(pending.streamId, plan.head);
-            return { nextExpectedRevision: plan.head.revision as bigint, position, appended: plan.events.length, duplicates: plan.duplicates };
+        if (plan.kind === 'write') {
+          for (const event of plan.events) {
+            position += 1n;
+            rows.push({ event, position });
+            streamKnown.set(event.id, { revision: event.revision, position });
+          }
+          known.set(pending.streamId, streamKnown);
+          heads.set(pending.streamId, plan.head);
         }
+        return appendResult(plan, head.revision, position);
       });
       if (rows.length > 0) await client.query(writeStatement(rows, heads, position));
       await client.query('COMMIT');
