@@ -120,7 +120,9 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
   }
 }
 
-function applyToolResponse(state: MessageBlocksState, chunkType: ChunkOf<'mcp_tool_complete'>['type'] | 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress', response: McpToolResponse, newId: string, at: string): MessageBlocksState {
+type ToolChunkType = 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress' | 'mcp_tool_complete';
+
+function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, response: McpToolResponse, newId: string, at: string): MessageBlocksState {
   const existingId = state.toolBlockIds[response.id];
   const creates = chunkType === 'mcp_tool_streaming' || chunkType === 'mcp_tool_pending';
   // Rule 10: a completion or progress report for a tool id never announced changes nothing.
