@@ -2,7 +2,7 @@ import esdb from '@eventstore/db-client';
 import { appendResult, EMPTY_STREAM, matchesFilter, planAppend, validateNewEvents, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import {
-  NO_STREAM, type AppendResult, type EventLog, type EventLogHealth, type EventMetadata, type ExpectedRevision,
+  NO_STREAM, type AppendResult, type EventLog, type EventLogHealth, type ExpectedRevision,
   type NewEvent, type ReadAllOptions, type ReadAllResult, type ReadStreamOptions, type RecordedEvent, type SubscribeOptions, type Subscription,
 } from '../event-log.js';
 import { isConnectionLoss, isErrorType, isSystem, toRecordedEvent } from './eventstoredb-records.js';

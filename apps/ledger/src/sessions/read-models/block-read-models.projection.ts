@@ -6,8 +6,6 @@ import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
 import { blockToRow, type BlockRowValues } from './block-rows.js';
 
-type OpenSession = Extract<SessionState, { status: 'open' }>;
-
 const MAX_CACHED_SESSIONS = 5_000;
 
 /**
