@@ -7,4 +7,5 @@ export * from './blocks/block-rules.js';
 export * from './hashing/name-uuid.js';
 export * from './session/session-events.js';
 export * from './session/session-decider.js';
-export * from './session/active-path.js';
+export * from './session/branch-tree.js';
+export * from './history/history-builder.js';

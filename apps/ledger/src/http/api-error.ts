@@ -19,9 +19,11 @@ export class ApiError extends Error {
 const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   session_not_found: 404,
   message_not_found: 404,
+  source_not_found: 409,
   session_exists: 409,
   message_exists: 409,
   parent_not_found: 422,
+  not_a_child: 422,
   not_assistant: 422,
   seq_gap: 409,
   seq_conflict: 409,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 const id = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
+const position = z.coerce.bigint({ error: 'must be a log position (a non-negative integer)' }).nonnegative('must be a log position (a non-negative integer)');
 
 export const createSessionBody = z.object({ title: z.string().max(500).optional(), metadata: z.record(z.string(), z.unknown()).optional(), id: id.optional() }).strict();
 
@@ -14,5 +15,25 @@ export const createMessageBody = z
   })
   .strict();
 
-export const positionQuery = z.coerce.bigint().nonnegative();
-export const pageQuery = z.object({ from: z.coerce.bigint().nonnegative().default(0n), limit: z.coerce.number().int().min(1).max(1_000).default(100) });
+export const selectionBody = z.object({ childId: id }).strict();
+
+export const forkBody = z
+  .object({
+    atPosition: z.number().int().nonnegative().or(z.string().regex(/^\d+$/)).transform((value) => BigInt(value)).optional(),
+    messageId: id.optional(),
+    title: z.string().max(500).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+    id: id.optional(),
+  })
+  .strict()
+  .refine((body) => body.atPosition !== undefined || body.messageId !== undefined, { message: 'give atPosition, messageId or both', path: ['atPosition'] });
+
+/** Which state a read sees: `?at=` folds the log as of a position; `?minPosition=` waits for the read models to reach one. */
+export const readPointQuery = z.object({ at: position.optional(), minPosition: position.optional() });
+
+export const historyQuery = readPointQuery.extend({
+  format: z.enum(['openai', 'anthropic']).default('openai'),
+  includeThinking: z.enum(['true', 'false']).default('false').transform((value) => value === 'true'),
+});
+
+export const pageQuery = z.object({ from: position.default(0n), limit: z.coerce.number().int().min(1).max(1_000).default(100) });

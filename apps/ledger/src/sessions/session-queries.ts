@@ -1,56 +1,71 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { activePath } from '#core';
-import { DataSource } from 'typeorm';
+import { DataSource, In, type EntityManager } from 'typeorm';
 import { ApiError } from '../http/api-error.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { rowToBlock } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
-import { messageView } from './session-views.js';
+import { SessionRepository } from './session-repository.js';
+import { foldedMessageView, foldedSnapshot, messageView, type MessageSummary, type SessionSnapshot } from './session-views.js';
 
 export const BLOCK_PROJECTION_RUNNER = Symbol('BLOCK_PROJECTION_RUNNER');
 
 /** How long a read with `?minPosition` waits for the projection before answering 503. */
 const READ_YOUR_WRITES_TIMEOUT_MS = 5_000;
 
+/** Which state a read sees: the read models (after `minPosition`, if given), or a fold of the log as of `at`. */
+export interface ReadPoint {
+  readonly at?: bigint;
+  readonly minPosition?: bigint;
+}
+
 /**
- * Session reads from the read models. Each read runs in one REPEATABLE READ snapshot together
+ * Session reads. From the read models, each read runs in one REPEATABLE READ snapshot together
  * with the projection's checkpoint, so the `position` it reports is exactly what it reflects.
+ * With `at`, the session is folded from the log instead, no read model involved.
  */
 @Injectable()
 export class SessionQueries {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(BLOCK_PROJECTION_RUNNER) private readonly runner: ProjectionRunner,
+    private readonly sessions: SessionRepository,
   ) {}
 
-  async session(sessionId: string, minPosition?: bigint) {
-    await this.reach(minPosition);
+  async withSession<T>(sessionId: string, point: ReadPoint, use: (snapshot: SessionSnapshot) => Promise<T> | T): Promise<T> {
+    if (point.at !== undefined) {
+      const state = await this.sessions.loadAt(sessionId, point.at);
+      if (state.status !== 'open') throw sessionNotFound();
+      return use(foldedSnapshot(state));
+    }
+    await this.reach(point.minPosition);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       const position = await checkpoint(manager);
       const session = await manager.findOneBy(SessionRow, { id: sessionId });
-      if (!session) throw new ApiError(404, 'session_not_found', 'no such session');
+      if (!session) throw sessionNotFound();
       const messages = await manager.find(MessageRow, { where: { sessionId }, order: { ordinal: 'ASC' } });
-      const path = activePath(messages);
-      const blocks = await manager.find(MessageBlockRow, { where: { sessionId }, order: { index: 'ASC' } });
-      return {
-        id: session.id,
-        title: session.title,
-        metadata: session.metadata,
-        createdAt: session.createdAt.toISOString(),
-        position,
-        messages: path.map((message) => rowsView(message, blocks.filter((block) => block.messageId === message.id))),
-      };
+      return use({
+        header: { id: session.id, title: session.title, metadata: session.metadata, createdAt: session.createdAt.toISOString(), forkedFrom: session.forkedFrom, position },
+        selectedRootId: session.selectedRootId,
+        messages: messages.map(messageSummary),
+        blocksOf: (messageIds) => blocksOf(manager, sessionId, messageIds),
+      });
     });
   }
 
-  async message(sessionId: string, messageId: string, minPosition?: bigint) {
-    await this.reach(minPosition);
+  async message(sessionId: string, messageId: string, point: ReadPoint) {
+    if (point.at !== undefined) {
+      const state = await this.sessions.loadAt(sessionId, point.at);
+      const message = state.status === 'open' ? state.messages.get(messageId) : undefined;
+      if (!message) throw messageNotFound(sessionId, messageId);
+      return foldedMessageView(message);
+    }
+    await this.reach(point.minPosition);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       const message = await manager.findOneBy(MessageRow, { id: messageId, sessionId });
-      if (!message) throw new ApiError(404, 'message_not_found', `message ${messageId} is not in session ${sessionId}`);
-      const blocks = await manager.find(MessageBlockRow, { where: { messageId }, order: { index: 'ASC' } });
-      return rowsView(message, blocks);
+      if (!message) throw messageNotFound(sessionId, messageId);
+      const blocks = await blocksOf(manager, sessionId, [messageId]);
+      return messageView({ ...messageSummary(message), blocks: blocks.get(messageId) ?? [] });
     });
   }
 
@@ -62,11 +77,22 @@ export class SessionQueries {
   }
 }
 
-function rowsView(message: MessageRow, blocks: readonly MessageBlockRow[]) {
-  return messageView({ ...message, createdAt: message.createdAt.toISOString(), position: Number(message.position), blocks: blocks.map(rowToBlock) });
+function messageSummary(row: MessageRow): MessageSummary {
+  const { id, role, parentId, selectedChildId, model, content, status } = row;
+  return { id, role, parentId, selectedChildId, model, content, status, createdAt: row.createdAt.toISOString(), position: Number(row.position) };
 }
 
-async function checkpoint(manager: DataSource['manager']): Promise<number> {
+async function blocksOf(manager: EntityManager, sessionId: string, messageIds: readonly string[]) {
+  const rows = messageIds.length === 0 ? [] : await manager.find(MessageBlockRow, { where: { sessionId, messageId: In([...messageIds]) }, order: { index: 'ASC' } });
+  const blocks = new Map(messageIds.map((id) => [id, [] as ReturnType<typeof rowToBlock>[]]));
+  for (const row of rows) blocks.get(row.messageId)!.push(rowToBlock(row));
+  return blocks;
+}
+
+async function checkpoint(manager: EntityManager): Promise<number> {
   const rows: { position: string }[] = await manager.query(`SELECT position FROM projection_checkpoints WHERE name = 'block-read-models'`);
   return Number(rows[0]?.position ?? 0);
 }
+
+const sessionNotFound = () => new ApiError(404, 'session_not_found', 'no such session');
+const messageNotFound = (sessionId: string, messageId: string) => new ApiError(404, 'message_not_found', `message ${messageId} is not in session ${sessionId}`);

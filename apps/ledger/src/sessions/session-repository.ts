@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  decideSession, evolveSession, initialSessionState, sessionStreamId, type Decision, type SessionCommand, type SessionState,
+  decideSession, evolveSession, forkSession, initialSessionState, sessionStreamId, type Decision, type SessionCommand, type SessionState,
 } from '#core';
-import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type EventLog, type RecordedEvent } from '#event-log';
+import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { foldSessionEvents, sessionAt } from './session-fold.js';
 
 export interface CommandOutcome {
   readonly decision: Decision;
@@ -51,10 +52,9 @@ export class SessionRepository {
     return (await this.refresh(sessionId)).state;
   }
 
-  /** The session as it was at a log position: a fold of its events up to there, no read model involved. */
-  async loadAt(sessionId: string, position: bigint): Promise<SessionState> {
-    const events = await this.eventLog.readStream(sessionStreamId(sessionId));
-    return events.filter((event) => event.position <= position).reduce(foldEvent, initialSessionState);
+  /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
+  loadAt(sessionId: string, position: bigint): Promise<SessionState> {
+    return sessionAt(this.eventLog, sessionId, position);
   }
 
   private async decideAndAppend(sessionId: string, commands: readonly QueuedCommand[]): Promise<(CommandOutcome | Error)[]> {
@@ -64,10 +64,10 @@ export class SessionRepository {
       const decided = commands.map((command) => {
         try {
           const decision = decideSession(command, state);
-          state = decision.events.reduce(
-            (current, { event }) => evolveSession(current, { ...event, position: current.status === 'open' ? current.position : 0n, recordedAt: new Date().toISOString() }),
-            state,
-          );
+          state = decision.events.reduce((current, { event }) => {
+            const envelope = { ...event, position: current.status === 'open' ? current.position : 0n, recordedAt: new Date().toISOString() };
+            return command.type === 'fork_session' ? forkSession(command.source, envelope) : evolveSession(current, envelope);
+          }, state);
           return { command, decision };
         } catch (error) {
           return error as Error;
@@ -97,9 +97,9 @@ export class SessionRepository {
   private async refresh(sessionId: string): Promise<CachedSession & { positions?: Map<string, bigint> }> {
     const entry = this.cache.get(sessionId) ?? { state: initialSessionState, revision: NO_STREAM as bigint | typeof NO_STREAM };
     const events = await this.eventLog.readStream(sessionStreamId(sessionId), { fromRevision: entry.revision === NO_STREAM ? 0n : entry.revision + 1n });
+    entry.state = await foldSessionEvents(this.eventLog, entry.state, events);
     const positions = new Map<string, bigint>();
     for (const event of events) {
-      entry.state = foldEvent(entry.state, event);
       entry.revision = event.revision;
       positions.set(event.id, event.position);
     }
@@ -111,10 +111,6 @@ export class SessionRepository {
     }
     return { ...entry, positions };
   }
-}
-
-function foldEvent(state: SessionState, event: RecordedEvent): SessionState {
-  return evolveSession(state, { type: event.type, data: event.data, position: event.position, recordedAt: event.metadata.recordedAt });
 }
 
 function cachedPosition(state: SessionState): bigint {

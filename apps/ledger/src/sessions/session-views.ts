@@ -1,5 +1,12 @@
-import { activePath, type MessageBlock, type MessageState, type SessionState } from '#core';
+import {
+  activePath, anthropicHistory, branchTree, childrenByParent, openAiHistory, siblingsOf,
+  type ForkSource, type MessageBlock, type MessageState, type OpenSession,
+} from '#core';
 
+/**
+ * The read API's shapes, built the same way whether the session comes from the read models or
+ * from a fold of the log (`?at=`): a source only has to present a `SessionSnapshot`.
+ */
 export interface MessageView {
   readonly id: string;
   readonly role: string;
@@ -12,28 +19,78 @@ export interface MessageView {
   readonly blocks: readonly MessageBlock[];
 }
 
-/** The read API's message shape, whether read from the read models or folded from the log: blocks in display order (Cherry Studio `MessageBlock`). */
+export type MessageSummary = Omit<MessageView, 'blocks'> & { readonly selectedChildId: string | null };
+
+export interface SessionHeader {
+  readonly id: string;
+  readonly title: string | null;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly createdAt: string;
+  readonly forkedFrom: ForkSource | null;
+  /** The log position this read reflects. */
+  readonly position: number;
+}
+
+/** A session as one consistent read: its header, its messages in creation order, and their blocks on demand. */
+export interface SessionSnapshot {
+  readonly header: SessionHeader;
+  readonly selectedRootId: string | null;
+  readonly messages: readonly MessageSummary[];
+  blocksOf(messageIds: readonly string[]): Promise<ReadonlyMap<string, readonly MessageBlock[]>>;
+}
+
+export type HistoryFormat = 'openai' | 'anthropic';
+
+/** The message shape: blocks in display order (Cherry Studio `MessageBlock`). */
 export function messageView(message: MessageView): MessageView {
   const { id, role, parentId, model, content, status, createdAt, position, blocks } = message;
   return { id, role, parentId, model, content, status, createdAt, position, blocks };
 }
 
 export function foldedMessageView(message: MessageState): MessageView {
-  return messageView({
-    ...message,
-    status: message.role === 'assistant' ? message.blocks.status : 'success',
-    position: Number(message.position),
-    blocks: message.blocks.blocks,
-  });
+  return messageView({ ...foldedSummary(message), blocks: message.blocks.blocks });
 }
 
-export function sessionView(state: Extract<SessionState, { status: 'open' }>) {
+/** The session with its active path; each message says where it sits among its siblings. */
+export async function sessionView(snapshot: SessionSnapshot) {
+  const children = childrenByParent(snapshot.messages);
+  const path = await activePathViews(snapshot);
+  return { ...snapshot.header, messages: path.map((message) => ({ ...message, siblings: siblingsOf(message, children) })) };
+}
+
+export function treeView(snapshot: SessionSnapshot) {
+  const tree = branchTree(snapshot.selectedRootId, snapshot.messages);
   return {
-    id: state.sessionId,
-    title: state.title,
-    metadata: state.metadata,
-    createdAt: state.createdAt,
-    position: Number(state.position),
-    messages: activePath(state.messages.values()).map(foldedMessageView),
+    ...snapshot.header,
+    ...tree,
+    messages: tree.messages.map(({ id, role, parentId, model, status, createdAt, position, children, selectedChild }) => ({ id, role, parentId, model, status, createdAt, position, children, selectedChild })),
   };
+}
+
+export async function historyView(snapshot: SessionSnapshot, format: HistoryFormat, includeThinking: boolean) {
+  const path = await activePathViews(snapshot);
+  const history = format === 'openai' ? { messages: openAiHistory(path, { includeThinking }) } : anthropicHistory(path, { includeThinking });
+  return { format, sessionId: snapshot.header.id, position: snapshot.header.position, ...history };
+}
+
+/** A snapshot of a folded session state. */
+export function foldedSnapshot(state: OpenSession): SessionSnapshot {
+  const { sessionId: id, title, metadata, createdAt, forkedFrom, position, selectedRootId } = state;
+  return {
+    header: { id, title, metadata, createdAt, forkedFrom, position: Number(position) },
+    selectedRootId,
+    messages: [...state.messages.values()].map(foldedSummary),
+    blocksOf: async (ids) => new Map(ids.map((id) => [id, state.messages.get(id)?.blocks.blocks ?? []])),
+  };
+}
+
+async function activePathViews(snapshot: SessionSnapshot): Promise<MessageView[]> {
+  const path = activePath(snapshot.selectedRootId, new Map(snapshot.messages.map((message) => [message.id, message])));
+  const blocks = await snapshot.blocksOf(path.map((message) => message.id));
+  return path.map((message) => messageView({ ...message, blocks: blocks.get(message.id) ?? [] }));
+}
+
+function foldedSummary(message: MessageState): MessageSummary {
+  const { id, role, parentId, model, content, createdAt, selectedChildId } = message;
+  return { id, role, parentId, model, content, createdAt, selectedChildId, status: message.role === 'assistant' ? message.blocks.status : 'success', position: Number(message.position) };
 }

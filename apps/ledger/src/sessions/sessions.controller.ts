@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { parseChunks, sessionStreamId, type SessionCommand, type SessionState } from '#core';
+import { parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
 import { ANONYMOUS_ACTOR, DEFAULT_TENANT, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
-import { createMessageBody, createSessionBody, pageQuery, positionQuery } from './request-schemas.js';
-import { ExecuteSessionCommand } from './session-command.handler.js';
+import { createMessageBody, createSessionBody, forkBody, historyQuery, pageQuery, readPointQuery, selectionBody } from './request-schemas.js';
+import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
 import { SessionRepository } from './session-repository.js';
-import { foldedMessageView, sessionView } from './session-views.js';
+import { historyView, sessionView, treeView } from './session-views.js';
 
 /** Thin: each route validates its input, builds a command or a query, and returns the result. */
 @Controller('v1/sessions')
@@ -50,20 +50,47 @@ export class SessionsController {
     return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
   }
 
-  /** From the read models; `?minPosition=` waits for them to reach a write; `?at=` folds the log as of a position instead. */
+  @Post(':sid/fork')
+  @HttpCode(201)
+  async fork(@Param('sid') sourceSessionId: string, @Body() body: unknown) {
+    const input = forkBody.parse(body ?? {});
+    const forkId = input.id ?? randomUUID();
+    const request = { forkId, sourceSessionId, atPosition: input.atPosition, messageId: input.messageId ?? null, title: input.title ?? null, metadata: input.metadata ?? null };
+    const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(request, ANONYMOUS_ACTOR, DEFAULT_TENANT));
+    const forked = decision.events[0]!.event as SessionEventOf<'session.forked'>;
+    return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
+  }
+
+  @Put(':sid/messages/:mid/selection')
+  selectChild(@Param('sid') sessionId: string, @Param('mid') parentId: string, @Body() body: unknown) {
+    return this.select(sessionId, parentId, body);
+  }
+
+  @Put(':sid/selection')
+  selectRoot(@Param('sid') sessionId: string, @Body() body: unknown) {
+    return this.select(sessionId, null, body);
+  }
+
+  /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
   @Get(':sid')
-  async read(@Param('sid') sessionId: string, @Query('at') at: string | undefined, @Query('minPosition') minPosition: string | undefined) {
-    if (at === undefined) return this.queries.session(sessionId, queryPosition('minPosition', minPosition));
-    return sessionView(openOr404(await this.sessions.loadAt(sessionId, queryPosition('at', at)!)));
+  read(@Param('sid') sessionId: string, @Query() query: unknown) {
+    return this.queries.withSession(sessionId, readPointQuery.parse(query), sessionView);
+  }
+
+  @Get(':sid/tree')
+  tree(@Param('sid') sessionId: string, @Query() query: unknown) {
+    return this.queries.withSession(sessionId, readPointQuery.parse(query), treeView);
+  }
+
+  @Get(':sid/history')
+  history(@Param('sid') sessionId: string, @Query() query: unknown) {
+    const { format, includeThinking, ...point } = historyQuery.parse(query);
+    return this.queries.withSession(sessionId, point, (snapshot) => historyView(snapshot, format, includeThinking));
   }
 
   @Get(':sid/messages/:mid')
-  async readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('at') at: string | undefined, @Query('minPosition') minPosition: string | undefined) {
-    if (at === undefined) return this.queries.message(sessionId, messageId, queryPosition('minPosition', minPosition));
-    const session = openOr404(await this.sessions.loadAt(sessionId, queryPosition('at', at)!));
-    const message = session.messages.get(messageId);
-    if (!message) throw new ApiError(404, 'message_not_found', `message ${messageId} is not in this session`);
-    return foldedMessageView(message);
+  readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query() query: unknown) {
+    return this.queries.message(sessionId, messageId, readPointQuery.parse(query));
   }
 
   @Get(':sid/events')
@@ -76,6 +103,12 @@ export class SessionsController {
       events: page.map((event) => ({ ...event, revision: Number(event.revision), position: Number(event.position) })),
       next: events.length > limit ? Number(page.at(-1)!.position) : null,
     };
+  }
+
+  private async select(sessionId: string, parentId: string | null, body: unknown) {
+    const { childId } = selectionBody.parse(body ?? {});
+    const { position } = await this.run(sessionId, { type: 'select_branch', parentId, childId, eventId: randomUUID() });
+    return { parentId, childId, position: Number(position) };
   }
 
   private run(sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
@@ -103,16 +136,4 @@ function chunkValues(body: unknown): unknown[] {
     return values;
   }
   throw new ApiError(400, 'invalid_body', 'send a JSON array of chunks (application/json) or one chunk per line (application/x-ndjson)', '(body)');
-}
-
-function queryPosition(name: string, value: string | undefined): bigint | undefined {
-  if (value === undefined) return undefined;
-  const parsed = positionQuery.safeParse(value);
-  if (!parsed.success) throw new ApiError(400, 'invalid_query', `${name} must be a log position (a non-negative integer)`, name);
-  return parsed.data;
-}
-
-function openOr404(state: SessionState): Extract<SessionState, { status: 'open' }> {
-  if (state.status !== 'open') throw new ApiError(404, 'session_not_found', 'no such session');
-  return state;
 }

@@ -7,7 +7,7 @@ import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ProjectionRunner } from '../projections/projection-runner.js';
 import { blockReadModelsProjection } from './read-models/block-read-models.projection.js';
-import { SessionCommandHandler } from './session-command.handler.js';
+import { ForkSessionHandler, SessionCommandHandler } from './session-command.handler.js';
 import { BLOCK_PROJECTION_RUNNER, SessionQueries } from './session-queries.js';
 import { SessionRepository } from './session-repository.js';
 import { SessionsController } from './sessions.controller.js';
@@ -18,6 +18,7 @@ import { SessionsController } from './sessions.controller.js';
   providers: [
     SessionRepository,
     SessionCommandHandler,
+    ForkSessionHandler,
     SessionQueries,
     {
       provide: BLOCK_PROJECTION_RUNNER,

@@ -1,6 +1,7 @@
 import type { Chunk } from '../chunks/chunk-schemas.js';
 import { encodeChunk } from '../chunks/snapshot-text.js';
 import { nameUuid } from '../hashing/name-uuid.js';
+import { activePath } from './branch-tree.js';
 import { chunkDigest, type ChunkEventData, type MessageRole, type SessionEvent, type SessionState } from './session-events.js';
 
 /**
@@ -13,10 +14,24 @@ export type SessionCommand =
       readonly type: 'create_message';
       readonly messageId: string;
       readonly role: MessageRole;
-      /** `undefined`: child of the session's latest message; `null`: a new top-level message. */
+      /** `undefined`: child of the active path's leaf; `null`: a new top-level message. */
       readonly parentId: string | null | undefined;
       readonly model: string | null;
       readonly content: string | null;
+    }
+  /** `parentId: null` selects among the top-level messages. */
+  | { readonly type: 'select_branch'; readonly parentId: string | null; readonly childId: string; readonly eventId: string }
+  | {
+      readonly type: 'fork_session';
+      readonly sessionId: string;
+      /** `null`: the source's. */
+      readonly title: string | null;
+      readonly metadata: Readonly<Record<string, unknown>> | null;
+      readonly sourceSessionId: string;
+      /** The source folded as of the fork position (its `position` is the last source event the fork includes). */
+      readonly source: SessionState;
+      /** Cut the fork to the path ending at this message. */
+      readonly messageId: string | null;
     }
   | { readonly type: 'append_chunks'; readonly messageId: string; readonly chunks: readonly Chunk[] };
 
@@ -36,7 +51,9 @@ export interface Decision {
 
 export class SessionError extends Error {
   constructor(
-    readonly code: 'session_not_found' | 'session_exists' | 'message_not_found' | 'message_exists' | 'parent_not_found' | 'not_assistant' | 'seq_gap' | 'seq_conflict',
+    readonly code:
+      | 'session_not_found' | 'session_exists' | 'source_not_found' | 'message_not_found' | 'message_exists' | 'parent_not_found' | 'not_a_child'
+      | 'not_assistant' | 'seq_gap' | 'seq_conflict',
     message: string,
     readonly field?: string,
   ) {
@@ -57,10 +74,33 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     case 'create_message': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       if (state.messages.has(command.messageId)) throw new SessionError('message_exists', `message ${command.messageId} already exists`, 'id');
-      const parentId = command.parentId === undefined ? (state.lastMessageId ?? null) : command.parentId;
+      const parentId = command.parentId === undefined ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null) : command.parentId;
       if (parentId !== null && !state.messages.has(parentId)) throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
       const data = { messageId: command.messageId, role: command.role, parentId, model: command.model, content: command.content };
       return { events: [{ id: nameUuid(`message:${command.messageId}`), event: { type: 'message.created', data } }], duplicateSeqs: [], parentId };
+    }
+    case 'select_branch': {
+      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+      const { parentId, childId } = command;
+      if (parentId !== null && !state.messages.has(parentId)) throw new SessionError('message_not_found', `message ${parentId} is not in this session`);
+      if (state.messages.get(childId)?.parentId !== parentId) {
+        throw new SessionError('not_a_child', `message ${childId} is not ${parentId === null ? 'a top-level message' : `a child of ${parentId}`}`, 'childId');
+      }
+      const selected = parentId === null ? state.selectedRootId : state.messages.get(parentId)!.selectedChildId;
+      if (selected === childId) return { events: [], duplicateSeqs: [] };
+      // Selections may go back and forth, so the id comes with the command; a retry that finds its child selected records nothing.
+      return { events: [{ id: command.eventId, event: { type: 'message.branch_selected', data: { parentId, childId } } }], duplicateSeqs: [] };
+    }
+    case 'fork_session': {
+      if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
+      const { source, messageId } = command;
+      if (source.status !== 'open') throw new SessionError('source_not_found', `session ${command.sourceSessionId} did not exist at that position`);
+      if (messageId !== null && !source.messages.has(messageId)) throw new SessionError('message_not_found', `message ${messageId} is not in session ${command.sourceSessionId} at that position`, 'messageId');
+      const data = {
+        sessionId: command.sessionId, title: command.title ?? source.title, metadata: command.metadata ?? source.metadata,
+        source: { sessionId: command.sourceSessionId, position: source.position.toString(), messageId },
+      };
+      return { events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }], duplicateSeqs: [] };
     }
     case 'append_chunks': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');

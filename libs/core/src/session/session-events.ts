@@ -7,16 +7,35 @@ import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } fr
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
  * the decider, point-in-time reads, projections and rebuilds.
+ *
+ * Messages form a tree (DESIGN §5): every parent, and the session for its top-level messages,
+ * remembers its selected child, and the active path follows those selections from the root.
  */
 export type MessageRole = 'user' | 'assistant' | 'system' | 'tool';
+
+/** Where a fork continues from: the source session as of a log position, optionally cut to the path ending at one message. */
+export interface ForkSource {
+  readonly sessionId: string;
+  /** Decimal log position of the source's last event the fork includes (a string: positions are 64-bit). */
+  readonly position: string;
+  readonly messageId: string | null;
+}
 
 export type SessionEvent =
   | { readonly type: 'session.opened'; readonly data: { readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>> } }
   | {
+      readonly type: 'session.forked';
+      readonly data: { readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>>; readonly source: ForkSource };
+    }
+  | {
       readonly type: 'message.created';
       readonly data: { readonly messageId: string; readonly role: MessageRole; readonly parentId: string | null; readonly model: string | null; readonly content: string | null };
     }
+  /** `parentId: null` selects among the top-level messages. */
+  | { readonly type: 'message.branch_selected'; readonly data: { readonly parentId: string | null; readonly childId: string } }
   | { readonly type: `chunk.${string}`; readonly data: ChunkEventData };
+
+export type SessionEventOf<Type extends SessionEvent['type']> = Extract<SessionEvent, { type: Type }>;
 
 /** A chunk event's data: the stored chunk (text snapshots as suffixes) and its message. */
 export type ChunkEventData = StoredChunk & { readonly messageId: string };
@@ -31,27 +50,31 @@ export interface MessageState {
   readonly model: string | null;
   readonly content: string | null;
   readonly createdAt: string;
+  /** The child on the active path below this message (the newest branch unless another was selected). */
+  readonly selectedChildId: string | null;
   /** Digest of each recorded chunk, by seq - 1: a repeated seq must carry the same chunk. */
   readonly chunkDigests: readonly string[];
   readonly snapshots: SnapshotState;
   readonly blocks: MessageBlocksState;
-  /** Log position of the last event that changed this message. */
+  /** Log position of the last event that changed this message (its chunks or its selected child). */
   readonly position: bigint;
 }
 
-export type SessionState =
-  | { readonly status: 'absent' }
-  | {
-      readonly status: 'open';
-      readonly sessionId: string;
-      readonly title: string | null;
-      readonly metadata: Readonly<Record<string, unknown>>;
-      readonly createdAt: string;
-      /** Messages in creation order. */
-      readonly messages: ReadonlyMap<string, MessageState>;
-      readonly lastMessageId: string | undefined;
-      readonly position: bigint;
-    };
+export interface OpenSession {
+  readonly status: 'open';
+  readonly sessionId: string;
+  readonly title: string | null;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly createdAt: string;
+  readonly forkedFrom: ForkSource | null;
+  /** Messages in creation order (a fork's inherited messages first, in their source's order). */
+  readonly messages: ReadonlyMap<string, MessageState>;
+  /** The top-level message the active path starts at. */
+  readonly selectedRootId: string | null;
+  readonly position: bigint;
+}
+
+export type SessionState = { readonly status: 'absent' } | OpenSession;
 
 export const initialSessionState: SessionState = { status: 'absent' };
 
@@ -65,25 +88,38 @@ export interface SessionEventEnvelope {
 
 export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
 
-/** Total and never throws: an event that does not apply leaves the state as it is. */
+/**
+ * Total and never throws: an event that does not apply leaves the state as it is. A fork's
+ * `session.forked` applies through `forkSession`, which needs its source's state; here it does not apply.
+ */
 export function evolveSession(state: SessionState, event: SessionEventEnvelope): SessionState {
   if (event.type === 'session.opened') {
     if (state.status !== 'absent') return state;
-    const data = event.data as Extract<SessionEvent, { type: 'session.opened' }>['data'];
-    return { status: 'open', sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt, messages: new Map(), lastMessageId: undefined, position: event.position };
+    const data = event.data as SessionEventOf<'session.opened'>['data'];
+    return {
+      status: 'open', sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt,
+      forkedFrom: null, messages: new Map(), selectedRootId: null, position: event.position,
+    };
   }
   if (state.status !== 'open') return state;
   if (event.type === 'message.created') {
-    const data = event.data as Extract<SessionEvent, { type: 'message.created' }>['data'];
-    if (state.messages.has(data.messageId)) return state;
+    const data = event.data as SessionEventOf<'message.created'>['data'];
+    if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
     const message: MessageState = {
       id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
-      chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, blocks: initialMessageBlocks(data.messageId), position: event.position,
+      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, blocks: initialMessageBlocks(data.messageId), position: event.position,
     };
-    return { ...state, messages: new Map(state.messages).set(message.id, message), lastMessageId: message.id, position: event.position };
+    // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
+    return selectPathTo({ ...state, messages: new Map(state.messages).set(message.id, message), position: event.position }, message.id, event.position);
+  }
+  if (event.type === 'message.branch_selected') {
+    const { parentId, childId } = event.data as SessionEventOf<'message.branch_selected'>['data'];
+    const child = state.messages.get(childId);
+    if (!child || child.parentId !== parentId) return state;
+    return { ...select(state, parentId, childId, event.position), position: event.position };
   }
   if (event.type.startsWith('chunk.')) {
-    const { messageId, ...stored } = event.data as StoredChunk & { messageId: string };
+    const { messageId, ...stored } = event.data as ChunkEventData;
     const message = state.messages.get(messageId);
     if (!message || stored.seq !== message.chunkDigests.length + 1) return state;
     const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored as StoredChunk);
@@ -97,4 +133,42 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   return state;
+}
+
+/**
+ * A fork's state from its first event and its source's state as of the recorded position: the
+ * source's tree (cut to the path ending at `messageId` when one is given) under the fork's own
+ * id, title and metadata. The messages are the source's, shared, not copied event by event.
+ */
+export function forkSession(source: SessionState, event: SessionEventEnvelope): SessionState {
+  const data = event.data as SessionEventOf<'session.forked'>['data'];
+  if (source.status !== 'open') return initialSessionState;
+  const fork: OpenSession = {
+    ...source, sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt, forkedFrom: data.source, position: event.position,
+  };
+  const cutAt = data.source.messageId;
+  if (cutAt === null) return fork;
+  const kept = new Set(ancestry(source.messages, cutAt).map((message) => message.id));
+  const messages = new Map([...source.messages].filter(([id]) => kept.has(id)));
+  const leaf = messages.get(cutAt);
+  if (leaf) messages.set(cutAt, { ...leaf, selectedChildId: null });
+  return selectPathTo({ ...fork, messages }, cutAt, event.position);
+}
+
+/** The message and its ancestors, root first. */
+export function ancestry<Message extends { readonly id: string; readonly parentId: string | null }>(messages: ReadonlyMap<string, Message>, messageId: string): Message[] {
+  const path: Message[] = [];
+  for (let message = messages.get(messageId); message; message = message.parentId === null ? undefined : messages.get(message.parentId)) path.unshift(message);
+  return path;
+}
+
+function selectPathTo(state: OpenSession, messageId: string, position: bigint): OpenSession {
+  return ancestry(state.messages, messageId).reduce((current, message) => select(current, message.parentId, message.id, position), state);
+}
+
+function select(state: OpenSession, parentId: string | null, childId: string, position: bigint): OpenSession {
+  if (parentId === null) return state.selectedRootId === childId ? state : { ...state, selectedRootId: childId };
+  const parent = state.messages.get(parentId)!;
+  if (parent.selectedChildId === childId) return state;
+  return { ...state, messages: new Map(state.messages).set(parentId, { ...parent, selectedChildId: childId, position }) };
 }

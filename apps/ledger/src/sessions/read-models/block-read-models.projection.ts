@@ -1,17 +1,18 @@
-import {
-  evolveSession, initialSessionState, SESSION_STREAM_PREFIX, type MessageBlock, type MessageState, type SessionState,
-} from '#core';
+import { initialSessionState, SESSION_STREAM_PREFIX, type MessageBlock, type MessageState, type SessionState } from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
+import { foldSessionEvents } from '../session-fold.js';
 import { blockToRow, type BlockRowValues } from './block-rows.js';
 
 const MAX_CACHED_SESSIONS = 5_000;
 
 /**
- * Sessions, messages and their blocks, folded from session events with the core reducer. A
- * batch is folded in memory; then only what changed is written, each row once, in multi-row
- * upserts guarded by position (replays never move a row back).
+ * Sessions, messages (with their selected child) and their blocks, folded from session events
+ * with the core reducer. A batch is folded in memory; then only what changed is written, each
+ * row once, in multi-row upserts guarded by position (replays never move a row back). A fork's
+ * rows are written from its source's state at the fork position: the log holds the reference,
+ * the read model the resolved tree, so reads need no join across sessions.
  */
 export function blockReadModelsProjection(): ProjectionDefinition {
   const sessions = new Map<string, SessionState>();
@@ -27,7 +28,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
         const sessionId = event.streamId.slice(SESSION_STREAM_PREFIX.length);
         if (!sessions.has(sessionId)) sessions.set(sessionId, await foldBefore(eventLog, event));
         if (!before.has(sessionId)) before.set(sessionId, sessions.get(sessionId)!);
-        sessions.set(sessionId, evolveSession(sessions.get(sessionId)!, { type: event.type, data: event.data, position: event.position, recordedAt: event.metadata.recordedAt }));
+        sessions.set(sessionId, await foldSessionEvents(eventLog, sessions.get(sessionId)!, [event]));
       }
       await writeChanges(client, [...before].map(([sessionId, previous]) => ({ previous, current: sessions.get(sessionId)! })));
       for (const [oldest] of sessions) {
@@ -40,11 +41,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
 
 /** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
 async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
-  const history = await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) });
-  return history.reduce<SessionState>(
-    (state, earlier) => evolveSession(state, { type: earlier.type, data: earlier.data, position: earlier.position, recordedAt: earlier.metadata.recordedAt }),
-    initialSessionState,
-  );
+  return foldSessionEvents(eventLog, initialSessionState, await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) }));
 }
 
 interface Change {
@@ -56,10 +53,13 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   const sessionRows: object[] = [];
   const messageRows: object[] = [];
   const blockRows: BlockRowValues[] = [];
-  const removedBlockIds: string[] = [];
+  const removedBlocks: { session_id: string; id: string }[] = [];
   for (const { previous, current } of changes) {
     if (current.status !== 'open' || previous === current) continue;
-    sessionRows.push({ id: current.sessionId, title: current.title, metadata: current.metadata, created_at: current.createdAt, position: current.position.toString() });
+    sessionRows.push({
+      id: current.sessionId, title: current.title, metadata: current.metadata, created_at: current.createdAt, selected_root_id: current.selectedRootId,
+      forked_from: current.forkedFrom, position: current.position.toString(),
+    });
     const previousMessages = previous.status === 'open' ? previous.messages : new Map<string, MessageState>();
     let ordinal = 0;
     for (const message of current.messages.values()) {
@@ -67,27 +67,40 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
       const earlier = previousMessages.get(message.id);
       if (earlier === message) continue;
       messageRows.push({
-        id: message.id, session_id: current.sessionId, ordinal, role: message.role, parent_id: message.parentId, model: message.model, content: message.content,
-        status: message.role === 'assistant' ? message.blocks.status : 'success', created_at: message.createdAt, position: message.position.toString(),
+        id: message.id, session_id: current.sessionId, ordinal, role: message.role, parent_id: message.parentId, selected_child_id: message.selectedChildId, model: message.model,
+        content: message.content, status: message.role === 'assistant' ? message.blocks.status : 'success', created_at: message.createdAt, position: message.position.toString(),
       });
-      changedBlocks(earlier?.blocks.blocks ?? [], message.blocks.blocks, (block, index) => blockRows.push(blockToRow(block, current.sessionId, index, message.position)), (id) => removedBlockIds.push(id));
+      changedBlocks(
+        earlier?.blocks.blocks ?? [],
+        message.blocks.blocks,
+        (block, index) => blockRows.push(blockToRow(block, current.sessionId, index, message.position)),
+        (id) => removedBlocks.push({ session_id: current.sessionId, id }),
+      );
     }
   }
-  if (removedBlockIds.length > 0) await client.query('DELETE FROM message_blocks WHERE id = ANY($1::text[])', [removedBlockIds]);
+  if (removedBlocks.length > 0) {
+    await client.query(
+      'DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(session_id text, id text) WHERE message_blocks.session_id = r.session_id AND message_blocks.id = r.id',
+      [JSON.stringify(removedBlocks)],
+    );
+  }
   if (sessionRows.length > 0) {
     await client.query(
-      `INSERT INTO sessions (id, title, metadata, created_at, position)
-       SELECT id, title, metadata, created_at, position FROM jsonb_to_recordset($1::jsonb) AS r(id text, title text, metadata jsonb, created_at timestamptz, position bigint)
-       ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata, position = excluded.position WHERE sessions.position <= excluded.position`,
+      `INSERT INTO sessions (id, title, metadata, created_at, selected_root_id, forked_from, position)
+       SELECT id, title, metadata, created_at, selected_root_id, forked_from, position FROM jsonb_to_recordset($1::jsonb)
+         AS r(id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text, forked_from jsonb, position bigint)
+       ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata, selected_root_id = excluded.selected_root_id, position = excluded.position
+         WHERE sessions.position <= excluded.position`,
       [JSON.stringify(sessionRows)],
     );
   }
   if (messageRows.length > 0) {
     await client.query(
-      `INSERT INTO messages (id, session_id, ordinal, role, parent_id, model, content, status, created_at, position)
-       SELECT id, session_id, ordinal, role, parent_id, model, content, status, created_at, position FROM jsonb_to_recordset($1::jsonb)
-         AS r(id text, session_id text, ordinal int, role text, parent_id text, model text, content text, status text, created_at timestamptz, position bigint)
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, position = excluded.position WHERE messages.position <= excluded.position`,
+      `INSERT INTO messages (id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position)
+       SELECT id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position FROM jsonb_to_recordset($1::jsonb)
+         AS r(id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text, model text, content text, status text, created_at timestamptz, position bigint)
+       ON CONFLICT (session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id, status = excluded.status, position = excluded.position
+         WHERE messages.position <= excluded.position`,
       [JSON.stringify(messageRows)],
     );
   }
@@ -97,7 +110,7 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
        SELECT id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position
          FROM jsonb_to_recordset($1::jsonb) AS r(id text, message_id text, session_id text, index int, type text, status text, content jsonb, tool_id text, tool_name text,
               arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz, updated_at timestamptz, position bigint)
-       ON CONFLICT (id) DO UPDATE SET index = excluded.index, type = excluded.type, status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
+       ON CONFLICT (session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type, status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
          tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response, metadata = excluded.metadata, error = excluded.error,
          extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
        WHERE message_blocks.position <= excluded.position`,

@@ -1,22 +1,26 @@
+import type { ForkSource } from '#core';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** Read-model rows (schema: 1763800000002-block-read-models). The projection writes them; queries read them. */
+/** Read-model rows (schema: 1763800000002-block-read-models, 1763800000003-branch-trees). The projection writes them; queries read them. */
 @Entity('sessions')
 export class SessionRow {
   @PrimaryColumn('text') id!: string;
   @Column('text', { nullable: true }) title!: string | null;
   @Column('jsonb') metadata!: Record<string, unknown>;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
+  @Column('text', { name: 'selected_root_id', nullable: true }) selectedRootId!: string | null;
+  @Column('jsonb', { name: 'forked_from', nullable: true }) forkedFrom!: ForkSource | null;
   @Column('bigint') position!: string;
 }
 
 @Entity('messages')
 export class MessageRow {
+  @PrimaryColumn('text', { name: 'session_id' }) sessionId!: string;
   @PrimaryColumn('text') id!: string;
-  @Column('text', { name: 'session_id' }) sessionId!: string;
   @Column('integer') ordinal!: number;
   @Column('text') role!: string;
   @Column('text', { name: 'parent_id', nullable: true }) parentId!: string | null;
+  @Column('text', { name: 'selected_child_id', nullable: true }) selectedChildId!: string | null;
   @Column('text', { nullable: true }) model!: string | null;
   @Column('text', { nullable: true }) content!: string | null;
   @Column('text') status!: string;
@@ -26,9 +30,9 @@ export class MessageRow {
 
 @Entity('message_blocks')
 export class MessageBlockRow {
+  @PrimaryColumn('text', { name: 'session_id' }) sessionId!: string;
   @PrimaryColumn('text') id!: string;
   @Column('text', { name: 'message_id' }) messageId!: string;
-  @Column('text', { name: 'session_id' }) sessionId!: string;
   @Column('integer') index!: number;
   @Column('text') type!: string;
   @Column('text') status!: string;

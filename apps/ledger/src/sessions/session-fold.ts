@@ -1,0 +1,33 @@
+import { evolveSession, forkSession, initialSessionState, sessionStreamId, type SessionEventEnvelope, type SessionEventOf, type SessionState } from '#core';
+import type { EventLogReader, RecordedEvent } from '#event-log';
+
+/**
+ * Folds session events with the core reducer. A fork's stream starts with `session.forked`,
+ * which holds a reference (source session and position), not a copy: it is applied to the
+ * source's state as of that position, read from the log — recursively, for a fork of a fork.
+ * Every read path (repository, projections, `?at=`) folds through here, so they agree.
+ */
+export async function foldSessionEvents(eventLog: EventLogReader, state: SessionState, events: readonly RecordedEvent[]): Promise<SessionState> {
+  let folded = state;
+  for (const event of events) folded = startsFork(folded, event) ? await applyFork(eventLog, event) : evolveSession(folded, sessionEnvelope(event));
+  return folded;
+}
+
+/** The session as it was at a log position (its last event at or before it). */
+export async function sessionAt(eventLog: EventLogReader, sessionId: string, position: bigint): Promise<SessionState> {
+  const events = await eventLog.readStream(sessionStreamId(sessionId));
+  return foldSessionEvents(eventLog, initialSessionState, events.filter((event) => event.position <= position));
+}
+
+export function startsFork(state: SessionState, event: RecordedEvent): boolean {
+  return event.type === 'session.forked' && state.status === 'absent';
+}
+
+export async function applyFork(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
+  const { source } = event.data as SessionEventOf<'session.forked'>['data'];
+  return forkSession(await sessionAt(eventLog, source.sessionId, BigInt(source.position)), sessionEnvelope(event));
+}
+
+export function sessionEnvelope(event: RecordedEvent): SessionEventEnvelope {
+  return { type: event.type, data: event.data, position: event.position, recordedAt: event.metadata.recordedAt };
+}
