@@ -19,7 +19,7 @@ export class ApiError extends Error {
 const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   session_not_found: 404,
   message_not_found: 404,
-  source_not_found: 409,
+  source_not_found: 404,
   session_exists: 409,
   message_exists: 409,
   parent_not_found: 422,

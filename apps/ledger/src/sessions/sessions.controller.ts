@@ -28,8 +28,8 @@ export class SessionsController {
   async open(@Body() body: unknown) {
     const input = createSessionBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    await this.run(id, { type: 'open_session', sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {} });
-    return { id };
+    const { position } = await this.run(id, { type: 'open_session', sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {} });
+    return { id, position: Number(position) };
   }
 
   @Post(':sid/messages')
@@ -37,8 +37,8 @@ export class SessionsController {
   async createMessage(@Param('sid') sessionId: string, @Body() body: unknown) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const { decision } = await this.run(sessionId, { type: 'create_message', messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null });
-    return { id, parentId: decision.parentId ?? null };
+    const { decision, position } = await this.run(sessionId, { type: 'create_message', messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null });
+    return { id, parentId: decision.parentId ?? null, position: Number(position) };
   }
 
   @Post(':sid/messages/:mid/chunks')

@@ -1,4 +1,5 @@
 import type { MessageBlock } from '../blocks/message-block.js';
+import { canonicalJson } from '../hashing/canonical-json.js';
 
 /**
  * The model history of an active path (DESIGN §5, seed ADR option 2): per round of an assistant
@@ -8,7 +9,8 @@ import type { MessageBlock } from '../blocks/message-block.js';
  * A round is the blocks up to and including its tool calls: a text or thinking block after a
  * tool block starts the next round. Citation, image, video and error blocks are display only.
  * Every tool call gets a result: its content (strings as they are, anything else as JSON), or
- * for a call that never finished or was denied, an error saying so.
+ * for a call that never finished or was denied, an error saying so. JSON is canonical (sorted
+ * keys), so the history is the same whether read from the read models (jsonb) or the log.
  */
 export interface HistoryMessage {
   readonly role: string;
@@ -69,7 +71,7 @@ export function openAiHistory(path: readonly HistoryMessage[], { includeThinking
       {
         role: 'assistant',
         content: round.text === '' ? null : round.text,
-        ...(round.tools.length > 0 ? { tool_calls: round.tools.map((tool) => ({ id: tool.id, type: 'function' as const, function: { name: tool.name, arguments: JSON.stringify(tool.arguments ?? {}) } })) } : {}),
+        ...(round.tools.length > 0 ? { tool_calls: round.tools.map((tool) => ({ id: tool.id, type: 'function' as const, function: { name: tool.name, arguments: canonicalJson(tool.arguments ?? {}) } })) } : {}),
         ...(includeThinking && round.thinking !== '' ? { reasoning_content: round.thinking } : {}),
       },
       ...round.tools.map((tool): OpenAiMessage => ({ role: 'tool', tool_call_id: tool.id, content: tool.result })),
@@ -126,8 +128,8 @@ function rounds(message: HistoryMessage): Round[] {
 function toolCall(block: MessageBlock): ToolCall {
   const base = { id: block.toolId ?? block.id, name: block.toolName ?? 'unknown_tool', arguments: block.arguments };
   if (block.content !== undefined && block.content !== null) {
-    return { ...base, result: typeof block.content === 'string' ? block.content : JSON.stringify(block.content), isError: block.status === 'error' };
+    return { ...base, result: typeof block.content === 'string' ? block.content : canonicalJson(block.content), isError: block.status === 'error' };
   }
   const raw = block.metadata?.rawMcpToolResponse as { status?: string } | undefined;
-  return { ...base, result: JSON.stringify({ error: `the tool call did not complete (status: ${raw?.status ?? block.status})` }), isError: true };
+  return { ...base, result: canonicalJson({ error: `the tool call did not complete (status: ${raw?.status ?? block.status})` }), isError: true };
 }

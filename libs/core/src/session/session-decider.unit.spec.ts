@@ -1,6 +1,7 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, SessionError, type Decision, type SessionCommand } from './session-decider.js';
-import { evolveSession, initialSessionState, type SessionEvent, type SessionState } from './session-events.js';
+import { activePath, branchTree } from './branch-tree.js';
+import { evolveSession, forkSession, initialSessionState, type OpenSession, type SessionEvent, type SessionState } from './session-events.js';
 
 function stateOf(...events: SessionEvent[]): SessionState {
   return events.reduce<SessionState>((current, event, index) => evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' }), initialSessionState);
@@ -39,7 +40,7 @@ describe('session decider', () => {
     given(opened).when({ type: 'open_session', sessionId: 's1', title: null, metadata: {} }).thenThrows('session_exists', 'id');
   });
 
-  it('attaches a message without parentId to the latest message, and null makes a top-level one', () => {
+  it('attaches a message without parentId to the active leaf, and null makes a top-level one', () => {
     given(opened, message('u1', 'user', null)).when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: undefined, model: null, content: null }).then(({ parentId }) => expect(parentId).toBe('u1'));
     given(opened, message('u1', 'user', null)).when({ type: 'create_message', messageId: 'u2', role: 'user', parentId: null, model: null, content: 'hi' }).then(({ parentId }) => expect(parentId).toBeNull());
     given(opened).when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: 'nope', model: null, content: null }).thenThrows('parent_not_found', 'parentId');
@@ -77,5 +78,80 @@ describe('session decider', () => {
     given(opened, message('u1', 'user', null)).when({ type: 'append_chunks', messageId: 'u1', chunks: chunks({ type: 'text.start' }) }).thenThrows('not_assistant');
     given(opened).when({ type: 'append_chunks', messageId: 'zz', chunks: chunks({ type: 'text.start' }) }).thenThrows('message_not_found');
   });
-});
 
+  describe('branch trees', () => {
+    const tree = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'), message('u2', 'user', 'a1'), message('a2', 'assistant', 'u2')];
+    const pathOf = (state: SessionState) => activePath((state as OpenSession).selectedRootId, (state as OpenSession).messages).map((m) => m.id);
+    const select = (parentId: string | null, childId: string): SessionEvent => ({ type: 'message.branch_selected', data: { parentId, childId } });
+
+    it('a new message under a parent that has children is a new branch and becomes the selected one', () => {
+      const state = stateOf(...tree, message('a1b', 'assistant', 'u1'));
+      expect(pathOf(state)).toEqual(['u1', 'a1b']);
+      const shape = branchTree((state as OpenSession).selectedRootId, [...(state as OpenSession).messages.values()]);
+      expect(shape.messages.find((m) => m.id === 'u1')).toMatchObject({ children: ['a1', 'a1b'], selectedChild: 'a1b' });
+      // The old branch keeps its own selections: going back shows it as it was.
+      expect(pathOf(stateOf(...tree, message('a1b', 'assistant', 'u1'), select('u1', 'a1')))).toEqual(['u1', 'a1', 'u2', 'a2']);
+    });
+
+    it('a new message on a branch that is not active selects its whole path', () => {
+      const state = stateOf(...tree, message('a1b', 'assistant', 'u1'), message('u2b', 'user', 'a1'));
+      expect(pathOf(state)).toEqual(['u1', 'a1', 'u2b']);
+    });
+
+    it('editing the first message makes a new top-level branch; the session selects among top-level messages', () => {
+      const state = stateOf(...tree, message('u1b', 'user', null));
+      expect(pathOf(state)).toEqual(['u1b']);
+      expect(pathOf(stateOf(...tree, message('u1b', 'user', null), select(null, 'u1')))).toEqual(['u1', 'a1', 'u2', 'a2']);
+      given(...tree, message('u1b', 'user', null))
+        .when({ type: 'create_message', messageId: 'a3', role: 'assistant', parentId: undefined, model: null, content: null })
+        .then(({ parentId }) => expect(parentId).toBe('u1b'));
+    });
+
+    it('selects only an existing child of the named parent, and records nothing when it is already selected', () => {
+      const branched = [...tree, message('a1b', 'assistant', 'u1')];
+      given(...branched).when({ type: 'select_branch', parentId: 'u1', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000001' }).then(({ events }) => {
+        expect(events).toEqual([{ id: '00000000-0000-4000-8000-000000000001', event: select('u1', 'a1') }]);
+      });
+      given(...branched).when({ type: 'select_branch', parentId: 'u1', childId: 'a1b', eventId: '00000000-0000-4000-8000-000000000002' }).then(({ events }) => expect(events).toEqual([]));
+      given(...branched).when({ type: 'select_branch', parentId: 'u1', childId: 'u2', eventId: '00000000-0000-4000-8000-000000000003' }).thenThrows('not_a_child', 'childId');
+      given(...branched).when({ type: 'select_branch', parentId: 'nope', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000004' }).thenThrows('message_not_found');
+      given(...branched).when({ type: 'select_branch', parentId: null, childId: 'a1', eventId: '00000000-0000-4000-8000-000000000005' }).thenThrows('not_a_child', 'childId');
+    });
+
+    it('a selection event that does not fit the tree changes nothing', () => {
+      const state = stateOf(...tree);
+      expect(evolveSession(state, { ...select('u1', 'u2'), position: 99n, recordedAt: '2026-01-01T00:00:00.000Z' })).toBe(state);
+    });
+  });
+
+  describe('forks', () => {
+    const source = stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'), message('a1b', 'assistant', 'u1'), message('u2', 'user', 'a1b'));
+    const fork = (messageId: string | null) => ({ type: 'fork_session' as const, sessionId: 'f1', title: null, metadata: null, sourceSessionId: 's1', source, messageId });
+
+    it('records the source and its position, not its events; the fork holds the source tree under its own id', () => {
+      given().when(fork(null)).then(({ events }) => {
+        expect(events).toHaveLength(1);
+        expect(events[0]!.event).toEqual({ type: 'session.forked', data: { sessionId: 'f1', title: null, metadata: {}, source: { sessionId: 's1', position: '5', messageId: null } } });
+        const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
+        expect(forked).toMatchObject({ sessionId: 'f1', position: 9n, forkedFrom: { sessionId: 's1', position: '5' } });
+        expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1b', 'u2']);
+        expect([...forked.messages.keys()]).toEqual(['u1', 'a1', 'a1b', 'u2']);
+      });
+    });
+
+    it('at a message, keeps only the path ending there, which becomes the active leaf', () => {
+      given().when(fork('a1')).then(({ events }) => {
+        const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
+        expect([...forked.messages.keys()]).toEqual(['u1', 'a1']);
+        expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1']);
+        expect(forked.messages.get('a1')!.selectedChildId).toBeNull();
+      });
+    });
+
+    it('refuses an existing fork id, a source absent at that position, and a message the source did not hold', () => {
+      given(opened).when({ ...fork(null), sessionId: 's1' }).thenThrows('session_exists', 'id');
+      given().when({ ...fork(null), source: initialSessionState }).thenThrows('source_not_found');
+      given().when(fork('zz')).thenThrows('message_not_found', 'messageId');
+    });
+  });
+});
