@@ -10,6 +10,7 @@ import { HealthModule } from './health/health.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { READ_MODEL_ENTITIES } from './sessions/read-models/read-model.entities.js';
 import { SessionsModule } from './sessions/sessions.module.js';
+import { LiveModule } from './live/live.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -33,6 +34,7 @@ export class AppModule {
         CqrsModule.forRoot(),
         SessionsModule,
         AdminModule,
+        LiveModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

@@ -8,4 +8,5 @@ export * from './hashing/name-uuid.js';
 export * from './session/session-events.js';
 export * from './session/session-decider.js';
 export * from './session/branch-tree.js';
+export * from './session/session-changes.js';
 export * from './history/history-builder.js';

@@ -11,6 +11,9 @@ const environment = z.object({
   LEDGER_DATA_DIR: z.string().min(1).default('.data'),
   LEDGER_PG_PORT: port(54_329),
   LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
+  LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
+  LEDGER_LIVE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
+  LEDGER_LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -24,6 +27,8 @@ export interface LedgerConfig {
   readonly embeddedPostgresPort: number;
   /** Largest request body accepted; larger ones get 413. */
   readonly maxBodyBytes: number;
+  /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
+  readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
 }
 
@@ -44,6 +49,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,
+    live: { coalesceMs: values.LEDGER_LIVE_COALESCE_MS, heartbeatMs: values.LEDGER_LIVE_HEARTBEAT_MS, maxBufferedBytes: values.LEDGER_LIVE_MAX_BUFFERED_BYTES },
     logLevel: values.LOG_LEVEL,
   };
 }

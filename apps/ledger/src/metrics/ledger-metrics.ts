@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { CommitStats } from '#event-log';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The service's Prometheus registry and the metrics its parts record. */
 @Injectable()
@@ -27,8 +27,30 @@ export class LedgerMetrics {
     registers: [this.registry],
   });
 
+  private readonly liveClients = new Gauge({
+    name: 'ledger_live_clients',
+    help: 'Open live (SSE) connections',
+    registers: [this.registry],
+  });
+
+  private readonly liveDisconnects = new Counter({
+    name: 'ledger_live_disconnects_total',
+    help: 'Closed live connections, by reason (slow_client: cut off for not keeping up)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  liveClientOpened(): void {
+    this.liveClients.inc();
+  }
+
+  liveClientClosed(reason: string): void {
+    this.liveClients.dec();
+    this.liveDisconnects.inc({ reason });
   }
 
   recordCommit(stats: CommitStats): void {

@@ -1,5 +1,5 @@
 import {
-  activePath, anthropicHistory, branchTree, childrenByParent, openAiHistory, siblingsOf,
+  activePath, anthropicHistory, branchTree, childrenByParent, messageStatus, openAiHistory, siblingsOf,
   type ForkSource, type MessageBlock, type MessageState, type OpenSession,
 } from '#core';
 
@@ -90,7 +90,7 @@ async function activePathViews(snapshot: SessionSnapshot): Promise<MessageView[]
   return path.map((message) => messageView({ ...message, blocks: blocks.get(message.id) ?? [] }));
 }
 
-function foldedSummary(message: MessageState): MessageSummary {
+export function foldedSummary(message: MessageState): MessageSummary {
   const { id, role, parentId, model, content, createdAt, selectedChildId } = message;
-  return { id, role, parentId, model, content, createdAt, selectedChildId, status: message.role === 'assistant' ? message.blocks.status : 'success', position: Number(message.position) };
+  return { id, role, parentId, model, content, createdAt, selectedChildId, status: messageStatus(message), position: Number(message.position) };
 }

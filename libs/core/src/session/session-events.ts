@@ -86,6 +86,9 @@ export interface SessionEventEnvelope {
   readonly recordedAt: string;
 }
 
+/** A message's status: an assistant message's comes from its blocks; the others are whole when created. */
+export const messageStatus = (message: MessageState) => (message.role === 'assistant' ? message.blocks.status : 'success');
+
 export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
 
 /**

@@ -1,4 +1,4 @@
-import { initialSessionState, SESSION_STREAM_PREFIX, type MessageBlock, type MessageState, type SessionState } from '#core';
+import { initialSessionState, messageStatus, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
@@ -55,28 +55,21 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   const blockRows: BlockRowValues[] = [];
   const removedBlocks: { session_id: string; id: string }[] = [];
   for (const { previous, current } of changes) {
-    if (current.status !== 'open' || previous === current) continue;
+    const changed = sessionChanges(previous, current);
+    if (!changed) continue;
+    const { session } = changed;
     sessionRows.push({
-      id: current.sessionId, title: current.title, metadata: current.metadata, created_at: current.createdAt, selected_root_id: current.selectedRootId,
-      forked_from: current.forkedFrom, position: current.position.toString(),
+      id: session.sessionId, title: session.title, metadata: session.metadata, created_at: session.createdAt, selected_root_id: session.selectedRootId,
+      forked_from: session.forkedFrom, position: session.position.toString(),
     });
-    const previousMessages = previous.status === 'open' ? previous.messages : new Map<string, MessageState>();
-    let ordinal = 0;
-    for (const message of current.messages.values()) {
-      ordinal += 1;
-      const earlier = previousMessages.get(message.id);
-      if (earlier === message) continue;
+    for (const { message, ordinal } of changed.messages) {
       messageRows.push({
-        id: message.id, session_id: current.sessionId, ordinal, role: message.role, parent_id: message.parentId, selected_child_id: message.selectedChildId, model: message.model,
-        content: message.content, status: message.role === 'assistant' ? message.blocks.status : 'success', created_at: message.createdAt, position: message.position.toString(),
+        id: message.id, session_id: session.sessionId, ordinal, role: message.role, parent_id: message.parentId, selected_child_id: message.selectedChildId, model: message.model,
+        content: message.content, status: messageStatus(message), created_at: message.createdAt, position: message.position.toString(),
       });
-      changedBlocks(
-        earlier?.blocks.blocks ?? [],
-        message.blocks.blocks,
-        (block, index) => blockRows.push(blockToRow(block, current.sessionId, index, message.position)),
-        (id) => removedBlocks.push({ session_id: current.sessionId, id }),
-      );
     }
+    for (const { block, index, message } of changed.blocks) blockRows.push(blockToRow(block, session.sessionId, index, message.position));
+    for (const { id } of changed.removedBlocks) removedBlocks.push({ session_id: session.sessionId, id });
   }
   if (removedBlocks.length > 0) {
     await client.query(
@@ -117,15 +110,4 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
       [JSON.stringify(blockRows)],
     );
   }
-}
-
-/** The reducer keeps unchanged blocks as the same objects: a block is written when it is new, changed or moved, and removed when it left the list. */
-function changedBlocks(previous: readonly MessageBlock[], current: readonly MessageBlock[], write: (block: MessageBlock, index: number) => void, remove: (id: string) => void): void {
-  const previousIndex = new Map(previous.map((block, index) => [block.id, { block, index }]));
-  current.forEach((block, index) => {
-    const earlier = previousIndex.get(block.id);
-    if (!earlier || earlier.block !== block || earlier.index !== index) write(block, index);
-    previousIndex.delete(block.id);
-  });
-  for (const id of previousIndex.keys()) remove(id);
 }

@@ -1,0 +1,149 @@
+import { initialSessionState, SESSION_STREAM_PREFIX, sessionChanges, sessionStreamId, type SessionState } from '#core';
+import type { EventLog, RecordedEvent, Subscription } from '#event-log';
+import { foldSessionEvents } from '../sessions/session-fold.js';
+import { sessionItems, type LiveItem } from './live-items.js';
+
+/** Where live items go: one client's stream. */
+export interface LiveSink {
+  push(items: readonly LiveItem[]): void;
+}
+
+interface WatchedSession {
+  state: SessionState;
+  readonly sinks: Set<LiveSink>;
+}
+
+const RETRY_DELAY_MS = 500;
+
+/**
+ * The live feed of one service instance. It follows the log (not the in-process bus), so every
+ * instance sees every append, whoever made it. Sessions that have watchers are folded with the
+ * same reducer as the read models, and each event's changes go to their watchers as items
+ * tagged with the event's position.
+ *
+ * A watcher joins at an exact position: it gets the difference between the session as of the
+ * position it already has (`from`; nothing = a full snapshot) and the session as of the hub's
+ * position, then every later change — nothing missed, nothing repeated. Joining and applying a
+ * batch are serialized, so no event falls between the two.
+ *
+ * Delivery: ordered, at least once per change in state (coalescing may merge intermediate
+ * states); after a log read error the hub resubscribes from the last position it applied.
+ */
+export class LiveHub {
+  private position = 0n;
+  private readonly watched = new Map<string, WatchedSession>();
+  private serial: Promise<unknown> = Promise.resolve();
+  private subscription: Subscription | undefined;
+  private loop: Promise<void> | undefined;
+  private stopped = false;
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    private readonly eventLog: EventLog,
+    private readonly onError: (error: Error) => void = () => {},
+  ) {}
+
+  async start(): Promise<void> {
+    this.position = await this.eventLog.headPosition();
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.subscription?.close();
+    await this.loop;
+  }
+
+  get watchedSessions(): number {
+    return this.watched.size;
+  }
+
+  /**
+   * Adds a watcher of a session as of `from` (which the hub must have reached: see `reach`),
+   * opening its sink only if the session exists, and returns how to remove it.
+   */
+  async watch(sessionId: string, from: bigint | undefined, openSink: () => LiveSink): Promise<{ unwatch: () => void } | undefined> {
+    const known = this.watched.get(sessionId);
+    if (from === undefined && known) {
+      // A snapshot of a session already folded here: no read needed.
+      return this.serialized(async () => this.join(sessionId, this.watched.get(sessionId) ?? known, initialSessionState, openSink));
+    }
+    let events = await this.eventLog.readStream(sessionStreamId(sessionId));
+    return this.serialized(async () => {
+      if ((events.at(-1)?.position ?? 0n) < this.position) events = await this.eventLog.readStream(sessionStreamId(sessionId));
+      // Fold forward from the client's state, so unchanged messages and blocks stay the same objects and only real changes are sent.
+      const base = from === undefined ? initialSessionState : await foldSessionEvents(this.eventLog, initialSessionState, events.filter((event) => event.position <= from));
+      const current = await foldSessionEvents(this.eventLog, base, events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position));
+      const entry = this.watched.get(sessionId) ?? { state: current, sinks: new Set() };
+      return this.join(sessionId, entry, base, openSink, current);
+    });
+  }
+
+  /** Inside the serialized section: sends the difference from `base` and adds the sink. */
+  private join(sessionId: string, entry: WatchedSession, base: SessionState, openSink: () => LiveSink, current = entry.state): { unwatch: () => void } | undefined {
+    if (current.status !== 'open') return undefined;
+    const sink = openSink();
+    this.watched.set(sessionId, entry);
+    sink.push(sessionItems(sessionChanges(base, current), current.position));
+    entry.sinks.add(sink);
+    const unwatch = () => {
+      entry.sinks.delete(sink);
+      if (entry.sinks.size === 0 && this.watched.get(sessionId) === entry) this.watched.delete(sessionId);
+    };
+    return { unwatch };
+  }
+
+  /** Resolves true once the hub has applied everything up to `position`. */
+  async reach(position: bigint, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.position < position) {
+      const left = deadline - Date.now();
+      if (left <= 0 || this.stopped) return false;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, left);
+        this.waiters.add(wake);
+      });
+    }
+    return true;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        this.subscription = this.eventLog.subscribeToAll({ fromPosition: this.position, filter: { streamPrefixes: [SESSION_STREAM_PREFIX] } });
+        for await (const batch of this.subscription) {
+          await this.serialized(() => this.apply(batch.events, batch.checkpoint));
+          if (this.stopped) break;
+        }
+      } catch (error) {
+        if (this.stopped) break;
+        this.onError(error as Error);
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+      }
+    }
+  }
+
+  private async apply(events: readonly RecordedEvent[], checkpoint: bigint): Promise<void> {
+    for (const event of events) {
+      const entry = this.watched.get(event.streamId.slice(SESSION_STREAM_PREFIX.length));
+      if (!entry || event.position <= this.position) continue;
+      const next = await foldSessionEvents(this.eventLog, entry.state, [event]);
+      const items = sessionItems(sessionChanges(entry.state, next), event.position);
+      entry.state = next;
+      for (const sink of entry.sinks) sink.push(items);
+    }
+    if (checkpoint > this.position) this.position = checkpoint;
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private serialized<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.serial.then(work);
+    this.serial = result.catch(() => undefined);
+    return result;
+  }
+}

@@ -1,0 +1,96 @@
+import { Controller, Get, Inject, Param, Query, Req, Res, type BeforeApplicationShutdown } from '@nestjs/common';
+import type { EventLog } from '#event-log';
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { ApiError } from '../http/api-error.js';
+import { LedgerMetrics } from '../metrics/ledger-metrics.js';
+import { LiveHub } from './live-hub.js';
+import { SseStream } from './sse-stream.js';
+
+const position = z.string().regex(/^\d+$/, 'must be a log position (a non-negative integer)').transform((value) => BigInt(value));
+const prefixes = z.string().max(2_000).transform((value) => value.split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix !== ''));
+const CATCH_UP_TIMEOUT_MS = 5_000;
+const sessionLiveQuery = z.object({ from: position.optional() });
+const eventsLiveQuery = z.object({ from: position.optional(), types: prefixes.optional(), streams: prefixes.optional() });
+
+/**
+ * Server-Sent Events. `id:` is the log position; a client resumes with `Last-Event-ID` (or
+ * `?from=`, e.g. the `position` of a snapshot read) and gets nothing twice and nothing missed.
+ */
+@Controller('v1')
+export class LiveController implements BeforeApplicationShutdown {
+  private readonly streams = new Set<SseStream>();
+
+  constructor(
+    private readonly hub: LiveHub,
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+    private readonly metrics: LedgerMetrics,
+  ) {}
+
+  /** Read-model changes of one session: `message`, `block`, `selection` events; without a resume point it starts with the whole session. */
+  @Get('sessions/:sid/live')
+  async session(@Param('sid') sessionId: string, @Query() query: unknown, @Req() request: Request, @Res() response: Response): Promise<void> {
+    const from = await this.resumePoint(request, sessionLiveQuery.parse(query).from);
+    // A client coming from an instance that was ahead waits until this one has caught up.
+    if (from !== undefined && !(await this.hub.reach(from, CATCH_UP_TIMEOUT_MS))) {
+      throw new ApiError(503, 'live_feed_behind', `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`, 'Last-Event-ID');
+    }
+    let stream: SseStream | undefined;
+    let unwatch = () => {};
+    const watching = await this.hub.watch(sessionId, from, () => (stream = this.open(response, from, () => unwatch())));
+    if (!watching) throw new ApiError(404, 'session_not_found', 'no such session');
+    unwatch = watching.unwatch;
+    if (stream!.isClosed) unwatch();
+  }
+
+  /** Raw events across sessions, for auditors' tools: `?types=` and `?streams=` are comma-separated prefixes. Each client follows the log on its own, at its own pace. */
+  @Get('events/live')
+  async events(@Query() query: unknown, @Req() request: Request, @Res() response: Response): Promise<void> {
+    const { from: fromQuery, types, streams } = eventsLiveQuery.parse(query);
+    const from = (await this.resumePoint(request, fromQuery)) ?? (await this.eventLog.headPosition());
+    const subscription = this.eventLog.subscribeToAll({ fromPosition: from, filter: { eventTypePrefixes: types, streamPrefixes: streams } });
+    const stream = this.open(response, from, () => void subscription.close());
+    try {
+      for await (const batch of subscription) {
+        await stream.send(batch.events.map((event) => ({ id: event.position, data: event })));
+        if (stream.isClosed) break;
+      }
+    } finally {
+      stream.close('shutdown');
+    }
+  }
+
+  /** Open streams would keep the HTTP server from closing. */
+  beforeApplicationShutdown(): void {
+    for (const stream of this.streams) stream.close('shutdown');
+  }
+
+  private open(response: Response, from: bigint | undefined, release: () => void): SseStream {
+    this.metrics.liveClientOpened();
+    const stream = new SseStream(response, this.config.live, (reason) => {
+      this.streams.delete(stream);
+      this.metrics.liveClientClosed(reason);
+      release();
+    }, from);
+    this.streams.add(stream);
+    return stream;
+  }
+
+  /** `?from=` or `Last-Event-ID`; one beyond the log head cannot be a position the client saw. */
+  private async resumePoint(request: Request, from: bigint | undefined): Promise<bigint | undefined> {
+    const header = request.headers['last-event-id'];
+    let resume = from;
+    if (resume === undefined && typeof header === 'string' && header !== '') {
+      const parsed = position.safeParse(header);
+      if (!parsed.success) throw new ApiError(400, 'invalid_last_event_id', 'Last-Event-ID must be a log position sent by this service', 'Last-Event-ID');
+      resume = parsed.data;
+    }
+    if (resume !== undefined && resume > (await this.eventLog.headPosition())) {
+      throw new ApiError(400, 'position_beyond_head', `position ${resume} is beyond the log's last event`, from !== undefined ? 'from' : 'Last-Event-ID');
+    }
+    return resume;
+  }
+}

@@ -1,0 +1,28 @@
+import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import type { EventLog } from '#event-log';
+import { Logger } from 'nestjs-pino';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { LiveHub } from './live-hub.js';
+import { LiveController } from './live.controller.js';
+
+@Module({
+  controllers: [LiveController],
+  providers: [
+    {
+      provide: LiveHub,
+      inject: [EVENT_LOG, Logger],
+      useFactory: (eventLog: EventLog, logger: Logger) => new LiveHub(eventLog, (error) => logger.warn({ err: error }, 'live hub lost the log; resubscribing from its position')),
+    },
+  ],
+})
+export class LiveModule implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  constructor(@Inject(LiveHub) private readonly hub: LiveHub) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.hub.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.hub.stop();
+  }
+}

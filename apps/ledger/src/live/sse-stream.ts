@@ -1,0 +1,120 @@
+import type { ServerResponse } from 'node:http';
+import type { LiveItem } from './live-items.js';
+
+export interface SseOptions {
+  /** At most one update per key per this many ms; the last state wins. */
+  readonly coalesceMs: number;
+  readonly heartbeatMs: number;
+  /** Bytes written but not yet taken by the client beyond which it is cut off with its resume id. */
+  readonly maxBufferedBytes: number;
+}
+
+/** How long a raw feed waits for its client to take a batch before cutting it off. */
+const RAW_STALL_MS = 10_000;
+
+export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
+
+/**
+ * One client's Server-Sent Events stream. Updates are coalesced per key for `coalesceMs`
+ * (the last state wins, and the last one always goes out), written in position order with
+ * `id:` = the log position on the last update of each position, so `Last-Event-ID` only ever
+ * names a position whose updates all arrived. (A resume after a cut inside a position repeats
+ * that position's earlier updates; they carry whole states, so applying them twice is harmless.)
+ *
+ * A client that does not take what it is sent is cut off once `maxBufferedBytes` pile up: it
+ * gets an `overflow` event with the id to resume from, and nobody else waits for it.
+ */
+export class SseStream {
+  private pending = new Map<string, LiveItem>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastFlush = 0;
+  private lastId: string | undefined;
+  private readonly heartbeat: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly options: SseOptions,
+    private readonly onClose: (reason: CloseReason) => void,
+    resumedFrom: bigint | undefined,
+  ) {
+    this.lastId = resumedFrom?.toString();
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    response.write('retry: 1000\n\n');
+    this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), options.heartbeatMs);
+    response.on('close', () => this.close('client_closed'));
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Queues updates; the first after a quiet spell goes out at once, later ones at most every `coalesceMs`. */
+  push(items: readonly LiveItem[]): void {
+    if (this.closed || items.length === 0) return;
+    for (const item of items) {
+      this.pending.delete(item.key);
+      this.pending.set(item.key, item);
+    }
+    if (this.timer) return;
+    const wait = this.lastFlush + this.options.coalesceMs - Date.now();
+    if (wait <= 0) this.flush();
+    else this.timer = setTimeout(() => this.flush(), wait);
+  }
+
+  /** Raw events (no coalescing): written at once, each with its own id. Resolves when the client has taken them, so a slow reader slows only its own feed. */
+  async send(events: readonly { readonly id: bigint; readonly event?: string; readonly data: unknown }[]): Promise<void> {
+    if (this.closed || events.length === 0) return;
+    const text = events.map((event) => frame(event.event, event.data, event.id.toString())).join('');
+    this.lastId = events.at(-1)!.id.toString();
+    if (this.write(text)) return;
+    const drained = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), RAW_STALL_MS);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      this.response.once('drain', done);
+      this.response.once('close', done);
+    });
+    if (!drained) this.close('slow_client');
+  }
+
+  close(reason: CloseReason): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    clearTimeout(this.timer);
+    if (reason === 'slow_client') {
+      this.response.end(frame('overflow', { reason: 'the client did not keep up; reconnect with Last-Event-ID', resumeFrom: this.lastId ?? null }, undefined));
+      // If it does not even take that, let it go: it resumes from its own Last-Event-ID.
+      setTimeout(() => this.response.destroy(), 5_000).unref();
+    } else if (reason === 'shutdown') this.response.end();
+    this.onClose(reason);
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    if (this.closed || this.pending.size === 0) return;
+    if (this.response.writableLength > this.options.maxBufferedBytes) return this.close('slow_client');
+    const items = [...this.pending.values()].sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    this.pending = new Map();
+    this.lastFlush = Date.now();
+    let text = '';
+    items.forEach((item, index) => {
+      const lastOfPosition = items[index + 1]?.position !== item.position;
+      text += frame(item.event, item.data, lastOfPosition ? item.position.toString() : undefined);
+    });
+    this.lastId = items.at(-1)!.position.toString();
+    this.write(text);
+  }
+
+  private write(text: string): boolean {
+    if (this.closed) return false;
+    return this.response.write(text);
+  }
+}
+
+function frame(event: string | undefined, data: unknown, id: string | undefined): string {
+  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))}\n\n`;
+}

@@ -1,0 +1,43 @@
+import type { MessageBlock } from '../blocks/message-block.js';
+import type { MessageState, OpenSession, SessionState } from './session-events.js';
+
+/**
+ * What changed between two folds of one session, as the read models see it: the session row,
+ * each changed message (with its creation ordinal), each block that is new, changed or moved,
+ * each block that left the display list, and each selection that moved. The projection writes
+ * these as rows; the live feed sends them to clients. The reducer keeps unchanged messages and
+ * blocks as the same objects, so the comparison is by identity.
+ */
+export interface SessionChanges {
+  readonly session: OpenSession;
+  readonly messages: readonly { readonly message: MessageState; readonly ordinal: number; readonly previous: MessageState | undefined }[];
+  readonly blocks: readonly { readonly block: MessageBlock; readonly index: number; readonly message: MessageState }[];
+  readonly removedBlocks: readonly { readonly messageId: string; readonly id: string }[];
+  /** `parentId: null`: the session's selected top-level message. */
+  readonly selections: readonly { readonly parentId: string | null; readonly childId: string }[];
+}
+
+export function sessionChanges(previous: SessionState, current: SessionState): SessionChanges | undefined {
+  if (current.status !== 'open' || previous === current) return undefined;
+  const previousMessages = previous.status === 'open' ? previous.messages : new Map<string, MessageState>();
+  const changes = { session: current, messages: [] as SessionChanges['messages'][number][], blocks: [] as SessionChanges['blocks'][number][], removedBlocks: [] as SessionChanges['removedBlocks'][number][], selections: [] as SessionChanges['selections'][number][] };
+  if (current.selectedRootId !== null && (previous.status !== 'open' || previous.selectedRootId !== current.selectedRootId)) {
+    changes.selections.push({ parentId: null, childId: current.selectedRootId });
+  }
+  let ordinal = 0;
+  for (const message of current.messages.values()) {
+    ordinal += 1;
+    const earlier = previousMessages.get(message.id);
+    if (earlier === message) continue;
+    changes.messages.push({ message, ordinal, previous: earlier });
+    if (message.selectedChildId !== null && message.selectedChildId !== earlier?.selectedChildId) changes.selections.push({ parentId: message.id, childId: message.selectedChildId });
+    const before = new Map((earlier?.blocks.blocks ?? []).map((block, index) => [block.id, { block, index }]));
+    message.blocks.blocks.forEach((block, index) => {
+      const was = before.get(block.id);
+      if (!was || was.block !== block || was.index !== index) changes.blocks.push({ block, index, message });
+      before.delete(block.id);
+    });
+    for (const id of before.keys()) changes.removedBlocks.push({ messageId: message.id, id });
+  }
+  return changes;
+}

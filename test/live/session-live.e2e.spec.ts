@@ -1,0 +1,205 @@
+import { connectSse, type SseConnection } from '../support/sse-client.js';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { assembled, LiveState, readView } from './live-state.js';
+
+const words = (count: number) => Array.from({ length: count }, (_, index) => `w${index}`);
+
+/** An assistant response: thinking, a tool call, then a long streamed answer, posted in batches. */
+function response(length: number): object[] {
+  const chunks: object[] = [{ type: 'llm_response_created' }, { type: 'thinking.start' }, { type: 'thinking.delta', text: 'hmm' }, { type: 'thinking.complete', text: 'hmm' }];
+  const tool = { id: 'call_1', tool: { name: 'search', serverId: 's' }, arguments: { q: 'x' }, status: 'pending' };
+  chunks.push({ type: 'mcp_tool_pending', responses: [tool] }, { type: 'mcp_tool_complete', responses: [{ ...tool, status: 'done', response: 'found' }] });
+  chunks.push({ type: 'llm_response_created' }, { type: 'text.start' });
+  let text = '';
+  for (const word of words(length)) {
+    text += ` ${word}`;
+    chunks.push({ type: 'text.delta', text });
+  }
+  chunks.push({ type: 'text.complete', text }, { type: 'block_complete' });
+  return chunks.map((chunk, index) => ({ seq: index + 1, ...chunk }));
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+async function conversation(ledger: LedgerUnderTest) {
+  const sessionId: string = (await ledger.request('POST', '/v1/sessions', { title: 'live' })).body.id;
+  await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'u1', role: 'user', content: 'go' });
+  const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' });
+  return { sessionId, position: created.body.position as number };
+}
+
+async function stream(ledger: LedgerUnderTest, sessionId: string, messageId: string, chunks: object[], batch: number, pauseMs: number): Promise<number> {
+  let position = 0;
+  for (let start = 0; start < chunks.length; start += batch) {
+    const appended = await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks.slice(start, start + batch));
+    expect(appended.status).toBe(200);
+    position = appended.body.position;
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+  return position;
+}
+
+describe('live session feed, every update delivered (no coalescing)', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_LIVE_COALESCE_MS: '0', LEDGER_LIVE_HEARTBEAT_MS: '100' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  it('resumes across 20 disconnects with no gap and no duplicate: at every id the client holds exactly the log state at that position', async () => {
+    const { sessionId } = await conversation(ledger);
+    const url = `${ledger.baseUrl}/v1/sessions/${sessionId}/live`;
+    const producing = stream(ledger, sessionId, 'a1', response(200), 4, 15);
+
+    let state = new LiveState();
+    const ids: bigint[] = [];
+    const checkpoints: { id: string; state: LiveState }[] = [];
+    let resumeFrom: string | undefined;
+    for (let connection = 0; connection <= 20; connection += 1) {
+      const cutAfter = connection === 20 ? Infinity : 3 + ((connection * 7) % 11);
+      let received = 0;
+      let client!: SseConnection;
+      let committed = state.clone();
+      client = connectSse(url, {
+        lastEventId: resumeFrom,
+        onEvent: (event) => {
+          state.apply(event);
+          if (event.id !== undefined) {
+            ids.push(BigInt(event.id));
+            committed = state.clone();
+          }
+          received += 1;
+          if (received >= cutAfter) client.close();
+        },
+      });
+      expect((await client.opened).status).toBe(200);
+      if (connection === 20) {
+        const end = await producing;
+        await until(() => BigInt(client.lastEventId() ?? 0) >= BigInt(end), 'the last update');
+        client.close();
+      }
+      await client.ended;
+      // Updates after the last id belong to a position not wholly received: the resume sends that position again.
+      state = committed.clone();
+      resumeFrom = client.lastEventId();
+      if (resumeFrom) checkpoints.push({ id: resumeFrom, state: committed });
+    }
+
+    expect(ids.length).toBeGreaterThan(20);
+    ids.forEach((id, index) => index > 0 && expect(id).toBeGreaterThan(ids[index - 1]!));
+    for (const { id, state: held } of checkpoints) {
+      const atThatPosition = await ledger.request('GET', `/v1/sessions/${sessionId}?at=${id}`);
+      expect({ id, messages: assembled(held, atThatPosition.body.messages.map((m: { id: string }) => m.id)) }).toEqual({ id, messages: readView(atThatPosition.body.messages) });
+    }
+    const final = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${ids.at(-1)}`);
+    expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
+    expect(final.body.messages[1].blocks.at(-1).content).toBe(` ${words(200).join(' ')}`);
+  });
+
+  it('a snapshot read, then live from its position, loses and repeats nothing; heartbeats keep an idle stream open', async () => {
+    const { sessionId } = await conversation(ledger);
+    const streamed = await stream(ledger, sessionId, 'a1', response(10).slice(0, 6), 6, 0);
+    const snapshot = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${streamed}`);
+    const state = new LiveState();
+    for (const message of snapshot.body.messages) {
+      state.messages.set(message.id, message);
+      message.blocks.forEach((block: object, index: number) => state.blocks.set((block as { id: string }).id, { ...block, index }));
+    }
+    const seen: string[] = [];
+    const client = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live?from=${snapshot.body.position}`, {
+      onEvent: (event) => {
+        state.apply(event);
+        if (event.id) seen.push(event.id);
+      },
+    });
+    expect((await client.opened).status).toBe(200);
+    await until(() => client.comments.includes('heartbeat'), 'a heartbeat');
+    expect(client.events).toEqual([]);
+    const end = await stream(ledger, sessionId, 'a1', response(10).slice(6), 3, 0);
+    await until(() => client.lastEventId() === String(end), 'the last update');
+    client.close();
+    expect(seen.every((id) => BigInt(id) > BigInt(snapshot.body.position))).toBe(true);
+    const final = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${end}`);
+    expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
+  });
+
+  it('refuses a resume point it never sent and an unknown session, before streaming', async () => {
+    const { sessionId } = await conversation(ledger);
+    const ahead = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { lastEventId: '999999999' });
+    expect(await ahead.opened).toMatchObject({ status: 400, body: { error: { field: 'Last-Event-ID' } } });
+    const garbage = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live?from=abc`);
+    expect(await garbage.opened).toMatchObject({ status: 400, body: { error: { field: 'from' } } });
+    expect((await connectSse(`${ledger.baseUrl}/v1/sessions/missing/live`).opened).status).toBe(404);
+  });
+});
+
+describe('live session feed for many clients (coalescing on)', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_LIVE_MAX_BUFFERED_BYTES: '65536' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  it('200 concurrent clients each end with the state of the read model; updates are coalesced', async () => {
+    const { sessionId } = await conversation(ledger);
+    const clients = Array.from({ length: 200 }, () => {
+      const state = new LiveState();
+      const connection = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { onEvent: (event) => state.apply(event) });
+      return { state, connection };
+    });
+    for (const { connection } of clients) expect((await connection.opened).status).toBe(200);
+    const chunks = response(150);
+    const end = await stream(ledger, sessionId, 'a1', chunks, 2, 0);
+    await until(() => clients.every(({ connection }) => connection.lastEventId() === String(end)), 'every client to reach the end', 60_000);
+    const final = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${end}`);
+    for (const { state, connection } of clients) {
+      expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
+      connection.close();
+    }
+    // The answer's block had ~150 states; clients got fewer, the last one always.
+    const answerUpdates = clients.map(({ connection }) => connection.events.filter((event) => event.event === 'block' && event.data.type === 'main_text').length);
+    expect(Math.min(...answerUpdates)).toBeGreaterThan(0);
+    expect(Math.max(...answerUpdates)).toBeLessThan(150);
+  });
+
+  it('a stalled client is cut off with its resume id while the others get everything, and it resumes to the full state', async () => {
+    const { sessionId } = await conversation(ledger);
+    const live = `${ledger.baseUrl}/v1/sessions/${sessionId}/live`;
+    const stalled = connectSse(live);
+    const healthy = new LiveState();
+    const other = connectSse(live, { onEvent: (event) => healthy.apply(event) });
+    expect((await stalled.opened).status).toBe(200);
+    expect((await other.opened).status).toBe(200);
+    stalled.stall();
+    // Long snapshots: the answer's updates carry ~60 KB each, ~12 MB in all, more than the socket buffers take.
+    const big = response(20_000)
+      .filter((chunk, index, all) => (chunk as { type: string }).type !== 'text.delta' || index % 100 === 0 || index === all.length - 3)
+      .map((chunk, index) => ({ ...chunk, seq: index + 1 }));
+    const end = await stream(ledger, sessionId, 'a1', big, 1, 20);
+    await until(() => other.lastEventId() === String(end), 'the healthy client to get everything', 60_000);
+    const final = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${end}`);
+    expect(assembled(healthy, ['u1', 'a1'])).toEqual(readView(final.body.messages));
+    other.close();
+
+    const metrics = await fetch(`${ledger.baseUrl}/metrics`).then((response) => response.text());
+    expect(metrics).toMatch(/ledger_live_disconnects_total\{reason="slow_client"\} [1-9]/);
+    // The stalled client comes back with the last id it got and catches up to exactly the read model.
+    stalled.close();
+    const state = new LiveState();
+    for (const event of stalled.events) state.apply(event);
+    const resumed = connectSse(live, { lastEventId: stalled.lastEventId(), onEvent: (event) => state.apply(event) });
+    await until(() => resumed.lastEventId() === String(end), 'the resumed client to catch up');
+    resumed.close();
+    expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
+  });
+});
