@@ -8,12 +8,9 @@
  *
  *   npm run bench:ingest
  */
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
-import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
+import { formatRate, formatRatio, openBenchDatabase, percentile, post, printTable, startLedgerProcess } from '../support/bench-database.js';
 import { startNaiveService } from './naive-service.js';
 
 const PRODUCERS = 16;
@@ -42,35 +39,6 @@ function response(): { chunks: Chunk[]; snapshotBytes: number } {
   stream('text', 160);
   chunks.push({ type: 'block_complete' });
   return { chunks: chunks.map((chunk, index) => ({ seq: index + 1, ...chunk }) as Chunk), snapshotBytes };
-}
-
-async function post(url: string, body: unknown): Promise<any> {
-  const result = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!result.ok) throw new Error(`${url}: ${result.status} ${await result.text()}`);
-  return result.json();
-}
-
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startLedgerProcess(databaseUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'inherit' });
-  const url = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 300; attempt += 1) {
-    if ((await fetch(`${url}/health`).catch(() => undefined))?.ok) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { url, stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))) };
 }
 
 async function main(): Promise<void> {

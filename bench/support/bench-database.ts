@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../apps/ledger/src/database/embedded-postgres.js';
@@ -39,3 +41,33 @@ export function printTable(headers: readonly string[], rows: readonly (readonly 
 
 export const formatRate = (perSecond: number) => Math.round(perSecond).toLocaleString('en-US');
 export const formatRatio = (ratio: number) => `${ratio.toFixed(1)}×`;
+
+export const percentile = (values: readonly number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+
+export async function post(url: string, body: unknown): Promise<any> {
+  const result = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!result.ok) throw new Error(`${url}: ${result.status} ${await result.text()}`);
+  return result.json();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The built service as its own process (as deployed), on the bench database. */
+export async function startLedgerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 300; attempt += 1) {
+    if ((await fetch(`${url}/health`).catch(() => undefined))?.ok) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url, stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))) };
+}

@@ -1,4 +1,6 @@
+import { freePort, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
 import { connectSse, type SseConnection } from '../support/sse-client.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { assembled, LiveState, readView } from './live-state.js';
 
@@ -201,5 +203,62 @@ describe('live session feed for many clients (coalescing on)', () => {
     await until(() => resumed.lastEventId() === String(end), 'the resumed client to catch up');
     resumed.close();
     expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
+  });
+});
+
+describe('live feeds with two service instances on one database', () => {
+  let database: TestDatabase;
+  let first: ServiceProcess;
+  let second: ServiceProcess;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    [first, second] = await Promise.all([0, 1].map(async () => startService({ PORT: String(await freePort()), DATABASE_URL: database.connectionString })));
+    await Promise.all([waitUntilHealthy(first), waitUntilHealthy(second)]);
+  });
+  afterAll(async () => {
+    for (const service of [first, second]) {
+      service?.child.kill('SIGTERM');
+      await service?.exited;
+    }
+    await database?.drop();
+  });
+
+  it('appends through one instance and watches through the other: session and raw feeds both get everything', async () => {
+    const via = (service: ServiceProcess) => async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${service.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: response.status, body: await response.json() };
+    };
+    const writer = via(first);
+    const sessionId: string = (await writer('POST', '/v1/sessions', {})).body.id;
+    const state = new LiveState();
+    const watcher = connectSse(`${second.baseUrl}/v1/sessions/${sessionId}/live`, { onEvent: (event) => state.apply(event) });
+    const auditor = connectSse(`${second.baseUrl}/v1/events/live?types=chunk.text,message.&streams=session-${sessionId}`);
+    expect((await watcher.opened).status).toBe(200);
+    expect((await auditor.opened).status).toBe(200);
+
+    await writer('POST', `/v1/sessions/${sessionId}/messages`, { id: 'u1', role: 'user', content: 'go' });
+    await writer('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' });
+    let end = 0;
+    const chunks = response(60);
+    for (let start = 0; start < chunks.length; start += 5) end = (await writer('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, chunks.slice(start, start + 5))).body.position;
+
+    await until(() => watcher.lastEventId() === String(end), 'the watcher on the other instance');
+    const read = await via(second)('GET', `/v1/sessions/${sessionId}?minPosition=${end}`);
+    expect(assembled(state, ['u1', 'a1'])).toEqual(readView(read.body.messages));
+
+    const { events } = (await writer('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body;
+    const expected = events.filter((event: { type: string }) => event.type.startsWith('chunk.text') || event.type.startsWith('message.'));
+    await until(() => auditor.events.length >= expected.length, 'the raw feed');
+    expect(auditor.events.map((event) => [event.id, event.data.type, event.data.id])).toEqual(expected.map((event: { position: number; type: string; id: string }) => [String(event.position), event.type, event.id]));
+
+    // The raw feed resumes after the id it was given, on either instance.
+    auditor.close();
+    const middle = expected[Math.floor(expected.length / 2)];
+    const resumed = connectSse(`${first.baseUrl}/v1/events/live?types=chunk.text,message.&streams=session-${sessionId}`, { lastEventId: String(middle.position) });
+    const rest = expected.filter((event: { position: number }) => event.position > middle.position);
+    await until(() => resumed.events.length >= rest.length, 'the resumed raw feed');
+    expect(resumed.events.map((event) => event.data.id)).toEqual(rest.map((event: { id: string }) => event.id));
+    resumed.close();
+    watcher.close();
   });
 });

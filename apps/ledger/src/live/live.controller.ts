@@ -55,7 +55,7 @@ export class LiveController implements BeforeApplicationShutdown {
     const stream = this.open(response, from, () => void subscription.close());
     try {
       for await (const batch of subscription) {
-        await stream.send(batch.events.map((event) => ({ id: event.position, data: event })));
+        await stream.send(batch.events.map((event) => ({ id: event.position, data: { ...event, revision: Number(event.revision), position: Number(event.position) } })));
         if (stream.isClosed) break;
       }
     } finally {
