@@ -226,7 +226,7 @@ describe('live feeds with two service instances on one database', () => {
   it('appends through one instance and watches through the other: session and raw feeds both get everything', async () => {
     const via = (service: ServiceProcess) => async (method: string, path: string, body?: unknown) => {
       const response = await fetch(`${service.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as any };
     };
     const writer = via(first);
     const sessionId: string = (await writer('POST', '/v1/sessions', {})).body.id;
