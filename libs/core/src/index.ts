@@ -10,3 +10,5 @@ export * from './session/session-decider.js';
 export * from './session/branch-tree.js';
 export * from './session/session-changes.js';
 export * from './history/history-builder.js';
+export * from './toolcall/toolcall-events.js';
+export * from './toolcall/toolcall-decider.js';

@@ -1,0 +1,75 @@
+import { decideToolCall, ToolCallError, type ToolCallCommand } from './toolcall-decider.js';
+import { evolveToolCall, initialToolCallState, type ToolCallEvent, type ToolCallState } from './toolcall-events.js';
+
+const at = '2026-01-01T00:00:00.000Z';
+const requested: ToolCallEvent = {
+  type: 'toolcall.requested',
+  data: { toolCallId: 't1', sessionId: 's1', messageId: 'a1', toolId: 'call_1', tool: { server: 'fs', name: 'read_file' }, arguments: { path: '/x' }, argumentsSha256: 'abc', requestedBy: 'producer' },
+};
+const firewall = (verdict: 'allow' | 'ask' | 'deny'): ToolCallEvent => ({ type: 'toolcall.firewall_evaluated', data: { verdict, rule: `rule-${verdict}`, policyVersion: 'v1' } });
+const review = (risk: 'low' | 'high', failed = false) => ({ risk, rationale: 'because', reviewer: 'rules', cacheHit: false, mode: 'enforce' as const, failed });
+const awaiting: ToolCallEvent[] = [requested, firewall('ask'), { type: 'toolcall.guardian_reviewed', data: review('low') }, { type: 'toolcall.approval_requested', data: { reason: 'ask', deadline: '2026-01-01T00:10:00.000Z' } }];
+
+function given(...events: ToolCallEvent[]) {
+  const state = events.reduce<ToolCallState>((current, event, index) => evolveToolCall(current, { ...event, position: BigInt(index + 1) }), initialToolCallState);
+  return {
+    state,
+    when: (command: ToolCallCommand) => ({
+      then: (...types: ToolCallEvent['type'][]) => expect(decideToolCall(command, state).map((decided) => decided.event.type)).toEqual(types),
+      thenThrows(code: ToolCallError['code']) {
+        let thrown: unknown;
+        try {
+          decideToolCall(command, state);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(ToolCallError);
+        expect(thrown).toMatchObject({ code });
+      },
+    }),
+  };
+}
+
+const decide = (approve: boolean, by = 'reviewer', argumentsSha256 = 'abc'): ToolCallCommand => ({ type: 'decide', approve, by, comment: null, argumentsSha256, at, eventId: '00000000-0000-4000-8000-000000000001' });
+const guardian = (risk: 'low' | 'high', onFailure: 'ask' | 'deny' | 'allow' = 'ask', failed = false): ToolCallCommand => ({ type: 'record_guardian', review: review(risk, failed), onFailure, approvalDeadline: '2026-01-01T00:10:00.000Z', at });
+
+describe('tool-call state machine', () => {
+  it('firewall: deny ends the call; allow and ask go on to the guardian', () => {
+    given(requested).when({ type: 'record_firewall', verdict: 'deny', rule: 'r', policyVersion: 'v1', at }).then('toolcall.firewall_evaluated', 'toolcall.denied');
+    given(requested).when({ type: 'record_firewall', verdict: 'allow', rule: 'r', policyVersion: 'v1', at }).then('toolcall.firewall_evaluated');
+    expect(given(requested, firewall('deny'), { type: 'toolcall.denied', data: { by: 'firewall', at, comment: null, stage: 'firewall' } }).state.status).toBe('denied');
+  });
+
+  it('guardian: low risk runs, high risk or a firewall ask waits for a person, a failure follows the configured policy', () => {
+    given(requested, firewall('allow')).when(guardian('low')).then('toolcall.guardian_reviewed', 'toolcall.approved');
+    given(requested, firewall('allow')).when(guardian('high')).then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
+    given(requested, firewall('ask')).when(guardian('low')).then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
+    given(requested, firewall('allow')).when(guardian('low', 'ask', true)).then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
+    given(requested, firewall('allow')).when(guardian('low', 'deny', true)).then('toolcall.guardian_reviewed', 'toolcall.denied');
+    given(requested, firewall('allow')).when({ ...guardian('high'), review: { ...review('high'), mode: 'monitor' } } as ToolCallCommand).then('toolcall.guardian_reviewed', 'toolcall.approved');
+  });
+
+  it('approval: first decision wins, arguments must match, the requester cannot approve, expiry only after the deadline', () => {
+    given(...awaiting).when(decide(true)).then('toolcall.approved');
+    given(...awaiting).when(decide(false)).then('toolcall.denied');
+    given(...awaiting).when(decide(true, 'reviewer', 'other')).thenThrows('arguments_mismatch');
+    given(...awaiting).when(decide(true, 'producer')).thenThrows('self_approval');
+    given(...awaiting, { type: 'toolcall.denied', data: { by: 'r', at, comment: null, stage: 'reviewer' } }).when(decide(true)).thenThrows('already_decided');
+    given(...awaiting, { type: 'toolcall.approved', data: { by: 'r', at, comment: null } }).when(decide(false)).thenThrows('already_decided');
+    given(...awaiting).when({ type: 'expire', now: '2026-01-01T00:09:59.000Z' }).thenThrows('not_due');
+    given(...awaiting).when({ type: 'expire', now: '2026-01-01T00:10:00.000Z' }).then('toolcall.expired', 'toolcall.denied');
+  });
+
+  it('executes once: a second start is refused, and a denied call never starts', () => {
+    const ready = [...awaiting, { type: 'toolcall.approved', data: { by: 'r', at, comment: null } } as ToolCallEvent];
+    given(...ready).when({ type: 'start_execution', at }).then('toolcall.execution_started');
+    given(...ready, { type: 'toolcall.execution_started', data: { at } }).when({ type: 'start_execution', at }).thenThrows('wrong_state');
+    given(...awaiting, { type: 'toolcall.denied', data: { by: 'r', at, comment: null, stage: 'reviewer' } }).when({ type: 'start_execution', at }).thenThrows('wrong_state');
+    given(...ready, { type: 'toolcall.execution_started', data: { at } }).when({ type: 'record_result', ok: false, error: 'restart', durationMs: null, unknownOutcome: true }).then('toolcall.execution_failed');
+  });
+
+  it('evolve ignores events that do not fit: approving a denied call changes nothing', () => {
+    const denied = given(...awaiting, { type: 'toolcall.denied', data: { by: 'r', at, comment: null, stage: 'reviewer' } }).state;
+    expect(evolveToolCall(denied, { type: 'toolcall.approved', data: { by: 'x', at, comment: null }, position: 99n })).toBe(denied);
+  });
+});
