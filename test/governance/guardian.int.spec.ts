@@ -1,0 +1,49 @@
+import { Guardian } from '../../apps/ledger/src/governance/guardian.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequest, type ScriptedReply } from '../support/chat-completions-server.js';
+
+describe('guardian', () => {
+  let server: ChatCompletionsServer;
+  let next: (request: ChatRequest) => ScriptedReply = () => ({ content: '{"risk":"low","rationale":"reads a file"}' });
+  beforeAll(async () => {
+    server = await startChatCompletionsServer((request) => next(request));
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const guardian = (mode: 'off' | 'monitor' | 'enforce' = 'enforce', timeoutMs = 2_000) => new Guardian({ mode, timeoutMs, endpoint: { baseUrl: server.baseUrl, apiKey: server.apiKey, model: 'guard-1' } });
+  const tool = { server: 'fs', name: 'write_file' };
+
+  it('asks the model with structured output and caches the verdict by tool, canonical arguments and policy version', async () => {
+    next = () => ({ content: '{"risk":"high","rationale":"overwrites a file"}' });
+    const reviewer = guardian();
+    const before = server.requests.length;
+    expect(await reviewer.review(tool, { path: 'a', content: 'x' }, 'v1')).toEqual({ risk: 'high', rationale: 'overwrites a file', reviewer: 'llm:guard-1', cacheHit: false, mode: 'enforce', failed: false });
+    const request = server.requests.at(-1)!;
+    expect(request).toMatchObject({ model: 'guard-1', response_format: { type: 'json_schema' } });
+    expect(request.messages[1]!.content).toBe('{"arguments":{"content":"x","path":"a"},"tool":"fs/write_file"}');
+    expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v1')).toMatchObject({ risk: 'high', cacheHit: true });
+    expect(server.requests.length).toBe(before + 1);
+    expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v2')).toMatchObject({ cacheHit: false });
+    expect(server.requests.length).toBe(before + 2);
+  });
+
+  it.each<[string, ScriptedReply, RegExp]>([
+    ['not JSON', { content: 'looks fine to me' }, /did not answer with JSON/],
+    ['JSON of another shape', { content: '{"risk":"catastrophic","rationale":"x"}' }, /verdict schema \(risk\)/],
+    ['a body that is not a completion', { malformedBody: '{"nope":true}' }, /no answer/],
+    ['a server error', { status: 500, message: 'boom' }, /failed/],
+    ['no answer in time', { content: '{"risk":"low","rationale":"late"}', delayMs: 1_500 }, /no answer within 300 ms/],
+  ])('records a failure, never a verdict, for %s', async (_case, reply, rationale) => {
+    next = () => reply;
+    const review = await guardian('enforce', 300).review(tool, { path: 'b' }, 'v1');
+    expect(review).toMatchObject({ failed: true, reviewer: 'llm:guard-1' });
+    expect(review.rationale).toMatch(rationale);
+  });
+
+  it('uses the rule-based reviewer without an endpoint, and does nothing when off', async () => {
+    const rules = new Guardian({ mode: 'monitor', timeoutMs: 1_000 });
+    expect(await rules.review({ server: 'fs', name: 'read_file' }, { path: 'a' }, 'v1')).toMatchObject({ risk: 'low', reviewer: 'rules:v1', mode: 'monitor' });
+    expect(await rules.review({ server: 'sh', name: 'run' }, { command: 'sudo rm -rf /' }, 'v1')).toMatchObject({ risk: 'critical' });
+    expect(await guardian('off').review(tool, {}, 'v1')).toMatchObject({ risk: 'none', reviewer: 'off', failed: false });
+  });
+});
