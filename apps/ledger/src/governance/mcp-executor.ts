@@ -1,0 +1,107 @@
+import { readFileSync } from 'node:fs';
+import type { ToolRef } from '#core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { z } from 'zod';
+
+/** The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url. */
+const stdioServer = z.object({ command: z.string().min(1), args: z.array(z.string()).default([]), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional() }).passthrough();
+const httpServer = z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).passthrough();
+export const mcpServersSchema = z.object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) }).passthrough();
+export type McpServersConfig = z.infer<typeof mcpServersSchema>;
+
+export function loadMcpServers(file: string): McpServersConfig {
+  const parsed = mcpServersSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+  if (!parsed.success) throw new Error(`MCP servers ${file}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  return parsed.data;
+}
+
+export interface McpTool {
+  readonly name: string;
+  readonly description?: string;
+  readonly inputSchema: unknown;
+}
+
+/** An MCP tool result as the server sent it: content items and `isError`. */
+export interface McpCallResult {
+  readonly content: readonly unknown[];
+  readonly isError: boolean;
+  readonly [key: string]: unknown;
+}
+
+export interface McpExecutorOptions {
+  readonly callTimeoutMs: number;
+  /** How long a server's tool list is trusted before it is listed again. */
+  readonly toolListTtlMs: number;
+}
+
+/**
+ * Executes tool calls on MCP servers through the official SDK client. One client per server,
+ * connected on first use and dropped after a transport failure (the next call reconnects).
+ * A tool the server does not list is refused before anything runs.
+ */
+export class McpExecutor {
+  private readonly clients = new Map<string, Promise<Client>>();
+  private readonly toolLists = new Map<string, { readonly at: number; readonly tools: readonly McpTool[] }>();
+
+  constructor(
+    private readonly config: McpServersConfig,
+    private readonly options: McpExecutorOptions,
+  ) {}
+
+  /** Whether the ledger is configured to execute tools of this server. */
+  serves(server: string): boolean {
+    return Object.hasOwn(this.config.mcpServers, server);
+  }
+
+  async tools(server: string): Promise<readonly McpTool[]> {
+    const cached = this.toolLists.get(server);
+    if (cached && Date.now() - cached.at < this.options.toolListTtlMs) return cached.tools;
+    const { tools } = await this.withClient(server, (client) => client.listTools(undefined, { timeout: this.options.callTimeoutMs }));
+    this.toolLists.set(server, { at: Date.now(), tools });
+    return tools;
+  }
+
+  async call(tool: ToolRef, args: unknown): Promise<McpCallResult> {
+    if (!(await this.tools(tool.server)).some((listed) => listed.name === tool.name)) throw new Error(`MCP server ${tool.server} has no tool ${tool.name}`);
+    const result = await this.withClient(tool.server, (client) =>
+      client.callTool({ name: tool.name, arguments: (args ?? {}) as Record<string, unknown> }, undefined, { timeout: this.options.callTimeoutMs }),
+    );
+    return { ...result, content: (result.content as unknown[] | undefined) ?? [], isError: result.isError === true };
+  }
+
+  async close(): Promise<void> {
+    const clients = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(clients.map(async (client) => (await client.catch(() => undefined))?.close()));
+  }
+
+  private async withClient<T>(server: string, work: (client: Client) => Promise<T>): Promise<T> {
+    let pending = this.clients.get(server);
+    if (!pending) {
+      pending = this.connect(server);
+      this.clients.set(server, pending);
+    }
+    try {
+      return await work(await pending);
+    } catch (error) {
+      // A broken transport is dropped; a tool's own error comes back as a result, not here.
+      if (this.clients.get(server) === pending) this.clients.delete(server);
+      await (await pending.catch(() => undefined))?.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async connect(server: string): Promise<Client> {
+    const entry = this.config.mcpServers[server];
+    if (!entry) throw new Error(`no MCP server named ${server} is configured`);
+    const client = new Client({ name: 'block-ledger', version: '0.1.0' });
+    const transport =
+      'url' in entry && typeof entry.url === 'string'
+        ? new StreamableHTTPClientTransport(new URL(entry.url), { requestInit: { headers: (entry as z.infer<typeof httpServer>).headers } })
+        : new StdioClientTransport({ ...(entry as z.infer<typeof stdioServer>), env: { ...getDefaultEnvironment(), ...(entry as z.infer<typeof stdioServer>).env }, stderr: 'ignore' });
+    await client.connect(transport, { timeout: this.options.callTimeoutMs });
+    return client;
+  }
+}

@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { McpExecutor, mcpServersSchema } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { freePort } from '../support/service-process.js';
+
+const require = createRequire(import.meta.url);
+const serverBin = (name: string) => path.join(path.dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`)), 'dist', 'index.js');
+
+describe('MCP execution against the official reference servers', () => {
+  const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcp-fs-')));
+  writeFileSync(path.join(folder, 'hello.txt'), 'hello from the ledger');
+  let everythingHttp: ChildProcess;
+  let executor: McpExecutor;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    everythingHttp = spawn(process.execPath, [serverBin('server-everything'), 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    await new Promise<void>((resolve, reject) => {
+      everythingHttp.stderr!.on('data', (chunk: Buffer) => chunk.toString().includes('listening') && resolve());
+      everythingHttp.once('exit', (code) => reject(new Error(`server-everything exited with ${code}`)));
+    });
+    executor = new McpExecutor(
+      mcpServersSchema.parse({
+        mcpServers: {
+          filesystem: { command: process.execPath, args: [serverBin('server-filesystem'), folder] },
+          everything: { command: process.execPath, args: [serverBin('server-everything'), 'stdio'] },
+          'everything-http': { url: `http://127.0.0.1:${port}/mcp` },
+        },
+      }),
+      { callTimeoutMs: 20_000, toolListTtlMs: 60_000 },
+    );
+  });
+  afterAll(async () => {
+    await executor?.close();
+    everythingHttp?.kill();
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it('reads and writes files through server-filesystem over stdio, and records its errors as results', async () => {
+    expect((await executor.tools('filesystem')).map((tool) => tool.name)).toEqual(expect.arrayContaining(['read_text_file', 'write_file', 'list_directory']));
+    const read = await executor.call({ server: 'filesystem', name: 'read_text_file' }, { path: path.join(folder, 'hello.txt') });
+    expect(read).toMatchObject({ isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] });
+    await executor.call({ server: 'filesystem', name: 'write_file' }, { path: path.join(folder, 'out.txt'), content: 'written' });
+    expect(readFileSync(path.join(folder, 'out.txt'), 'utf8')).toBe('written');
+    const outside = await executor.call({ server: 'filesystem', name: 'read_text_file' }, { path: '/etc/hostname' });
+    expect(outside.isError).toBe(true);
+  });
+
+  it('calls server-everything over stdio and over Streamable HTTP', async () => {
+    for (const server of ['everything', 'everything-http']) {
+      const echoed = await executor.call({ server, name: 'echo' }, { message: `hi ${server}` });
+      expect(echoed).toMatchObject({ isError: false, content: [{ type: 'text', text: expect.stringContaining(`hi ${server}`) }] });
+    }
+  });
+
+  it('refuses a tool the server does not list and a server that is not configured', async () => {
+    await expect(executor.call({ server: 'filesystem', name: 'format_disk' }, {})).rejects.toThrow(/has no tool format_disk/);
+    await expect(executor.call({ server: 'nowhere', name: 'x' }, {})).rejects.toThrow(/no MCP server named nowhere/);
+    expect(executor.serves('filesystem')).toBe(true);
+    expect(executor.serves('nowhere')).toBe(false);
+  });
+});
