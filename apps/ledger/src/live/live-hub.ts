@@ -63,14 +63,19 @@ export class LiveHub {
    * opening its sink only if the session exists, and returns how to remove it.
    */
   async watch(sessionId: string, from: bigint | undefined, openSink: () => LiveSink): Promise<{ unwatch: () => void } | undefined> {
-    const known = this.watched.get(sessionId);
-    if (from === undefined && known) {
-      // A snapshot of a session already folded here: no read needed.
-      return this.serialized(async () => this.join(sessionId, this.watched.get(sessionId) ?? known, initialSessionState, openSink));
+    if (from === undefined) {
+      // A snapshot of a session already folded here needs no read.
+      const joined = await this.serialized(async () => {
+        const entry = this.watched.get(sessionId);
+        return entry ? { watching: this.join(sessionId, entry, initialSessionState, openSink) } : undefined;
+      });
+      if (joined) return joined.watching;
     }
+    // Everything up to the hub's position when the read starts is committed, so the read holds it; if the hub moves on meanwhile, read again.
+    const readAt = this.position;
     let events = await this.eventLog.readStream(sessionStreamId(sessionId));
     return this.serialized(async () => {
-      if ((events.at(-1)?.position ?? 0n) < this.position) events = await this.eventLog.readStream(sessionStreamId(sessionId));
+      if (this.position > readAt) events = await this.eventLog.readStream(sessionStreamId(sessionId));
       // Fold forward from the client's state, so unchanged messages and blocks stay the same objects and only real changes are sent.
       const base = from === undefined ? initialSessionState : await foldSessionEvents(this.eventLog, initialSessionState, events.filter((event) => event.position <= from));
       const current = await foldSessionEvents(this.eventLog, base, events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position));
