@@ -23,12 +23,19 @@ export function blockReadModelsProjection(): ProjectionDefinition {
     filter: { streamPrefixes: [SESSION_STREAM_PREFIX] },
     reset: () => sessions.clear(),
     async handle(events, { client, eventLog }) {
-      const before = new Map<string, SessionState>();
+      // Sessions are independent: each one's events of the batch are folded in one go, in order.
+      const bySession = new Map<string, RecordedEvent[]>();
       for (const event of events) {
         const sessionId = event.streamId.slice(SESSION_STREAM_PREFIX.length);
-        if (!sessions.has(sessionId)) sessions.set(sessionId, await foldBefore(eventLog, event));
-        if (!before.has(sessionId)) before.set(sessionId, sessions.get(sessionId)!);
-        sessions.set(sessionId, await foldSessionEvents(eventLog, sessions.get(sessionId)!, [event]));
+        const own = bySession.get(sessionId);
+        if (own) own.push(event);
+        else bySession.set(sessionId, [event]);
+      }
+      const before = new Map<string, SessionState>();
+      for (const [sessionId, own] of bySession) {
+        const previous = sessions.get(sessionId) ?? (await foldBefore(eventLog, own[0]!));
+        before.set(sessionId, previous);
+        sessions.set(sessionId, await foldSessionEvents(eventLog, previous, own));
       }
       await writeChanges(client, [...before].map(([sessionId, previous]) => ({ previous, current: sessions.get(sessionId)! })));
       for (const [oldest] of sessions) {
