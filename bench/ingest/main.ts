@@ -94,7 +94,7 @@ async function main(): Promise<void> {
     );
     const naiveIngest = totalChunks / ((performance.now() - started) / 1_000);
 
-    const rebuild = await post(`${ledger.url}/v1/admin/rebuild`, {});
+    const rebuild = await post(`${ledger.url}/v1/admin/rebuild?projection=block-read-models`, {});
     const ledgerRebuild = rebuild.events / (rebuild.durationMs / 1_000);
     started = performance.now();
     const naiveRows = await naive.rebuild();

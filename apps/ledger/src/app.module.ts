@@ -11,6 +11,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { READ_MODEL_ENTITIES } from './sessions/read-models/read-model.entities.js';
 import { SessionsModule } from './sessions/sessions.module.js';
 import { LiveModule } from './live/live.module.js';
+import { GovernanceModule } from './governance/governance.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -35,6 +36,7 @@ export class AppModule {
         SessionsModule,
         AdminModule,
         LiveModule,
+        GovernanceModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

@@ -4,9 +4,7 @@ import pg from 'pg';
 import { loadConfig } from './config/ledger-config.js';
 import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from './database/embedded-postgres.js';
 import { runMigrations } from './database/migrations.js';
-import { rebuildProjection } from './projections/rebuild.js';
-import { blockReadModelsProjection } from './sessions/read-models/block-read-models.projection.js';
-import { BLOCK_READ_MODEL_TABLES } from './sessions/read-models/block-read-model-tables.js';
+import { rebuildReadModels } from './projections/read-model-projections.js';
 
 /**
  * The ledger's command line, on the same configuration as the service:
@@ -25,8 +23,9 @@ async function main(command: string | undefined): Promise<void> {
     : await createPostgresEventLog({ connectionString: database.connectionString });
   try {
     await runMigrations(database.connectionString);
-    const result = await rebuildProjection(pool, eventLog, blockReadModelsProjection(), BLOCK_READ_MODEL_TABLES);
-    console.log(JSON.stringify({ rebuilt: 'block-read-models', events: result.events, position: Number(result.position), durationMs: Math.round(result.durationMs) }));
+    for (const { name, result } of await rebuildReadModels(pool, eventLog)) {
+      console.log(JSON.stringify({ rebuilt: name, events: result.events, position: Number(result.position), durationMs: Math.round(result.durationMs) }));
+    }
   } finally {
     await eventLog.close();
     await pool.end();

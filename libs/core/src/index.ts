@@ -11,4 +11,4 @@ export * from './session/branch-tree.js';
 export * from './session/session-changes.js';
 export * from './history/history-builder.js';
 export * from './toolcall/toolcall-events.js';
-export * from './toolcall/toolcall-decider.js';
+export * from './toolcall/toolcall-state-machine.js';

@@ -1,11 +1,12 @@
-import { Controller, HttpCode, Inject, Post } from '@nestjs/common';
+import { Controller, HttpCode, Inject, Post, Query } from '@nestjs/common';
 import type { EventLog } from '#event-log';
 import type pg from 'pg';
+import { z } from 'zod';
 import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
-import { rebuildProjection } from '../projections/rebuild.js';
-import { blockReadModelsProjection } from '../sessions/read-models/block-read-models.projection.js';
-import { BLOCK_READ_MODEL_TABLES } from '../sessions/read-models/block-read-model-tables.js';
+import { READ_MODEL_NAMES, rebuildReadModels } from '../projections/read-model-projections.js';
+
+const rebuildQuery = z.object({ projection: z.enum(READ_MODEL_NAMES as [string, ...string[]]).optional() }).strict();
 
 @Controller('v1/admin')
 export class AdminController {
@@ -14,11 +15,23 @@ export class AdminController {
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
   ) {}
 
-  /** Rebuilds the read models from the log into fresh tables and swaps them in; reads keep working meanwhile. */
+  /**
+   * Rebuilds the read models (`?projection=` one of them) from the log into fresh tables and
+   * swaps them in; reads keep working meanwhile. The totals cover every projection rebuilt.
+   */
   @Post('rebuild')
   @HttpCode(200)
-  async rebuild() {
-    const result = await rebuildProjection(this.pool, this.eventLog, blockReadModelsProjection(), BLOCK_READ_MODEL_TABLES);
-    return { events: result.events, position: Number(result.position), durationMs: Math.round(result.durationMs) };
+  async rebuild(@Query() query: unknown) {
+    const { projection } = rebuildQuery.parse(query);
+    const rebuilt = await rebuildReadModels(this.pool, this.eventLog, projection ? [projection] : undefined);
+    const summary = ({ events, position, durationMs }: { events: number; position: bigint; durationMs: number }) => ({ events, position: Number(position), durationMs: Math.round(durationMs) });
+    return {
+      ...summary({
+        events: rebuilt.reduce((sum, { result }) => sum + result.events, 0),
+        position: rebuilt.reduce((highest, { result }) => (result.position > highest ? result.position : highest), 0n),
+        durationMs: rebuilt.reduce((sum, { result }) => sum + result.durationMs, 0),
+      }),
+      projections: Object.fromEntries(rebuilt.map(({ name, result }) => [name, summary(result)])),
+    };
   }
 }

@@ -14,6 +14,16 @@ const environment = z.object({
   LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
   LEDGER_LIVE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   LEDGER_LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
+  LEDGER_MCP_SERVERS: z.string().min(1).optional(),
+  LEDGER_FIREWALL_POLICY: z.string().min(1).optional(),
+  LEDGER_GUARDIAN_MODE: z.enum(['off', 'monitor', 'enforce']).default('enforce'),
+  LEDGER_GUARDIAN_BASE_URL: z.string().url().optional(),
+  LEDGER_GUARDIAN_API_KEY: z.string().min(1).optional(),
+  LEDGER_GUARDIAN_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  LEDGER_GUARDIAN_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+  LEDGER_GUARDIAN_ON_FAILURE: z.enum(['ask', 'deny', 'allow']).default('ask'),
+  LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
+  LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -29,7 +39,26 @@ export interface LedgerConfig {
   readonly maxBodyBytes: number;
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
   readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
+  readonly governance: GovernanceConfig;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
+}
+
+/** Tool-call governance. Without `mcpServersFile` the ledger executes no tools and governs none. */
+export interface GovernanceConfig {
+  /** An `mcpServers` JSON file (Claude Desktop / Cherry Studio format): the servers whose tools the ledger governs and executes. */
+  readonly mcpServersFile: string | undefined;
+  /** A firewall policy (JSON or YAML); without one every call asks a person. */
+  readonly firewallPolicyFile: string | undefined;
+  readonly guardian: {
+    readonly mode: 'off' | 'monitor' | 'enforce';
+    readonly endpoint: { readonly baseUrl: string; readonly apiKey: string; readonly model: string } | undefined;
+    readonly timeoutMs: number;
+    /** What a failed review (error, timeout, malformed answer) leads to in enforce mode. */
+    readonly onFailure: 'ask' | 'deny' | 'allow';
+  };
+  /** How long a call waits for a person before it expires (and counts as denied). */
+  readonly approvalTimeoutMs: number;
+  readonly mcpCallTimeoutMs: number;
 }
 
 export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');
@@ -50,6 +79,18 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,
     live: { coalesceMs: values.LEDGER_LIVE_COALESCE_MS, heartbeatMs: values.LEDGER_LIVE_HEARTBEAT_MS, maxBufferedBytes: values.LEDGER_LIVE_MAX_BUFFERED_BYTES },
+    governance: {
+      mcpServersFile: values.LEDGER_MCP_SERVERS && path.resolve(values.LEDGER_MCP_SERVERS),
+      firewallPolicyFile: values.LEDGER_FIREWALL_POLICY && path.resolve(values.LEDGER_FIREWALL_POLICY),
+      guardian: {
+        mode: values.LEDGER_GUARDIAN_MODE,
+        endpoint: values.LEDGER_GUARDIAN_BASE_URL ? { baseUrl: values.LEDGER_GUARDIAN_BASE_URL, apiKey: values.LEDGER_GUARDIAN_API_KEY ?? 'none', model: values.LEDGER_GUARDIAN_MODEL } : undefined,
+        timeoutMs: values.LEDGER_GUARDIAN_TIMEOUT_MS,
+        onFailure: values.LEDGER_GUARDIAN_ON_FAILURE,
+      },
+      approvalTimeoutMs: values.LEDGER_APPROVAL_TIMEOUT_MS,
+      mcpCallTimeoutMs: values.LEDGER_MCP_CALL_TIMEOUT_MS,
+    },
     logLevel: values.LOG_LEVEL,
   };
 }

@@ -1,6 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { FirewallVerdict, ToolRef } from '#core';
+import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
 /**
@@ -38,8 +39,13 @@ export interface FirewallResult {
   readonly policyVersion: string;
 }
 
+/** Without a policy file nothing runs unseen: every call asks a person. */
+export const DEFAULT_FIREWALL_POLICY: FirewallPolicy = firewallPolicySchema.parse({ version: 'built-in:ask-everything', default: 'ask', tools: {} });
+
+/** Reads a policy file: YAML when it is named `.yaml` or `.yml`, JSON otherwise. */
 export function loadFirewallPolicy(file: string): FirewallPolicy {
-  const parsed = firewallPolicySchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+  const text = readFileSync(file, 'utf8');
+  const parsed = firewallPolicySchema.safeParse(/\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text));
   if (!parsed.success) throw new Error(`firewall policy ${file}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
   return parsed.data;
 }

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
-import { ChunkValidationError, SessionError } from '#core';
+import { ChunkValidationError, SessionError, ToolCallError } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
 import type { Response } from 'express';
 import { ZodError } from 'zod';
@@ -29,6 +29,16 @@ const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   seq_conflict: 409,
 };
 
+const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {
+  toolcall_not_found: 404,
+  toolcall_exists: 409,
+  wrong_state: 409,
+  already_decided: 409,
+  not_due: 409,
+  arguments_mismatch: 422,
+  self_approval: 403,
+};
+
 /** Turns every failure into the API's error body; anything unexpected is a logged 500 without internals. */
 @Catch()
 export class ApiErrorFilter implements ExceptionFilter {
@@ -49,6 +59,7 @@ export function sendError(response: Response, error: unknown, logger: Pick<Logge
 function describeError(error: unknown): { status: number; body: { code: string; message: string; field?: string } } {
   if (error instanceof ApiError) return { status: error.status, body: withField(error.code, error.message, error.field) };
   if (error instanceof SessionError) return { status: SESSION_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
+  if (error instanceof ToolCallError) return { status: TOOLCALL_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
   if (error instanceof ChunkValidationError) return { status: 400, body: withField('invalid_chunk', error.message, `chunks[${error.index}].${error.field}`) };
   if (error instanceof ZodError) {
     const issue = error.issues[0]!;

@@ -15,7 +15,8 @@ export interface LiveItem {
 /**
  * A session's changes as live items: `message` (the message without its blocks), `block` (the
  * block as a read returns it, with `messageId` and `index`; `removed: true` when it left the
- * display list), `selection` ({parentId, childId}). A client that keeps the last `block` per id
+ * display list), `selection` ({parentId, childId}), `toolcall` (a governed call's record, each
+ * time the saga moves it: the same record its tool block carries in `metadata.governance`). A client that keeps the last `block` per id
  * and orders by `index` holds what a read returns.
  */
 export function sessionItems(changes: SessionChanges | undefined, position: bigint): LiveItem[] {
@@ -29,6 +30,13 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
   }
   for (const selection of changes.selections) items.push({ event: 'selection', key: `selection:${selection.parentId ?? ''}`, position, data: selection });
   for (const { block, index } of changes.blocks) items.push({ event: 'block', key: `block:${block.messageId}:${block.id}`, position, data: { ...block, index } });
+  for (const { message, previous } of changes.messages) {
+    for (const block of message.blocks.blocks) {
+      const governance = block.metadata?.governance as { toolCallId?: string } | undefined;
+      if (!governance || previous?.blocks.blocks.find((earlier) => earlier.id === block.id)?.metadata?.governance === governance) continue;
+      items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data: { ...governance, messageId: message.id, toolId: block.toolId } });
+    }
+  }
   for (const { messageId, id } of changes.removedBlocks) items.push({ event: 'block', key: `block:${messageId}:${id}`, position, data: { id, messageId, removed: true } });
   return items;
 }

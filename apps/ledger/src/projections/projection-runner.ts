@@ -108,6 +108,7 @@ export class ProjectionRunner {
   private async follow(): Promise<void> {
     this.definition.reset();
     let checkpoint = await this.storedCheckpoint();
+    await this.definition.resume?.();
     this.advance(checkpoint);
     this.subscription = this.eventLog.subscribeToAll({ fromPosition: checkpoint, filter: this.definition.filter });
     // stop() may have run while we were taking the lock, before this subscription existed.
@@ -129,6 +130,11 @@ export class ProjectionRunner {
       this.definition.reset();
       throw error;
     }
+  }
+
+  /** Creates the checkpoint at `position` unless it exists: a consumer that must not act on history it predates starts at the log's head. */
+  async createCheckpointAt(position: bigint): Promise<void> {
+    await this.pool.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [this.definition.name, position.toString()]);
   }
 
   private async storedCheckpoint(): Promise<bigint> {

@@ -18,4 +18,6 @@ export interface ProjectionDefinition {
   readonly filter: EventFilter;
   handle(events: readonly RecordedEvent[], context: ProjectionContext): Promise<void>;
   reset(): void;
+  /** A consumer with work in flight outside its transaction (the governance saga) picks it up again here, when its runner takes the lead. */
+  resume?(): Promise<void>;
 }

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
-import { ANONYMOUS_ACTOR, DEFAULT_TENANT, type EventLog } from '#event-log';
+import { DEFAULT_TENANT, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { Actor } from '../http/actor.js';
 import { ApiError } from '../http/api-error.js';
 import { createMessageBody, createSessionBody, forkBody, historyQuery, pageQuery, readPointQuery, selectionBody } from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
@@ -25,50 +26,50 @@ export class SessionsController {
 
   @Post()
   @HttpCode(201)
-  async open(@Body() body: unknown) {
+  async open(@Body() body: unknown, @Actor() actor: string) {
     const input = createSessionBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const { position } = await this.run(id, { type: 'open_session', sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {} });
+    const { position } = await this.run(id, { type: 'open_session', sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {} }, actor);
     return { id, position: Number(position) };
   }
 
   @Post(':sid/messages')
   @HttpCode(201)
-  async createMessage(@Param('sid') sessionId: string, @Body() body: unknown) {
+  async createMessage(@Param('sid') sessionId: string, @Body() body: unknown, @Actor() actor: string) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const { decision, position } = await this.run(sessionId, { type: 'create_message', messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null });
+    const { decision, position } = await this.run(sessionId, { type: 'create_message', messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null }, actor);
     return { id, parentId: decision.parentId ?? null, position: Number(position) };
   }
 
   @Post(':sid/messages/:mid/chunks')
   @HttpCode(200)
-  async appendChunks(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('dialect') dialect: string | undefined, @Req() request: Request) {
+  async appendChunks(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('dialect') dialect: string | undefined, @Req() request: Request, @Actor() actor: string) {
     if (dialect !== undefined && dialect !== 'cherry') throw new ApiError(400, 'unsupported_dialect', `dialect ${JSON.stringify(dialect)} is not supported yet; use cherry`, 'dialect');
     const chunks = parseChunks(chunkValues(request.body));
-    const { decision, position } = await this.run(sessionId, { type: 'append_chunks', messageId, chunks });
+    const { decision, position } = await this.run(sessionId, { type: 'append_chunks', messageId, chunks }, actor);
     return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
   }
 
   @Post(':sid/fork')
   @HttpCode(201)
-  async fork(@Param('sid') sourceSessionId: string, @Body() body: unknown) {
+  async fork(@Param('sid') sourceSessionId: string, @Body() body: unknown, @Actor() actor: string) {
     const input = forkBody.parse(body ?? {});
     const forkId = input.id ?? randomUUID();
     const request = { forkId, sourceSessionId, atPosition: input.atPosition, messageId: input.messageId ?? null, title: input.title ?? null, metadata: input.metadata ?? null };
-    const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(request, ANONYMOUS_ACTOR, DEFAULT_TENANT));
+    const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(request, actor, DEFAULT_TENANT));
     const forked = decision.events[0]!.event as SessionEventOf<'session.forked'>;
     return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
   }
 
   @Put(':sid/messages/:mid/selection')
-  selectChild(@Param('sid') sessionId: string, @Param('mid') parentId: string, @Body() body: unknown) {
-    return this.select(sessionId, parentId, body);
+  selectChild(@Param('sid') sessionId: string, @Param('mid') parentId: string, @Body() body: unknown, @Actor() actor: string) {
+    return this.select(sessionId, parentId, body, actor);
   }
 
   @Put(':sid/selection')
-  selectRoot(@Param('sid') sessionId: string, @Body() body: unknown) {
-    return this.select(sessionId, null, body);
+  selectRoot(@Param('sid') sessionId: string, @Body() body: unknown, @Actor() actor: string) {
+    return this.select(sessionId, null, body, actor);
   }
 
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
@@ -105,14 +106,14 @@ export class SessionsController {
     };
   }
 
-  private async select(sessionId: string, parentId: string | null, body: unknown) {
+  private async select(sessionId: string, parentId: string | null, body: unknown, actor: string) {
     const { childId } = selectionBody.parse(body ?? {});
-    const { position } = await this.run(sessionId, { type: 'select_branch', parentId, childId, eventId: randomUUID() });
+    const { position } = await this.run(sessionId, { type: 'select_branch', parentId, childId, eventId: randomUUID() }, actor);
     return { parentId, childId, position: Number(position) };
   }
 
-  private run(sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
-    return this.commandBus.execute(new ExecuteSessionCommand(sessionId, command, ANONYMOUS_ACTOR, DEFAULT_TENANT));
+  private run(sessionId: string, command: SessionCommand, actor: string): Promise<CommandOutcome> {
+    return this.commandBus.execute(new ExecuteSessionCommand(sessionId, command, actor, DEFAULT_TENANT));
   }
 }
 

@@ -120,6 +120,27 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
   }
 }
 
+/** A governed tool call's progress, written by the governance saga rather than the producer. */
+export interface GovernedToolUpdate {
+  /** The call as a tool chunk would carry it: `pending` while governed, `invoking` while executing, `done` or `error` at the end. */
+  readonly response: McpToolResponse;
+  /** The call's governance record (verdicts, decision, execution), kept in the block's `metadata.governance`. */
+  readonly governance: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Rule 6 for a call the ledger governs: the same tool-block rules as the producer's chunks (the
+ * raw status picks the chunk it stands for), plus the governance record in the metadata.
+ */
+export function evolveGovernedTool(state: MessageBlocksState, { response, governance }: GovernedToolUpdate, at: string): MessageBlocksState {
+  if (state.finalized) return state;
+  const chunkType: ToolChunkType = response.status === 'invoking' ? 'mcp_tool_in_progress' : response.status === 'done' || response.status === 'error' ? 'mcp_tool_complete' : 'mcp_tool_pending';
+  const next = applyToolResponse(state, chunkType, response, `${state.messageId}-g${response.id}`, at);
+  const blockId = next.toolBlockIds[response.id];
+  const block = blockId === undefined ? undefined : next.blocks.find((candidate) => candidate.id === blockId);
+  return block ? update(next, block.id, at, { metadata: { ...block.metadata, governance } }) : next;
+}
+
 type ToolChunkType = 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress' | 'mcp_tool_complete';
 
 function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, response: McpToolResponse, newId: string, at: string): MessageBlocksState {

@@ -2,7 +2,7 @@ import type { Chunk } from '../chunks/chunk-schemas.js';
 import { encodeChunk } from '../chunks/snapshot-text.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { activePath } from './branch-tree.js';
-import { chunkDigest, type ChunkEventData, type MessageRole, type SessionEvent, type SessionState } from './session-events.js';
+import { chunkDigest, type ChunkEventData, type MessageRole, type SessionEvent, type SessionEventOf, type SessionState } from './session-events.js';
 
 /**
  * The session's commands and `decide`: checks the rules against the folded state and returns the
@@ -33,7 +33,9 @@ export type SessionCommand =
       /** Cut the fork to the path ending at this message. */
       readonly messageId: string | null;
     }
-  | { readonly type: 'append_chunks'; readonly messageId: string; readonly chunks: readonly Chunk[] };
+  | { readonly type: 'append_chunks'; readonly messageId: string; readonly chunks: readonly Chunk[] }
+  /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
+  | ({ readonly type: 'update_tool_call'; readonly eventId: string } & SessionEventOf<'message.tool_call_updated'>['data']);
 
 /** An event to append, with its deterministic id (so a retried command is recorded once). */
 export interface DecidedEvent {
@@ -125,6 +127,12 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
         events.push({ id: nameUuid(`chunk:${command.messageId}:${chunk.seq}`), event: { type: `chunk.${chunk.type}`, data: { messageId: command.messageId, ...encoded.stored } as ChunkEventData } });
       });
       return { events, duplicateSeqs };
+    }
+    case 'update_tool_call': {
+      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+      const { type: _type, eventId, ...data } = command;
+      if (!state.messages.has(data.messageId)) throw new SessionError('message_not_found', `message ${data.messageId} is not in this session`);
+      return { events: [{ id: eventId, event: { type: 'message.tool_call_updated', data } }], duplicateSeqs: [] };
     }
   }
 }

@@ -154,4 +154,37 @@ describe('session decider', () => {
       given().when(fork('zz')).thenThrows('message_not_found', 'messageId');
     });
   });
+
+  describe('governed tool calls', () => {
+    const pending = chunks({ type: 'mcp_tool_pending', responses: [{ id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status: 'pending' }] });
+    const withPending: SessionEvent[] = [
+      opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'),
+      ...decideSession({ type: 'append_chunks', messageId: 'a1', chunks: pending }, stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'))).events.map(({ event }) => event),
+    ];
+    const update = (status: 'invoking' | 'done', response?: unknown): SessionCommand => ({
+      type: 'update_tool_call', eventId: `e-${status}`, messageId: 'a1', toolCallId: 't1',
+      response: { id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status, ...(response ? { response } : {}) },
+      governance: { toolCallId: 't1', status: status === 'done' ? 'succeeded' : 'executing' },
+    });
+    const toolBlock = (state: SessionState) => (state as OpenSession).messages.get('a1')!.blocks.blocks.find((block) => block.type === 'tool')!;
+
+    it('moves the tool block through processing to success with the governance record, taking no producer seq', () => {
+      const invoking = decideSession(update('invoking'), stateOf(...withPending)).events.map(({ event }) => event);
+      const executing = stateOf(...withPending, ...invoking);
+      expect(toolBlock(executing)).toMatchObject({ status: 'processing', metadata: { governance: { status: 'executing' }, rawMcpToolResponse: { status: 'invoking' } } });
+      const result = { content: [{ type: 'text', text: 'x' }], isError: false };
+      const done = decideSession(update('done', result), executing).events.map(({ event }) => event);
+      const finished = stateOf(...withPending, ...invoking, ...done);
+      expect(toolBlock(finished)).toMatchObject({ status: 'success', content: result, metadata: { governance: { status: 'succeeded' } } });
+      // The producer's next chunk is still seq 2.
+      given(...withPending, ...invoking, ...done)
+        .when({ type: 'append_chunks', messageId: 'a1', chunks: chunks({ type: 'text.start' }, { type: 'text.start' }).slice(1) })
+        .then((decision) => expect(decision.events.map(({ event }) => event.type)).toEqual(['chunk.text.start']));
+    });
+
+    it('refuses an update for a message the session does not hold', () => {
+      given(...withPending).when({ ...update('invoking'), messageId: 'nope' } as SessionCommand).thenThrows('message_not_found');
+      given().when(update('invoking')).thenThrows('session_not_found');
+    });
+  });
 });

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../hashing/hash-chain.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { evolveBlocks, initialMessageBlocks, type MessageBlocksState } from '../blocks/block-rules.js';
+import { evolveBlocks, evolveGovernedTool, initialMessageBlocks, type GovernedToolUpdate, type MessageBlocksState } from '../blocks/block-rules.js';
 import type { Chunk } from '../chunks/chunk-schemas.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
 
@@ -33,6 +33,8 @@ export type SessionEvent =
     }
   /** `parentId: null` selects among the top-level messages. */
   | { readonly type: 'message.branch_selected'; readonly data: { readonly parentId: string | null; readonly childId: string } }
+  /** The governance saga's progress on a tool call the ledger governs; it takes no producer seq. */
+  | { readonly type: 'message.tool_call_updated'; readonly data: GovernedToolUpdate & { readonly messageId: string; readonly toolCallId: string } }
   | { readonly type: `chunk.${string}`; readonly data: ChunkEventData };
 
 export type SessionEventOf<Type extends SessionEvent['type']> = Extract<SessionEvent, { type: Type }>;
@@ -120,6 +122,13 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const child = state.messages.get(childId);
     if (!child || child.parentId !== parentId) return state;
     return { ...select(state, parentId, childId, event.position), position: event.position };
+  }
+  if (event.type === 'message.tool_call_updated') {
+    const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
+    const message = state.messages.get(messageId);
+    if (!message) return state;
+    const next: MessageState = { ...message, blocks: evolveGovernedTool(message.blocks, update, event.recordedAt), position: event.position };
+    return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   if (event.type.startsWith('chunk.')) {
     const { messageId, ...stored } = event.data as ChunkEventData;

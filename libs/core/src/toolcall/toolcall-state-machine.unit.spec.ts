@@ -1,5 +1,5 @@
-import { decideToolCall, ToolCallError, type ToolCallCommand } from './toolcall-decider.js';
-import { evolveToolCall, initialToolCallState, type ToolCallEvent, type ToolCallState } from './toolcall-events.js';
+import { decideToolCall, evolveToolCall, initialToolCallState, nextSagaStep, toolBlockUpdate, ToolCallError, type ToolCallCommand, type ToolCallState } from './toolcall-state-machine.js';
+import type { ToolCallEvent } from './toolcall-events.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const requested: ToolCallEvent = {
@@ -71,5 +71,42 @@ describe('tool-call state machine', () => {
   it('evolve ignores events that do not fit: approving a denied call changes nothing', () => {
     const denied = given(...awaiting, { type: 'toolcall.denied', data: { by: 'r', at, comment: null, stage: 'reviewer' } }).state;
     expect(evolveToolCall(denied, { type: 'toolcall.approved', data: { by: 'x', at, comment: null }, position: 99n })).toBe(denied);
+  });
+
+  describe('the saga\'s next step and the tool block', () => {
+    const approved: ToolCallEvent = { type: 'toolcall.approved', data: { by: 'r', at, comment: null } };
+    const started: ToolCallEvent = { type: 'toolcall.execution_started', data: { at } };
+    const succeeded = (result: unknown): ToolCallEvent => ({ type: 'toolcall.execution_succeeded', data: { result, durationMs: 5 } });
+
+    it('names one step per state, and waits for a person until the stored deadline', () => {
+      expect(nextSagaStep(initialToolCallState)).toEqual({ kind: 'done' });
+      expect(nextSagaStep(given(requested).state)).toEqual({ kind: 'screen' });
+      expect(nextSagaStep(given(requested, firewall('ask')).state)).toEqual({ kind: 'review' });
+      expect(nextSagaStep(given(...awaiting).state)).toEqual({ kind: 'await_decision', deadline: '2026-01-01T00:10:00.000Z' });
+      expect(nextSagaStep(given(...awaiting, approved).state)).toEqual({ kind: 'execute' });
+      // Found executing by a run that did not start it: the process that did is gone.
+      expect(nextSagaStep(given(...awaiting, approved, started).state)).toEqual({ kind: 'execution_in_doubt' });
+      expect(nextSagaStep(given(...awaiting, approved, started, succeeded({ content: [], isError: false })).state)).toEqual({ kind: 'complete' });
+      const completed = given(...awaiting, approved, started, succeeded({ content: [], isError: false }), { type: 'toolcall.completed', data: { outcome: 'succeeded' } }).state;
+      expect(nextSagaStep(completed)).toEqual({ kind: 'done' });
+      expect(toolBlockUpdate(completed)).toBeUndefined();
+    });
+
+    it('shows pending while awaiting a person, invoking while executing, the MCP result or the denial at the end', () => {
+      const statusOf = (state: ToolCallState) => (toolBlockUpdate(state)?.update.response as { status?: string } | undefined)?.status;
+      expect(toolBlockUpdate(given(requested, firewall('allow')).state)).toBeUndefined();
+      expect(statusOf(given(...awaiting).state)).toBe('pending');
+      expect(statusOf(given(...awaiting, approved, started).state)).toBe('invoking');
+      const result = { content: [{ type: 'text', text: 'hello' }], isError: false };
+      const done = toolBlockUpdate(given(...awaiting, approved, started, succeeded(result)).state)!;
+      expect(done.update.response).toEqual({ id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status: 'done', response: result });
+      expect(done.update.governance).toMatchObject({ toolCallId: 't1', status: 'succeeded', firewall: { verdict: 'ask' }, decision: { approved: true, by: 'r' } });
+      expect(statusOf(given(...awaiting, approved, started, succeeded({ content: [], isError: true })).state)).toBe('error');
+      const denied = toolBlockUpdate(given(...awaiting, { type: 'toolcall.denied', data: { by: 'alice', at, comment: 'no', stage: 'reviewer' } }).state)!;
+      expect(denied.update.response).toMatchObject({ status: 'error', response: { isError: true, content: [{ type: 'text', text: 'the tool call was denied (reviewer, by alice): no' }] } });
+      // One event id per state: a step repeated after a crash shows once.
+      expect(toolBlockUpdate(given(...awaiting).state)!.eventId).toBe(toolBlockUpdate(given(...awaiting).state)!.eventId);
+      expect(toolBlockUpdate(given(...awaiting).state)!.eventId).not.toBe(denied.eventId);
+    });
   });
 });

@@ -1,0 +1,44 @@
+import type { CommandBus, EventBus } from '@nestjs/cqrs';
+import { TOOLCALL_STREAM_PREFIX } from '#core';
+import type { Pool } from 'pg';
+import type { ProjectionDefinition } from '../projections/projection.js';
+import { AdvanceToolCallCommand, governedRequests, LogEventRead } from './governance-saga.js';
+import type { GovernanceParts } from './governance-parts.js';
+import type { GovernedRequest } from './tool-call-processor.js';
+
+export const GOVERNANCE_SAGA_CONSUMER = 'governance-saga';
+
+/**
+ * The saga's durable input: a checkpointed consumer of the log (run by a `ProjectionRunner`,
+ * so one instance leads it). In the transaction that moves its checkpoint it keeps the saga
+ * store — every call it has seen requested and not yet seen completed, with the request that
+ * starts it — then hands each event to the `@nestjs/cqrs` saga. When an instance takes the lead
+ * (first start, restart, failover) it resumes every call in the store from its stream.
+ */
+export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBus, commandBus: CommandBus, pool: Pool): ProjectionDefinition {
+  const executor = parts.executor;
+  const serves = (server: string) => executor?.serves(server) ?? false;
+  return {
+    name: GOVERNANCE_SAGA_CONSUMER,
+    version: 1,
+    filter: { eventTypePrefixes: ['chunk.mcp_tool_pending', 'toolcall.'] },
+    reset: () => undefined,
+    async resume() {
+      const { rows } = await pool.query<{ tool_call_id: string; request: GovernedRequest }>('SELECT tool_call_id, request FROM governance_saga_open ORDER BY opened_at');
+      for (const { tool_call_id: toolCallId, request } of rows) void commandBus.execute(new AdvanceToolCallCommand(toolCallId, request));
+    },
+    async handle(events, { client }) {
+      const opened = events.flatMap((event) => governedRequests(event, serves));
+      if (opened.length > 0) {
+        await client.query(
+          `INSERT INTO governance_saga_open (tool_call_id, request) SELECT r.id, r.request FROM jsonb_to_recordset($1::jsonb) AS r(id text, request jsonb)
+           ON CONFLICT (tool_call_id) DO NOTHING`,
+          [JSON.stringify(opened.map((request) => ({ id: request.toolCallId, request })))],
+        );
+      }
+      const completed = events.filter((event) => event.type === 'toolcall.completed').map((event) => event.streamId.slice(TOOLCALL_STREAM_PREFIX.length));
+      if (completed.length > 0) await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
+      for (const event of events) eventBus.publish(new LogEventRead(event));
+    },
+  };
+}

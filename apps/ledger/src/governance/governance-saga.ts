@@ -1,0 +1,89 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CommandHandler, ofType, Saga, type ICommand, type ICommandHandler, type IEvent } from '@nestjs/cqrs';
+import { canonicalJson, governedToolCallId, SESSION_STREAM_PREFIX, sha256Hex, TOOLCALL_STREAM_PREFIX, type ChunkEventData, type McpToolResponse } from '#core';
+import type { RecordedEvent } from '#event-log';
+import { Logger } from 'nestjs-pino';
+import { catchError, defer, EMPTY, from, mergeMap, type Observable } from 'rxjs';
+import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
+import { ToolCallProcessor, type GovernedRequest } from './tool-call-processor.js';
+
+/** A log event the saga consumer read (after its checkpoint), handed to the sagas on the EventBus. */
+export class LogEventRead implements IEvent {
+  constructor(readonly event: RecordedEvent) {}
+}
+
+/** Move one tool call on; `request` starts it when its stream does not exist yet. */
+export class AdvanceToolCallCommand implements ICommand {
+  constructor(
+    readonly toolCallId: string,
+    readonly request?: GovernedRequest,
+  ) {}
+}
+
+/**
+ * The tool calls a log event asks the ledger to govern: each `pending` response of an
+ * `mcp_tool_pending` chunk whose server (`tool.serverName`, else `tool.serverId`) is one the
+ * ledger is configured to execute. The arguments' SHA-256 is what a reviewer's decision names.
+ */
+export function governedRequests(event: RecordedEvent, serves: (server: string) => boolean): GovernedRequest[] {
+  if (event.type !== 'chunk.mcp_tool_pending') return [];
+  const sessionId = event.streamId.slice(SESSION_STREAM_PREFIX.length);
+  const { messageId, responses } = event.data as ChunkEventData & { responses: readonly McpToolResponse[] };
+  return responses.flatMap((response) => {
+    const server = serverOf(response);
+    if (response.status !== 'pending' || server === undefined || !serves(server)) return [];
+    const args = response.arguments ?? {};
+    return [{
+      toolCallId: governedToolCallId(sessionId, messageId, response.id), sessionId, messageId, toolId: response.id, tool: { server, name: response.tool.name },
+      arguments: args, argumentsSha256: sha256Hex(canonicalJson(args)), requestedBy: event.metadata.actor, tenant: event.metadata.tenant, causationId: event.id,
+    }];
+  });
+}
+
+function serverOf({ tool }: McpToolResponse): string | undefined {
+  const { serverName, serverId } = tool as { serverName?: unknown; serverId?: unknown };
+  return typeof serverName === 'string' ? serverName : typeof serverId === 'string' ? serverId : undefined;
+}
+
+/**
+ * The governance saga as `@nestjs/cqrs` sees it: log events in, commands out. Its input is the
+ * durable consumer's (`governance-saga.consumer.ts`), never events the process raised itself.
+ * An error inside an rxjs saga pipe would end the saga for good, so each event is mapped in its
+ * own inner pipe that swallows (and logs) its failure.
+ */
+@Injectable()
+export class GovernanceSaga {
+  constructor(
+    @Inject(GOVERNANCE) private readonly parts: GovernanceParts,
+    private readonly logger: Logger,
+  ) {}
+
+  @Saga()
+  toolCalls = (events$: Observable<IEvent>): Observable<ICommand> =>
+    events$.pipe(
+      ofType(LogEventRead),
+      mergeMap(({ event }) =>
+        defer(() => from(this.commandsFor(event))).pipe(
+          catchError((error: unknown) => {
+            this.logger.error({ err: error, eventId: event.id }, 'governance saga could not map an event');
+            return EMPTY;
+          }),
+        ),
+      ),
+    );
+
+  private commandsFor(event: RecordedEvent): AdvanceToolCallCommand[] {
+    if (event.streamId.startsWith(TOOLCALL_STREAM_PREFIX)) return [new AdvanceToolCallCommand(event.streamId.slice(TOOLCALL_STREAM_PREFIX.length))];
+    const executor = this.parts.executor;
+    return executor ? governedRequests(event, (server) => executor.serves(server)).map((request) => new AdvanceToolCallCommand(request.toolCallId, request)) : [];
+  }
+}
+
+@CommandHandler(AdvanceToolCallCommand)
+export class AdvanceToolCallHandler implements ICommandHandler<AdvanceToolCallCommand, void> {
+  constructor(private readonly processor: ToolCallProcessor) {}
+
+  execute({ toolCallId, request }: AdvanceToolCallCommand): Promise<void> {
+    return this.processor.advance(toolCallId, request);
+  }
+}

@@ -1,0 +1,197 @@
+import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import {
+  nextSagaStep, SessionError, toolBlockUpdate, ToolCallError, type SagaStep, type ToolCallEventOf, type ToolCallState,
+} from '#core';
+import { Logger } from 'nestjs-pino';
+import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
+import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
+import { ToolCallRepository } from './toolcall-repository.js';
+
+/** A tool call the saga found in a session's `mcp_tool_pending`, before its stream exists. */
+export type GovernedRequest = ToolCallEventOf<'toolcall.requested'>['data'] & { readonly tenant: string; readonly causationId: string };
+
+type OpenToolCall = Exclude<ToolCallState, { status: 'absent' }>;
+
+const SAGA_ACTOR = 'governance-saga';
+const MAX_STEPS_PER_RUN = 16;
+const MAX_RETRY_DELAY_MS = 30_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const IN_DOUBT = 'the execution started but its outcome was never recorded (the service stopped while it ran); it is not run again';
+
+/**
+ * Takes each tool call through its saga, one step at a time: load the call from its stream,
+ * show its state on the session's tool block, take the step `nextSagaStep` names, repeat until
+ * the call waits (for a person, until its deadline) or is complete. The stream is the saga's
+ * state, so a restart resumes every call where its log stops. Runs for one call are serialized
+ * in this process; across processes the optimistic append decides (only the instance leading
+ * the saga consumer runs steps at all).
+ */
+@Injectable()
+export class ToolCallProcessor implements BeforeApplicationShutdown {
+  private readonly running = new Map<string, Promise<void>>();
+  /** Calls poked again while a run was going: run once more afterwards. */
+  private readonly rerun = new Map<string, GovernedRequest | undefined>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly failures = new Map<string, number>();
+  private stopped = false;
+
+  constructor(
+    private readonly toolCalls: ToolCallRepository,
+    private readonly commandBus: CommandBus,
+    @Inject(GOVERNANCE) private readonly parts: GovernanceParts,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Moves the call on as far as it can go now. Never rejects: a failed run is logged and retried later. */
+  advance(toolCallId: string, request?: GovernedRequest): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const running = this.running.get(toolCallId);
+    if (running) {
+      this.rerun.set(toolCallId, request ?? this.rerun.get(toolCallId));
+      return running;
+    }
+    const run = this.run(toolCallId, request).finally(() => {
+      this.running.delete(toolCallId);
+      if (!this.rerun.has(toolCallId)) return;
+      const again = this.rerun.get(toolCallId);
+      this.rerun.delete(toolCallId);
+      void this.advance(toolCallId, again);
+    });
+    this.running.set(toolCallId, run);
+    return run;
+  }
+
+  /** Waits for the runs under way (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.all(this.running.values());
+  }
+
+  /** Before the pools close: runs under way finish (an execution is recorded, not left in doubt); timers stop. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await this.settled();
+    await this.parts.executor?.close();
+  }
+
+  private async run(toolCallId: string, request: GovernedRequest | undefined): Promise<void> {
+    try {
+      for (let steps = 0; steps < MAX_STEPS_PER_RUN && !this.stopped; steps += 1) {
+        const { state, tenant } = await this.toolCalls.load(toolCallId);
+        if (state.status === 'absent') {
+          if (!request) return;
+          const { tenant: requestTenant, causationId, ...data } = request;
+          await this.step(() => this.toolCalls.execute(toolCallId, { type: 'request', ...data }, { actor: SAGA_ACTOR, tenant: requestTenant, causationId }));
+          continue;
+        }
+        await this.showOnBlock(state, tenant);
+        const next = nextSagaStep(state);
+        if (next.kind === 'done') break;
+        if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) {
+          this.wakeAt(toolCallId, next.deadline);
+          break;
+        }
+        await this.step(() => this.take(next, state, tenant));
+      }
+      this.failures.delete(toolCallId);
+    } catch (error) {
+      const failures = (this.failures.get(toolCallId) ?? 0) + 1;
+      this.failures.set(toolCallId, failures);
+      const delay = Math.min(MAX_RETRY_DELAY_MS, 250 * 2 ** failures);
+      this.logger.warn({ err: error, toolCallId, retryInMs: delay }, 'tool-call saga step failed; retrying');
+      this.schedule(toolCallId, delay);
+    }
+  }
+
+  /** A step another process (or a decision) overtook is not an error: the next load shows where the call is. */
+  private async step(work: () => Promise<unknown>): Promise<void> {
+    try {
+      await work();
+    } catch (error) {
+      if (!(error instanceof ToolCallError)) throw error;
+    }
+  }
+
+  private async take(step: SagaStep, state: OpenToolCall, tenant: string): Promise<void> {
+    const id = state.request.toolCallId;
+    const { tool, arguments: args } = state.request;
+    const as = { actor: SAGA_ACTOR, tenant };
+    const now = () => new Date().toISOString();
+    switch (step.kind) {
+      case 'screen': {
+        const { verdict, rule, policyVersion } = this.parts.firewall.evaluate(tool, args);
+        await this.toolCalls.execute(id, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
+        return;
+      }
+      case 'review': {
+        const review = await this.parts.guardian.review(tool, args, state.firewall!.policyVersion);
+        const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
+        await this.toolCalls.execute(id, { type: 'record_guardian', review, onFailure: this.parts.guardianOnFailure, approvalDeadline, at: now() }, as);
+        return;
+      }
+      case 'await_decision':
+        await this.toolCalls.execute(id, { type: 'expire', now: now() }, as);
+        return;
+      case 'execute': {
+        // Recorded before the call: if this process dies during it, the log says so and nothing runs it twice.
+        const executing = await this.toolCalls.execute(id, { type: 'start_execution', at: now() }, as);
+        await this.showOnBlock(executing, tenant);
+        const started = performance.now();
+        const durationMs = () => Math.round(performance.now() - started);
+        try {
+          if (!this.parts.executor) throw new Error('no MCP servers are configured');
+          const result = await this.parts.executor.call(tool, args);
+          await this.toolCalls.execute(id, { type: 'record_result', ok: true, result, durationMs: durationMs() }, as);
+        } catch (error) {
+          await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: (error as Error).message, durationMs: durationMs(), unknownOutcome: outcomeUnknown(error) }, as);
+        }
+        return;
+      }
+      case 'execution_in_doubt':
+        await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true }, as);
+        return;
+      case 'complete':
+        await this.toolCalls.execute(id, { type: 'complete' }, as);
+        return;
+      case 'done':
+        return;
+    }
+  }
+
+  /** Writes the call's state onto its tool block in the session (once per state: the event id comes from the state). */
+  private async showOnBlock(state: ToolCallState, tenant: string): Promise<void> {
+    const shown = toolBlockUpdate(state);
+    if (!shown || state.status === 'absent') return;
+    const { sessionId, messageId, toolCallId } = state.request;
+    try {
+      await this.commandBus.execute(new ExecuteSessionCommand(sessionId, { type: 'update_tool_call', eventId: shown.eventId, messageId, toolCallId, ...shown.update }, SAGA_ACTOR, tenant));
+    } catch (error) {
+      // The call stands on its own stream even if its session is gone; the audit trail is there.
+      if (!(error instanceof SessionError)) throw error;
+      this.logger.warn({ toolCallId, code: error.code }, 'tool block not updated');
+    }
+  }
+
+  private wakeAt(toolCallId: string, deadline: string): void {
+    this.schedule(toolCallId, Math.min(MAX_TIMER_MS, Math.max(0, Date.parse(deadline) - Date.now())));
+  }
+
+  private schedule(toolCallId: string, delayMs: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timers.get(toolCallId));
+    const timer = setTimeout(() => {
+      this.timers.delete(toolCallId);
+      void this.advance(toolCallId);
+    }, delayMs);
+    timer.unref();
+    this.timers.set(toolCallId, timer);
+  }
+}
+
+/** A timeout or a dropped connection leaves open whether the server ran the tool; a refusal before the call does not. */
+function outcomeUnknown(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === -32001 || code === -32000;
+}

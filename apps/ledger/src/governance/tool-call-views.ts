@@ -1,0 +1,67 @@
+import type { ToolCallState } from '#core';
+import type { RecordedEvent } from '#event-log';
+
+/** A tool call as the API shows it: the request, every verdict and decision, the execution, and the log position it reflects. */
+export interface ToolCallView {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly messageId: string;
+  readonly toolId: string;
+  readonly tool: { readonly server: string; readonly name: string };
+  readonly arguments: unknown;
+  readonly argumentsSha256: string;
+  readonly requestedBy: string;
+  readonly status: string;
+  readonly outcome: string | null;
+  readonly firewall: unknown;
+  readonly guardian: unknown;
+  readonly approval: unknown;
+  readonly decision: unknown;
+  readonly execution: unknown;
+  readonly position: number;
+}
+
+export function toolCallView(state: Exclude<ToolCallState, { status: 'absent' }>): ToolCallView {
+  const { request } = state;
+  return {
+    id: request.toolCallId, sessionId: request.sessionId, messageId: request.messageId, toolId: request.toolId, tool: request.tool, arguments: request.arguments,
+    argumentsSha256: request.argumentsSha256, requestedBy: request.requestedBy, status: state.status, outcome: state.outcome, firewall: state.firewall,
+    guardian: state.guardian, approval: state.approval, decision: state.decision, execution: state.execution, position: Number(state.position),
+  };
+}
+
+export interface ToolCallRowValues {
+  readonly id: string;
+  readonly session_id: string;
+  readonly message_id: string;
+  readonly tool_id: string;
+  readonly server: string;
+  readonly tool_name: string;
+  readonly arguments: unknown;
+  readonly arguments_sha256: string;
+  readonly requested_by: string;
+  readonly status: string;
+  readonly outcome: string | null;
+  readonly firewall: unknown;
+  readonly guardian: unknown;
+  readonly approval: unknown;
+  readonly decision: unknown;
+  readonly execution: unknown;
+  readonly position: string;
+}
+
+export function toolCallRowView(row: ToolCallRowValues): ToolCallView {
+  return {
+    id: row.id, sessionId: row.session_id, messageId: row.message_id, toolId: row.tool_id, tool: { server: row.server, name: row.tool_name }, arguments: row.arguments,
+    argumentsSha256: row.arguments_sha256, requestedBy: row.requested_by, status: row.status, outcome: row.outcome, firewall: row.firewall, guardian: row.guardian,
+    approval: row.approval, decision: row.decision, execution: row.execution, position: Number(row.position),
+  };
+}
+
+/** The audit trail: every event of the call's stream with who recorded it, when, and its hash link. */
+export function trailView(events: readonly RecordedEvent[]) {
+  return events.map((event) => ({
+    id: event.id, type: event.type, data: event.data, revision: Number(event.revision), position: Number(event.position), actor: event.metadata.actor,
+    recordedAt: event.metadata.recordedAt, causationId: event.metadata.causationId, prevHash: event.metadata.prevHash, hash: event.metadata.hash,
+  }));
+}

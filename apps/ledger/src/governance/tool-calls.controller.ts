@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import type { ToolCallState } from '#core';
+import type pg from 'pg';
+import { z } from 'zod';
+import { PG_POOL } from '../database/database.module.js';
+import { Actor } from '../http/actor.js';
+import { ApiError } from '../http/api-error.js';
+import { DecideToolCallCommand } from './decide-tool-call.handler.js';
+import { ToolCallRepository } from './toolcall-repository.js';
+import { toolCallRowView, toolCallView, trailView, type ToolCallRowValues } from './tool-call-views.js';
+
+const STATUSES = ['requested', 'screened', 'awaiting_approval', 'ready', 'executing', 'succeeded', 'failed', 'denied', 'completed'] as const;
+
+const listQuery = z
+  .object({
+    state: z.enum(STATUSES).optional(),
+    sessionId: z.string().min(1).max(200).optional(),
+    limit: z.coerce.number().int().min(1).max(1_000).default(100),
+  })
+  .strict();
+
+const decisionBody = z
+  .object({
+    /** The SHA-256 of the arguments the reviewer was shown (the call's `argumentsSha256`). */
+    argumentsSha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the 64 hex digits of a SHA-256'),
+    comment: z.string().max(2_000).optional(),
+  })
+  .strict();
+
+/** The approval queue and the audit view; decisions go through the command bus to the call's decider. */
+@Controller('v1/tool-calls')
+export class ToolCallsController {
+  constructor(
+    private readonly commandBus: CommandBus,
+    private readonly toolCalls: ToolCallRepository,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
+  ) {}
+
+  /** From the `tool_calls` read model, oldest first: `?state=awaiting_approval` is the approval queue. */
+  @Get()
+  async list(@Query() query: unknown) {
+    const { state, sessionId, limit } = listQuery.parse(query);
+    const { rows } = await this.pool.query<ToolCallRowValues>(
+      `SELECT * FROM tool_calls WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
+      [state ?? null, sessionId ?? null, limit],
+    );
+    return { toolCalls: rows.map(toolCallRowView) };
+  }
+
+  /** Folded from the call's stream, so it is current the moment a step is recorded; with the full event trail. */
+  @Get(':id')
+  async read(@Param('id') toolCallId: string) {
+    const { state, events } = await this.toolCalls.load(toolCallId);
+    return { ...toolCallView(found(state)), events: trailView(events) };
+  }
+
+  @Post(':id/approve')
+  @HttpCode(200)
+  approve(@Param('id') toolCallId: string, @Body() body: unknown, @Actor() actor: string) {
+    return this.decide(toolCallId, true, body, actor);
+  }
+
+  @Post(':id/deny')
+  @HttpCode(200)
+  deny(@Param('id') toolCallId: string, @Body() body: unknown, @Actor() actor: string) {
+    return this.decide(toolCallId, false, body, actor);
+  }
+
+  private async decide(toolCallId: string, approve: boolean, body: unknown, actor: string) {
+    const { argumentsSha256, comment } = decisionBody.parse(body ?? {});
+    const command = { type: 'decide' as const, approve, by: actor, comment: comment ?? null, argumentsSha256, at: new Date().toISOString(), eventId: randomUUID() };
+    const state: ToolCallState = await this.commandBus.execute(new DecideToolCallCommand(toolCallId, command));
+    return toolCallView(found(state));
+  }
+}
+
+function found(state: ToolCallState): Exclude<ToolCallState, { status: 'absent' }> {
+  if (state.status === 'absent') throw new ApiError(404, 'toolcall_not_found', 'no such tool call');
+  return state;
+}

@@ -1,0 +1,61 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { decideToolCall, evolveToolCall, initialToolCallState, toolCallStreamId, type ToolCallCommand, type ToolCallState } from '#core';
+import { DEFAULT_TENANT, NO_STREAM, WrongExpectedRevisionError, type EventLog, type EventLogReader, type RecordedEvent, type StreamState } from '#event-log';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+
+export interface LoadedToolCall {
+  readonly state: ToolCallState;
+  readonly revision: StreamState;
+  /** The tenant of the call's session: every later step is recorded under it. */
+  readonly tenant: string;
+  readonly events: readonly RecordedEvent[];
+}
+
+export interface ToolCallActor {
+  readonly actor: string;
+  readonly tenant?: string;
+  readonly causationId?: string;
+}
+
+const MAX_ATTEMPTS = 5;
+
+/** A tool call folded from its stream (a dozen events at most), as of its `maxCount` first events when given. */
+export async function loadToolCall(eventLog: EventLogReader, toolCallId: string, maxCount?: number): Promise<LoadedToolCall> {
+  const events = await eventLog.readStream(toolCallStreamId(toolCallId), maxCount === undefined ? {} : { maxCount });
+  const state = events.reduce<ToolCallState>((current, event) => evolveToolCall(current, event), initialToolCallState);
+  return { state, revision: events.at(-1)?.revision ?? NO_STREAM, tenant: events[0]?.metadata.tenant ?? DEFAULT_TENANT, events };
+}
+
+/**
+ * Runs tool-call commands against the log: fold the stream, decide, append with the revision it
+ * was folded at. A concurrent append (a second reviewer, another instance's saga) makes the
+ * append fail; the command is then decided again on the new state, where the decider refuses
+ * what no longer applies (`already_decided`, `wrong_state`). So the first decision wins,
+ * across processes too.
+ */
+@Injectable()
+export class ToolCallRepository {
+  constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
+
+  load(toolCallId: string): Promise<LoadedToolCall> {
+    return loadToolCall(this.eventLog, toolCallId);
+  }
+
+  async execute(toolCallId: string, command: ToolCallCommand, { actor, tenant, causationId }: ToolCallActor): Promise<ToolCallState> {
+    for (let attempt = 1; ; attempt += 1) {
+      const loaded = await this.load(toolCallId);
+      const decided = decideToolCall(command, loaded.state);
+      const events = decided.map(({ id, event }) => ({
+        id, type: event.type, data: event.data, actor, tenant: tenant ?? loaded.tenant, correlationId: command.type === 'request' ? command.sessionId : loaded.state.status === 'absent' ? undefined : loaded.state.request.sessionId,
+        ...(causationId ? { causationId } : {}),
+      }));
+      try {
+        await this.eventLog.append(toolCallStreamId(toolCallId), events, loaded.revision);
+      } catch (error) {
+        if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
+        throw error;
+      }
+      return (await this.load(toolCallId)).state;
+    }
+  }
+}
