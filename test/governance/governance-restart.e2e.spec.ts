@@ -41,6 +41,8 @@ describe('the governance saga across kill -9 and restart', () => {
     const target = path.join(fixture.workspace, 'expired-while-down.txt');
     const { toolCallId } = await requestTool(url, sessionId, 'call_down', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'x' });
     const waiting = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
+    // Let the saga's consumer move its checkpoint past the call: the restart must find it in the saga store, not by redelivery.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     await kill();
     while (Date.now() < Date.parse(waiting.approval.deadline) + 200) await new Promise((resolve) => setTimeout(resolve, 100));
 
