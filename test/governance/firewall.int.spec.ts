@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Firewall, firewallPolicySchema } from '../../apps/ledger/src/governance/firewall.js';
+import { stringify } from 'yaml';
+import { DEFAULT_FIREWALL_POLICY, Firewall, firewallPolicySchema, loadFirewallPolicy } from '../../apps/ledger/src/governance/firewall.js';
 
 describe('firewall', () => {
   const base = mkdtempSync(path.join(tmpdir(), 'firewall-'));
@@ -55,5 +56,16 @@ describe('firewall', () => {
     expect(firewall.evaluate({ server: 'fs', name: 'write_file' }, { path: 'docs/notes.md' })).toMatchObject({ verdict: 'ask', rule: 'tools.ask[0]: fs/write_file' });
     expect(firewall.evaluate({ server: 'fs', name: 'write_file' }, { path: '../x' }).verdict).toBe('deny');
     expect(firewall.evaluate({ server: 'web', name: 'fetch' }, {})).toMatchObject({ verdict: 'deny', rule: expect.stringMatching(/^default/) });
+  });
+
+  it('reads a policy from JSON or YAML alike, names the bad field of a broken one, and asks a person for everything without one', () => {
+    const example = path.resolve('config/firewall-policy.example.json');
+    const yamlFile = path.join(base, 'policy.yaml');
+    writeFileSync(yamlFile, stringify(JSON.parse(readFileSync(example, 'utf8'))));
+    expect(loadFirewallPolicy(yamlFile)).toEqual(loadFirewallPolicy(example));
+    const broken = path.join(base, 'broken.yml');
+    writeFileSync(broken, 'version: x\ntools:\n  allow: read_file\n');
+    expect(() => loadFirewallPolicy(broken)).toThrow(/tools\.allow/);
+    expect(new Firewall(DEFAULT_FIREWALL_POLICY).evaluate({ server: 'fs', name: 'read_file' }, { path: '/tmp' }).verdict).toBe('ask');
   });
 });

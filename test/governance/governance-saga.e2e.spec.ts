@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { connectSse } from '../support/sse-client.js';
 import { call, governanceFixture, PRODUCER, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
 
 const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
@@ -21,7 +22,7 @@ describe('tool-call governance end to end over HTTP', () => {
 
   beforeAll(async () => {
     fixture = await governanceFixture();
-    ledger = await startLedger(fixture.env());
+    ledger = await startLedger(fixture.env({ LEDGER_LIVE_COALESCE_MS: '0' }));
     sessionId = (await call(url(), 'POST', '/v1/sessions', { title: 'governed' })).body.id;
   });
   afterAll(async () => {
@@ -69,6 +70,8 @@ describe('tool-call governance end to end over HTTP', () => {
 
   it('judged high-risk, refused to the requester and to a stale hash, approved by a reviewer, then executed once', async () => {
     const target = path.join(fixture.workspace, 'approved.txt');
+    const live = connectSse(`${url()}/v1/sessions/${sessionId}/live`);
+    expect((await live.opened).status).toBe(200);
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
@@ -99,6 +102,11 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(readFileSync(target, 'utf8')).toBe('approved write');
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({ status: 'success', metadata: { governance: { status: 'succeeded', decision: { by: 'alice' } } } });
+    // A producer following the session's live feed saw each move of the call.
+    const liveStatuses = () => live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
+    for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    live.close();
+    expect(liveStatuses()).toEqual(['awaiting_approval', 'executing', 'succeeded']);
   });
 
   it('denied by a reviewer: the file is never written and the model reads the denial', async () => {
@@ -144,6 +152,12 @@ describe('tool-call governance end to end over HTTP', () => {
       before = await list();
     }
     expect(before).toHaveLength(8);
+    // Metrics count the same outcomes the read model holds.
+    const metrics = await (await fetch(`${url()}/metrics`)).text();
+    for (const outcome of ['succeeded', 'denied']) {
+      const expected = before.filter((listed: { outcome: string }) => listed.outcome === outcome).length;
+      expect(metrics).toContain(`ledger_tool_calls_completed_total{outcome="${outcome}"} ${expected}`);
+    }
     const guardianRequests = fixture.guardian.requests.length;
     const rebuilt = await call(url(), 'POST', '/v1/admin/rebuild?projection=tool-calls');
     expect(rebuilt).toMatchObject({ status: 200, body: { projections: { 'tool-calls': { events: expect.any(Number) } } } });

@@ -4,6 +4,7 @@ import {
   nextSagaStep, SessionError, toolBlockUpdate, ToolCallError, type SagaStep, type ToolCallEventOf, type ToolCallState,
 } from '#core';
 import { Logger } from 'nestjs-pino';
+import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
 import { ToolCallRepository } from './toolcall-repository.js';
@@ -41,6 +42,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     private readonly commandBus: CommandBus,
     @Inject(GOVERNANCE) private readonly parts: GovernanceParts,
     private readonly logger: Logger,
+    private readonly metrics: LedgerMetrics,
   ) {}
 
   /** Moves the call on as far as it can go now. Never rejects: a failed run is logged and retried later. */
@@ -126,7 +128,9 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         return;
       }
       case 'review': {
+        const reviewStarted = performance.now();
         const review = await this.parts.guardian.review(tool, args, state.firewall!.policyVersion);
+        this.metrics.recordToolCallStep('review', performance.now() - reviewStarted);
         const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
         await this.toolCalls.execute(id, { type: 'record_guardian', review, onFailure: this.parts.guardianOnFailure, approvalDeadline, at: now() }, as);
         return;
@@ -147,6 +151,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         } catch (error) {
           await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: (error as Error).message, durationMs: durationMs(), unknownOutcome: outcomeUnknown(error) }, as);
         }
+        this.metrics.recordToolCallStep('execute', durationMs());
         return;
       }
       case 'execution_in_doubt':
@@ -154,6 +159,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         return;
       case 'complete':
         await this.toolCalls.execute(id, { type: 'complete' }, as);
+        this.metrics.toolCallCompleted(state.outcome!);
         return;
       case 'done':
         return;

@@ -40,6 +40,21 @@ export class LedgerMetrics {
     registers: [this.registry],
   });
 
+  private readonly toolCallsCompleted = new Counter({
+    name: 'ledger_tool_calls_completed_total',
+    help: 'Governed tool calls completed, by outcome (succeeded, failed, denied)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+
+  private readonly toolCallStepSeconds = new Histogram({
+    name: 'ledger_tool_call_step_seconds',
+    help: 'Duration of the governance steps that wait on something outside: the guardian review and the MCP execution',
+    labelNames: ['step'],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
@@ -57,5 +72,13 @@ export class LedgerMetrics {
     this.appendedEvents.inc(stats.events);
     this.commitEvents.observe(stats.events);
     this.commitSeconds.observe(stats.durationMs / 1_000);
+  }
+
+  toolCallCompleted(outcome: string): void {
+    this.toolCallsCompleted.inc({ outcome });
+  }
+
+  recordToolCallStep(step: 'review' | 'execute', durationMs: number): void {
+    this.toolCallStepSeconds.observe({ step }, durationMs / 1_000);
   }
 }
