@@ -80,23 +80,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
 
   private async run(toolCallId: string, request: GovernedRequest | undefined): Promise<void> {
     try {
-      for (let steps = 0; steps < MAX_STEPS_PER_RUN && !this.stopped; steps += 1) {
-        const { state, tenant } = await this.toolCalls.load(toolCallId);
-        if (state.status === 'absent') {
-          if (!request) return;
-          const { tenant: requestTenant, causationId, ...data } = request;
-          await this.step(() => this.toolCalls.execute(toolCallId, { type: 'request', ...data }, { actor: SAGA_ACTOR, tenant: requestTenant, causationId }));
-          continue;
-        }
-        await this.showOnBlock(state, tenant);
-        const next = nextSagaStep(state);
-        if (next.kind === 'done') break;
-        if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) {
-          this.wakeAt(toolCallId, next.deadline);
-          break;
-        }
-        await this.step(() => this.take(next, state, tenant));
-      }
+      await this.runSteps(toolCallId, request);
       this.failures.delete(toolCallId);
     } catch (error) {
       const failures = (this.failures.get(toolCallId) ?? 0) + 1;
@@ -105,6 +89,26 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       this.logger.warn({ err: error, toolCallId, retryInMs: delay }, 'tool-call saga step failed; retrying');
       this.schedule(toolCallId, delay);
     }
+  }
+
+  /** Steps until the call waits or is done. Each step moves the call's status, so a run that does not settle is a bug, retried like a failure. */
+  private async runSteps(toolCallId: string, request: GovernedRequest | undefined): Promise<void> {
+    for (let steps = 0; steps < MAX_STEPS_PER_RUN; steps += 1) {
+      if (this.stopped) return;
+      const { state, tenant } = await this.toolCalls.load(toolCallId);
+      if (state.status === 'absent') {
+        if (!request) return;
+        const { tenant: requestTenant, causationId, ...data } = request;
+        await this.step(() => this.toolCalls.execute(toolCallId, { type: 'request', ...data }, { actor: SAGA_ACTOR, tenant: requestTenant, causationId }));
+        continue;
+      }
+      await this.showOnBlock(state, tenant);
+      const next = nextSagaStep(state);
+      if (next.kind === 'done') return;
+      if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) return this.wakeAt(toolCallId, next.deadline);
+      await this.step(() => this.take(next, state, tenant));
+    }
+    throw new Error(`tool call ${toolCallId} did not settle in ${MAX_STEPS_PER_RUN} steps`);
   }
 
   /** A step another process (or a decision) overtook is not an error: the next load shows where the call is. */

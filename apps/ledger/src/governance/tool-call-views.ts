@@ -30,34 +30,6 @@ export function toolCallView(state: Exclude<ToolCallState, { status: 'absent' }>
   };
 }
 
-export interface ToolCallRowValues {
-  readonly id: string;
-  readonly session_id: string;
-  readonly message_id: string;
-  readonly tool_id: string;
-  readonly server: string;
-  readonly tool_name: string;
-  readonly arguments: unknown;
-  readonly arguments_sha256: string;
-  readonly requested_by: string;
-  readonly status: string;
-  readonly outcome: string | null;
-  readonly firewall: unknown;
-  readonly guardian: unknown;
-  readonly approval: unknown;
-  readonly decision: unknown;
-  readonly execution: unknown;
-  readonly position: string;
-}
-
-export function toolCallRowView(row: ToolCallRowValues): ToolCallView {
-  return {
-    id: row.id, sessionId: row.session_id, messageId: row.message_id, toolId: row.tool_id, tool: { server: row.server, name: row.tool_name }, arguments: row.arguments,
-    argumentsSha256: row.arguments_sha256, requestedBy: row.requested_by, status: row.status, outcome: row.outcome, firewall: row.firewall, guardian: row.guardian,
-    approval: row.approval, decision: row.decision, execution: row.execution, position: Number(row.position),
-  };
-}
-
 /** The audit trail: every event of the call's stream with who recorded it, when, and its hash link. */
 export function trailView(events: readonly RecordedEvent[]) {
   return events.map((event) => ({

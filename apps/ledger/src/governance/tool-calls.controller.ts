@@ -9,7 +9,7 @@ import { Actor } from '../http/actor.js';
 import { ApiError } from '../http/api-error.js';
 import { DecideToolCallCommand } from './decide-tool-call.handler.js';
 import { ToolCallRepository } from './toolcall-repository.js';
-import { toolCallRowView, toolCallView, trailView, type ToolCallRowValues } from './tool-call-views.js';
+import { toolCallView, trailView, type ToolCallView } from './tool-call-views.js';
 
 const STATUSES = ['requested', 'screened', 'awaiting_approval', 'ready', 'executing', 'succeeded', 'failed', 'denied', 'completed'] as const;
 
@@ -42,11 +42,13 @@ export class ToolCallsController {
   @Get()
   async list(@Query() query: unknown) {
     const { state, sessionId, limit } = listQuery.parse(query);
-    const { rows } = await this.pool.query<ToolCallRowValues>(
-      `SELECT * FROM tool_calls WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
+    const { rows } = await this.pool.query<ToolCallView>(
+      `SELECT id, session_id AS "sessionId", message_id AS "messageId", tool_id AS "toolId", json_build_object('server', server, 'name', tool_name) AS tool, arguments,
+         arguments_sha256 AS "argumentsSha256", requested_by AS "requestedBy", status, outcome, firewall, guardian, approval, decision, execution, position::float8 AS position
+       FROM tool_calls WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
       [state ?? null, sessionId ?? null, limit],
     );
-    return { toolCalls: rows.map(toolCallRowView) };
+    return { toolCalls: rows };
   }
 
   /** Folded from the call's stream, so it is current the moment a step is recorded; with the full event trail. */
