@@ -144,6 +144,20 @@ describe('tool-call governance end to end over HTTP', () => {
     }
   });
 
+  it('bad input gets a 4xx naming the field and records nothing', async () => {
+    expect(await call(url(), 'GET', '/v1/tool-calls?state=bogus')).toMatchObject({ status: 400, body: { error: { field: 'state' } } });
+    expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
+    const unknown = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/approve', { argumentsSha256: 'a'.repeat(64) }, 'alice');
+    expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'toolcall_not_found' } } });
+    expect(await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).toMatchObject({ status: 404 });
+    const extra = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/deny', { argumentsSha256: 'a'.repeat(64), approve: true }, 'alice');
+    expect(extra).toMatchObject({ status: 400, body: { error: { field: 'approve' } } });
+    const badActor = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/deny', { argumentsSha256: 'a'.repeat(64) }, 'not a valid actor!');
+    expect(badActor).toMatchObject({ status: 400, body: { error: { field: 'x-ledger-actor' } } });
+    // Nothing of the refused requests was recorded.
+    expect((await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+
   it('the tool_calls read model holds every call, and a rebuild from the log gives the same rows without asking anyone again', async () => {
     const list = async () => (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`)).body.toolCalls;
     let before = await list();

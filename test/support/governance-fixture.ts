@@ -82,12 +82,13 @@ export async function governanceFixture(): Promise<GovernanceFixture> {
 export async function requestTool(baseUrl: string, sessionId: string, toolId: string, tool: { server: string; name: string }, args: unknown) {
   await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: `please run ${tool.name}` });
   const messageId = (await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant', model: 'test-model' })).body.id as string;
+  const chunksSentAt = performance.now();
   const posted = await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
     { seq: 1, type: 'llm_response_created' },
     { seq: 2, type: 'mcp_tool_pending', responses: [{ id: toolId, tool: { id: `${tool.server}-${tool.name}`, name: tool.name, serverName: tool.server, serverId: tool.server }, arguments: args, status: 'pending' }] },
   ]);
   if (posted.status !== 200) throw new Error(`chunks refused: ${JSON.stringify(posted.body)}`);
-  return { messageId, toolCallId: governedToolCallId(sessionId, messageId, toolId) };
+  return { messageId, toolCallId: governedToolCallId(sessionId, messageId, toolId), chunksSentAt };
 }
 
 /** Polls `GET /v1/tool-calls/:id` (folded from the call's stream) until `done` holds, bounded. */

@@ -12,11 +12,12 @@ export class LogEventRead implements IEvent {
   constructor(readonly event: RecordedEvent) {}
 }
 
-/** Move one tool call on; `request` starts it when its stream does not exist yet. */
+/** Move one tool call on; `request` starts it when its stream does not exist yet; `position` is the call's event that prompted it. */
 export class AdvanceToolCallCommand implements ICommand {
   constructor(
     readonly toolCallId: string,
     readonly request?: GovernedRequest,
+    readonly position?: bigint,
   ) {}
 }
 
@@ -73,7 +74,7 @@ export class GovernanceSaga {
     );
 
   private commandsFor(event: RecordedEvent): AdvanceToolCallCommand[] {
-    if (event.streamId.startsWith(TOOLCALL_STREAM_PREFIX)) return [new AdvanceToolCallCommand(event.streamId.slice(TOOLCALL_STREAM_PREFIX.length))];
+    if (event.streamId.startsWith(TOOLCALL_STREAM_PREFIX)) return [new AdvanceToolCallCommand(event.streamId.slice(TOOLCALL_STREAM_PREFIX.length), undefined, event.position)];
     const executor = this.parts.executor;
     return executor ? governedRequests(event, (server) => executor.serves(server)).map((request) => new AdvanceToolCallCommand(request.toolCallId, request)) : [];
   }
@@ -83,7 +84,7 @@ export class GovernanceSaga {
 export class AdvanceToolCallHandler implements ICommandHandler<AdvanceToolCallCommand, void> {
   constructor(private readonly processor: ToolCallProcessor) {}
 
-  execute({ toolCallId, request }: AdvanceToolCallCommand): Promise<void> {
-    return this.processor.advance(toolCallId, request);
+  execute({ toolCallId, request, position }: AdvanceToolCallCommand): Promise<void> {
+    return this.processor.advance(toolCallId, request, position);
   }
 }

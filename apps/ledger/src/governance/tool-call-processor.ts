@@ -16,6 +16,7 @@ type OpenToolCall = Exclude<ToolCallState, { status: 'absent' }>;
 
 const SAGA_ACTOR = 'governance-saga';
 const MAX_STEPS_PER_RUN = 16;
+const MAX_REMEMBERED_CALLS = 10_000;
 const MAX_RETRY_DELAY_MS = 30_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const IN_DOUBT = 'the execution started but its outcome was never recorded (the service stopped while it ran); it is not run again';
@@ -35,6 +36,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
   private readonly rerun = new Map<string, GovernedRequest | undefined>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly failures = new Map<string, number>();
+  /** The log position of the newest state a run worked from, per call. */
+  private readonly positions = new Map<string, bigint>();
   private stopped = false;
 
   constructor(
@@ -45,9 +48,14 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     private readonly metrics: LedgerMetrics,
   ) {}
 
-  /** Moves the call on as far as it can go now. Never rejects: a failed run is logged and retried later. */
-  advance(toolCallId: string, request?: GovernedRequest): Promise<void> {
+  /**
+   * Moves the call on as far as it can go now. Never rejects: a failed run is logged and retried
+   * later. `position`: the log event that prompted this; nothing to do if a run already saw it
+   * (the saga hears of its own steps too).
+   */
+  advance(toolCallId: string, request?: GovernedRequest, position?: bigint): Promise<void> {
     if (this.stopped) return Promise.resolve();
+    if (position !== undefined && position <= (this.positions.get(toolCallId) ?? -1n)) return Promise.resolve();
     const running = this.running.get(toolCallId);
     if (running) {
       this.rerun.set(toolCallId, request ?? this.rerun.get(toolCallId));
@@ -93,34 +101,48 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
 
   /** Steps until the call waits or is done. Each step moves the call's status, so a run that does not settle is a bug, retried like a failure. */
   private async runSteps(toolCallId: string, request: GovernedRequest | undefined): Promise<void> {
+    let { state, tenant } = await this.toolCalls.load(toolCallId);
     for (let steps = 0; steps < MAX_STEPS_PER_RUN; steps += 1) {
       if (this.stopped) return;
-      const { state, tenant } = await this.toolCalls.load(toolCallId);
+      this.seen(toolCallId, state);
       if (state.status === 'absent') {
         if (!request) return;
         const { tenant: requestTenant, causationId, ...data } = request;
-        await this.step(() => this.toolCalls.execute(toolCallId, { type: 'request', ...data }, { actor: SAGA_ACTOR, tenant: requestTenant, causationId }));
+        tenant = requestTenant;
+        state = (await this.step(() => this.toolCalls.execute(toolCallId, { type: 'request', ...data }, { actor: SAGA_ACTOR, tenant: requestTenant, causationId }))) ?? (await this.toolCalls.load(toolCallId)).state;
         continue;
       }
       await this.showOnBlock(state, tenant);
       const next = nextSagaStep(state);
       if (next.kind === 'done') return;
       if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) return this.wakeAt(toolCallId, next.deadline);
-      await this.step(() => this.take(next, state, tenant));
+      const current = state;
+      state = (await this.step(() => this.take(next, current, tenant))) ?? (await this.toolCalls.load(toolCallId)).state;
     }
     throw new Error(`tool call ${toolCallId} did not settle in ${MAX_STEPS_PER_RUN} steps`);
   }
 
-  /** A step another process (or a decision) overtook is not an error: the next load shows where the call is. */
-  private async step(work: () => Promise<unknown>): Promise<void> {
-    try {
-      await work();
-    } catch (error) {
-      if (!(error instanceof ToolCallError)) throw error;
+  private seen(toolCallId: string, state: ToolCallState): void {
+    if (state.status === 'absent') return;
+    this.positions.delete(toolCallId);
+    this.positions.set(toolCallId, state.position);
+    for (const [oldest] of this.positions) {
+      if (this.positions.size <= MAX_REMEMBERED_CALLS) break;
+      this.positions.delete(oldest);
     }
   }
 
-  private async take(step: SagaStep, state: OpenToolCall, tenant: string): Promise<void> {
+  /** A step another process (or a decision) overtook is not an error: `undefined`, and the caller reads where the call is. */
+  private async step<T>(work: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await work();
+    } catch (error) {
+      if (!(error instanceof ToolCallError)) throw error;
+      return undefined;
+    }
+  }
+
+  private async take(step: Exclude<SagaStep, { kind: 'done' }>, state: OpenToolCall, tenant: string): Promise<ToolCallState> {
     const id = state.request.toolCallId;
     const { tool, arguments: args } = state.request;
     const as = { actor: SAGA_ACTOR, tenant };
@@ -128,45 +150,41 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     switch (step.kind) {
       case 'screen': {
         const { verdict, rule, policyVersion } = this.parts.firewall.evaluate(tool, args);
-        await this.toolCalls.execute(id, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
-        return;
+        return this.toolCalls.execute(id, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
       }
       case 'review': {
         const reviewStarted = performance.now();
         const review = await this.parts.guardian.review(tool, args, state.firewall!.policyVersion);
         this.metrics.recordToolCallStep('review', performance.now() - reviewStarted);
         const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
-        await this.toolCalls.execute(id, { type: 'record_guardian', review, onFailure: this.parts.guardianOnFailure, approvalDeadline, at: now() }, as);
-        return;
+        return this.toolCalls.execute(id, { type: 'record_guardian', review, onFailure: this.parts.guardianOnFailure, approvalDeadline, at: now() }, as);
       }
       case 'await_decision':
-        await this.toolCalls.execute(id, { type: 'expire', now: now() }, as);
-        return;
+        return this.toolCalls.execute(id, { type: 'expire', now: now() }, as);
       case 'execute': {
         // Recorded before the call: if this process dies during it, the log says so and nothing runs it twice.
         const executing = await this.toolCalls.execute(id, { type: 'start_execution', at: now() }, as);
         await this.showOnBlock(executing, tenant);
         const started = performance.now();
         const durationMs = () => Math.round(performance.now() - started);
+        let finished: ToolCallState;
         try {
           if (!this.parts.executor) throw new Error('no MCP servers are configured');
           const result = await this.parts.executor.call(tool, args);
-          await this.toolCalls.execute(id, { type: 'record_result', ok: true, result, durationMs: durationMs() }, as);
+          finished = await this.toolCalls.execute(id, { type: 'record_result', ok: true, result, durationMs: durationMs() }, as);
         } catch (error) {
-          await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: (error as Error).message, durationMs: durationMs(), unknownOutcome: outcomeUnknown(error) }, as);
+          finished = await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: (error as Error).message, durationMs: durationMs(), unknownOutcome: outcomeUnknown(error) }, as);
         }
         this.metrics.recordToolCallStep('execute', durationMs());
-        return;
+        return finished;
       }
       case 'execution_in_doubt':
-        await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true }, as);
-        return;
-      case 'complete':
-        await this.toolCalls.execute(id, { type: 'complete' }, as);
+        return this.toolCalls.execute(id, { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true }, as);
+      case 'complete': {
+        const completed = await this.toolCalls.execute(id, { type: 'complete' }, as);
         this.metrics.toolCallCompleted(state.outcome!);
-        return;
-      case 'done':
-        return;
+        return completed;
+      }
     }
   }
 

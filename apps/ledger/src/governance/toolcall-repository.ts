@@ -49,13 +49,16 @@ export class ToolCallRepository {
         id, type: event.type, data: event.data, actor, tenant: tenant ?? loaded.tenant, correlationId: command.type === 'request' ? command.sessionId : loaded.state.status === 'absent' ? undefined : loaded.state.request.sessionId,
         ...(causationId ? { causationId } : {}),
       }));
+      let appended;
       try {
-        await this.eventLog.append(toolCallStreamId(toolCallId), events, loaded.revision);
+        appended = await this.eventLog.append(toolCallStreamId(toolCallId), events, loaded.revision);
       } catch (error) {
         if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
         throw error;
       }
-      return (await this.load(toolCallId)).state;
+      // Someone recorded the same step meanwhile: read what the log holds. Otherwise what was appended is what the log holds.
+      if (appended.duplicates.length > 0) return (await this.load(toolCallId)).state;
+      return decided.reduce((state, { event }) => evolveToolCall(state, { ...event, position: appended.position }), loaded.state);
     }
   }
 }
