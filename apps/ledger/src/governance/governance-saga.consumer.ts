@@ -6,8 +6,6 @@ import { AdvanceToolCallCommand, governedRequests, LogEventRead } from './govern
 import type { GovernanceParts } from './governance-parts.js';
 import type { GovernedRequest } from './tool-call-processor.js';
 
-export const GOVERNANCE_SAGA_CONSUMER = 'governance-saga';
-
 /**
  * The saga's durable input: a checkpointed consumer of the log (run by a `ProjectionRunner`,
  * so one instance leads it). In the transaction that moves its checkpoint it keeps the saga
@@ -19,7 +17,7 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
   const executor = parts.executor;
   const serves = (server: string) => executor?.serves(server) ?? false;
   return {
-    name: GOVERNANCE_SAGA_CONSUMER,
+    name: 'governance-saga',
     version: 1,
     filter: { eventTypePrefixes: ['chunk.mcp_tool_pending', 'toolcall.'] },
     reset: () => undefined,
@@ -28,7 +26,8 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
       for (const { tool_call_id: toolCallId, request } of rows) void commandBus.execute(new AdvanceToolCallCommand(toolCallId, request));
     },
     async handle(events, { client }) {
-      const opened = events.flatMap((event) => governedRequests(event, serves));
+      const read = events.map((event) => new LogEventRead(event, governedRequests(event, serves)));
+      const opened = read.flatMap(({ requests }) => requests);
       if (opened.length > 0) {
         await client.query(
           `INSERT INTO governance_saga_open (tool_call_id, request) SELECT r.id, r.request FROM jsonb_to_recordset($1::jsonb) AS r(id text, request jsonb)
@@ -38,7 +37,7 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
       }
       const completed = events.filter((event) => event.type === 'toolcall.completed').map((event) => event.streamId.slice(TOOLCALL_STREAM_PREFIX.length));
       if (completed.length > 0) await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
-      for (const event of events) eventBus.publish(new LogEventRead(event));
+      for (const event of read) eventBus.publish(event);
     },
   };
 }

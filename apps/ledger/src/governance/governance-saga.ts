@@ -1,15 +1,17 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { CommandHandler, ofType, Saga, type ICommand, type ICommandHandler, type IEvent } from '@nestjs/cqrs';
 import { canonicalJson, governedToolCallId, SESSION_STREAM_PREFIX, sha256Hex, TOOLCALL_STREAM_PREFIX, type ChunkEventData, type McpToolResponse } from '#core';
 import type { RecordedEvent } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import { catchError, defer, EMPTY, from, mergeMap, type Observable } from 'rxjs';
-import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
 import { ToolCallProcessor, type GovernedRequest } from './tool-call-processor.js';
 
-/** A log event the saga consumer read (after its checkpoint), handed to the sagas on the EventBus. */
+/** A log event the saga consumer read (after its checkpoint), with the tool calls it asks the ledger to govern, handed to the sagas on the EventBus. */
 export class LogEventRead implements IEvent {
-  constructor(readonly event: RecordedEvent) {}
+  constructor(
+    readonly event: RecordedEvent,
+    readonly requests: readonly GovernedRequest[],
+  ) {}
 }
 
 /** Move one tool call on; `request` starts it when its stream does not exist yet; `position` is the call's event that prompted it. */
@@ -54,17 +56,14 @@ function serverOf({ tool }: McpToolResponse): string | undefined {
  */
 @Injectable()
 export class GovernanceSaga {
-  constructor(
-    @Inject(GOVERNANCE) private readonly parts: GovernanceParts,
-    private readonly logger: Logger,
-  ) {}
+  constructor(private readonly logger: Logger) {}
 
   @Saga()
   toolCalls = (events$: Observable<IEvent>): Observable<ICommand> =>
     events$.pipe(
       ofType(LogEventRead),
-      mergeMap(({ event }) =>
-        defer(() => from(this.commandsFor(event))).pipe(
+      mergeMap(({ event, requests }) =>
+        defer(() => from(commandsFor(event, requests))).pipe(
           catchError((error: unknown) => {
             this.logger.error({ err: error, eventId: event.id }, 'governance saga could not map an event');
             return EMPTY;
@@ -72,12 +71,11 @@ export class GovernanceSaga {
         ),
       ),
     );
+}
 
-  private commandsFor(event: RecordedEvent): AdvanceToolCallCommand[] {
-    if (event.streamId.startsWith(TOOLCALL_STREAM_PREFIX)) return [new AdvanceToolCallCommand(event.streamId.slice(TOOLCALL_STREAM_PREFIX.length), undefined, event.position)];
-    const executor = this.parts.executor;
-    return executor ? governedRequests(event, (server) => executor.serves(server)).map((request) => new AdvanceToolCallCommand(request.toolCallId, request)) : [];
-  }
+function commandsFor(event: RecordedEvent, requests: readonly GovernedRequest[]): AdvanceToolCallCommand[] {
+  if (event.streamId.startsWith(TOOLCALL_STREAM_PREFIX)) return [new AdvanceToolCallCommand(event.streamId.slice(TOOLCALL_STREAM_PREFIX.length), undefined, event.position)];
+  return requests.map((request) => new AdvanceToolCallCommand(request.toolCallId, request));
 }
 
 @CommandHandler(AdvanceToolCallCommand)

@@ -16,8 +16,8 @@ import { ToolCallProcessor } from './tool-call-processor.js';
 import { ToolCallRepository } from './toolcall-repository.js';
 import { ToolCallsController } from './tool-calls.controller.js';
 
-export const TOOL_CALLS_RUNNER = Symbol('TOOL_CALLS_RUNNER');
-export const GOVERNANCE_SAGA_RUNNER = Symbol('GOVERNANCE_SAGA_RUNNER');
+const TOOL_CALLS_RUNNER = Symbol('TOOL_CALLS_RUNNER');
+const GOVERNANCE_SAGA_RUNNER = Symbol('GOVERNANCE_SAGA_RUNNER');
 
 /**
  * Tool-call governance: the approval routes, the `tool_calls` read model, and — when MCP
@@ -49,7 +49,6 @@ export const GOVERNANCE_SAGA_RUNNER = Symbol('GOVERNANCE_SAGA_RUNNER');
         }),
     },
   ],
-  exports: [TOOL_CALLS_RUNNER],
 })
 export class GovernanceModule implements OnApplicationBootstrap, BeforeApplicationShutdown {
   constructor(

@@ -72,17 +72,12 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     return run;
   }
 
-  /** Waits for the runs under way (tests, shutdown). */
-  async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.all(this.running.values());
-  }
-
   /** Before the pools close: runs under way finish (an execution is recorded, not left in doubt); timers stop. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
-    await this.settled();
+    while (this.running.size > 0) await Promise.all(this.running.values());
     await this.parts.executor?.close();
   }
 

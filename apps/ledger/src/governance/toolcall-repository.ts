@@ -45,9 +45,10 @@ export class ToolCallRepository {
     for (let attempt = 1; ; attempt += 1) {
       const loaded = await this.load(toolCallId);
       const decided = decideToolCall(command, loaded.state);
+      // decide refuses every command but `request` on a call that does not exist yet.
+      const sessionId = command.type === 'request' ? command.sessionId : (loaded.state as Exclude<ToolCallState, { status: 'absent' }>).request.sessionId;
       const events = decided.map(({ id, event }) => ({
-        id, type: event.type, data: event.data, actor, tenant: tenant ?? loaded.tenant, correlationId: command.type === 'request' ? command.sessionId : loaded.state.status === 'absent' ? undefined : loaded.state.request.sessionId,
-        ...(causationId ? { causationId } : {}),
+        id, type: event.type, data: event.data, actor, tenant: tenant ?? loaded.tenant, correlationId: sessionId, ...(causationId ? { causationId } : {}),
       }));
       let appended;
       try {
