@@ -4,17 +4,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { governedToolCallId } from '#core';
 import { startChatCompletionsServer, type ChatCompletionsServer } from './chat-completions-server.js';
+import { authorization } from './test-credentials.js';
 
 const require = createRequire(import.meta.url);
 export const mcpServerBin = (name: string) => path.join(path.dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`)), 'dist', 'index.js');
 
 export const PRODUCER = 'producer-1';
 
-/** An HTTP call as a named actor (`X-Ledger-Actor`). */
-export async function call(baseUrl: string, method: string, route: string, body?: unknown, actor = PRODUCER): Promise<{ status: number; body: any }> {
+/** An HTTP call as the principal named `who` (a key of its own: see TestCredentials). */
+export async function call(baseUrl: string, method: string, route: string, body?: unknown, who = PRODUCER): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}${route}`, {
     method,
-    headers: { 'x-ledger-actor': actor, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { ...(await authorization(baseUrl, who)), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
@@ -88,7 +89,7 @@ export async function requestTool(baseUrl: string, sessionId: string, toolId: st
     { seq: 2, type: 'mcp_tool_pending', responses: [{ id: toolId, tool: { id: `${tool.server}-${tool.name}`, name: tool.name, serverName: tool.server, serverId: tool.server }, arguments: args, status: 'pending' }] },
   ]);
   if (posted.status !== 200) throw new Error(`chunks refused: ${JSON.stringify(posted.body)}`);
-  return { messageId, toolCallId: governedToolCallId(sessionId, messageId, toolId), chunksSentAt };
+  return { messageId, toolCallId: governedToolCallId('default', sessionId, messageId, toolId), chunksSentAt };
 }
 
 /** Polls `GET /v1/tool-calls/:id` (folded from the call's stream) until `done` holds, bounded. */

@@ -12,6 +12,7 @@ import { READ_MODEL_ENTITIES } from './sessions/read-models/read-model.entities.
 import { SessionsModule } from './sessions/sessions.module.js';
 import { LiveModule } from './live/live.module.js';
 import { GovernanceModule } from './governance/governance.module.js';
+import { IdentityModule } from './identity/identity.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -33,6 +34,7 @@ export class AppModule {
         EventLogModule.forRoot({ postgresUrl: connectionString, eventStoreConnectionString: config.eventStoreConnectionString }),
         HealthModule,
         CqrsModule.forRoot(),
+        IdentityModule,
         SessionsModule,
         AdminModule,
         LiveModule,

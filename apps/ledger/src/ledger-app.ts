@@ -6,6 +6,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
 import { ApiErrorFilter, sendError } from './http/api-error.js';
+import { LedgerMetrics } from './metrics/ledger-metrics.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
@@ -16,8 +17,10 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));
   // Body-parser failures happen before Nest routes the request: answer them in the same shape.
   const logger = new NestLogger('HTTP');
-  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger));
-  app.useGlobalFilters(new ApiErrorFilter());
+  const metrics = app.get(LedgerMetrics);
+  const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger, countRefusal));
+  app.useGlobalFilters(new ApiErrorFilter(countRefusal));
   const document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Block Ledger').setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.').setVersion('1').build());
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;

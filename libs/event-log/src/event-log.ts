@@ -61,7 +61,7 @@ export interface AppendResult {
   readonly duplicates: readonly string[];
 }
 
-export const DEFAULT_TENANT = 'default';
+export { DEFAULT_TENANT } from '#core';
 export const ANONYMOUS_ACTOR = 'anonymous';
 
 export interface EventFilter {

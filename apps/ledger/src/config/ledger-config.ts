@@ -24,6 +24,9 @@ const environment = z.object({
   LEDGER_GUARDIAN_ON_FAILURE: z.enum(['ask', 'deny', 'allow']).default('ask'),
   LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
   LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(1_000),
+  LEDGER_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(10_000),
+  LEDGER_LIVE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -40,6 +43,7 @@ export interface LedgerConfig {
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
   readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
   readonly governance: GovernanceConfig;
+  readonly identity: IdentityConfig;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
 }
 
@@ -59,6 +63,14 @@ export interface GovernanceConfig {
   /** How long a call waits for a person before it expires (and counts as denied). */
   readonly approvalTimeoutMs: number;
   readonly mcpCallTimeoutMs: number;
+}
+
+/** Abuse limits per credential. */
+export interface IdentityConfig {
+  /** At most `limit` requests per `windowMs` per credential; more get 429 with Retry-After. */
+  readonly rateLimit: { readonly limit: number; readonly windowMs: number };
+  /** Open live (SSE) connections per credential; one more gets 429. */
+  readonly liveConnectionsPerCredential: number;
 }
 
 export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');
@@ -90,6 +102,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       },
       approvalTimeoutMs: values.LEDGER_APPROVAL_TIMEOUT_MS,
       mcpCallTimeoutMs: values.LEDGER_MCP_CALL_TIMEOUT_MS,
+    },
+    identity: {
+      rateLimit: { limit: values.LEDGER_RATE_LIMIT, windowMs: values.LEDGER_RATE_LIMIT_WINDOW_MS },
+      liveConnectionsPerCredential: values.LEDGER_LIVE_MAX_PER_CREDENTIAL,
     },
     logLevel: values.LOG_LEVEL,
   };

@@ -1,5 +1,5 @@
 import type { CommandBus, EventBus } from '@nestjs/cqrs';
-import { TOOLCALL_STREAM_PREFIX } from '#core';
+import { parseToolCallStreamId } from '#core';
 import type { Pool } from 'pg';
 import type { ProjectionDefinition } from '../projections/projection.js';
 import { AdvanceToolCallCommand, governedRequests, LogEventRead } from './governance-saga.js';
@@ -23,7 +23,7 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
     reset: () => undefined,
     async resume() {
       const { rows } = await pool.query<{ tool_call_id: string; request: GovernedRequest }>('SELECT tool_call_id, request FROM governance_saga_open ORDER BY opened_at');
-      for (const { tool_call_id: toolCallId, request } of rows) void commandBus.execute(new AdvanceToolCallCommand(toolCallId, request));
+      for (const { tool_call_id: toolCallId, request } of rows) void commandBus.execute(new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId }, request));
     },
     async handle(events, { client }) {
       const read = events.map((event) => new LogEventRead(event, governedRequests(event, serves)));
@@ -35,7 +35,7 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
           [JSON.stringify(opened.map((request) => ({ id: request.toolCallId, request })))],
         );
       }
-      const completed = events.filter((event) => event.type === 'toolcall.completed').map((event) => event.streamId.slice(TOOLCALL_STREAM_PREFIX.length));
+      const completed = events.filter((event) => event.type === 'toolcall.completed').map((event) => parseToolCallStreamId(event.streamId)!.id);
       if (completed.length > 0) await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
       for (const event of read) eventBus.publish(event);
     },

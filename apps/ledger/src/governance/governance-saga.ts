@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { CommandHandler, ofType, Saga, type ICommand, type ICommandHandler, type IEvent } from '@nestjs/cqrs';
-import { canonicalJson, governedToolCallId, SESSION_STREAM_PREFIX, sha256Hex, TOOLCALL_STREAM_PREFIX, type ChunkEventData, type McpToolResponse } from '#core';
+import { canonicalJson, governedToolCallId, parseSessionStreamId, parseToolCallStreamId, sha256Hex, type ChunkEventData, type McpToolResponse } from '#core';
 import type { RecordedEvent } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import { catchError, defer, EMPTY, from, mergeMap, type Observable } from 'rxjs';
 import { ToolCallProcessor, type GovernedRequest } from './tool-call-processor.js';
+import type { ToolCallRef } from './toolcall-repository.js';
 
 /** A log event the saga consumer read (after its checkpoint), with the tool calls it asks the ledger to govern, handed to the sagas on the EventBus. */
 export class LogEventRead implements IEvent {
@@ -17,7 +18,7 @@ export class LogEventRead implements IEvent {
 /** Move one tool call on; `request` starts it when its stream does not exist yet; `position` is the call's event that prompted it. */
 export class AdvanceToolCallCommand implements ICommand {
   constructor(
-    readonly toolCallId: string,
+    readonly toolCall: ToolCallRef,
     readonly request?: GovernedRequest,
     readonly position?: bigint,
   ) {}
@@ -30,15 +31,15 @@ export class AdvanceToolCallCommand implements ICommand {
  */
 export function governedRequests(event: RecordedEvent, serves: (server: string) => boolean): GovernedRequest[] {
   if (event.type !== 'chunk.mcp_tool_pending') return [];
-  const sessionId = event.streamId.slice(SESSION_STREAM_PREFIX.length);
+  const { tenant, id: sessionId } = parseSessionStreamId(event.streamId)!;
   const { messageId, responses } = event.data as ChunkEventData & { responses: readonly McpToolResponse[] };
   return responses.flatMap((response) => {
     const server = serverOf(response);
     if (response.status !== 'pending' || server === undefined || !serves(server)) return [];
     const args = response.arguments ?? {};
     return [{
-      toolCallId: governedToolCallId(sessionId, messageId, response.id), sessionId, messageId, toolId: response.id, tool: { server, name: response.tool.name },
-      arguments: args, argumentsSha256: sha256Hex(canonicalJson(args)), requestedBy: event.metadata.actor, tenant: event.metadata.tenant, causationId: event.id,
+      toolCallId: governedToolCallId(tenant, sessionId, messageId, response.id), sessionId, messageId, toolId: response.id, tool: { server, name: response.tool.name },
+      arguments: args, argumentsSha256: sha256Hex(canonicalJson(args)), requestedBy: event.metadata.actor, tenant, causationId: event.id,
     }];
   });
 }
@@ -74,15 +75,16 @@ export class GovernanceSaga {
 }
 
 function commandsFor(event: RecordedEvent, requests: readonly GovernedRequest[]): AdvanceToolCallCommand[] {
-  if (event.streamId.startsWith(TOOLCALL_STREAM_PREFIX)) return [new AdvanceToolCallCommand(event.streamId.slice(TOOLCALL_STREAM_PREFIX.length), undefined, event.position)];
-  return requests.map((request) => new AdvanceToolCallCommand(request.toolCallId, request));
+  const toolCall = parseToolCallStreamId(event.streamId);
+  if (toolCall) return [new AdvanceToolCallCommand({ tenant: toolCall.tenant, toolCallId: toolCall.id }, undefined, event.position)];
+  return requests.map((request) => new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId: request.toolCallId }, request));
 }
 
 @CommandHandler(AdvanceToolCallCommand)
 export class AdvanceToolCallHandler implements ICommandHandler<AdvanceToolCallCommand, void> {
   constructor(private readonly processor: ToolCallProcessor) {}
 
-  execute({ toolCallId, request, position }: AdvanceToolCallCommand): Promise<void> {
-    return this.processor.advance(toolCallId, request, position);
+  execute({ toolCall, request, position }: AdvanceToolCallCommand): Promise<void> {
+    return this.processor.advance(toolCall, request, position);
   }
 }

@@ -7,14 +7,16 @@ import { Logger } from 'nestjs-pino';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
-import { ToolCallRepository } from './toolcall-repository.js';
+import { ToolCallRepository, type ToolCallRef } from './toolcall-repository.js';
+import { systemActor } from '../identity/principal.js';
 
 /** A tool call the saga found in a session's `mcp_tool_pending`, before its stream exists. */
 export type GovernedRequest = ToolCallEventOf<'toolcall.requested'>['data'] & { readonly tenant: string; readonly causationId: string };
 
 type OpenToolCall = Exclude<ToolCallState, { status: 'absent' }>;
 
-const SAGA_ACTOR = 'governance-saga';
+const SAGA_ACTOR = systemActor('governance-saga');
+const SAGA_AUTHOR = { actor: SAGA_ACTOR, subject: null };
 const MAX_STEPS_PER_RUN = 16;
 const MAX_REMEMBERED_CALLS = 10_000;
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -53,7 +55,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
    * later. `position`: the log event that prompted this; nothing to do if a run already saw it
    * (the saga hears of its own steps too).
    */
-  advance(toolCallId: string, request?: GovernedRequest, position?: bigint): Promise<void> {
+  advance(ref: ToolCallRef, request?: GovernedRequest, position?: bigint): Promise<void> {
+    const { toolCallId } = ref;
     if (this.stopped) return Promise.resolve();
     if (position !== undefined && position <= (this.positions.get(toolCallId) ?? -1n)) return Promise.resolve();
     const running = this.running.get(toolCallId);
@@ -61,12 +64,12 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       this.rerun.set(toolCallId, request ?? this.rerun.get(toolCallId));
       return running;
     }
-    const run = this.run(toolCallId, request).finally(() => {
+    const run = this.run(ref, request).finally(() => {
       this.running.delete(toolCallId);
       if (!this.rerun.has(toolCallId)) return;
       const again = this.rerun.get(toolCallId);
       this.rerun.delete(toolCallId);
-      void this.advance(toolCallId, again);
+      void this.advance(ref, again);
     });
     this.running.set(toolCallId, run);
     return run;
@@ -81,38 +84,39 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     await this.parts.executor?.close();
   }
 
-  private async run(toolCallId: string, request: GovernedRequest | undefined): Promise<void> {
+  private async run(ref: ToolCallRef, request: GovernedRequest | undefined): Promise<void> {
+    const { toolCallId } = ref;
     try {
-      await this.runSteps(toolCallId, request);
+      await this.runSteps(ref, request);
       this.failures.delete(toolCallId);
     } catch (error) {
       const failures = (this.failures.get(toolCallId) ?? 0) + 1;
       this.failures.set(toolCallId, failures);
       const delay = Math.min(MAX_RETRY_DELAY_MS, 250 * 2 ** failures);
       this.logger.warn({ err: error, toolCallId, retryInMs: delay }, 'tool-call saga step failed; retrying');
-      this.schedule(toolCallId, delay);
+      this.schedule(ref, delay);
     }
   }
 
   /** Steps until the call waits or is done. Each step moves the call's status, so a run that does not settle is a bug, retried like a failure. */
-  private async runSteps(toolCallId: string, request: GovernedRequest | undefined): Promise<void> {
-    let { state, tenant } = await this.toolCalls.load(toolCallId);
+  private async runSteps(ref: ToolCallRef, request: GovernedRequest | undefined): Promise<void> {
+    const { toolCallId, tenant } = ref;
+    let { state } = await this.toolCalls.load(ref);
     for (let steps = 0; steps < MAX_STEPS_PER_RUN; steps += 1) {
       if (this.stopped) return;
       this.seen(toolCallId, state);
       if (state.status === 'absent') {
         if (!request) return;
-        const { tenant: requestTenant, causationId, ...data } = request;
-        tenant = requestTenant;
-        state = (await this.step(() => this.toolCalls.execute(toolCallId, { type: 'request', ...data }, { actor: SAGA_ACTOR, tenant: requestTenant, causationId }))) ?? (await this.toolCalls.load(toolCallId)).state;
+        const { tenant: _tenant, causationId, ...data } = request;
+        state = (await this.step(() => this.toolCalls.execute(ref, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId }))) ?? (await this.toolCalls.load(ref)).state;
         continue;
       }
       await this.showOnBlock(state, tenant);
       const next = nextSagaStep(state);
       if (next.kind === 'done') return;
-      if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) return this.wakeAt(toolCallId, next.deadline);
+      if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) return this.wakeAt(ref, next.deadline);
       const current = state;
-      state = (await this.step(() => this.take(next, current, tenant))) ?? (await this.toolCalls.load(toolCallId)).state;
+      state = (await this.step(() => this.take(next, current, ref))) ?? (await this.toolCalls.load(ref)).state;
     }
     throw new Error(`tool call ${toolCallId} did not settle in ${MAX_STEPS_PER_RUN} steps`);
   }
@@ -137,10 +141,10 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }
   }
 
-  private async take(step: Exclude<SagaStep, { kind: 'done' }>, state: OpenToolCall, tenant: string): Promise<ToolCallState> {
-    const id = state.request.toolCallId;
+  private async take(step: Exclude<SagaStep, { kind: 'done' }>, state: OpenToolCall, id: ToolCallRef): Promise<ToolCallState> {
+    const { tenant } = id;
     const { tool, arguments: args } = state.request;
-    const as = { actor: SAGA_ACTOR, tenant };
+    const as = { actor: SAGA_ACTOR };
     const now = () => new Date().toISOString();
     switch (step.kind) {
       case 'screen': {
@@ -189,7 +193,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     if (!shown || state.status === 'absent') return;
     const { sessionId, messageId, toolCallId } = state.request;
     try {
-      await this.commandBus.execute(new ExecuteSessionCommand(sessionId, { type: 'update_tool_call', eventId: shown.eventId, messageId, toolCallId, ...shown.update }, SAGA_ACTOR, tenant));
+      const command = { type: 'update_tool_call' as const, eventId: shown.eventId, messageId, toolCallId, ...shown.update };
+      await this.commandBus.execute(new ExecuteSessionCommand({ tenant, sessionId }, command, SAGA_AUTHOR));
     } catch (error) {
       // The call stands on its own stream even if its session is gone; the audit trail is there.
       if (!(error instanceof SessionError)) throw error;
@@ -197,16 +202,17 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }
   }
 
-  private wakeAt(toolCallId: string, deadline: string): void {
-    this.schedule(toolCallId, Math.min(MAX_TIMER_MS, Math.max(0, Date.parse(deadline) - Date.now())));
+  private wakeAt(ref: ToolCallRef, deadline: string): void {
+    this.schedule(ref, Math.min(MAX_TIMER_MS, Math.max(0, Date.parse(deadline) - Date.now())));
   }
 
-  private schedule(toolCallId: string, delayMs: number): void {
+  private schedule(ref: ToolCallRef, delayMs: number): void {
+    const { toolCallId } = ref;
     if (this.stopped) return;
     clearTimeout(this.timers.get(toolCallId));
     const timer = setTimeout(() => {
       this.timers.delete(toolCallId);
-      void this.advance(toolCallId);
+      void this.advance(ref);
     }, delayMs);
     timer.unref();
     this.timers.set(toolCallId, timer);

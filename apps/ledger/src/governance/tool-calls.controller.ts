@@ -5,7 +5,8 @@ import type { ToolCallState } from '#core';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PG_POOL } from '../database/database.module.js';
-import { Actor } from '../http/actor.js';
+import { CurrentPrincipal } from '../identity/current-principal.js';
+import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
 import { DecideToolCallCommand } from './decide-tool-call.handler.js';
 import { ToolCallRepository } from './toolcall-repository.js';
@@ -40,40 +41,42 @@ export class ToolCallsController {
 
   /** From the `tool_calls` read model, oldest first: `?state=awaiting_approval` is the approval queue. */
   @Get()
-  async list(@Query() query: unknown) {
+  async list(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { state, sessionId, limit } = listQuery.parse(query);
     const { rows } = await this.pool.query<ToolCallView>(
       `SELECT id, session_id AS "sessionId", message_id AS "messageId", tool_id AS "toolId", json_build_object('server', server, 'name', tool_name) AS tool, arguments,
          arguments_sha256 AS "argumentsSha256", requested_by AS "requestedBy", status, outcome, firewall, guardian, approval, decision, execution, position::float8 AS position
-       FROM tool_calls WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
-      [state ?? null, sessionId ?? null, limit],
+       FROM tool_calls WHERE tenant = $4 AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
+      [state ?? null, sessionId ?? null, limit, principal.tenant],
     );
     return { toolCalls: rows };
   }
 
   /** Folded from the call's stream, so it is current the moment a step is recorded; with the full event trail. */
   @Get(':id')
-  async read(@Param('id') toolCallId: string) {
-    const { state, events } = await this.toolCalls.load(toolCallId);
+  async read(@Param('id') toolCallId: string, @CurrentPrincipal() principal: Principal) {
+    const { state, events } = await this.toolCalls.load({ tenant: principal.tenant, toolCallId });
     return { ...toolCallView(found(state)), events: trailView(events) };
   }
 
   @Post(':id/approve')
   @HttpCode(200)
-  approve(@Param('id') toolCallId: string, @Body() body: unknown, @Actor() actor: string) {
-    return this.decide(toolCallId, true, body, actor);
+  approve(@Param('id') toolCallId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.decide(toolCallId, true, body, principal);
   }
 
   @Post(':id/deny')
   @HttpCode(200)
-  deny(@Param('id') toolCallId: string, @Body() body: unknown, @Actor() actor: string) {
-    return this.decide(toolCallId, false, body, actor);
+  deny(@Param('id') toolCallId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.decide(toolCallId, false, body, principal);
   }
 
-  private async decide(toolCallId: string, approve: boolean, body: unknown, actor: string) {
+  private async decide(toolCallId: string, approve: boolean, body: unknown, principal: Principal) {
     const { argumentsSha256, comment } = decisionBody.parse(body ?? {});
-    const command = { type: 'decide' as const, approve, by: actor, comment: comment ?? null, argumentsSha256, at: new Date().toISOString(), eventId: randomUUID() };
-    const state: ToolCallState = await this.commandBus.execute(new DecideToolCallCommand(toolCallId, command));
+    const command = {
+      type: 'decide' as const, approve, by: principal.actor, bySubject: principal.subject, comment: comment ?? null, argumentsSha256, at: new Date().toISOString(), eventId: randomUUID(),
+    };
+    const state: ToolCallState = await this.commandBus.execute(new DecideToolCallCommand({ tenant: principal.tenant, toolCallId }, command));
     return toolCallView(found(state));
   }
 }

@@ -3,6 +3,7 @@ import { ChunkValidationError, SessionError, ToolCallError } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
 import type { Response } from 'express';
 import { ZodError } from 'zod';
+import { ThrottlerException } from '@nestjs/throttler';
 
 /** A 4xx the client can act on: `{ error: { code, message, field? } }`. */
 export class ApiError extends Error {
@@ -11,6 +12,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly field?: string,
+    /** For refusals (401, 403, 429): why, as counted in /metrics; never sent to the client. */
+    readonly reason?: string,
   ) {
     super(message);
   }
@@ -27,6 +30,7 @@ const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   not_assistant: 422,
   seq_gap: 409,
   seq_conflict: 409,
+  not_a_writer: 403,
 };
 
 const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {
@@ -39,20 +43,31 @@ const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {
   self_approval: 403,
 };
 
+/** Counts refused requests (401, 403, 429) by reason. */
+export type RefusalCounter = (status: number, reason: string) => void;
+
 /** Turns every failure into the API's error body; anything unexpected is a logged 500 without internals. */
 @Catch()
 export class ApiErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('ApiErrorFilter');
 
+  constructor(private readonly countRefusal: RefusalCounter) {}
+
   catch(error: unknown, host: ArgumentsHost): void {
-    sendError(host.switchToHttp().getResponse<Response>(), error, this.logger);
+    sendError(host.switchToHttp().getResponse<Response>(), error, this.logger, this.countRefusal);
   }
 }
 
 /** Writes the error body; also used for failures raised by Express middleware (body parsing) before Nest routes a request. */
-export function sendError(response: Response, error: unknown, logger: Pick<Logger, 'error'>): void {
+export function sendError(response: Response, error: unknown, logger: Pick<Logger, 'error'>, countRefusal?: RefusalCounter): void {
   const { status, body } = describeError(error);
   if (status >= 500) logger.error(error);
+  if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer realm="block-ledger"');
+  if (status === 401 || status === 403 || status === 429) countRefusal?.(status, (error as { reason?: string }).reason ?? body.code);
+  if (response.headersSent) {
+    response.end();
+    return;
+  }
   response.status(status).json({ error: body });
 }
 
@@ -73,6 +88,7 @@ function describeError(error: unknown): { status: number; body: { code: string; 
   if (parserError.type === 'entity.too.large') return { status: 413, body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)') };
   if (parserError.type === 'entity.parse.failed') return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
   if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500) return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
+  if (error instanceof ThrottlerException) return { status: 429, body: withField('rate_limited', 'too many requests for this credential; retry after the time in Retry-After') };
   if (error instanceof HttpException) return { status: error.getStatus(), body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message) };
   return { status: 500, body: withField('internal', 'internal error') };
 }

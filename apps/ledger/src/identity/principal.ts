@@ -4,7 +4,7 @@ export type Role = (typeof ROLES)[number];
 
 /** Tenants are short lowercase names; they appear in stream names, so they never hold `/`. */
 export const TENANT_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
-export const DEFAULT_TENANT = 'default';
+export { DEFAULT_TENANT } from '#core';
 
 export interface Principal {
   readonly tenant: string;

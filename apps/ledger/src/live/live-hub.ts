@@ -1,4 +1,5 @@
 import { initialSessionState, SESSION_STREAM_PREFIX, sessionChanges, sessionStreamId, type SessionState } from '#core';
+import type { SessionRef } from '../sessions/session-repository.js';
 import type { EventLog, RecordedEvent, Subscription } from '#event-log';
 import { foldSessionEvents } from '../sessions/session-fold.js';
 import { sessionItems, type LiveItem } from './live-items.js';
@@ -62,38 +63,39 @@ export class LiveHub {
    * Adds a watcher of a session as of `from` (which the hub must have reached: see `reach`),
    * opening its sink only if the session exists, and returns how to remove it.
    */
-  async watch(sessionId: string, from: bigint | undefined, openSink: () => LiveSink): Promise<{ unwatch: () => void } | undefined> {
+  async watch(session: SessionRef, from: bigint | undefined, openSink: () => LiveSink): Promise<{ unwatch: () => void } | undefined> {
+    const streamId = sessionStreamId(session.tenant, session.sessionId);
     if (from === undefined) {
       // A snapshot of a session already folded here needs no read.
       const joined = await this.serialized(async () => {
-        const entry = this.watched.get(sessionId);
-        return entry ? { watching: this.join(sessionId, entry, initialSessionState, openSink) } : undefined;
+        const entry = this.watched.get(streamId);
+        return entry ? { watching: this.join(streamId, entry, initialSessionState, openSink) } : undefined;
       });
       if (joined) return joined.watching;
     }
     // Everything up to the hub's position when the read starts is committed, so the read holds it; if the hub moves on meanwhile, read again.
     const readAt = this.position;
-    let events = await this.eventLog.readStream(sessionStreamId(sessionId));
+    let events = await this.eventLog.readStream(streamId);
     return this.serialized(async () => {
-      if (this.position > readAt) events = await this.eventLog.readStream(sessionStreamId(sessionId));
+      if (this.position > readAt) events = await this.eventLog.readStream(streamId);
       // Fold forward from the client's state, so unchanged messages and blocks stay the same objects and only real changes are sent.
       const base = from === undefined ? initialSessionState : await foldSessionEvents(this.eventLog, initialSessionState, events.filter((event) => event.position <= from));
       const current = await foldSessionEvents(this.eventLog, base, events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position));
-      const entry = this.watched.get(sessionId) ?? { state: current, sinks: new Set() };
-      return this.join(sessionId, entry, base, openSink, current);
+      const entry = this.watched.get(streamId) ?? { state: current, sinks: new Set() };
+      return this.join(streamId, entry, base, openSink, current);
     });
   }
 
   /** Inside the serialized section: sends the difference from `base` and adds the sink. */
-  private join(sessionId: string, entry: WatchedSession, base: SessionState, openSink: () => LiveSink, current = entry.state): { unwatch: () => void } | undefined {
+  private join(streamId: string, entry: WatchedSession, base: SessionState, openSink: () => LiveSink, current = entry.state): { unwatch: () => void } | undefined {
     if (current.status !== 'open') return undefined;
     const sink = openSink();
-    this.watched.set(sessionId, entry);
+    this.watched.set(streamId, entry);
     sink.push(sessionItems(sessionChanges(base, current), current.position));
     entry.sinks.add(sink);
     const unwatch = () => {
       entry.sinks.delete(sink);
-      if (entry.sinks.size === 0 && this.watched.get(sessionId) === entry) this.watched.delete(sessionId);
+      if (entry.sinks.size === 0 && this.watched.get(streamId) === entry) this.watched.delete(streamId);
     };
     return { unwatch };
   }
@@ -135,7 +137,7 @@ export class LiveHub {
 
   private async apply(events: readonly RecordedEvent[], checkpoint: bigint): Promise<void> {
     for (const event of events) {
-      const entry = this.watched.get(event.streamId.slice(SESSION_STREAM_PREFIX.length));
+      const entry = this.watched.get(event.streamId);
       if (!entry || event.position <= this.position) continue;
       const next = await foldSessionEvents(this.eventLog, entry.state, [event]);
       const items = sessionItems(sessionChanges(entry.state, next), event.position);

@@ -6,6 +6,8 @@ import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
+import { CurrentPrincipal } from '../identity/current-principal.js';
+import type { Principal } from '../identity/principal.js';
 import { LiveHub } from './live-hub.js';
 import { SseStream } from './sse-stream.js';
 
@@ -22,6 +24,8 @@ const eventsLiveQuery = z.object({ from: position.optional(), types: prefixes.op
 @Controller('v1')
 export class LiveController implements BeforeApplicationShutdown {
   private readonly streams = new Set<SseStream>();
+  /** Open streams per credential, for the cap. */
+  private readonly openPerCredential = new Map<string, number>();
 
   constructor(
     private readonly hub: LiveHub,
@@ -32,15 +36,18 @@ export class LiveController implements BeforeApplicationShutdown {
 
   /** Read-model changes of one session: `message`, `block`, `selection` events; without a resume point it starts with the whole session. */
   @Get('sessions/:sid/live')
-  async session(@Param('sid') sessionId: string, @Query() query: unknown, @Req() request: Request, @Res() response: Response): Promise<void> {
+  async session(
+    @Param('sid') sessionId: string, @Query() query: unknown, @Req() request: Request, @Res() response: Response, @CurrentPrincipal() principal: Principal,
+  ): Promise<void> {
     const from = await this.resumePoint(request, sessionLiveQuery.parse(query).from);
+    this.admit(principal);
     // A client coming from an instance that was ahead waits until this one has caught up.
     if (from !== undefined && !(await this.hub.reach(from, CATCH_UP_TIMEOUT_MS))) {
       throw new ApiError(503, 'live_feed_behind', `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`, 'Last-Event-ID');
     }
     let stream: SseStream | undefined;
     let unwatch = () => {};
-    const watching = await this.hub.watch(sessionId, from, () => (stream = this.open(response, from, () => unwatch())));
+    const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => (stream = this.open(principal, response, from, () => unwatch())));
     if (!watching) throw new ApiError(404, 'session_not_found', 'no such session');
     unwatch = watching.unwatch;
     if (stream!.isClosed) unwatch();
@@ -48,14 +55,17 @@ export class LiveController implements BeforeApplicationShutdown {
 
   /** Raw events across sessions, for auditors' tools: `?types=` and `?streams=` are comma-separated prefixes. Each client follows the log on its own, at its own pace. */
   @Get('events/live')
-  async events(@Query() query: unknown, @Req() request: Request, @Res() response: Response): Promise<void> {
+  async events(@Query() query: unknown, @Req() request: Request, @Res() response: Response, @CurrentPrincipal() principal: Principal): Promise<void> {
     const { from: fromQuery, types, streams } = eventsLiveQuery.parse(query);
     const from = (await this.resumePoint(request, fromQuery)) ?? (await this.eventLog.headPosition());
+    this.admit(principal);
     const subscription = this.eventLog.subscribeToAll({ fromPosition: from, filter: { eventTypePrefixes: types, streamPrefixes: streams } });
-    const stream = this.open(response, from, () => void subscription.close());
+    const stream = this.open(principal, response, from, () => void subscription.close());
     try {
       for await (const batch of subscription) {
-        await stream.send(batch.events.map((event) => ({ id: event.position, data: { ...event, revision: Number(event.revision), position: Number(event.position) } })));
+        // Every event carries its tenant; a client sees its own tenant's only, whatever prefixes it asked for.
+        const own = batch.events.filter((event) => event.metadata.tenant === principal.tenant);
+        if (own.length > 0) await stream.send(own.map((event) => ({ id: event.position, data: { ...event, revision: Number(event.revision), position: Number(event.position) } })));
         if (stream.isClosed) break;
       }
     } finally {
@@ -68,9 +78,20 @@ export class LiveController implements BeforeApplicationShutdown {
     for (const stream of this.streams) stream.close('shutdown');
   }
 
-  private open(response: Response, from: bigint | undefined, release: () => void): SseStream {
+  /** Refuses a credential's live connection beyond its cap (checked before anything opens). */
+  private admit(principal: Principal): void {
+    if ((this.openPerCredential.get(principal.credentialId) ?? 0) < this.config.identity.liveConnectionsPerCredential) return;
+    throw new ApiError(429, 'too_many_live_connections', `this credential has ${this.config.identity.liveConnectionsPerCredential} live connections open already`, undefined, 'live_connections');
+  }
+
+  private open(principal: Principal, response: Response, from: bigint | undefined, release: () => void): SseStream {
     this.metrics.liveClientOpened();
+    const credential = principal.credentialId;
+    this.openPerCredential.set(credential, (this.openPerCredential.get(credential) ?? 0) + 1);
     const stream = new SseStream(response, this.config.live, (reason) => {
+      const open = this.openPerCredential.get(credential)! - 1;
+      if (open === 0) this.openPerCredential.delete(credential);
+      else this.openPerCredential.set(credential, open);
       this.streams.delete(stream);
       this.metrics.liveClientClosed(reason);
       release();

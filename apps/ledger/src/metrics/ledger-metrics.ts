@@ -55,8 +55,19 @@ export class LedgerMetrics {
     registers: [this.registry],
   });
 
+  private readonly refusedRequests = new Counter({
+    name: 'ledger_http_refused_total',
+    help: 'Requests refused before they did anything: 401 (credential), 403 (role, tenant writer rule), 429 (rate or live-connection limit), by reason',
+    labelNames: ['status', 'reason'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  requestRefused(status: number, reason: string): void {
+    this.refusedRequests.inc({ status: String(status), reason });
   }
 
   liveClientOpened(): void {

@@ -3,7 +3,15 @@ import { z } from 'zod';
 const id = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
 const position = z.coerce.bigint({ error: 'must be a log position (a non-negative integer)' }).nonnegative('must be a log position (a non-negative integer)');
 
-export const createSessionBody = z.object({ title: z.string().max(500).optional(), metadata: z.record(z.string(), z.unknown()).optional(), id: id.optional() }).strict();
+/** Subjects as credentials carry them: `subject:<name>`, `key:<id>` or `jwt:<issuer>#<sub>`. */
+const subject = z.string().min(1).max(600).regex(/^(subject|key|jwt):\S+$/, 'a subject: subject:<name>, key:<key id> or jwt:<issuer>#<sub>');
+const writers = z.array(subject).max(100);
+
+export const createSessionBody = z
+  .object({ title: z.string().max(500).optional(), metadata: z.record(z.string(), z.unknown()).optional(), id: id.optional(), writers: writers.optional() })
+  .strict();
+
+export const grantBody = z.object({ writers: writers.min(1) }).strict();
 
 export const createMessageBody = z
   .object({
@@ -24,6 +32,7 @@ export const forkBody = z
     title: z.string().max(500).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     id: id.optional(),
+    writers: writers.optional(),
   })
   .strict()
   .refine((body) => body.atPosition !== undefined || body.messageId !== undefined, { message: 'give atPosition, messageId or both', path: ['atPosition'] });

@@ -1,10 +1,10 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import type { SessionCommand } from '#core';
+import { mayWrite, SessionError, type SessionCommand } from '#core';
 import type { EventLogReader } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
-import { SessionRepository, type CommandOutcome } from './session-repository.js';
+import { SessionRepository, type CommandOutcome, type SessionAuthor, type SessionRef } from './session-repository.js';
 
 /**
  * The commands the CommandBus carries for sessions: envelopes around plain command data, routed
@@ -12,10 +12,9 @@ import { SessionRepository, type CommandOutcome } from './session-repository.js'
  */
 export class ExecuteSessionCommand {
   constructor(
-    readonly sessionId: string,
+    readonly session: SessionRef,
     readonly command: SessionCommand,
-    readonly actor: string,
-    readonly tenant: string,
+    readonly author: SessionAuthor,
   ) {}
 }
 
@@ -23,8 +22,8 @@ export class ExecuteSessionCommand {
 export class SessionCommandHandler implements ICommandHandler<ExecuteSessionCommand, CommandOutcome> {
   constructor(private readonly sessions: SessionRepository) {}
 
-  execute({ sessionId, command, actor, tenant }: ExecuteSessionCommand): Promise<CommandOutcome> {
-    return this.sessions.execute(sessionId, command, actor, tenant);
+  execute({ session, command, author }: ExecuteSessionCommand): Promise<CommandOutcome> {
+    return this.sessions.execute(session, command, author);
   }
 }
 
@@ -36,14 +35,15 @@ export interface ForkRequest {
   readonly messageId: string | null;
   readonly title: string | null;
   readonly metadata: Readonly<Record<string, unknown>> | null;
+  readonly writers: readonly string[];
 }
 
 /** A fork is decided on the source's state at the fork position, which is loaded first and handed to the decider as data. */
 export class ForkSessionCommand {
   constructor(
-    readonly request: ForkRequest,
-    readonly actor: string,
     readonly tenant: string,
+    readonly request: ForkRequest,
+    readonly author: SessionAuthor & { readonly subject: string },
   ) {}
 }
 
@@ -54,13 +54,18 @@ export class ForkSessionHandler implements ICommandHandler<ForkSessionCommand, C
     @Inject(EVENT_LOG) private readonly eventLog: EventLogReader,
   ) {}
 
-  async execute({ request, actor, tenant }: ForkSessionCommand): Promise<CommandOutcome> {
-    const { forkId, sourceSessionId, atPosition, messageId, title, metadata } = request;
+  async execute({ tenant, request, author }: ForkSessionCommand): Promise<CommandOutcome> {
+    const { forkId, sourceSessionId, atPosition, messageId, title, metadata, writers } = request;
     // Beyond the head, the source's state at that position could still change: a fork must be fixed.
     if (atPosition !== undefined && atPosition > (await this.eventLog.headPosition())) {
       throw new ApiError(422, 'position_beyond_head', `atPosition ${atPosition} is beyond the log's last event`, 'atPosition');
     }
-    const source = atPosition === undefined ? await this.sessions.load(sourceSessionId) : await this.sessions.loadAt(sourceSessionId, atPosition);
-    return this.sessions.execute(forkId, { type: 'fork_session', sessionId: forkId, sourceSessionId, source, messageId, title, metadata }, actor, tenant);
+    const sourceRef = { tenant, sessionId: sourceSessionId };
+    const current = await this.sessions.load(sourceRef);
+    // Forking continues someone's session under a new id: it takes the right to write to the source.
+    if (current.status === 'open' && !mayWrite(current, author.subject)) throw new SessionError('not_a_writer', 'this credential may not fork this session');
+    const source = atPosition === undefined ? current : await this.sessions.loadAt(sourceRef, atPosition);
+    const command = { type: 'fork_session' as const, sessionId: forkId, sourceSessionId, source, messageId, title, metadata, owner: author.subject, writers };
+    return this.sessions.execute({ tenant, sessionId: forkId }, command, author);
   }
 }

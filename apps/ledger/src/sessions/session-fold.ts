@@ -14,8 +14,8 @@ export async function foldSessionEvents(eventLog: EventLogReader, state: Session
 }
 
 /** The session as it was at a log position (its last event at or before it). */
-export async function sessionAt(eventLog: EventLogReader, sessionId: string, position: bigint): Promise<SessionState> {
-  const events = await eventLog.readStream(sessionStreamId(sessionId));
+export async function sessionAt(eventLog: EventLogReader, session: { tenant: string; sessionId: string }, position: bigint): Promise<SessionState> {
+  const events = await eventLog.readStream(sessionStreamId(session.tenant, session.sessionId));
   return foldSessionEvents(eventLog, initialSessionState, events.filter((event) => event.position <= position));
 }
 
@@ -25,7 +25,9 @@ export function startsFork(state: SessionState, event: RecordedEvent): boolean {
 
 export async function applyFork(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
   const { source } = event.data as SessionEventOf<'session.forked'>['data'];
-  return forkSession(await sessionAt(eventLog, source.sessionId, BigInt(source.position)), sessionEnvelope(event));
+  // A fork's source is in the fork's own tenant.
+  const sourceState = await sessionAt(eventLog, { tenant: event.metadata.tenant, sessionId: source.sessionId }, BigInt(source.position));
+  return forkSession(sourceState, sessionEnvelope(event));
 }
 
 export function sessionEnvelope(event: RecordedEvent): SessionEventEnvelope {

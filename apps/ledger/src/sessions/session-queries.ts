@@ -5,7 +5,7 @@ import { ApiError } from '../http/api-error.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { rowToBlock } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
-import { SessionRepository } from './session-repository.js';
+import { SessionRepository, type SessionRef } from './session-repository.js';
 import { foldedMessageView, foldedSnapshot, messageView, type MessageSummary, type SessionSnapshot } from './session-views.js';
 
 export const BLOCK_PROJECTION_RUNNER = Symbol('BLOCK_PROJECTION_RUNNER');
@@ -32,39 +32,41 @@ export class SessionQueries {
     private readonly sessions: SessionRepository,
   ) {}
 
-  async withSession<T>(sessionId: string, point: ReadPoint, use: (snapshot: SessionSnapshot) => Promise<T> | T): Promise<T> {
+  async withSession<T>(ref: SessionRef, point: ReadPoint, use: (snapshot: SessionSnapshot) => Promise<T> | T): Promise<T> {
+    const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
-      const state = await this.sessions.loadAt(sessionId, point.at);
+      const state = await this.sessions.loadAt(ref, point.at);
       if (state.status !== 'open') throw sessionNotFound();
       return use(foldedSnapshot(state));
     }
     await this.reach(point.minPosition);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       const position = await checkpoint(manager);
-      const session = await manager.findOneBy(SessionRow, { id: sessionId });
+      const session = await manager.findOneBy(SessionRow, { tenant, id: sessionId });
       if (!session) throw sessionNotFound();
-      const messages = await manager.find(MessageRow, { where: { sessionId }, order: { ordinal: 'ASC' } });
+      const messages = await manager.find(MessageRow, { where: { tenant, sessionId }, order: { ordinal: 'ASC' } });
       return use({
         header: { id: session.id, title: session.title, metadata: session.metadata, createdAt: session.createdAt.toISOString(), forkedFrom: session.forkedFrom, position },
         selectedRootId: session.selectedRootId,
         messages: messages.map(messageSummary),
-        blocksOf: (messageIds) => blocksOf(manager, sessionId, messageIds),
+        blocksOf: (messageIds) => blocksOf(manager, ref, messageIds),
       });
     });
   }
 
-  async message(sessionId: string, messageId: string, point: ReadPoint) {
+  async message(ref: SessionRef, messageId: string, point: ReadPoint) {
+    const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
-      const state = await this.sessions.loadAt(sessionId, point.at);
+      const state = await this.sessions.loadAt(ref, point.at);
       const message = state.status === 'open' ? state.messages.get(messageId) : undefined;
       if (!message) throw messageNotFound(sessionId, messageId);
       return foldedMessageView(message);
     }
     await this.reach(point.minPosition);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
-      const message = await manager.findOneBy(MessageRow, { id: messageId, sessionId });
+      const message = await manager.findOneBy(MessageRow, { tenant, id: messageId, sessionId });
       if (!message) throw messageNotFound(sessionId, messageId);
-      const blocks = await blocksOf(manager, sessionId, [messageId]);
+      const blocks = await blocksOf(manager, ref, [messageId]);
       return messageView({ ...messageSummary(message), blocks: blocks.get(messageId) ?? [] });
     });
   }
@@ -82,8 +84,9 @@ function messageSummary(row: MessageRow): MessageSummary {
   return { id, role, parentId, selectedChildId, model, content, status, createdAt: row.createdAt.toISOString(), position: Number(row.position) };
 }
 
-async function blocksOf(manager: EntityManager, sessionId: string, messageIds: readonly string[]) {
-  const rows = messageIds.length === 0 ? [] : await manager.find(MessageBlockRow, { where: { sessionId, messageId: In([...messageIds]) }, order: { index: 'ASC' } });
+async function blocksOf(manager: EntityManager, { tenant, sessionId }: SessionRef, messageIds: readonly string[]) {
+  const where = { tenant, sessionId, messageId: In([...messageIds]) };
+  const rows = messageIds.length === 0 ? [] : await manager.find(MessageBlockRow, { where, order: { index: 'ASC' } });
   const blocks = new Map(messageIds.map((id) => [id, [] as ReturnType<typeof rowToBlock>[]]));
   for (const row of rows) blocks.get(row.messageId)!.push(rowToBlock(row));
   return blocks;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  decideSession, evolveSession, forkSession, initialSessionState, sessionStreamId, type Decision, type SessionCommand, type SessionState,
+  decideSession, evolveSession, forkSession, initialSessionState, mayWrite, SessionError, sessionStreamId, type Decision, type SessionCommand, type SessionState,
 } from '#core';
 import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -12,7 +12,24 @@ export interface CommandOutcome {
   readonly position: bigint;
 }
 
-type QueuedCommand = SessionCommand & { readonly actor: string; readonly tenant: string };
+/** A session, named as its tenant names it: tenants choose their own ids. */
+export interface SessionRef {
+  readonly tenant: string;
+  readonly sessionId: string;
+}
+
+/**
+ * Who appends: a principal's actor and subject, checked against the session's writers, or one of
+ * the system's own steps (`subject: null`), which the saga takes on the caller's behalf.
+ */
+export interface SessionAuthor {
+  readonly actor: string;
+  readonly subject: string | null;
+  /** Admins may grant writers on any session of their tenant. */
+  readonly admin?: boolean;
+}
+
+type QueuedCommand = SessionCommand & { readonly author: SessionAuthor };
 
 interface CachedSession {
   state: SessionState;
@@ -35,34 +52,36 @@ export class SessionRepository {
 
   constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
 
-  execute(sessionId: string, command: SessionCommand, actor: string, tenant: string): Promise<CommandOutcome> {
-    let queue = this.queues.get(sessionId);
+  execute(session: SessionRef, command: SessionCommand, author: SessionAuthor): Promise<CommandOutcome> {
+    const streamId = sessionStreamId(session.tenant, session.sessionId);
+    let queue = this.queues.get(streamId);
     if (!queue) {
-      queue = new BatchingQueue((commands: readonly QueuedCommand[]) => this.decideAndAppend(sessionId, commands));
-      this.queues.set(sessionId, queue);
+      queue = new BatchingQueue((commands: readonly QueuedCommand[]) => this.decideAndAppend(session, commands));
+      this.queues.set(streamId, queue);
     }
-    const pending = queue.push({ ...command, actor, tenant });
+    const pending = queue.push({ ...command, author });
     return pending.finally(() => {
-      if (queue!.idle) this.queues.delete(sessionId);
+      if (queue!.idle) this.queues.delete(streamId);
     });
   }
 
   /** The session folded from the log (cached), as of its latest event. */
-  async load(sessionId: string): Promise<SessionState> {
-    return (await this.refresh(sessionId)).state;
+  async load(session: SessionRef): Promise<SessionState> {
+    return (await this.refresh(session)).state;
   }
 
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
-  loadAt(sessionId: string, position: bigint): Promise<SessionState> {
-    return sessionAt(this.eventLog, sessionId, position);
+  loadAt(session: SessionRef, position: bigint): Promise<SessionState> {
+    return sessionAt(this.eventLog, session, position);
   }
 
-  private async decideAndAppend(sessionId: string, commands: readonly QueuedCommand[]): Promise<(CommandOutcome | Error)[]> {
+  private async decideAndAppend(session: SessionRef, commands: readonly QueuedCommand[]): Promise<(CommandOutcome | Error)[]> {
     for (let attempt = 1; ; attempt += 1) {
-      const cached = await this.refresh(sessionId);
+      const cached = await this.refresh(session);
       let state = cached.state;
       const decided = commands.map((command) => {
         try {
+          authorize(command, state);
           const decision = decideSession(command, state);
           state = decision.events.reduce((current, { event }) => {
             const envelope = { ...event, position: current.status === 'open' ? current.position : 0n, recordedAt: new Date().toISOString() };
@@ -74,17 +93,19 @@ export class SessionRepository {
         }
       });
       const events = decided.flatMap((entry) =>
-        entry instanceof Error ? [] : entry.decision.events.map(({ id, event }) => ({ id, type: event.type, data: event.data, correlationId: sessionId, actor: entry.command.actor, tenant: entry.command.tenant })),
+        entry instanceof Error ? [] : entry.decision.events.map(({ id, event }) => ({
+          id, type: event.type, data: event.data, correlationId: session.sessionId, actor: entry.command.author.actor, tenant: session.tenant,
+        })),
       );
       if (events.length === 0) return decided.map((entry) => (entry instanceof Error ? entry : { decision: entry.decision, position: cachedPosition(cached.state) }));
       try {
-        await this.eventLog.append(sessionStreamId(sessionId), events, cached.revision);
+        await this.eventLog.append(sessionStreamId(session.tenant, session.sessionId), events, cached.revision);
       } catch (error) {
         if (error instanceof WrongExpectedRevisionError && attempt < 5) continue;
         throw error;
       }
       // Fold what was stored (positions and recorded-at come from the log).
-      const fresh = await this.refresh(sessionId);
+      const fresh = await this.refresh(session);
       return decided.map((entry) => {
         if (entry instanceof Error) return entry;
         const last = entry.decision.events.at(-1);
@@ -94,23 +115,36 @@ export class SessionRepository {
   }
 
   /** Brings the cached fold up to the stream's end. */
-  private async refresh(sessionId: string): Promise<CachedSession & { positions?: Map<string, bigint> }> {
-    const entry = this.cache.get(sessionId) ?? { state: initialSessionState, revision: NO_STREAM as bigint | typeof NO_STREAM };
-    const events = await this.eventLog.readStream(sessionStreamId(sessionId), { fromRevision: entry.revision === NO_STREAM ? 0n : entry.revision + 1n });
+  private async refresh(session: SessionRef): Promise<CachedSession & { positions?: Map<string, bigint> }> {
+    const streamId = sessionStreamId(session.tenant, session.sessionId);
+    const entry = this.cache.get(streamId) ?? { state: initialSessionState, revision: NO_STREAM as bigint | typeof NO_STREAM };
+    const events = await this.eventLog.readStream(streamId, { fromRevision: entry.revision === NO_STREAM ? 0n : entry.revision + 1n });
     entry.state = await foldSessionEvents(this.eventLog, entry.state, events);
     const positions = new Map<string, bigint>();
     for (const event of events) {
       entry.revision = event.revision;
       positions.set(event.id, event.position);
     }
-    this.cache.delete(sessionId);
-    if (entry.revision !== NO_STREAM) this.cache.set(sessionId, entry);
+    this.cache.delete(streamId);
+    if (entry.revision !== NO_STREAM) this.cache.set(streamId, entry);
     for (const [oldest] of this.cache) {
       if (this.cache.size <= MAX_CACHED_SESSIONS) break;
       this.cache.delete(oldest);
     }
     return { ...entry, positions };
   }
+}
+
+/**
+ * A principal writes only to sessions it owns or was granted (a session that exists is refused
+ * before anything else is said of it); the owner or an admin grants. The system's own steps
+ * write wherever the saga works.
+ */
+function authorize(command: QueuedCommand, state: SessionState): void {
+  const { subject, admin } = command.author;
+  if (subject === null || state.status !== 'open') return;
+  const allowed = command.type === 'grant_writers' ? admin === true || state.owner === null || state.owner === subject : mayWrite(state, subject);
+  if (!allowed) throw new SessionError('not_a_writer', command.type === 'grant_writers' ? 'only the session\'s owner or an admin grants writers' : 'this credential may not write to this session');
 }
 
 function cachedPosition(state: SessionState): bigint {

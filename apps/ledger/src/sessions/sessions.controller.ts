@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
-import { DEFAULT_TENANT, type EventLog } from '#event-log';
+import type { EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
-import { Actor } from '../http/actor.js';
+import { CurrentPrincipal } from '../identity/current-principal.js';
+import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
-import { createMessageBody, createSessionBody, forkBody, historyQuery, pageQuery, readPointQuery, selectionBody } from './request-schemas.js';
+import { createMessageBody, createSessionBody, forkBody, grantBody, historyQuery, pageQuery, readPointQuery, selectionBody } from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
@@ -26,79 +27,95 @@ export class SessionsController {
 
   @Post()
   @HttpCode(201)
-  async open(@Body() body: unknown, @Actor() actor: string) {
+  async open(@Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const input = createSessionBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const { position } = await this.run(id, { type: 'open_session', sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {} }, actor);
+    const command = { type: 'open_session' as const, sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {}, owner: principal.subject, writers: input.writers ?? [] };
+    const { position } = await this.run(principal, id, command);
     return { id, position: Number(position) };
   }
 
   @Post(':sid/messages')
   @HttpCode(201)
-  async createMessage(@Param('sid') sessionId: string, @Body() body: unknown, @Actor() actor: string) {
+  async createMessage(@Param('sid') sessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const { decision, position } = await this.run(sessionId, { type: 'create_message', messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null }, actor);
+    const command = { type: 'create_message' as const, messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null };
+    const { decision, position } = await this.run(principal, sessionId, command);
     return { id, parentId: decision.parentId ?? null, position: Number(position) };
   }
 
   @Post(':sid/messages/:mid/chunks')
   @HttpCode(200)
-  async appendChunks(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('dialect') dialect: string | undefined, @Req() request: Request, @Actor() actor: string) {
+  async appendChunks(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('dialect') dialect: string | undefined, @Req() request: Request, @CurrentPrincipal() principal: Principal) {
     if (dialect !== undefined && dialect !== 'cherry') throw new ApiError(400, 'unsupported_dialect', `dialect ${JSON.stringify(dialect)} is not supported yet; use cherry`, 'dialect');
     const chunks = parseChunks(chunkValues(request.body));
-    const { decision, position } = await this.run(sessionId, { type: 'append_chunks', messageId, chunks }, actor);
+    const { decision, position } = await this.run(principal, sessionId, { type: 'append_chunks', messageId, chunks });
     return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
   }
 
   @Post(':sid/fork')
   @HttpCode(201)
-  async fork(@Param('sid') sourceSessionId: string, @Body() body: unknown, @Actor() actor: string) {
+  async fork(@Param('sid') sourceSessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const input = forkBody.parse(body ?? {});
     const forkId = input.id ?? randomUUID();
-    const request = { forkId, sourceSessionId, atPosition: input.atPosition, messageId: input.messageId ?? null, title: input.title ?? null, metadata: input.metadata ?? null };
-    const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(request, actor, DEFAULT_TENANT));
+    const request = {
+      forkId, sourceSessionId, atPosition: input.atPosition, messageId: input.messageId ?? null, title: input.title ?? null, metadata: input.metadata ?? null,
+      writers: input.writers ?? [],
+    };
+    const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(principal.tenant, request, authorOf(principal)));
     const forked = decision.events[0]!.event as SessionEventOf<'session.forked'>;
     return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
   }
 
   @Put(':sid/messages/:mid/selection')
-  selectChild(@Param('sid') sessionId: string, @Param('mid') parentId: string, @Body() body: unknown, @Actor() actor: string) {
-    return this.select(sessionId, parentId, body, actor);
+  selectChild(@Param('sid') sessionId: string, @Param('mid') parentId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.select(principal, sessionId, parentId, body);
   }
 
   @Put(':sid/selection')
-  selectRoot(@Param('sid') sessionId: string, @Body() body: unknown, @Actor() actor: string) {
-    return this.select(sessionId, null, body, actor);
+  selectRoot(@Param('sid') sessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.select(principal, sessionId, null, body);
+  }
+
+  /** The owner (or an admin) lets other subjects write: `{writers: [subject, …]}`, subjects as credentials carry them. */
+  @Post(':sid/writers')
+  @HttpCode(200)
+  async grantWriters(@Param('sid') sessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+    const { writers } = grantBody.parse(body ?? {});
+    const { position } = await this.run(principal, sessionId, { type: 'grant_writers', writers, eventId: randomUUID() });
+    const session = await this.sessions.load({ tenant: principal.tenant, sessionId });
+    return { owner: session.status === 'open' ? session.owner : null, writers: session.status === 'open' ? session.writers : [], position: Number(position) };
   }
 
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
   @Get(':sid')
-  read(@Param('sid') sessionId: string, @Query() query: unknown) {
-    return this.queries.withSession(sessionId, readPointQuery.parse(query), sessionView);
+  read(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.queries.withSession({ tenant: principal.tenant, sessionId }, readPointQuery.parse(query), sessionView);
   }
 
   @Get(':sid/tree')
-  tree(@Param('sid') sessionId: string, @Query() query: unknown) {
-    return this.queries.withSession(sessionId, readPointQuery.parse(query), treeView);
+  tree(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.queries.withSession({ tenant: principal.tenant, sessionId }, readPointQuery.parse(query), treeView);
   }
 
   @Get(':sid/history')
-  history(@Param('sid') sessionId: string, @Query() query: unknown) {
+  history(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { format, includeThinking, ...point } = historyQuery.parse(query);
-    return this.queries.withSession(sessionId, point, (snapshot) => historyView(snapshot, format, includeThinking));
+    return this.queries.withSession({ tenant: principal.tenant, sessionId }, point, (snapshot) => historyView(snapshot, format, includeThinking));
   }
 
   @Get(':sid/messages/:mid')
-  readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query() query: unknown) {
-    return this.queries.message(sessionId, messageId, readPointQuery.parse(query));
+  readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.queries.message({ tenant: principal.tenant, sessionId }, messageId, readPointQuery.parse(query));
   }
 
   @Get(':sid/events')
-  async events(@Param('sid') sessionId: string, @Query() query: unknown) {
+  async events(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { from, limit } = pageQuery.parse(query);
-    const events = (await this.eventLog.readStream(sessionStreamId(sessionId))).filter((event) => event.position > from);
-    if (events.length === 0 && (await this.sessions.load(sessionId)).status !== 'open') throw new ApiError(404, 'session_not_found', 'no such session');
+    const session = { tenant: principal.tenant, sessionId };
+    const events = (await this.eventLog.readStream(sessionStreamId(session.tenant, sessionId))).filter((event) => event.position > from);
+    if (events.length === 0 && (await this.sessions.load(session)).status !== 'open') throw new ApiError(404, 'session_not_found', 'no such session');
     const page = events.slice(0, limit);
     return {
       events: page.map((event) => ({ ...event, revision: Number(event.revision), position: Number(event.position) })),
@@ -106,15 +123,19 @@ export class SessionsController {
     };
   }
 
-  private async select(sessionId: string, parentId: string | null, body: unknown, actor: string) {
+  private async select(principal: Principal, sessionId: string, parentId: string | null, body: unknown) {
     const { childId } = selectionBody.parse(body ?? {});
-    const { position } = await this.run(sessionId, { type: 'select_branch', parentId, childId, eventId: randomUUID() }, actor);
+    const { position } = await this.run(principal, sessionId, { type: 'select_branch', parentId, childId, eventId: randomUUID() });
     return { parentId, childId, position: Number(position) };
   }
 
-  private run(sessionId: string, command: SessionCommand, actor: string): Promise<CommandOutcome> {
-    return this.commandBus.execute(new ExecuteSessionCommand(sessionId, command, actor, DEFAULT_TENANT));
+  private run(principal: Principal, sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
+    return this.commandBus.execute(new ExecuteSessionCommand({ tenant: principal.tenant, sessionId }, command, authorOf(principal)));
   }
+}
+
+function authorOf(principal: Principal) {
+  return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
 }
 
 /** The chunk batch from a JSON array or an NDJSON body; a malformed line is named by its number. */

@@ -9,7 +9,13 @@ import { chunkDigest, type ChunkEventData, type MessageRole, type SessionEvent, 
  * events to append, or throws a typed domain error. Ids and time come in as data.
  */
 export type SessionCommand =
-  | { readonly type: 'open_session'; readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>> }
+  | {
+      readonly type: 'open_session'; readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>>;
+      /** The subject of the credential that opens it, and the subjects it lets write too. */
+      readonly owner: string; readonly writers: readonly string[];
+    }
+  /** Lets more subjects write to the session (its owner or an admin decides; the caller checks who asks). */
+  | { readonly type: 'grant_writers'; readonly writers: readonly string[]; readonly eventId: string }
   | {
       readonly type: 'create_message';
       readonly messageId: string;
@@ -32,6 +38,8 @@ export type SessionCommand =
       readonly source: SessionState;
       /** Cut the fork to the path ending at this message. */
       readonly messageId: string | null;
+      readonly owner: string;
+      readonly writers: readonly string[];
     }
   | { readonly type: 'append_chunks'; readonly messageId: string; readonly chunks: readonly Chunk[] }
   /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
@@ -55,7 +63,7 @@ export class SessionError extends Error {
   constructor(
     readonly code:
       | 'session_not_found' | 'session_exists' | 'source_not_found' | 'message_not_found' | 'message_exists' | 'parent_not_found' | 'not_a_child'
-      | 'not_assistant' | 'seq_gap' | 'seq_conflict',
+      | 'not_assistant' | 'seq_gap' | 'seq_conflict' | 'not_a_writer',
     message: string,
     readonly field?: string,
   ) {
@@ -69,9 +77,18 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     case 'open_session': {
       if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       return {
-        events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.opened', data: { sessionId: command.sessionId, title: command.title, metadata: command.metadata } } }],
+        events: [{
+          id: nameUuid(`session:${command.sessionId}`),
+          event: { type: 'session.opened', data: { sessionId: command.sessionId, title: command.title, metadata: command.metadata, owner: command.owner, writers: command.writers } },
+        }],
         duplicateSeqs: [],
       };
+    }
+    case 'grant_writers': {
+      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+      const writers = command.writers.filter((writer) => writer !== state.owner && !state.writers.includes(writer));
+      if (writers.length === 0) return { events: [], duplicateSeqs: [] };
+      return { events: [{ id: command.eventId, event: { type: 'session.writers_granted', data: { writers } } }], duplicateSeqs: [] };
     }
     case 'create_message': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
@@ -100,7 +117,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       if (messageId !== null && !source.messages.has(messageId)) throw new SessionError('message_not_found', `message ${messageId} is not in session ${command.sourceSessionId} at that position`, 'messageId');
       const data = {
         sessionId: command.sessionId, title: command.title ?? source.title, metadata: command.metadata ?? source.metadata,
-        source: { sessionId: command.sourceSessionId, position: source.position.toString(), messageId },
+        source: { sessionId: command.sourceSessionId, position: source.position.toString(), messageId }, owner: command.owner, writers: command.writers,
       };
       return { events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }], duplicateSeqs: [] };
     }

@@ -1,7 +1,7 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, SessionError, type Decision, type SessionCommand } from './session-decider.js';
 import { activePath, branchTree } from './branch-tree.js';
-import { evolveSession, forkSession, initialSessionState, type OpenSession, type SessionEvent, type SessionState } from './session-events.js';
+import { evolveSession, forkSession, initialSessionState, mayWrite, type OpenSession, type SessionEvent, type SessionState } from './session-events.js';
 
 function stateOf(...events: SessionEvent[]): SessionState {
   return events.reduce<SessionState>((current, event, index) => evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' }), initialSessionState);
@@ -36,8 +36,20 @@ const recorded = (messageId: string, list: Chunk[]) => given(opened, message('u1
 
 describe('session decider', () => {
   it('opens a session once', () => {
-    given().when({ type: 'open_session', sessionId: 's1', title: 'T', metadata: {} }).then(({ events }) => expect(events.map((e) => e.event.type)).toEqual(['session.opened']));
-    given(opened).when({ type: 'open_session', sessionId: 's1', title: null, metadata: {} }).thenThrows('session_exists', 'id');
+    given().when({ type: 'open_session', sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] }).then(({ events }) => {
+      expect(events.map((e) => e.event)).toEqual([{ type: 'session.opened', data: { sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] } }]);
+    });
+    given(opened).when({ type: 'open_session', sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: [] }).thenThrows('session_exists', 'id');
+  });
+
+  it('grants writers once each; the owner and who may write already add nothing', () => {
+    const owned: SessionEvent = { type: 'session.opened', data: { sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] } };
+    given(owned).when({ type: 'grant_writers', writers: ['subject:alice', 'subject:bob', 'subject:carol'], eventId: 'e1' }).then(({ events }) => {
+      expect(events).toEqual([{ id: 'e1', event: { type: 'session.writers_granted', data: { writers: ['subject:carol'] } } }]);
+    });
+    given(owned).when({ type: 'grant_writers', writers: ['subject:bob'], eventId: 'e1' }).then(({ events }) => expect(events).toEqual([]));
+    const state = stateOf(owned, { type: 'session.writers_granted', data: { writers: ['subject:carol'] } }) as OpenSession;
+    expect(['subject:alice', 'subject:bob', 'subject:carol', 'subject:mallory'].map((subject) => mayWrite(state, subject))).toEqual([true, true, true, false]);
   });
 
   it('attaches a message without parentId to the active leaf, and null makes a top-level one', () => {
@@ -126,14 +138,18 @@ describe('session decider', () => {
 
   describe('forks', () => {
     const source = stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'), message('a1b', 'assistant', 'u1'), message('u2', 'user', 'a1b'));
-    const fork = (messageId: string | null) => ({ type: 'fork_session' as const, sessionId: 'f1', title: null, metadata: null, sourceSessionId: 's1', source, messageId });
+    const fork = (messageId: string | null) => ({
+      type: 'fork_session' as const, sessionId: 'f1', title: null, metadata: null, sourceSessionId: 's1', source, messageId, owner: 'subject:alice', writers: [],
+    });
 
     it('records the source and its position, not its events; the fork holds the source tree under its own id', () => {
       given().when(fork(null)).then(({ events }) => {
         expect(events).toHaveLength(1);
-        expect(events[0]!.event).toEqual({ type: 'session.forked', data: { sessionId: 'f1', title: null, metadata: {}, source: { sessionId: 's1', position: '5', messageId: null } } });
+        expect(events[0]!.event).toEqual({
+          type: 'session.forked', data: { sessionId: 'f1', title: null, metadata: {}, source: { sessionId: 's1', position: '5', messageId: null }, owner: 'subject:alice', writers: [] },
+        });
         const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
-        expect(forked).toMatchObject({ sessionId: 'f1', position: 9n, forkedFrom: { sessionId: 's1', position: '5' } });
+        expect(forked).toMatchObject({ sessionId: 'f1', position: 9n, forkedFrom: { sessionId: 's1', position: '5' }, owner: 'subject:alice' });
         expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1b', 'u2']);
         expect([...forked.messages.keys()]).toEqual(['u1', 'a1', 'a1b', 'u2']);
       });

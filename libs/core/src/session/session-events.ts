@@ -2,6 +2,7 @@ import { sha256Hex } from '../hashing/hash-chain.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
 import { evolveBlocks, evolveGovernedTool, initialMessageBlocks, type GovernedToolUpdate, type MessageBlocksState } from '../blocks/block-rules.js';
 import type { Chunk } from '../chunks/chunk-schemas.js';
+import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
 
 /**
@@ -21,12 +22,27 @@ export interface ForkSource {
   readonly messageId: string | null;
 }
 
+/**
+ * Who may write to a session: its owner (the subject of the credential that opened it) and the
+ * subjects granted. Events recorded before identity existed have neither: anyone of the tenant may write.
+ */
+export interface SessionWriters {
+  readonly owner?: string;
+  readonly writers?: readonly string[];
+}
+
 export type SessionEvent =
-  | { readonly type: 'session.opened'; readonly data: { readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>> } }
+  | {
+      readonly type: 'session.opened';
+      readonly data: { readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>> } & SessionWriters;
+    }
   | {
       readonly type: 'session.forked';
-      readonly data: { readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>>; readonly source: ForkSource };
+      readonly data: {
+        readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>>; readonly source: ForkSource;
+      } & SessionWriters;
     }
+  | { readonly type: 'session.writers_granted'; readonly data: { readonly writers: readonly string[] } }
   | {
       readonly type: 'message.created';
       readonly data: { readonly messageId: string; readonly role: MessageRole; readonly parentId: string | null; readonly model: string | null; readonly content: string | null };
@@ -43,7 +59,8 @@ export type SessionEventOf<Type extends SessionEvent['type']> = Extract<SessionE
 export type ChunkEventData = StoredChunk & { readonly messageId: string };
 
 export const SESSION_STREAM_PREFIX = 'session-';
-export const sessionStreamId = (sessionId: string) => `${SESSION_STREAM_PREFIX}${sessionId}`;
+export const sessionStreamId = (tenant: string, sessionId: string) => tenantStreamId(SESSION_STREAM_PREFIX, tenant, sessionId);
+export const parseSessionStreamId = (streamId: string) => parseTenantStreamId(SESSION_STREAM_PREFIX, streamId);
 
 export interface MessageState {
   readonly id: string;
@@ -69,6 +86,9 @@ export interface OpenSession {
   readonly metadata: Readonly<Record<string, unknown>>;
   readonly createdAt: string;
   readonly forkedFrom: ForkSource | null;
+  /** `null` for sessions opened before identity existed. */
+  readonly owner: string | null;
+  readonly writers: readonly string[];
   /** Messages in creation order (a fork's inherited messages first, in their source's order). */
   readonly messages: ReadonlyMap<string, MessageState>;
   /** The top-level message the active path starts at. */
@@ -88,6 +108,11 @@ export interface SessionEventEnvelope {
   readonly recordedAt: string;
 }
 
+/** Whether a subject may write to the session: its owner, a granted writer, or anyone when the session predates owners. */
+export function mayWrite(state: OpenSession, subject: string): boolean {
+  return state.owner === null || state.owner === subject || state.writers.includes(subject);
+}
+
 /** A message's status: an assistant message's comes from its blocks; the others are whole when created. */
 export const messageStatus = (message: MessageState) => (message.role === 'assistant' ? message.blocks.status : 'success');
 
@@ -103,10 +128,14 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const data = event.data as SessionEventOf<'session.opened'>['data'];
     return {
       status: 'open', sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt,
-      forkedFrom: null, messages: new Map(), selectedRootId: null, position: event.position,
+      forkedFrom: null, owner: data.owner ?? null, writers: data.writers ?? [], messages: new Map(), selectedRootId: null, position: event.position,
     };
   }
   if (state.status !== 'open') return state;
+  if (event.type === 'session.writers_granted') {
+    const { writers } = event.data as SessionEventOf<'session.writers_granted'>['data'];
+    return { ...state, writers: [...new Set([...state.writers, ...writers])], position: event.position };
+  }
   if (event.type === 'message.created') {
     const data = event.data as SessionEventOf<'message.created'>['data'];
     if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
@@ -156,7 +185,8 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
   const data = event.data as SessionEventOf<'session.forked'>['data'];
   if (source.status !== 'open') return initialSessionState;
   const fork: OpenSession = {
-    ...source, sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt, forkedFrom: data.source, position: event.position,
+    ...source, sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt, forkedFrom: data.source,
+    owner: data.owner ?? null, writers: data.writers ?? [], position: event.position,
   };
   const cutAt = data.source.messageId;
   if (cutAt === null) return fork;

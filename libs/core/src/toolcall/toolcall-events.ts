@@ -1,3 +1,4 @@
+import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.js';
 /**
  * The vocabulary of a tool call's governance stream (`toolcall-<id>`, DESIGN §6). Every step is
  * an event, so replays and rebuilds read each decision and result back instead of asking the
@@ -45,4 +46,5 @@ export type ToolCallEvent =
 export type ToolCallEventOf<Type extends ToolCallEvent['type']> = Extract<ToolCallEvent, { type: Type }>;
 
 export const TOOLCALL_STREAM_PREFIX = 'toolcall-';
-export const toolCallStreamId = (toolCallId: string) => `${TOOLCALL_STREAM_PREFIX}${toolCallId}`;
+export const toolCallStreamId = (tenant: string, toolCallId: string) => tenantStreamId(TOOLCALL_STREAM_PREFIX, tenant, toolCallId);
+export const parseToolCallStreamId = (streamId: string) => parseTenantStreamId(TOOLCALL_STREAM_PREFIX, streamId);

@@ -95,7 +95,11 @@ export type ToolCallCommand =
       readonly approvalDeadline: string;
       readonly at: string;
     }
-  | { readonly type: 'decide'; readonly approve: boolean; readonly by: string; readonly comment: string | null; readonly argumentsSha256: string; readonly at: string; readonly eventId: string }
+  | {
+      readonly type: 'decide'; readonly approve: boolean; readonly comment: string | null; readonly argumentsSha256: string; readonly at: string; readonly eventId: string;
+      /** The deciding principal: its actor (recorded) and subject; and the subject behind the requester's actor. */
+      readonly by: string; readonly bySubject: string; readonly requesterSubject: string;
+    }
   | { readonly type: 'expire'; readonly now: string }
   | { readonly type: 'start_execution'; readonly at: string }
   | { readonly type: 'record_result'; readonly ok: true; readonly result: unknown; readonly durationMs: number }
@@ -161,7 +165,10 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       if (command.argumentsSha256 !== state.request.argumentsSha256) {
         throw new ToolCallError('arguments_mismatch', `the decision names arguments ${command.argumentsSha256}, the call's are ${state.request.argumentsSha256}`, 'argumentsSha256');
       }
-      if (command.approve && command.by === state.request.requestedBy) throw new ToolCallError('self_approval', `${command.by} requested this call and cannot approve it`);
+      // Separation of duties: neither the requesting credential nor any credential of the same subject decides the call.
+      if (command.by === state.request.requestedBy || command.bySubject === command.requesterSubject) {
+        throw new ToolCallError('self_approval', 'the principal that requested this call cannot decide it');
+      }
       const data = { by: command.by, at: command.at, comment: command.comment };
       return [{ id: command.eventId, event: command.approve ? { type: 'toolcall.approved', data } : { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
     }
@@ -197,7 +204,7 @@ function step(toolCallId: string, name: string, event: ToolCallEvent): ToolCallD
 
 
 /** A governed call's id: one per tool call of a message, so a repeated `mcp_tool_pending` starts nothing new. */
-export const governedToolCallId = (sessionId: string, messageId: string, toolId: string) => nameUuid(`toolcall:${sessionId}:${messageId}:${toolId}`);
+export const governedToolCallId = (tenant: string, sessionId: string, messageId: string, toolId: string) => nameUuid(`toolcall:${tenant}:${sessionId}:${messageId}:${toolId}`);
 
 /**
  * What the saga does next for a call in this state. `execution_in_doubt`: an execution was

@@ -30,7 +30,9 @@ function given(...events: ToolCallEvent[]) {
   };
 }
 
-const decide = (approve: boolean, by = 'reviewer', argumentsSha256 = 'abc'): ToolCallCommand => ({ type: 'decide', approve, by, comment: null, argumentsSha256, at, eventId: '00000000-0000-4000-8000-000000000001' });
+const decide = (approve: boolean, by = 'reviewer', argumentsSha256 = 'abc', bySubject = `subject:${by}`): ToolCallCommand => ({
+  type: 'decide', approve, by, bySubject, requesterSubject: 'subject:producer', comment: null, argumentsSha256, at, eventId: '00000000-0000-4000-8000-000000000001',
+});
 const guardian = (risk: 'low' | 'high', onFailure: 'ask' | 'deny' | 'allow' = 'ask', failed = false): ToolCallCommand => ({ type: 'record_guardian', review: review(risk, failed), onFailure, approvalDeadline: '2026-01-01T00:10:00.000Z', at });
 
 describe('tool-call state machine', () => {
@@ -54,6 +56,9 @@ describe('tool-call state machine', () => {
     given(...awaiting).when(decide(false)).then('toolcall.denied');
     given(...awaiting).when(decide(true, 'reviewer', 'other')).thenThrows('arguments_mismatch');
     given(...awaiting).when(decide(true, 'producer')).thenThrows('self_approval');
+    // Another credential of the requester's subject, deciding either way.
+    given(...awaiting).when(decide(true, 'producer-laptop', 'abc', 'subject:producer')).thenThrows('self_approval');
+    given(...awaiting).when(decide(false, 'producer-laptop', 'abc', 'subject:producer')).thenThrows('self_approval');
     given(...awaiting, { type: 'toolcall.denied', data: { by: 'r', at, comment: null, stage: 'reviewer' } }).when(decide(true)).thenThrows('already_decided');
     given(...awaiting, { type: 'toolcall.approved', data: { by: 'r', at, comment: null } }).when(decide(false)).thenThrows('already_decided');
     given(...awaiting).when({ type: 'expire', now: '2026-01-01T00:09:59.000Z' }).thenThrows('not_due');

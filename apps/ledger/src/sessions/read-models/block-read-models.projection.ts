@@ -1,4 +1,4 @@
-import { initialSessionState, messageStatus, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
+import { initialSessionState, messageStatus, parseSessionStreamId, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
@@ -24,20 +24,20 @@ export function blockReadModelsProjection(): ProjectionDefinition {
     reset: () => sessions.clear(),
     async handle(events, { client, eventLog }) {
       // Sessions are independent: each one's events of the batch are folded in one go, in order.
-      const bySession = new Map<string, RecordedEvent[]>();
+      const byStream = new Map<string, RecordedEvent[]>();
       for (const event of events) {
-        const sessionId = event.streamId.slice(SESSION_STREAM_PREFIX.length);
-        const own = bySession.get(sessionId);
+        const own = byStream.get(event.streamId);
         if (own) own.push(event);
-        else bySession.set(sessionId, [event]);
+        else byStream.set(event.streamId, [event]);
       }
-      const before = new Map<string, SessionState>();
-      for (const [sessionId, own] of bySession) {
-        const previous = sessions.get(sessionId) ?? (await foldBefore(eventLog, own[0]!));
-        before.set(sessionId, previous);
-        sessions.set(sessionId, await foldSessionEvents(eventLog, previous, own));
+      const changes: Change[] = [];
+      for (const [streamId, own] of byStream) {
+        const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]!));
+        const current = await foldSessionEvents(eventLog, previous, own);
+        sessions.set(streamId, current);
+        changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, previous, current });
       }
-      await writeChanges(client, [...before].map(([sessionId, previous]) => ({ previous, current: sessions.get(sessionId)! })));
+      await writeChanges(client, changes);
       for (const [oldest] of sessions) {
         if (sessions.size <= MAX_CACHED_SESSIONS) break;
         sessions.delete(oldest);
@@ -52,6 +52,7 @@ async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promi
 }
 
 interface Change {
+  readonly tenant: string;
   readonly previous: SessionState;
   readonly current: SessionState;
 }
@@ -60,57 +61,58 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   const sessionRows: object[] = [];
   const messageRows: object[] = [];
   const blockRows: BlockRowValues[] = [];
-  const removedBlocks: { session_id: string; id: string }[] = [];
-  for (const { previous, current } of changes) {
+  const removedBlocks: { tenant: string; session_id: string; id: string }[] = [];
+  for (const { tenant, previous, current } of changes) {
     const changed = sessionChanges(previous, current);
     if (!changed) continue;
     const { session } = changed;
     sessionRows.push({
-      id: session.sessionId, title: session.title, metadata: session.metadata, created_at: session.createdAt, selected_root_id: session.selectedRootId,
+      tenant, id: session.sessionId, title: session.title, metadata: session.metadata, created_at: session.createdAt, selected_root_id: session.selectedRootId,
       forked_from: session.forkedFrom, position: session.position.toString(),
     });
     for (const { message, ordinal } of changed.messages) {
       messageRows.push({
-        id: message.id, session_id: session.sessionId, ordinal, role: message.role, parent_id: message.parentId, selected_child_id: message.selectedChildId, model: message.model,
+        tenant, id: message.id, session_id: session.sessionId, ordinal, role: message.role, parent_id: message.parentId, selected_child_id: message.selectedChildId, model: message.model,
         content: message.content, status: messageStatus(message), created_at: message.createdAt, position: message.position.toString(),
       });
     }
-    for (const { block, index, message } of changed.blocks) blockRows.push(blockToRow(block, session.sessionId, index, message.position));
-    for (const { id } of changed.removedBlocks) removedBlocks.push({ session_id: session.sessionId, id });
+    for (const { block, index, message } of changed.blocks) blockRows.push(blockToRow(block, tenant, session.sessionId, index, message.position));
+    for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });
   }
   if (removedBlocks.length > 0) {
     await client.query(
-      'DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(session_id text, id text) WHERE message_blocks.session_id = r.session_id AND message_blocks.id = r.id',
+      `DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
+       WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id`,
       [JSON.stringify(removedBlocks)],
     );
   }
   if (sessionRows.length > 0) {
     await client.query(
-      `INSERT INTO sessions (id, title, metadata, created_at, selected_root_id, forked_from, position)
-       SELECT id, title, metadata, created_at, selected_root_id, forked_from, position FROM jsonb_to_recordset($1::jsonb)
-         AS r(id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text, forked_from jsonb, position bigint)
-       ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata, selected_root_id = excluded.selected_root_id, position = excluded.position
+      `INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, position)
+       SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from, position FROM jsonb_to_recordset($1::jsonb)
+         AS r(tenant text, id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text, forked_from jsonb, position bigint)
+       ON CONFLICT (tenant, id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata, selected_root_id = excluded.selected_root_id, position = excluded.position
          WHERE sessions.position <= excluded.position`,
       [JSON.stringify(sessionRows)],
     );
   }
   if (messageRows.length > 0) {
     await client.query(
-      `INSERT INTO messages (id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position)
-       SELECT id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position FROM jsonb_to_recordset($1::jsonb)
-         AS r(id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text, model text, content text, status text, created_at timestamptz, position bigint)
-       ON CONFLICT (session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id, status = excluded.status, position = excluded.position
+      `INSERT INTO messages (tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position)
+       SELECT tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position FROM jsonb_to_recordset($1::jsonb)
+         AS r(tenant text, id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text, model text, content text, status text, created_at timestamptz, position bigint)
+       ON CONFLICT (tenant, session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id, status = excluded.status, position = excluded.position
          WHERE messages.position <= excluded.position`,
       [JSON.stringify(messageRows)],
     );
   }
   if (blockRows.length > 0) {
     await client.query(
-      `INSERT INTO message_blocks (id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
-       SELECT id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position
-         FROM jsonb_to_recordset($1::jsonb) AS r(id text, message_id text, session_id text, index int, type text, status text, content jsonb, tool_id text, tool_name text,
+      `INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
+       SELECT tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position
+         FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int, type text, status text, content jsonb, tool_id text, tool_name text,
               arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz, updated_at timestamptz, position bigint)
-       ON CONFLICT (session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type, status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
+       ON CONFLICT (tenant, session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type, status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
          tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response, metadata = excluded.metadata, error = excluded.error,
          extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
        WHERE message_blocks.position <= excluded.position`,

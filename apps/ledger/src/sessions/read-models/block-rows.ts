@@ -2,6 +2,7 @@ import type { MessageBlock } from '#core';
 
 /** A block as its `message_blocks` row holds it, and back: reads return exactly what was folded. */
 export interface BlockRowValues {
+  readonly tenant: string;
   readonly id: string;
   readonly message_id: string;
   readonly session_id: string;
@@ -21,10 +22,10 @@ export interface BlockRowValues {
   readonly position: string;
 }
 
-export function blockToRow(block: MessageBlock, sessionId: string, index: number, position: bigint): BlockRowValues {
+export function blockToRow(block: MessageBlock, tenant: string, sessionId: string, index: number, position: bigint): BlockRowValues {
   const { id, messageId, type, status, createdAt, updatedAt, content, toolId, toolName, arguments: args, metadata, error, ...extra } = block;
   return {
-    id, message_id: messageId, session_id: sessionId, index, type, status,
+    tenant, id, message_id: messageId, session_id: sessionId, index, type, status,
     content: content ?? null, tool_id: toolId ?? null, tool_name: toolName ?? null, arguments: args ?? null,
     tool_response: metadata?.rawMcpToolResponse ?? null, metadata: metadata ?? null, error: error ?? null,
     extra: JSON.parse(JSON.stringify(extra)) as Record<string, unknown>,

@@ -1,9 +1,10 @@
 import type { ForkSource } from '#core';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** Read-model rows (schema: 1763800000002-block-read-models, 1763800000003-branch-trees). The projection writes them; queries read them. */
+/** Read-model rows (schema: 1763800000002-block-read-models, 1763800000003-branch-trees, 1763800000005-identity). The projection writes them; queries read them. */
 @Entity('sessions')
 export class SessionRow {
+  @PrimaryColumn('text') tenant!: string;
   @PrimaryColumn('text') id!: string;
   @Column('text', { nullable: true }) title!: string | null;
   @Column('jsonb') metadata!: Record<string, unknown>;
@@ -15,6 +16,7 @@ export class SessionRow {
 
 @Entity('messages')
 export class MessageRow {
+  @PrimaryColumn('text') tenant!: string;
   @PrimaryColumn('text', { name: 'session_id' }) sessionId!: string;
   @PrimaryColumn('text') id!: string;
   @Column('integer') ordinal!: number;
@@ -30,6 +32,7 @@ export class MessageRow {
 
 @Entity('message_blocks')
 export class MessageBlockRow {
+  @PrimaryColumn('text') tenant!: string;
   @PrimaryColumn('text', { name: 'session_id' }) sessionId!: string;
   @PrimaryColumn('text') id!: string;
   @Column('text', { name: 'message_id' }) messageId!: string;

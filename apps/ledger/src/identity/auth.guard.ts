@@ -1,0 +1,41 @@
+import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import { ApiError } from '../http/api-error.js';
+import { Authenticator } from './authenticator.js';
+import { PERMISSIONS } from './permissions.js';
+import { AuthenticationError, type Principal } from './principal.js';
+
+export type AuthenticatedRequest = Request & { principal?: Principal };
+
+/** `METHOD /path` as the router declared the route: the permission table's key. */
+export function routeKey(request: Request): string {
+  const path = (request.route as { path?: string } | undefined)?.path ?? request.path;
+  return `${request.method} ${path}`;
+}
+
+/**
+ * The one place that lets a request in: the route must be in the permission table, the
+ * credential must verify, and it must hold one of the route's roles. What the credential says is
+ * then the request's principal; nothing the client claims about itself counts.
+ */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(private readonly authenticator: Authenticator) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const rule = PERMISSIONS[routeKey(request)];
+    if (rule === undefined) throw new ApiError(403, 'forbidden', 'this route is not open to any credential');
+    if (rule === 'public') return true;
+    let principal: Principal;
+    try {
+      principal = await this.authenticator.authenticate(request.headers);
+    } catch (error) {
+      if (error instanceof AuthenticationError) throw new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);
+      throw error;
+    }
+    if (!rule.some((role) => principal.roles.has(role))) throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');
+    request.principal = principal;
+    return true;
+  }
+}

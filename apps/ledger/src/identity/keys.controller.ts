@@ -1,0 +1,53 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { z } from 'zod';
+import { ApiError } from '../http/api-error.js';
+import { ApiKeyStore } from './api-key-store.js';
+import { CurrentPrincipal } from './current-principal.js';
+import { DEFAULT_TENANT, ROLES, TENANT_PATTERN, type Principal } from './principal.js';
+
+const tenant = z.string().regex(TENANT_PATTERN, 'lowercase letters, digits and -, at most 63');
+export const newKeyBody = z
+  .object({
+    name: z.string().regex(/^[\w .@-]{1,100}$/, 'letters, digits, space and . _ @ -, at most 100'),
+    tenant: tenant.optional(),
+    roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length),
+    subject: z.string().regex(/^[\w.@:+-]{1,200}$/, 'letters, digits and . _ @ : + -, at most 200').optional(),
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+const listQuery = z.object({ tenant: tenant.optional() }).strict();
+
+/**
+ * Credentials. An admin manages its own tenant's keys; an admin of the default tenant (the
+ * operator's) may name any tenant. Another tenant's key is not found.
+ */
+@Controller('v1/admin/keys')
+export class KeysController {
+  constructor(private readonly keys: ApiKeyStore) {}
+
+  @Post()
+  @HttpCode(201)
+  create(@Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+    const input = newKeyBody.parse(body ?? {});
+    if (input.expiresAt !== undefined && Date.parse(input.expiresAt) <= Date.now()) throw new ApiError(400, 'invalid_request', 'expiresAt: must be in the future', 'expiresAt');
+    return this.keys.create({ ...input, tenant: managedTenant(principal, input.tenant) ?? principal.tenant }, principal.actor);
+  }
+
+  @Get()
+  async list(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+    const { tenant: asked } = listQuery.parse(query);
+    return { keys: await this.keys.list(managedTenant(principal, asked)) };
+  }
+
+  @Delete(':id')
+  revoke(@Param('id') id: string, @CurrentPrincipal() principal: Principal) {
+    return this.keys.revoke(id, principal.tenant === DEFAULT_TENANT ? undefined : principal.tenant, principal.actor);
+  }
+}
+
+/** The tenant an admin acts on: its own, or for the operator's admins any tenant asked for (undefined: all). */
+function managedTenant(principal: Principal, asked: string | undefined): string | undefined {
+  if (principal.tenant === DEFAULT_TENANT) return asked;
+  if (asked !== undefined && asked !== principal.tenant) throw new ApiError(403, 'forbidden', 'an admin manages the keys of its own tenant', 'tenant', 'tenant');
+  return principal.tenant;
+}

@@ -1,0 +1,53 @@
+import type { Role } from './principal.js';
+
+/**
+ * Who may call what: every route the service serves, as Nest declares it, and the roles that
+ * may call it (any one suffices). `public` routes answer without a credential and hold no data.
+ * The guard refuses a route missing here, and a test walks this table against the live router.
+ * Roles do not nest: admin manages credentials and read models but decides no tool call.
+ */
+export type RouteRule = 'public' | readonly Role[];
+
+const PRODUCER: readonly Role[] = ['producer'];
+/** Everyone who reads a tenant's sessions. */
+const READERS: readonly Role[] = ['producer', 'reader', 'reviewer', 'auditor'];
+const REVIEWERS: readonly Role[] = ['reviewer'];
+/** The approval queue and tool-call trails. */
+const OVERSIGHT: readonly Role[] = ['reviewer', 'auditor'];
+const AUDITORS: readonly Role[] = ['auditor'];
+const ADMINS: readonly Role[] = ['admin'];
+
+export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
+  'GET /health': 'public',
+  'GET /docs': 'public',
+  'GET /docs/openapi.json': 'public',
+  'GET /metrics': ADMINS,
+
+  'POST /v1/sessions': PRODUCER,
+  'POST /v1/sessions/:sid/messages': PRODUCER,
+  'POST /v1/sessions/:sid/messages/:mid/chunks': PRODUCER,
+  'POST /v1/sessions/:sid/fork': PRODUCER,
+  'PUT /v1/sessions/:sid/messages/:mid/selection': PRODUCER,
+  'PUT /v1/sessions/:sid/selection': PRODUCER,
+  /** The owner grants other producers; an admin may too. */
+  'POST /v1/sessions/:sid/writers': ['producer', 'admin'],
+
+  'GET /v1/sessions/:sid': READERS,
+  'GET /v1/sessions/:sid/tree': READERS,
+  'GET /v1/sessions/:sid/history': READERS,
+  'GET /v1/sessions/:sid/messages/:mid': READERS,
+  'GET /v1/sessions/:sid/live': READERS,
+
+  'GET /v1/sessions/:sid/events': AUDITORS,
+  'GET /v1/events/live': AUDITORS,
+
+  'GET /v1/tool-calls': OVERSIGHT,
+  'GET /v1/tool-calls/:id': OVERSIGHT,
+  'POST /v1/tool-calls/:id/approve': REVIEWERS,
+  'POST /v1/tool-calls/:id/deny': REVIEWERS,
+
+  'POST /v1/admin/rebuild': ADMINS,
+  'POST /v1/admin/keys': ADMINS,
+  'GET /v1/admin/keys': ADMINS,
+  'DELETE /v1/admin/keys/:id': ADMINS,
+};
