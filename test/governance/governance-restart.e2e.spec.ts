@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
+import { freePort, reachableTempDir, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { call, governanceFixture, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
 
@@ -12,9 +12,10 @@ describe('the governance saga across kill -9 and restart', () => {
   let fixture: GovernanceFixture;
   let database: TestDatabase;
   let service: ServiceProcess | undefined;
+  let dataDir: string;
 
   async function start(extra: Record<string, string> = {}): Promise<string> {
-    service = startService(fixture.env({ DATABASE_URL: database.connectionString, PORT: String(await freePort()), ...extra }));
+    service = startService(fixture.env({ DATABASE_URL: database.connectionString, PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, ...extra }));
     await waitUntilHealthy(service);
     return service.baseUrl;
   }
@@ -28,6 +29,8 @@ describe('the governance saga across kill -9 and restart', () => {
   beforeAll(async () => {
     fixture = await governanceFixture();
     database = await createTestDatabase();
+    // One data folder across restarts: the first start writes the admin key there.
+    dataDir = await reachableTempDir('governance-restart');
   });
   afterAll(async () => {
     if (service) await kill();

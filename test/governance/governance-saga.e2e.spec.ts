@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { connectSse } from '../support/sse-client.js';
+import { authorization, keyActor } from '../support/test-credentials.js';
 import { call, governanceFixture, PRODUCER, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
 
 const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
@@ -36,7 +37,7 @@ describe('tool-call governance end to end over HTTP', () => {
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'denied', 'completed']);
     expect(toolCall).toMatchObject({
-      outcome: 'denied', requestedBy: PRODUCER, firewall: { verdict: 'deny', rule: 'tools.deny[0]: filesystem/move_file', policyVersion: 'e2e-1' }, decision: { approved: false, stage: 'firewall', by: 'firewall' },
+      outcome: 'denied', requestedBy: keyActor(PRODUCER), firewall: { verdict: 'deny', rule: 'tools.deny[0]: filesystem/move_file', policyVersion: 'e2e-1' }, decision: { approved: false, stage: 'firewall', by: 'firewall' },
     });
     expect(existsSync(source)).toBe(true);
     const block = await toolBlock(messageId, toolCall.position);
@@ -58,7 +59,7 @@ describe('tool-call governance end to end over HTTP', () => {
       decision: { approved: true, by: 'policy' }, execution: { result: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] } },
     });
     // Each step names who recorded it and chains to the one before.
-    expect(toolCall.events[0]).toMatchObject({ actor: 'governance-saga', revision: 0 });
+    expect(toolCall.events[0]).toMatchObject({ actor: 'system:governance-saga', revision: 0 });
     toolCall.events.slice(1).forEach((event: { prevHash: string }, index: number) => expect(event.prevHash).toBe(toolCall.events[index].hash));
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({ status: 'success', content: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] }, metadata: { governance: { status: 'succeeded' } } });
@@ -75,7 +76,12 @@ describe('tool-call governance end to end over HTTP', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
-    const pendingBlock = await toolBlock(messageId, waiting.position);
+    // The saga shows the state on the block right after recording it: wait for that, bounded.
+    let pendingBlock = await toolBlock(messageId, waiting.position);
+    for (let tries = 0; pendingBlock.metadata.governance === undefined && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      pendingBlock = await toolBlock(messageId, waiting.position);
+    }
     expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
     // The queue (read model) lists it.
     const queue = async () => (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
@@ -92,16 +98,16 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(trail(await waitForToolCall(url(), toolCallId, () => true))).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested']);
 
     const approved = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256, comment: 'reviewed the path' }, 'alice');
-    expect(approved).toMatchObject({ status: 200, body: { decision: { approved: true, by: 'alice', comment: 'reviewed the path' } } });
+    expect(approved).toMatchObject({ status: 200, body: { decision: { approved: true, by: keyActor('alice'), comment: 'reviewed the path' } } });
     const again = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256 }, 'bob');
     expect(again).toMatchObject({ status: 409, body: { error: { code: 'already_decided' } } });
 
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started', 'execution_succeeded', 'completed']);
-    expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.approved').actor).toBe('alice');
+    expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.approved').actor).toEqual(keyActor('alice'));
     expect(readFileSync(target, 'utf8')).toBe('approved write');
     const block = await toolBlock(messageId, toolCall.position);
-    expect(block).toMatchObject({ status: 'success', metadata: { governance: { status: 'succeeded', decision: { by: 'alice' } } } });
+    expect(block).toMatchObject({ status: 'success', metadata: { governance: { status: 'succeeded', decision: { by: keyActor('alice') } } } });
     // A producer following the session's live feed saw each move of the call.
     const liveStatuses = () => live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
     for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -114,7 +120,7 @@ describe('tool-call governance end to end over HTTP', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_denied', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'should not exist' });
     const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
     const denied = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'not today' }, 'bob');
-    expect(denied).toMatchObject({ status: 200, body: { status: 'denied', decision: { approved: false, by: 'bob', stage: 'reviewer' } } });
+    expect(denied).toMatchObject({ status: 200, body: { status: 'denied', decision: { approved: false, by: keyActor('bob'), stage: 'reviewer' } } });
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'denied', 'completed']);
     expect(existsSync(target)).toBe(false);
@@ -140,7 +146,7 @@ describe('tool-call governance end to end over HTTP', () => {
       expect(decisions).toHaveLength(1);
       const winner = answers.find((answer) => answer.status === 200)!.body.decision.by;
       expect(decisions[0].actor).toBe(winner);
-      expect(existsSync(target)).toBe(winner === 'alice');
+      expect(existsSync(target)).toBe(winner.endsWith(':alice'));
     }
   });
 
@@ -152,8 +158,6 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).toMatchObject({ status: 404 });
     const extra = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/deny', { argumentsSha256: 'a'.repeat(64), approve: true }, 'alice');
     expect(extra).toMatchObject({ status: 400, body: { error: { field: 'approve' } } });
-    const badActor = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/deny', { argumentsSha256: 'a'.repeat(64) }, 'not a valid actor!');
-    expect(badActor).toMatchObject({ status: 400, body: { error: { field: 'x-ledger-actor' } } });
     // Nothing of the refused requests was recorded.
     expect((await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });
@@ -167,13 +171,13 @@ describe('tool-call governance end to end over HTTP', () => {
     }
     expect(before).toHaveLength(8);
     // Metrics count the same outcomes the read model holds.
-    const metrics = await (await fetch(`${url()}/metrics`)).text();
+    const metrics = await (await fetch(`${url()}/metrics`, { headers: await authorization(url(), 'admin') })).text();
     for (const outcome of ['succeeded', 'denied']) {
       const expected = before.filter((listed: { outcome: string }) => listed.outcome === outcome).length;
       expect(metrics).toContain(`ledger_tool_calls_completed_total{outcome="${outcome}"} ${expected}`);
     }
     const guardianRequests = fixture.guardian.requests.length;
-    const rebuilt = await call(url(), 'POST', '/v1/admin/rebuild?projection=tool-calls');
+    const rebuilt = await call(url(), 'POST', '/v1/admin/rebuild?projection=tool-calls', undefined, 'admin');
     expect(rebuilt).toMatchObject({ status: 200, body: { projections: { 'tool-calls': { events: expect.any(Number) } } } });
     expect(await list()).toEqual(before);
     expect(fixture.guardian.requests.length).toBe(guardianRequests);

@@ -146,7 +146,7 @@ describe('live session feed, every update delivered (no coalescing)', () => {
 describe('live session feed for many clients (coalescing on)', () => {
   let ledger: LedgerUnderTest;
   beforeAll(async () => {
-    ledger = await startLedger({ LEDGER_LIVE_MAX_BUFFERED_BYTES: '65536' });
+    ledger = await startLedger({ LEDGER_LIVE_MAX_BUFFERED_BYTES: '65536', LEDGER_LIVE_MAX_PER_CREDENTIAL: '1000' });
   });
   afterAll(async () => {
     await ledger?.close();

@@ -1,8 +1,10 @@
 import { rm } from 'node:fs/promises';
+import { authorization } from '../support/test-credentials.js';
 import { freePort, reachableTempDir, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
 
-async function call(service: ServiceProcess, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${service.baseUrl}${path}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+async function call(service: ServiceProcess, method: string, path: string, body?: unknown, as = 'client'): Promise<{ status: number; body: any }> {
+  const headers = { ...(await authorization(service.baseUrl, as)), ...(body ? { 'content-type': 'application/json' } : {}) };
+  const response = await fetch(`${service.baseUrl}${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
   return { status: response.status, body: await response.json() };
 }
 
@@ -65,7 +67,7 @@ describe('kill -9 during concurrent ingest', () => {
       }
       const projected = await Promise.all(producers.map((producer) => call(second, 'GET', `/v1/sessions/${producer.sessionId}?minPosition=${head}`)));
       expect(projected.every((response) => response.status === 200)).toBe(true);
-      const rebuild = await call(second, 'POST', '/v1/admin/rebuild');
+      const rebuild = await call(second, 'POST', '/v1/admin/rebuild', undefined, 'admin');
       expect(rebuild.status).toBe(200);
       const rebuilt = await Promise.all(producers.map((producer) => call(second, 'GET', `/v1/sessions/${producer.sessionId}`)));
       expect(rebuilt.map((response) => response.body.messages)).toEqual(projected.map((response) => response.body.messages));

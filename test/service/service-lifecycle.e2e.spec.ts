@@ -6,6 +6,7 @@ import { createEventStoreDbEventLog, createPostgresEventLog, NO_STREAM } from '#
 import { newEvents } from '#event-log/testing';
 import { startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { freePort, reachableTempDir, startService, waitUntilHealthy } from '../support/service-process.js';
+import { authorization } from '../support/test-credentials.js';
 
 describe('the service process with its embedded PostgreSQL', () => {
   let dataDir: string;
@@ -25,12 +26,14 @@ describe('the service process with its embedded PostgreSQL', () => {
     const health = await waitUntilHealthy(first);
     expect(health).toMatchObject({
       status: 'ok',
-      details: { database: { status: 'up' }, eventLog: { status: 'up', engine: 'postgres', headPosition: '0', appendLockHeldMs: null } },
+      // The first start records the admin key it made: one event.
+      details: { database: { status: 'up' }, eventLog: { status: 'up', engine: 'postgres', headPosition: '1', appendLockHeldMs: null } },
     });
     const log = await createPostgresEventLog({ connectionString: `postgres://ledger:ledger@127.0.0.1:${pgPort}/postgres` });
     await log.append('session-lifecycle', newEvents(3), NO_STREAM);
     await log.close();
-    expect((await fetch(`${first.baseUrl}/metrics`).then((response) => response.text()))).toContain('ledger_event_log_appended_events_total');
+    const metrics = await fetch(`${first.baseUrl}/metrics`, { headers: await authorization(first.baseUrl, 'admin') });
+    expect(await metrics.text()).toContain('ledger_event_log_appended_events_total');
 
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
@@ -38,7 +41,7 @@ describe('the service process with its embedded PostgreSQL', () => {
 
     const second = startService(env);
     const again = await waitUntilHealthy(second);
-    expect(again).toMatchObject({ details: { eventLog: { headPosition: '3' } } });
+    expect(again).toMatchObject({ details: { eventLog: { headPosition: '4' } } });
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(pidFile)).toBe(false);

@@ -11,8 +11,8 @@ describe('forking a session', () => {
     await ledger?.close();
   });
 
-  async function ok(method: string, path: string, body?: unknown) {
-    const response = await ledger.request(method, path, body);
+  async function ok(method: string, path: string, body?: unknown, as?: string) {
+    const response = await ledger.request(method, path, body, undefined, as);
     expect(response.status).toBeLessThan(300);
     return response.body;
   }
@@ -83,7 +83,7 @@ describe('forking a session', () => {
     expect(twice.messages[1].blocks[0].content).toBe('Autumn rain on tin');
     const reply = await ok('POST', `/v1/sessions/${again.id}/messages`, { role: 'user', content: 'Shorter' });
     expect(reply.parentId).toBe('a1');
-    await ok('POST', '/v1/admin/rebuild');
+    await ok('POST', '/v1/admin/rebuild', undefined, 'admin');
     expect(withoutPosition(await ok('GET', `/v1/sessions/${forkId}?minPosition=${last}`))).toEqual(withoutPosition(forked));
     expect(withoutPosition(await ok('GET', `/v1/sessions/${source}`))).toEqual(withoutPosition(sourceRead));
   });

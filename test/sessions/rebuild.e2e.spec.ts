@@ -44,7 +44,7 @@ describe('rebuilding the read models from the log', () => {
     const reader = (async () => {
       while (reading) readStatuses.push((await ledger.request('GET', `/v1/sessions/${sessionId}`)).status);
     })();
-    const rebuilt = await ledger.request('POST', '/v1/admin/rebuild');
+    const rebuilt = await ledger.request('POST', '/v1/admin/rebuild', undefined, undefined, 'admin');
     reading = false;
     await reader;
     expect(rebuilt).toMatchObject({ status: 200, body: { position: last } });

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { credentialsOf } from './test-credentials.js';
 
 /** One Server-Sent Event as a browser's EventSource would dispatch it. */
 export interface SseEvent {
@@ -27,7 +28,8 @@ export interface SseConnection {
  * A real SSE client over HTTP/1.1 (node:http), parsing the event-stream format per the HTML
  * spec: fields `event`, `data`, `id`, comment lines, dispatch on a blank line.
  */
-export function connectSse(url: string, options: { lastEventId?: string; onEvent?: (event: SseEvent) => void } = {}): SseConnection {
+/** `as`: the principal named so on the ledger at that URL (see TestCredentials; default `client`); `key`: a credential given as is. */
+export function connectSse(url: string, options: { lastEventId?: string; onEvent?: (event: SseEvent) => void; as?: string; key?: string } = {}): SseConnection {
   const events: SseEvent[] = [];
   const comments: string[] = [];
   let lastEventId = options.lastEventId;
@@ -40,7 +42,13 @@ export function connectSse(url: string, options: { lastEventId?: string; onEvent
   });
   let resolveEnded!: () => void;
   const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
-  const request = http.get(url, { headers: { accept: 'text/event-stream', ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) } }, (res) => {
+  let request: http.ClientRequest | undefined;
+  let closed = false;
+  const credential = options.key !== undefined ? Promise.resolve(options.key) : credentialsOf(new URL(url).origin).key(options.as ?? 'client');
+  void credential.then((key) => {
+    if (closed) return resolveEnded();
+    const headers = { accept: 'text/event-stream', authorization: `Bearer ${key}`, ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) };
+    request = http.get(url, { headers }, (res) => {
     response = res;
     res.setEncoding('utf8');
     res.on('end', resolveEnded);
@@ -81,7 +89,11 @@ export function connectSse(url: string, options: { lastEventId?: string; onEvent
       }
     });
   });
-  request.on('error', (error) => {
+    request.on('error', (error) => {
+      rejectOpened(error);
+      resolveEnded();
+    });
+  }, (error: Error) => {
     rejectOpened(error);
     resolveEnded();
   });
@@ -92,6 +104,9 @@ export function connectSse(url: string, options: { lastEventId?: string; onEvent
     comments,
     lastEventId: () => lastEventId,
     stall: () => response?.pause(),
-    close: () => request.destroy(),
+    close: () => {
+      closed = true;
+      request?.destroy();
+    },
   };
 }

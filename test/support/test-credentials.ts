@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -14,7 +15,7 @@ export interface KeyOptions {
 /**
  * Credentials for a ledger under test, minted through its own admin route with the admin key its
  * first start wrote to the data folder. Each name is its own principal: `key('alice')` is the
- * same key every time it is asked for, so tests read like "alice approves".
+ * same key every time it is asked for, so tests read like "alice approves". `admin` is the bootstrap admin key.
  */
 export class TestCredentials {
   private readonly keys = new Map<string, Promise<string>>();
@@ -22,7 +23,9 @@ export class TestCredentials {
   constructor(
     readonly baseUrl: string,
     readonly adminKey: string,
-  ) {}
+  ) {
+    this.keys.set('admin', Promise.resolve(adminKey));
+  }
 
   static async fromDataDir(baseUrl: string, dataDir: string): Promise<TestCredentials> {
     return new TestCredentials(baseUrl, (await readFile(path.join(dataDir, 'admin.key'), 'utf8')).trim());
@@ -67,3 +70,6 @@ export function credentialsOf(baseUrl: string): TestCredentials {
 export async function authorization(baseUrl: string, who: string): Promise<Record<string, string>> {
   return { authorization: `Bearer ${await credentialsOf(baseUrl).key(who)}` };
 }
+
+/** The actor recorded for the key named `name` (`key:<key id>:<name>`), for `toMatchObject`. */
+export const keyActor = (name: string) => expect.stringMatching(new RegExp(`^key:[a-z0-9]{16}:${name}$`));

@@ -3,7 +3,6 @@ import { ChunkValidationError, SessionError, ToolCallError } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
 import type { Response } from 'express';
 import { ZodError } from 'zod';
-import { ThrottlerException } from '@nestjs/throttler';
 
 /** A 4xx the client can act on: `{ error: { code, message, field? } }`. */
 export class ApiError extends Error {
@@ -88,7 +87,6 @@ function describeError(error: unknown): { status: number; body: { code: string; 
   if (parserError.type === 'entity.too.large') return { status: 413, body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)') };
   if (parserError.type === 'entity.parse.failed') return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
   if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500) return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
-  if (error instanceof ThrottlerException) return { status: 429, body: withField('rate_limited', 'too many requests for this credential; retry after the time in Retry-After') };
   if (error instanceof HttpException) return { status: error.getStatus(), body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message) };
   return { status: 500, body: withField('internal', 'internal error') };
 }

@@ -1,7 +1,8 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { ApiError } from '../http/api-error.js';
 import { Authenticator } from './authenticator.js';
+import { CredentialRateLimiter } from './credential-rate-limiter.js';
 import { PERMISSIONS } from './permissions.js';
 import { AuthenticationError, type Principal } from './principal.js';
 
@@ -15,12 +16,15 @@ export function routeKey(request: Request): string {
 
 /**
  * The one place that lets a request in: the route must be in the permission table, the
- * credential must verify, and it must hold one of the route's roles. What the credential says is
+ * credential must verify, it must hold one of the route's roles, and its rate budget must allow it. What the credential says is
  * then the request's principal; nothing the client claims about itself counts.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
-  constructor(private readonly authenticator: Authenticator) {}
+  constructor(
+    private readonly authenticator: Authenticator,
+    private readonly rateLimiter: CredentialRateLimiter,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
@@ -35,6 +39,11 @@ export class AuthGuard implements CanActivate {
       throw error;
     }
     if (!rule.some((role) => principal.roles.has(role))) throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');
+    const waitMs = this.rateLimiter.take(principal.credentialId);
+    if (waitMs > 0) {
+      context.switchToHttp().getResponse<Response>().setHeader('Retry-After', String(Math.ceil(waitMs / 1_000)));
+      throw new ApiError(429, 'rate_limited', 'too many requests for this credential; retry after Retry-After seconds', undefined, 'rate');
+    }
     request.principal = principal;
     return true;
   }

@@ -1,6 +1,5 @@
-import { Inject, Module, type OnApplicationBootstrap } from '@nestjs/common';
+import { Global, Inject, Module, type OnApplicationBootstrap } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { ThrottlerModule } from '@nestjs/throttler';
 import { Logger } from 'nestjs-pino';
 import type pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
@@ -9,24 +8,22 @@ import { ApiKeyStore } from './api-key-store.js';
 import { AuthGuard } from './auth.guard.js';
 import { Authenticator } from './authenticator.js';
 import { bootstrapAdminKey } from './bootstrap-admin-key.js';
-import { CredentialRateLimitGuard } from './credential-rate-limit.guard.js';
+import { CredentialRateLimiter } from './credential-rate-limiter.js';
 import { KeysController } from './keys.controller.js';
 
 /** Credentials, the guard every request passes, per-credential limits, and the first admin key. */
+@Global()
 @Module({
-  imports: [
-    ThrottlerModule.forRootAsync({
-      inject: [LEDGER_CONFIG],
-      useFactory: (config: LedgerConfig) => [{ name: 'credential', ttl: config.identity.rateLimit.windowMs, limit: config.identity.rateLimit.limit }],
-    }),
-  ],
   controllers: [KeysController],
   providers: [
     ApiKeyStore,
     Authenticator,
-    // Guards run in this order: who is it, then how often.
+    {
+      provide: CredentialRateLimiter,
+      inject: [LEDGER_CONFIG],
+      useFactory: ({ identity }: LedgerConfig) => new CredentialRateLimiter(identity.rateLimit.limit, identity.rateLimit.windowMs),
+    },
     { provide: APP_GUARD, useClass: AuthGuard },
-    { provide: APP_GUARD, useClass: CredentialRateLimitGuard },
   ],
   exports: [ApiKeyStore, Authenticator],
 })
