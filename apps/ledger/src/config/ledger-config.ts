@@ -4,6 +4,11 @@ import { StartupError } from '../database/embedded-postgres.js';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
 
+const httpUrl = z
+  .string()
+  .url()
+  .refine((value) => /^https?:$/.test(new URL(value).protocol), 'must be an http(s) URL');
+
 const environment = z.object({
   PORT: port(3000),
   DATABASE_URL: z.string().url().optional(),
@@ -24,6 +29,14 @@ const environment = z.object({
   LEDGER_GUARDIAN_ON_FAILURE: z.enum(['ask', 'deny', 'allow']).default('ask'),
   LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
   LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  LEDGER_OIDC_ISSUER: httpUrl.optional(),
+  LEDGER_OIDC_AUDIENCE: z.string().min(1).optional(),
+  LEDGER_OIDC_JWKS_URL: httpUrl.optional(),
+  LEDGER_OIDC_TENANT_CLAIM: z.string().min(1).default('tenant'),
+  LEDGER_OIDC_ROLES_CLAIM: z.string().min(1).default('roles'),
+  LEDGER_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
+  LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
+  LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -40,6 +53,8 @@ export interface LedgerConfig {
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
   readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
   readonly governance: GovernanceConfig;
+  /** Set: bearer JWTs from this OpenID provider are accepted as credentials. */
+  readonly oidc: OidcConfig | undefined;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
 }
 
@@ -59,6 +74,23 @@ export interface GovernanceConfig {
   /** How long a call waits for a person before it expires (and counts as denied). */
   readonly approvalTimeoutMs: number;
   readonly mcpCallTimeoutMs: number;
+}
+
+/** An OpenID provider whose tokens are credentials; see docs/identity-oidc.md. */
+export interface OidcConfig {
+  /** Must equal the tokens' `iss` and the discovery document's `issuer`, character for character. */
+  readonly issuer: string;
+  readonly audience: string;
+  /** Unset: found through `<issuer>/.well-known/openid-configuration`. */
+  readonly jwksUrl: string | undefined;
+  /** Claim names; a name the token does not hold as is is read as a dotted path (`realm_access.roles`). */
+  readonly tenantClaim: string;
+  readonly rolesClaim: string;
+  readonly clockSkewSeconds: number;
+  /** An unknown `kid` refetches the key set at most this often (a key rotated in waits at most this long). */
+  readonly jwksCooldownMs: number;
+  /** Keys are refetched after this long (a key the provider dropped still verifies until then). */
+  readonly jwksMaxAgeMs: number;
 }
 
 export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');
@@ -91,6 +123,36 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       approvalTimeoutMs: values.LEDGER_APPROVAL_TIMEOUT_MS,
       mcpCallTimeoutMs: values.LEDGER_MCP_CALL_TIMEOUT_MS,
     },
+    oidc: oidcConfig(values),
     logLevel: values.LOG_LEVEL,
+  };
+}
+
+function oidcConfig(values: z.infer<typeof environment>): OidcConfig | undefined {
+  const issuer = values.LEDGER_OIDC_ISSUER;
+  const audience = values.LEDGER_OIDC_AUDIENCE;
+  if (!issuer !== !audience) {
+    const missing = issuer ? 'LEDGER_OIDC_AUDIENCE' : 'LEDGER_OIDC_ISSUER';
+    throw new StartupError(
+      `environment variable ${missing} is required: OIDC needs both LEDGER_OIDC_ISSUER and LEDGER_OIDC_AUDIENCE`,
+    );
+  }
+  if (!issuer || !audience) {
+    if (values.LEDGER_OIDC_JWKS_URL) {
+      throw new StartupError(
+        'environment variable LEDGER_OIDC_ISSUER is required when LEDGER_OIDC_JWKS_URL is set',
+      );
+    }
+    return undefined;
+  }
+  return {
+    issuer,
+    audience,
+    jwksUrl: values.LEDGER_OIDC_JWKS_URL,
+    tenantClaim: values.LEDGER_OIDC_TENANT_CLAIM,
+    rolesClaim: values.LEDGER_OIDC_ROLES_CLAIM,
+    clockSkewSeconds: values.LEDGER_OIDC_CLOCK_SKEW_S,
+    jwksCooldownMs: values.LEDGER_OIDC_JWKS_COOLDOWN_MS,
+    jwksMaxAgeMs: values.LEDGER_OIDC_JWKS_MAX_AGE_MS,
   };
 }
