@@ -91,12 +91,13 @@ describe('JWT verifier against a JWKS server over HTTP', () => {
     expect(idp.requests).toEqual({ discovery: 0, jwks: 0 });
   });
 
-  it('refuses a tampered payload and a token signed by another key under a published kid', async () => {
+  it('refuses a tampered payload, and another key under a published kid whatever jwk or jku says', async () => {
     const [header, , signature] = (await idp.sign(claims)).split('.');
     const forgedPayload = Buffer.from(JSON.stringify({ ...claims, roles: ['admin'] })).toString('base64url');
     expect(await refusal(`${header}.${forgedPayload}.${signature}`)).toBe('bad_signature');
     const stranger = await idp.addKey({ publish: false });
-    expect(await refusal(await idp.sign(claims, { kid: stranger, header: { kid: 'key-1' } }))).toBe('bad_signature');
+    const lies = { kid: 'key-1', jku: `${idp.issuer}/attacker-jwks`, jwk: { kty: 'RSA', n: 'AQAB', e: 'AQAB' } };
+    expect(await refusal(await idp.sign(claims, { kid: stranger, header: lies }))).toBe('bad_signature');
   });
 
   it.each([
