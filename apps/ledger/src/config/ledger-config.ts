@@ -83,7 +83,7 @@ export interface OidcConfig {
   readonly audience: string;
   /** Unset: found through `<issuer>/.well-known/openid-configuration`. */
   readonly jwksUrl: string | undefined;
-  /** Claim names; a name the token does not hold as is is read as a dotted path (`realm_access.roles`). */
+  /** Claim names, looked up as written first, then as a dotted path (`realm_access.roles`). */
   readonly tenantClaim: string;
   readonly rolesClaim: string;
   readonly clockSkewSeconds: number;
