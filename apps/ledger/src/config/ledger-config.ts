@@ -4,6 +4,11 @@ import { StartupError } from '../database/embedded-postgres.js';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
 
+const httpUrl = z
+  .string()
+  .url()
+  .refine((value) => /^https?:$/.test(new URL(value).protocol), 'must be an http(s) URL');
+
 const environment = z.object({
   PORT: port(3000),
   DATABASE_URL: z.string().url().optional(),
@@ -27,6 +32,14 @@ const environment = z.object({
   LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(1_000),
   LEDGER_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(10_000),
   LEDGER_LIVE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
+  LEDGER_OIDC_ISSUER: httpUrl.optional(),
+  LEDGER_OIDC_AUDIENCE: z.string().min(1).optional(),
+  LEDGER_OIDC_JWKS_URL: httpUrl.optional(),
+  LEDGER_OIDC_TENANT_CLAIM: z.string().min(1).default('tenant'),
+  LEDGER_OIDC_ROLES_CLAIM: z.string().min(1).default('roles'),
+  LEDGER_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
+  LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
+  LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -44,6 +57,8 @@ export interface LedgerConfig {
   readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
   readonly governance: GovernanceConfig;
   readonly identity: IdentityConfig;
+  /** Set: bearer JWTs from this OpenID provider are accepted as credentials. */
+  readonly oidc: OidcConfig | undefined;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
 }
 
@@ -71,6 +86,23 @@ export interface IdentityConfig {
   readonly rateLimit: { readonly limit: number; readonly windowMs: number };
   /** Open live (SSE) connections per credential; one more gets 429. */
   readonly liveConnectionsPerCredential: number;
+}
+
+/** An OpenID provider whose tokens are credentials; see docs/identity-oidc.md. */
+export interface OidcConfig {
+  /** Must equal the tokens' `iss` and the discovery document's `issuer`, character for character. */
+  readonly issuer: string;
+  readonly audience: string;
+  /** Unset: found through `<issuer>/.well-known/openid-configuration`. */
+  readonly jwksUrl: string | undefined;
+  /** Claim names, looked up as written first, then as a dotted path (`realm_access.roles`). */
+  readonly tenantClaim: string;
+  readonly rolesClaim: string;
+  readonly clockSkewSeconds: number;
+  /** An unknown `kid` refetches the key set at most this often (a key rotated in waits at most this long). */
+  readonly jwksCooldownMs: number;
+  /** Keys are refetched after this long (a key the provider dropped still verifies until then). */
+  readonly jwksMaxAgeMs: number;
 }
 
 export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');
@@ -107,6 +139,36 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       rateLimit: { limit: values.LEDGER_RATE_LIMIT, windowMs: values.LEDGER_RATE_LIMIT_WINDOW_MS },
       liveConnectionsPerCredential: values.LEDGER_LIVE_MAX_PER_CREDENTIAL,
     },
+    oidc: oidcConfig(values),
     logLevel: values.LOG_LEVEL,
+  };
+}
+
+function oidcConfig(values: z.infer<typeof environment>): OidcConfig | undefined {
+  const issuer = values.LEDGER_OIDC_ISSUER;
+  const audience = values.LEDGER_OIDC_AUDIENCE;
+  if (!issuer !== !audience) {
+    const missing = issuer ? 'LEDGER_OIDC_AUDIENCE' : 'LEDGER_OIDC_ISSUER';
+    throw new StartupError(
+      `environment variable ${missing} is required: OIDC needs both LEDGER_OIDC_ISSUER and LEDGER_OIDC_AUDIENCE`,
+    );
+  }
+  if (!issuer || !audience) {
+    if (values.LEDGER_OIDC_JWKS_URL) {
+      throw new StartupError(
+        'environment variable LEDGER_OIDC_ISSUER is required when LEDGER_OIDC_JWKS_URL is set',
+      );
+    }
+    return undefined;
+  }
+  return {
+    issuer,
+    audience,
+    jwksUrl: values.LEDGER_OIDC_JWKS_URL,
+    tenantClaim: values.LEDGER_OIDC_TENANT_CLAIM,
+    rolesClaim: values.LEDGER_OIDC_ROLES_CLAIM,
+    clockSkewSeconds: values.LEDGER_OIDC_CLOCK_SKEW_S,
+    jwksCooldownMs: values.LEDGER_OIDC_JWKS_COOLDOWN_MS,
+    jwksMaxAgeMs: values.LEDGER_OIDC_JWKS_MAX_AGE_MS,
   };
 }

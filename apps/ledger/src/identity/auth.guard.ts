@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { ApiError } from '../http/api-error.js';
 import { Authenticator } from './authenticator.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
+import { IdentityProviderUnavailableError } from './jwt-verifier.js';
 import { PERMISSIONS } from './permissions.js';
 import { AuthenticationError, type Principal } from './principal.js';
 
@@ -36,6 +37,8 @@ export class AuthGuard implements CanActivate {
       principal = await this.authenticator.authenticate(request.headers);
     } catch (error) {
       if (error instanceof AuthenticationError) throw new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);
+      // The token may be fine: the provider's keys could not be had. Say so, not "bad credential".
+      if (error instanceof IdentityProviderUnavailableError) throw new ApiError(503, 'identity_provider_unavailable', 'the identity provider cannot be reached; retry later');
       throw error;
     }
     if (!rule.some((role) => principal.roles.has(role))) throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');

@@ -6,7 +6,8 @@ import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { PG_POOL } from '../database/database.module.js';
 import { ApiKeyStore } from './api-key-store.js';
 import { AuthGuard } from './auth.guard.js';
-import { Authenticator } from './authenticator.js';
+import { Authenticator, JWT_VERIFIER } from './authenticator.js';
+import { createJwtVerifier } from './jwt-verifier.js';
 import { bootstrapAdminKey } from './bootstrap-admin-key.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
 import { KeysController } from './keys.controller.js';
@@ -23,6 +24,7 @@ import { KeysController } from './keys.controller.js';
       inject: [LEDGER_CONFIG],
       useFactory: ({ identity }: LedgerConfig) => new CredentialRateLimiter(identity.rateLimit.limit, identity.rateLimit.windowMs),
     },
+    { provide: JWT_VERIFIER, inject: [LEDGER_CONFIG], useFactory: ({ oidc }: LedgerConfig) => (oidc ? createJwtVerifier(oidc) : undefined) },
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
   exports: [ApiKeyStore, Authenticator],

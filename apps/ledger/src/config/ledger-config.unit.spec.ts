@@ -1,0 +1,48 @@
+import { StartupError } from '../database/embedded-postgres.js';
+import { loadConfig } from './ledger-config.js';
+
+describe('OIDC configuration', () => {
+  const issuer = 'https://login.example.com/realms/ledger';
+
+  it('is off without an issuer and an audience', () => {
+    expect(loadConfig({}).oidc).toBeUndefined();
+  });
+
+  it('is on with both, with documented defaults', () => {
+    expect(loadConfig({ LEDGER_OIDC_ISSUER: issuer, LEDGER_OIDC_AUDIENCE: 'block-ledger' }).oidc).toEqual({
+      issuer,
+      audience: 'block-ledger',
+      jwksUrl: undefined,
+      tenantClaim: 'tenant',
+      rolesClaim: 'roles',
+      clockSkewSeconds: 30,
+      jwksCooldownMs: 5_000,
+      jwksMaxAgeMs: 600_000,
+    });
+  });
+
+  it('reads every variable', () => {
+    const oidc = loadConfig({
+      LEDGER_OIDC_ISSUER: issuer,
+      LEDGER_OIDC_AUDIENCE: 'ledger-api',
+      LEDGER_OIDC_JWKS_URL: `${issuer}/protocol/openid-connect/certs`,
+      LEDGER_OIDC_TENANT_CLAIM: 'org.tenant',
+      LEDGER_OIDC_ROLES_CLAIM: 'realm_access.roles',
+      LEDGER_OIDC_CLOCK_SKEW_S: '5',
+      LEDGER_OIDC_JWKS_COOLDOWN_MS: '0',
+      LEDGER_OIDC_JWKS_MAX_AGE_MS: '60000',
+    }).oidc;
+    expect(oidc).toMatchObject({ tenantClaim: 'org.tenant', clockSkewSeconds: 5, jwksCooldownMs: 0 });
+  });
+
+  it.each<[string, NodeJS.ProcessEnv, string]>([
+    ['an issuer without an audience', { LEDGER_OIDC_ISSUER: issuer }, 'LEDGER_OIDC_AUDIENCE'],
+    ['an audience without an issuer', { LEDGER_OIDC_AUDIENCE: 'block-ledger' }, 'LEDGER_OIDC_ISSUER'],
+    ['a JWKS URL without an issuer', { LEDGER_OIDC_JWKS_URL: `${issuer}/certs` }, 'LEDGER_OIDC_ISSUER'],
+    ['a non-http(s) issuer', { LEDGER_OIDC_ISSUER: 'ftp://x.test', LEDGER_OIDC_AUDIENCE: 'a' }, 'LEDGER_OIDC_ISSUER'],
+    ['a clock skew over 300 s', { LEDGER_OIDC_CLOCK_SKEW_S: '301' }, 'LEDGER_OIDC_CLOCK_SKEW_S'],
+  ])('stops the start for %s, naming the variable', (_case, env, variable) => {
+    expect(() => loadConfig(env)).toThrow(StartupError);
+    expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
+  });
+});
