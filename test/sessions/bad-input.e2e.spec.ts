@@ -87,6 +87,63 @@ function cases(): BadCase[] {
   for (const [label, body] of [['a title of the wrong type', { title: 5 }], ['metadata that is a list', { metadata: [1] }], ['an extra field', { owner: 'x' }], ['an existing id', { id: 'fixed-session' }]] as const) {
     list.push({ name: `a session with ${label}`, path: 'sessions', body, status: label === 'an existing id' ? 409 : 400, names: label === 'an extra field' ? 'owner' : label === 'an existing id' ? 'id' : label.includes('title') ? 'title' : 'metadata' });
   }
+  // Text PostgreSQL (or a peer) cannot store, in any string and any key, is refused at the edge naming where it is.
+  for (const [label, bad] of [['a NUL', 'a\u0000b'], ['a lone high surrogate', 'a\ud800'], ['a lone low surrogate', '\udc00b'], ['a reversed pair', '\udc00\ud800']] as const) {
+    const text = (extra: Record<string, unknown>) => chunk('text.delta', extra);
+    list.push({ name: `text.delta text with ${label}`, body: [text({ text: bad })], status: 400, names: 'chunks[0].text' });
+    list.push({ name: `raw content with ${label} deep inside`, body: [chunk('raw', { content: { a: [1, { b: bad }] } })], status: 400, names: 'chunks[0].content.a.1.b' });
+    list.push({ name: `raw content with ${label} in a key`, body: [chunk('raw', { content: { a: { [`k${bad}`]: 1 } } })], status: 400, names: 'chunks[0].content.a' });
+    const call = { ...tool, arguments: { path: `/x${bad}` } };
+    list.push({ name: `a tool argument with ${label}`, body: [chunk('mcp_tool_pending', { responses: [call] })], status: 400, names: 'chunks[0].responses.0.arguments.path' });
+    list.push({ name: `a tool name with ${label}`, body: [chunk('mcp_tool_pending', { responses: [{ ...tool, tool: { name: bad } }] })], status: 400, names: 'chunks[0].responses.0.tool.name' });
+    const batch = [chunk('raw'), { ...chunk('raw'), seq: NEXT + 1 }, { ...text({ text: bad }), seq: NEXT + 2 }];
+    list.push({ name: `the third chunk of a batch with ${label}`, body: batch, status: 400, names: 'chunks[2].text' });
+    list.push({ name: `an NDJSON line with ${label}`, body: JSON.stringify(text({ text: bad })), contentType: 'application/x-ndjson', status: 400, names: 'chunks[0].text' });
+    list.push({ name: `a session title with ${label}`, path: 'sessions', body: { title: bad }, status: 400, names: 'title' });
+    list.push({ name: `a session metadata value with ${label}`, path: 'sessions', body: { metadata: { foo: { bar: [bad] } } }, status: 400, names: 'metadata.foo.bar.0' });
+    list.push({ name: `a session metadata key with ${label}`, path: 'sessions', body: { metadata: { [bad]: 1 } }, status: 400, names: 'metadata' });
+    list.push({ name: `a message content with ${label}`, path: 'messages', body: { role: 'user', content: bad }, status: 400, names: 'content' });
+    list.push({ name: `a message model with ${label}`, path: 'messages', body: { role: 'assistant', model: bad }, status: 400, names: 'model' });
+    list.push({ name: `a fork title with ${label}`, path: 'fork', body: { atPosition: 1, title: bad }, status: 400, names: 'title' });
+    list.push({ name: `a fork metadata value with ${label}`, path: 'fork', body: { atPosition: 1, metadata: { foo: bad } }, status: 400, names: 'metadata.foo' });
+  }
+  // Names that every plain object inherits are not chunk types.
+  for (const type of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__', 'toLocaleString']) {
+    list.push({ name: `chunk type ${type}`, body: [{ seq: NEXT, type }], status: 400, names: 'chunks[0].type' });
+    list.push({ name: `chunk type ${type} in an NDJSON line`, body: JSON.stringify({ seq: NEXT, type }), contentType: 'application/x-ndjson', status: 400, names: 'chunks[0].type' });
+    list.push({ name: `message role ${type}`, path: 'messages', body: { role: type }, status: 400, names: 'role' });
+  }
+  // A `__proto__` key would be dropped by schema parsing (or reach a prototype): refused wherever it is.
+  const protoKey = '{"__proto__":{"polluted":true}}';
+  for (const [name, path, body, names] of [
+    ['raw content with a __proto__ key', undefined, `[${`{"seq":${NEXT},"type":"raw","content":{"a":${protoKey}}}`}]`, 'chunks[0].content.a'],
+    ['a tool with a __proto__ key', undefined, `[{"seq":${NEXT},"type":"mcp_tool_pending","responses":[{"id":"c","tool":${protoKey.replace('{', '{"name":"t",')},"status":"pending"}]}]`, 'chunks[0].responses.0.tool'],
+    ['session metadata with a __proto__ key', 'sessions', `{"metadata":${protoKey}}`, 'metadata'],
+    ['a session body with a __proto__ key', 'sessions', protoKey, '__proto__'],
+    ['a message body with a __proto__ key', 'messages', `{"role":"user","__proto__":{"role":"system"}}`, '__proto__'],
+  ] as const) {
+    list.push({ name, path, body, contentType: 'application/json', status: 400, names });
+  }
+  // JSON nested 5,000 deep fits the body limit; it is refused naming the field that holds it. Written as
+  // text: building it as an object would overflow the test's own stack.
+  const deep = `${'['.repeat(5_000)}${']'.repeat(5_000)}`;
+  const deepChunk = (type: string, field: string) => `{"seq":${NEXT},"type":"${type}",${field}}`;
+  const deepTool = `"responses":[{"id":"call_1","tool":{"name":"read_file"},"status":"pending","arguments":${deep}}]`;
+  for (const [name, body, contentType, names] of [
+    ['raw content nested 5,000 deep', `[${deepChunk('raw', `"content":${deep}`)}]`, 'application/json', 'chunks[0].content'],
+    ['a tool argument nested 5,000 deep', `[${deepChunk('mcp_tool_pending', deepTool)}]`, 'application/json', 'chunks[0].responses'],
+    ['an NDJSON line nested 5,000 deep', deepChunk('raw', `"content":${deep}`), 'application/x-ndjson', 'chunks[0].content'],
+    ['a chunk body nested 5,000 deep', deep, 'application/json', 'chunks[0]'],
+  ] as const) {
+    list.push({ name, body, contentType, status: 400, names });
+  }
+  for (const [name, path, body] of [
+    ['session metadata nested 5,000 deep', 'sessions', `{"metadata":{"foo":${deep}}}`],
+    ['session title nested 5,000 deep', 'sessions', `{"title":${deep}}`],
+    ['fork metadata nested 5,000 deep', 'fork', `{"atPosition":1,"metadata":{"foo":${deep}}}`],
+  ] as const) {
+    list.push({ name, path, body, contentType: 'application/json', status: 400, names: name.split(' ')[1]! });
+  }
   return list;
 }
 
@@ -132,6 +189,7 @@ describe('bad input over HTTP', () => {
       'unknown-session': chunkPath(messageId, 'no-such-session'),
       messages: `/v1/sessions/${sessionId}/messages`,
       sessions: '/v1/sessions',
+      fork: `/v1/sessions/${sessionId}/fork`,
     }[String(badCase.path) as 'undefined'];
     const response = await ledger.request('POST', path, badCase.body, badCase.contentType);
     expect(response.status).toBe(badCase.status);
