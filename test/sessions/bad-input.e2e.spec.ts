@@ -177,6 +177,25 @@ describe('bad input over HTTP', () => {
   const generated = cases();
   it('generates at least 200 cases', () => expect(generated.length).toBeGreaterThanOrEqual(200));
 
+  it('one poisoned post among 40 concurrent innocent ones: it alone is refused, naming its field; all 40 succeed', async () => {
+    const shared = (await ledger.request('POST', '/v1/sessions', {})).body.id as string;
+    // Half share the poisoner's session (one queue, one append), half open sessions of their own (one group commit).
+    const innocents = Array.from({ length: 40 }, (_, index) =>
+      index % 2 === 0 ? { path: `/v1/sessions/${shared}/messages`, body: { role: 'user', content: `innocent ${index}` } } : { path: '/v1/sessions', body: { title: `innocent ${index}` } },
+    );
+    const posts = innocents.map(({ path, body }) => () => ledger.request('POST', path, body));
+    posts.splice(20, 0, () => ledger.request('POST', `/v1/sessions/${shared}/messages`, { role: 'user', content: 'poison \u0000' }));
+    const responses = await Promise.all(posts.map((post) => post()));
+
+    const [poisoned] = responses.splice(20, 1);
+    expect(poisoned!.status).toBe(400);
+    expect(poisoned!.body.error.field).toBe('content');
+    expect(responses.map((response) => response.status)).toEqual(innocents.map(() => 201));
+    const events = (await ledger.request('GET', `/v1/sessions/${shared}/events?limit=1000`)).body.events as { type: string; data: { content?: string } }[];
+    const contents = events.filter((event) => event.type === 'message.created').map((event) => event.data.content);
+    expect(contents.sort()).toEqual(innocents.filter(({ path }) => path !== '/v1/sessions').map(({ body }) => (body as { content: string }).content).sort());
+  });
+
   it.each(generated)('$name → $status naming the problem, and the log is unchanged', async (badCase) => {
     const head = async () => (await database.query<{ position: string }>('SELECT position FROM event_log_head')).rows[0]!.position;
     const before = await head();
