@@ -217,3 +217,29 @@ describe('bad input over HTTP', () => {
     expect(await head()).toBe(before);
   });
 });
+
+describe('client ids named like Object.prototype members', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger();
+  });
+  afterAll(() => ledger.close());
+
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'])('a tool call id %s is an ordinary id', async (toolId) => {
+    const sessionId = (await ledger.request('POST', '/v1/sessions', {})).body.id as string;
+    const messageId = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body.id as string;
+    const chunks = `/v1/sessions/${sessionId}/messages/${messageId}/chunks`;
+    const call = (status: string) => ({ id: toolId, tool: { name: 'read_file' }, arguments: { path: '/x' }, status });
+    // Rule 10: a completion for a tool id never announced changes nothing.
+    expect((await ledger.request('POST', chunks, [{ seq: 1, type: 'mcp_tool_complete', responses: [call('done')] }])).status).toBe(200);
+    expect((await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`)).body.blocks).toEqual([]);
+    // Announced, then completed: one tool block, finished.
+    const announced = await ledger.request('POST', chunks, [
+      { seq: 2, type: 'mcp_tool_pending', responses: [call('pending')] },
+      { seq: 3, type: 'mcp_tool_complete', responses: [{ ...call('done'), response: { ok: true } }] },
+    ]);
+    expect(announced.status).toBe(200);
+    const blocks = (await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${announced.body.position}`)).body.blocks;
+    expect(blocks).toMatchObject([{ type: 'tool', toolId, status: 'success', content: { ok: true } }]);
+  });
+});
