@@ -3,7 +3,7 @@ import { BatchingQueue } from '#event-log';
 class Refused extends Error {}
 class Unreachable extends Error {}
 
-/** Doubles each number in one go; a batch holding a negative number is refused whole, as a store refuses a transaction. */
+/** Doubles numbers in batches; a batch holding a negative number is refused whole, as a store refuses a transaction. */
 function doubler(failure: () => Error = () => new Refused('negative')) {
   const batches: number[][] = [];
   const queue = new BatchingQueue<number, number>(
@@ -18,11 +18,12 @@ function doubler(failure: () => Error = () => new Refused('negative')) {
 }
 
 describe('BatchingQueue', () => {
-  it('retries a refused batch in halves until the bad item fails alone; every other caller gets its result', async () => {
+  it('retries a refused batch in halves until the bad item fails alone; the others get their results', async () => {
     const { queue, batches } = doubler();
     const items = [1, 2, 3, 4, 5, -6, 7, 8, 9];
     const outcomes = await Promise.allSettled(items.map((item) => queue.push(item)));
-    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : 'refused'))).toEqual([2, 4, 6, 8, 10, 'refused', 14, 16, 18]);
+    const results = outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : 'refused'));
+    expect(results).toEqual([2, 4, 6, 8, 10, 'refused', 14, 16, 18]);
     expect((outcomes[5] as PromiseRejectedResult).reason).toBeInstanceOf(Refused);
     // The first push goes alone; the eight behind it form one batch, then its halves, in queue order.
     expect(batches).toEqual([[1], [2, 3, 4, 5, -6, 7, 8, 9], [2, 3, 4, 5], [-6, 7, 8, 9], [-6, 7], [-6], [7], [8, 9]]);

@@ -1,7 +1,9 @@
 import esdb from '@eventstore/db-client';
 import { createEventStoreDbEventLog, NO_STREAM, type RecordedEvent } from '#event-log';
 import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
-import { DEFAULT_MAX_APPEND_SIZE, startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
+import {
+  DEFAULT_MAX_APPEND_SIZE, startEventStoreDouble, type EventStoreDouble,
+} from '../support/eventstoredb-double/eventstoredb-double.js';
 
 /** Resolves once `check` holds, polling briefly; fails after `timeoutMs`. */
 async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
@@ -55,7 +57,7 @@ describe('EventStoreDB adapter when the server goes away', () => {
 });
 
 describe('the double speaks Streams.Append as well as BatchAppend', () => {
-  it('accepts an append, answers a revision mismatch with wrong_expected_version and refuses an oversize append', async () => {
+  it('accepts an append, answers a wrong expected version, refuses an oversize append', async () => {
     const double = await startEventStoreDouble();
     const client = esdb.EventStoreDBClient.connectionString(double.connectionString);
     // Credentials make the client use the unary Append call instead of BatchAppend.

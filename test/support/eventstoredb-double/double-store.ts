@@ -24,7 +24,12 @@ export interface StoredEvent extends ProposedEvent {
 
 export type AppendOutcome =
   | { readonly ok: true; readonly currentRevision: bigint; readonly position: bigint }
-  | { readonly ok: false; readonly refused: 'wrong_expected_version'; readonly current: bigint | 'no_stream'; readonly expected: Expected }
+  | {
+      readonly ok: false;
+      readonly refused: 'wrong_expected_version';
+      readonly current: bigint | 'no_stream';
+      readonly expected: Expected;
+    }
   | { readonly ok: false; readonly refused: 'maximum_append_size_exceeded'; readonly maxAppendSize: number };
 
 /** A node's default `MaxAppendSize` (1 MiB): a larger append is refused whole. */
@@ -71,7 +76,10 @@ export class DoubleStore {
       (expected.kind === 'no_stream' && current === -1n) ||
       (expected.kind === 'stream_exists' && current >= 0n) ||
       (expected.kind === 'revision' && expected.revision === current);
-    if (!accepted) return { ok: false, refused: 'wrong_expected_version', current: current === -1n ? 'no_stream' : current, expected };
+    if (!accepted) {
+      const actual = current === -1n ? 'no_stream' : current;
+      return { ok: false, refused: 'wrong_expected_version', current: actual, expected };
+    }
 
     const created = BigInt(Date.now()) * 10_000n;
     for (const event of proposed) {

@@ -163,7 +163,8 @@ function batchAppend(store: DoubleStore, call: grpc.ServerDuplexStream<InstanceT
       const details = new anyPb.Any();
       const exceeded = new sharedPb.MaximumAppendSizeExceeded().setMaxappendsize(outcome.maxAppendSize);
       details.pack(exceeded.serializeBinary(), 'event_store.client.MaximumAppendSizeExceeded');
-      const status = new statusPb.Status().setCode(codePb.Code.INVALID_ARGUMENT).setMessage('MaximumAppendSizeExceeded');
+      const status = new statusPb.Status().setCode(codePb.Code.INVALID_ARGUMENT);
+      status.setMessage('MaximumAppendSizeExceeded');
       response.setError(status.setDetails(details));
     } else if (outcome.ok) {
       const position = new sharedPb.AllStreamPosition().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());

@@ -6,7 +6,13 @@ const position = z.coerce.bigint({ error: 'must be a log position (a non-negativ
 
 // Every body schema refuses unstorable text (NUL, unpaired surrogates) and over-deep nesting first.
 export const createSessionBody = storableJson(
-  z.object({ title: z.string().max(500).optional(), metadata: z.record(z.string(), z.unknown()).optional(), id: id.optional() }).strict(),
+  z
+    .object({
+      title: z.string().max(500).optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+      id: id.optional(),
+    })
+    .strict(),
 );
 
 export const createMessageBody = storableJson(
@@ -26,7 +32,13 @@ export const selectionBody = storableJson(z.object({ childId: id }).strict());
 export const forkBody = storableJson(
   z
     .object({
-      atPosition: z.number().int().nonnegative().or(z.string().regex(/^\d+$/)).transform((value) => BigInt(value)).optional(),
+      atPosition: z
+        .number()
+        .int()
+        .nonnegative()
+        .or(z.string().regex(/^\d+$/))
+        .transform((value) => BigInt(value))
+        .optional(),
       messageId: id.optional(),
       title: z.string().max(500).optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),

@@ -52,11 +52,16 @@ export const CHUNK_PAYLOADS = {
 export type ChunkType = keyof typeof CHUNK_PAYLOADS;
 export const CHUNK_TYPES = Object.keys(CHUNK_PAYLOADS) as ChunkType[];
 
-type ChunkSchemas = { [Type in ChunkType]: z.ZodType<{ seq: number; type: Type } & z.infer<z.ZodObject<(typeof CHUNK_PAYLOADS)[Type]>>> };
+type ChunkSchemas = {
+  [Type in ChunkType]: z.ZodType<{ seq: number; type: Type } & z.infer<z.ZodObject<(typeof CHUNK_PAYLOADS)[Type]>>>;
+};
 
 /** Looked up by the client's `type` string: a Map, so `constructor` or `__proto__` find nothing. */
 const chunkSchemaOf = new Map<string, ChunkSchemas[ChunkType]>(
-  CHUNK_TYPES.map((type) => [type, z.object({ seq: z.number().int().positive(), type: z.literal(type), ...CHUNK_PAYLOADS[type] }).strict() as never]),
+  CHUNK_TYPES.map((type) => {
+    const fields = { seq: z.number().int().positive(), type: z.literal(type), ...CHUNK_PAYLOADS[type] };
+    return [type, z.object(fields).strict() as never];
+  }),
 );
 
 /** A chunk as a producer posts it: its sequence number, its type, and that type's payload. */
@@ -80,11 +85,16 @@ export class ChunkValidationError extends Error {
 export function parseChunk(value: unknown, index: number): Chunk {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ChunkValidationError(index, '(chunk)', 'must be a JSON object');
   const unstorable = findUnstorableJson(value);
-  if (unstorable) throw new ChunkValidationError(index, unstorable.path.map(String).join('.') || '(chunk)', unstorable.message);
+  if (unstorable) {
+    throw new ChunkValidationError(index, unstorable.path.map(String).join('.') || '(chunk)', unstorable.message);
+  }
   const type = (value as { type?: unknown }).type;
   if (typeof type !== 'string') throw new ChunkValidationError(index, 'type', 'is required and must be a string');
   const schema = chunkSchemaOf.get(type);
-  if (!schema) throw new ChunkValidationError(index, 'type', `unknown chunk type ${JSON.stringify(type)}; expected one of ${CHUNK_TYPES.join(', ')}`);
+  if (!schema) {
+    const message = `unknown chunk type ${JSON.stringify(type)}; expected one of ${CHUNK_TYPES.join(', ')}`;
+    throw new ChunkValidationError(index, 'type', message);
+  }
   const result = schema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0]!;

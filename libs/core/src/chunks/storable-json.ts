@@ -36,7 +36,9 @@ export function findUnstorableJson(value: unknown, maxDepth = MAX_JSON_DEPTH): U
       return message ? { path, message } : undefined;
     }
     if (typeof current !== 'object' || current === null) return undefined;
-    if (path.length >= maxDepth) return { path: path.slice(0, 1), message: `nests arrays and objects deeper than ${maxDepth} levels` };
+    if (path.length >= maxDepth) {
+      return { path: path.slice(0, 1), message: `nests arrays and objects deeper than ${maxDepth} levels` };
+    }
     if (Array.isArray(current)) {
       for (const [index, item] of current.entries()) {
         const problem = visit(item, [...path, index]);

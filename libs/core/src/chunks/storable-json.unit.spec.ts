@@ -1,6 +1,7 @@
 import { findUnstorableJson, MAX_JSON_DEPTH } from './storable-json.js';
 
 const nested = (depth: number): unknown => (depth === 0 ? 'leaf' : [nested(depth - 1)]);
+const deepArray = (depth: number): unknown => JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`);
 
 describe('findUnstorableJson', () => {
   it.each([
@@ -18,7 +19,7 @@ describe('findUnstorableJson', () => {
     ['a NUL in a key', { a: { 'k\u0000': 1 } }, ['a'], 'key'],
     ['a __proto__ key', JSON.parse('{"a":{"__proto__":{}}}'), ['a'], '__proto__'],
     [`nesting ${MAX_JSON_DEPTH + 1} deep`, { field: nested(MAX_JSON_DEPTH) }, ['field'], 'deeper'],
-    ['nesting 100,000 deep (without recursing that far)', { field: JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) }, ['field'], 'deeper'],
+    ['nesting 100,000 deep, without recursing that far', { field: deepArray(100_000) }, ['field'], 'deeper'],
   ])('refuses %s, naming where', (_label, value, path, words) => {
     const problem = findUnstorableJson(value);
     expect(problem?.path).toEqual(path);

@@ -185,7 +185,9 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       if (!writer) {
         // A group the server refuses (over its maximum append size, …) is retried in halves; an
         // outage that outlasted the retries fails the group whole.
-        writer = new BatchingQueue((group) => appendGroup(streamId, group), { splitOnFailure: (error) => !isConnectionLoss(error) });
+        writer = new BatchingQueue((group) => appendGroup(streamId, group), {
+          splitOnFailure: (error) => !isConnectionLoss(error),
+        });
         writers.set(streamId, writer);
       }
       return writer.push({ events, expected }).finally(() => {

@@ -47,7 +47,8 @@ export class GroupCommitWriter {
       batchSize: (waiting) => {
         let events = 0;
         let count = 0;
-        while (count < waiting.length && (count === 0 || events + waiting[count]!.events.length <= options.maxEventsPerCommit)) {
+        const fits = (next: PendingAppend) => events + next.events.length <= options.maxEventsPerCommit;
+        while (count < waiting.length && (count === 0 || fits(waiting[count]!))) {
           events += waiting[count]!.events.length;
           count += 1;
         }
