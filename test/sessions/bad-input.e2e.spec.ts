@@ -126,6 +126,7 @@ function unstorableCases(chunk: (type: string, extra?: Record<string, unknown>) 
     refused(`a message model with ${label}`, { role: 'assistant', model: bad }, 'model', messages);
     refused(`a fork title with ${label}`, { atPosition: 1, title: bad }, 'title', fork);
     refused(`a fork metadata value with ${label}`, { atPosition: 1, metadata: { foo: bad } }, 'metadata.foo', fork);
+    refused(`a decision comment with ${label}`, { argumentsSha256: '0'.repeat(64), comment: bad }, 'comment', { path: 'decision' });
   }
   // Names that every plain object inherits are not chunk types.
   for (const type of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf']) {
@@ -226,6 +227,7 @@ describe('bad input over HTTP', () => {
       messages: `/v1/sessions/${sessionId}/messages`,
       sessions: '/v1/sessions',
       fork: `/v1/sessions/${sessionId}/fork`,
+      decision: '/v1/tool-calls/no-such-call/approve',
     }[String(badCase.path) as 'undefined'];
     const response = await ledger.request('POST', path, badCase.body, badCase.contentType);
     expect(response.status).toBe(badCase.status);

@@ -3,7 +3,8 @@
  * definitions and message classes that `@eventstore/db-client` itself ships, so the client talks
  * to it exactly as to a node. It implements ServerFeatures (listing BatchAppend), Streams.Append,
  * Streams.BatchAppend, and Streams.Read for stream reads, `$all` reads in both directions and
- * `$all` subscriptions (confirmation, catch-up, caught_up, checkpoints for filtered ones).
+ * `$all` subscriptions (confirmation, catch-up, caught_up, checkpoints for filtered ones). Like a
+ * node, it refuses an append over its maximum append size (default 1 MiB) on either append call.
  * Never part of the app.
  */
 import grpc from '@grpc/grpc-js';
