@@ -1,6 +1,6 @@
 import { createEventStoreDbEventLog } from '#event-log';
 import { eventLogContract } from '#event-log/testing';
-import { startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
+import { DEFAULT_MAX_APPEND_SIZE, startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 
 // EVENTSTORE_TEST_CONNECTION_STRING runs the same contract against a real EventStoreDB or
 // KurrentDB node (e.g. esdb://localhost:2113?tls=false from docker-compose): the way to validate
@@ -13,4 +13,4 @@ eventLogContract('EventStoreDB adapter', async () => {
     connect: async () => createEventStoreDbEventLog({ connectionString }),
     teardown: async () => double?.stop(),
   };
-});
+}, { refusedData: { text: 'x'.repeat(DEFAULT_MAX_APPEND_SIZE) } });

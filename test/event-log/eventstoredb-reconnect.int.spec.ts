@@ -1,7 +1,9 @@
 import esdb from '@eventstore/db-client';
 import { createEventStoreDbEventLog, NO_STREAM, type RecordedEvent } from '#event-log';
 import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
-import { startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
+import {
+  DEFAULT_MAX_APPEND_SIZE, startEventStoreDouble, type EventStoreDouble,
+} from '../support/eventstoredb-double/eventstoredb-double.js';
 
 /** Resolves once `check` holds, polling briefly; fails after `timeoutMs`. */
 async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
@@ -55,7 +57,7 @@ describe('EventStoreDB adapter when the server goes away', () => {
 });
 
 describe('the double speaks Streams.Append as well as BatchAppend', () => {
-  it('accepts an append and answers a revision mismatch with wrong_expected_version', async () => {
+  it('accepts an append, answers a wrong expected version, refuses an oversize append', async () => {
     const double = await startEventStoreDouble();
     const client = esdb.EventStoreDBClient.connectionString(double.connectionString);
     // Credentials make the client use the unary Append call instead of BatchAppend.
@@ -71,6 +73,15 @@ describe('the double speaks Streams.Append as well as BatchAppend', () => {
         expectedVersion: 0n,
         actualVersion: 1n,
       });
+      // Over the node's maximum append size, on either call, the append is refused whole.
+      const huge = esdb.jsonEvent({ type: 'test.huge', data: { text: 'x'.repeat(DEFAULT_MAX_APPEND_SIZE) } });
+      for (const options of [{ credentials }, {}]) {
+        await expect(client.appendToStream('plain-append', [event(), huge], options)).rejects.toMatchObject({
+          type: esdb.ErrorType.MAXIMUM_APPEND_SIZE_EXCEEDED,
+          maxAppendSize: DEFAULT_MAX_APPEND_SIZE,
+        });
+      }
+      expect(double.store.stream('plain-append')).toHaveLength(2);
     } finally {
       await client.dispose();
       await double.stop();

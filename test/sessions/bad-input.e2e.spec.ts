@@ -87,6 +87,76 @@ function cases(): BadCase[] {
   for (const [label, body] of [['a title of the wrong type', { title: 5 }], ['metadata that is a list', { metadata: [1] }], ['an extra field', { owner: 'x' }], ['an existing id', { id: 'fixed-session' }]] as const) {
     list.push({ name: `a session with ${label}`, path: 'sessions', body, status: label === 'an existing id' ? 409 : 400, names: label === 'an extra field' ? 'owner' : label === 'an existing id' ? 'id' : label.includes('title') ? 'title' : 'metadata' });
   }
+  list.push(...unstorableCases(chunk));
+  return list;
+}
+
+/** Input no layer behind the edge should see: unstorable text, inherited names, `__proto__` keys, deep nesting. */
+function unstorableCases(chunk: (type: string, extra?: Record<string, unknown>) => Record<string, unknown>): BadCase[] {
+  const list: BadCase[] = [];
+  const refused = (name: string, body: unknown, names: string, more: Partial<BadCase> = {}) => {
+    list.push({ name, body, status: 400, names, ...more });
+  };
+  const ndjson = { contentType: 'application/x-ndjson' };
+  const json = { contentType: 'application/json' };
+  // Text PostgreSQL (or a peer) cannot store, in any string or key, is refused naming where it is.
+  const texts = {
+    'a NUL': 'a\u0000b',
+    'a lone high surrogate': 'a\ud800',
+    'a lone low surrogate': '\udc00b',
+    'a reversed pair': '\udc00\ud800',
+  };
+  for (const [label, bad] of Object.entries(texts)) {
+    const text = chunk('text.delta', { text: bad });
+    const raw = (content: unknown) => chunk('raw', { content });
+    const pending = (call: Record<string, unknown>) => chunk('mcp_tool_pending', { responses: [{ ...tool, ...call }] });
+    const [sessions, messages, fork] = [{ path: 'sessions' }, { path: 'messages' }, { path: 'fork' }];
+    refused(`text.delta text with ${label}`, [text], 'chunks[0].text');
+    refused(`raw content with ${label} deep inside`, [raw({ a: [1, { b: bad }] })], 'chunks[0].content.a.1.b');
+    refused(`raw content with ${label} in a key`, [raw({ a: { [`k${bad}`]: 1 } })], 'chunks[0].content.a');
+    refused(`a tool argument with ${label}`, [pending({ arguments: { p: bad } })], 'chunks[0].responses.0.arguments.p');
+    refused(`a tool name with ${label}`, [pending({ tool: { name: bad } })], 'chunks[0].responses.0.tool.name');
+    const batch = [raw(1), { ...raw(1), seq: NEXT + 1 }, { ...text, seq: NEXT + 2 }];
+    refused(`the third chunk of a batch with ${label}`, batch, 'chunks[2].text');
+    refused(`an NDJSON line with ${label}`, JSON.stringify(text), 'chunks[0].text', ndjson);
+    refused(`a session title with ${label}`, { title: bad }, 'title', sessions);
+    refused(`session metadata with ${label}`, { metadata: { foo: { b: [bad] } } }, 'metadata.foo.b.0', sessions);
+    refused(`a session metadata key with ${label}`, { metadata: { [bad]: 1 } }, 'metadata', sessions);
+    refused(`a message content with ${label}`, { role: 'user', content: bad }, 'content', messages);
+    refused(`a message model with ${label}`, { role: 'assistant', model: bad }, 'model', messages);
+    refused(`a fork title with ${label}`, { atPosition: 1, title: bad }, 'title', fork);
+    refused(`a fork metadata value with ${label}`, { atPosition: 1, metadata: { foo: bad } }, 'metadata.foo', fork);
+    refused(`a decision comment with ${label}`, { argumentsSha256: '0'.repeat(64), comment: bad }, 'comment', { path: 'decision' });
+  }
+  // Names that every plain object inherits are not chunk types.
+  for (const type of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf']) {
+    refused(`chunk type ${type}`, [{ seq: NEXT, type }], 'chunks[0].type');
+    refused(`chunk type ${type} in an NDJSON line`, JSON.stringify({ seq: NEXT, type }), 'chunks[0].type', ndjson);
+    refused(`message role ${type}`, { role: type }, 'role', { path: 'messages' });
+  }
+  // A `__proto__` key would be dropped by schema parsing (or reach a prototype): refused wherever it is.
+  const protoKey = '"__proto__":{"polluted":true}';
+  const [sessions, messages, fork] = ['sessions', 'messages', 'fork'].map((path) => ({ ...json, path }));
+  const rawChunk = `{"seq":${NEXT},"type":"raw","content":{"a":{${protoKey}}}}`;
+  const call = `{"id":"c","tool":{"name":"t",${protoKey}},"status":"pending"}`;
+  const toolChunk = `{"seq":${NEXT},"type":"mcp_tool_pending","responses":[${call}]}`;
+  refused('raw content with a __proto__ key', `[${rawChunk}]`, 'chunks[0].content.a', json);
+  refused('a tool with a __proto__ key', `[${toolChunk}]`, 'chunks[0].responses.0.tool', json);
+  refused('session metadata with a __proto__ key', `{"metadata":{${protoKey}}}`, 'metadata', sessions);
+  refused('a session body with a __proto__ key', `{${protoKey}}`, '__proto__', sessions);
+  refused('a message body with a __proto__ key', `{"role":"user",${protoKey}}`, '__proto__', messages);
+  // JSON nested 5,000 deep fits the body limit; it is refused naming the field that holds it. Written as
+  // text: building it as an object would overflow the test's own stack.
+  const deep = `${'['.repeat(5_000)}${']'.repeat(5_000)}`;
+  const deepChunk = (type: string, field: string) => `{"seq":${NEXT},"type":"${type}",${field}}`;
+  const deepTool = `"responses":[{"id":"c","tool":{"name":"t"},"status":"pending","arguments":${deep}}]`;
+  refused('raw content nested 5,000 deep', `[${deepChunk('raw', `"content":${deep}`)}]`, 'chunks[0].content', json);
+  refused('tool arguments 5,000 deep', `[${deepChunk('mcp_tool_pending', deepTool)}]`, 'chunks[0].responses', json);
+  refused('an NDJSON line nested 5,000 deep', deepChunk('raw', `"content":${deep}`), 'chunks[0].content', ndjson);
+  refused('a chunk body nested 5,000 deep', deep, 'chunks[0]', json);
+  refused('session metadata nested 5,000 deep', `{"metadata":{"foo":${deep}}}`, 'metadata', sessions);
+  refused('session title nested 5,000 deep', `{"title":${deep}}`, 'title', sessions);
+  refused('fork metadata nested 5,000 deep', `{"atPosition":1,"metadata":{"foo":${deep}}}`, 'metadata', fork);
   return list;
 }
 
@@ -120,6 +190,30 @@ describe('bad input over HTTP', () => {
   const generated = cases();
   it('generates at least 200 cases', () => expect(generated.length).toBeGreaterThanOrEqual(200));
 
+  it('one poisoned post among 40 concurrent innocent ones: it alone is refused, naming its field', async () => {
+    const shared = (await ledger.request('POST', '/v1/sessions', {})).body.id as string;
+    const messages = `/v1/sessions/${shared}/messages`;
+    // Half share the poisoner's session (one queue, one append), half open sessions of their own (one group commit).
+    const innocents = Array.from({ length: 40 }, (_, index) =>
+      index % 2 === 0
+        ? { path: messages, body: { role: 'user', content: `innocent ${index}` } }
+        : { path: '/v1/sessions', body: {} },
+    );
+    const posts = innocents.map(({ path, body }) => () => ledger.request('POST', path, body));
+    posts.splice(20, 0, () => ledger.request('POST', messages, { role: 'user', content: 'poison \u0000' }));
+    const responses = await Promise.all(posts.map((post) => post()));
+
+    const [poisoned] = responses.splice(20, 1);
+    expect(poisoned!.status).toBe(400);
+    expect(poisoned!.body.error.field).toBe('content');
+    expect(responses.map((response) => response.status)).toEqual(innocents.map(() => 201));
+    type Event = { type: string; data: { content?: string } };
+    const events: Event[] = (await ledger.request('GET', `/v1/sessions/${shared}/events`)).body.events;
+    const stored = events.filter((event) => event.type === 'message.created').map((event) => event.data.content);
+    const sent = innocents.map(({ body }) => (body as { content?: string }).content).filter((content) => content);
+    expect(stored.sort()).toEqual(sent.sort());
+  });
+
   it.each(generated)('$name → $status naming the problem, and the log is unchanged', async (badCase) => {
     const head = async () => (await database.query<{ position: string }>('SELECT position FROM event_log_head')).rows[0]!.position;
     const before = await head();
@@ -132,11 +226,44 @@ describe('bad input over HTTP', () => {
       'unknown-session': chunkPath(messageId, 'no-such-session'),
       messages: `/v1/sessions/${sessionId}/messages`,
       sessions: '/v1/sessions',
+      fork: `/v1/sessions/${sessionId}/fork`,
+      decision: '/v1/tool-calls/no-such-call/approve',
     }[String(badCase.path) as 'undefined'];
     const response = await ledger.request('POST', path, badCase.body, badCase.contentType);
     expect(response.status).toBe(badCase.status);
     expect(typeof response.body.error.code).toBe('string');
     expect(`${response.body.error.field ?? ''} ${response.body.error.message}`).toContain(badCase.names);
     expect(await head()).toBe(before);
+  });
+});
+
+describe('client ids named like Object.prototype members', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger();
+  });
+  afterAll(() => ledger.close());
+
+  const ids = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
+  it.each(ids)('a tool call id %s is an ordinary id', async (toolId) => {
+    const sessionId = (await ledger.request('POST', '/v1/sessions', {})).body.id as string;
+    const message = `/v1/sessions/${sessionId}/messages`;
+    const messageId = (await ledger.request('POST', message, { role: 'assistant' })).body.id as string;
+    const chunks = `${message}/${messageId}/chunks`;
+    const call = (status: string) => ({ id: toolId, tool: { name: 'read_file' }, arguments: { path: '/x' }, status });
+    // Rule 10: a completion for a tool id never announced changes nothing.
+    const completion = { seq: 1, type: 'mcp_tool_complete', responses: [call('done')] };
+    const unannounced = await ledger.request('POST', chunks, [completion]);
+    expect(unannounced.status).toBe(200);
+    expect((await ledger.request('GET', `${message}/${messageId}`)).body.blocks).toEqual([]);
+    // Announced, then completed: one tool block, finished.
+    const announced = await ledger.request('POST', chunks, [
+      { seq: 2, type: 'mcp_tool_pending', responses: [call('pending')] },
+      { seq: 3, type: 'mcp_tool_complete', responses: [{ ...call('done'), response: { ok: true } }] },
+    ]);
+    expect(announced.status).toBe(200);
+    const read = await ledger.request('GET', `${message}/${messageId}?minPosition=${announced.body.position}`);
+    const blocks = read.body.blocks;
+    expect(blocks).toMatchObject([{ type: 'tool', toolId, status: 'success', content: { ok: true } }]);
   });
 });

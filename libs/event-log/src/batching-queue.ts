@@ -6,21 +6,39 @@ interface Queued<Item, Result> {
   readonly reject: (error: Error) => void;
 }
 
+export interface BatchingOptions<Item> {
+  /** How many of the waiting items the next batch takes (at least one); all of them by default. */
+  readonly batchSize?: (waiting: readonly Item[]) => number;
+  /**
+   * Whether a batch that failed with this error is retried in halves: true when one item may be
+   * the cause (data the store refuses), false when the batch as a whole could not be carried out
+   * (the store is unreachable), which fails every caller of the batch at once. Always by default.
+   */
+  readonly splitOnFailure?: (error: Error) => boolean;
+}
+
 /**
  * Group commit's engine: callers push items, one loop hands whatever is waiting to `process` as
  * one batch, and every caller receives its own result or error. `process` returns one entry per
- * item (an `Error` entry fails that caller alone); if it throws, every caller of the batch fails.
+ * item (an `Error` entry fails that caller alone). If it throws, the batch is retried in halves,
+ * then quarters, down to the item that fails alone, so one caller's bad item never fails another
+ * (unless `splitOnFailure` says the failure is the whole batch's). `process` must leave nothing
+ * behind when it throws: a retried half is processed afresh.
  */
 export class BatchingQueue<Item, Result> {
   private queue: Queued<Item, Result>[] = [];
   private draining: Promise<void> | undefined;
   private closed = false;
+  private readonly batchSize: (waiting: readonly Item[]) => number;
+  private readonly splitOnFailure: (error: Error) => boolean;
 
   constructor(
     private readonly process: (items: readonly Item[]) => Promise<readonly (Result | Error)[]>,
-    /** How many of the waiting items the next batch takes (at least one). */
-    private readonly batchSize: (waiting: readonly Item[]) => number = (waiting) => waiting.length,
-  ) {}
+    options: BatchingOptions<Item> = {},
+  ) {
+    this.batchSize = options.batchSize ?? ((waiting) => waiting.length);
+    this.splitOnFailure = options.splitOnFailure ?? (() => true);
+  }
 
   push(item: Item): Promise<Result> {
     if (this.closed) return Promise.reject(new EventLogClosedError());
@@ -45,21 +63,29 @@ export class BatchingQueue<Item, Result> {
       while (this.queue.length > 0) {
         const count = Math.max(1, this.batchSize(this.queue.map((queued) => queued.item)));
         const batch = this.queue.splice(0, count);
-        try {
-          const results = await this.process(batch.map((queued) => queued.item));
-          batch.forEach((queued, index) => {
-            const result = results[index]!;
-            if (result instanceof Error) queued.reject(result);
-            else queued.resolve(result);
-          });
-        } catch (error) {
-          for (const queued of batch) queued.reject(error as Error);
-        }
+        const results = await this.settle(batch.map((queued) => queued.item));
+        batch.forEach((queued, index) => {
+          const result = results[index]!;
+          if (result instanceof Error) queued.reject(result);
+          else queued.resolve(result);
+        });
       }
     } finally {
       // Cleared in the same tick as the last look at the queue (callers resume only after it),
       // so no item can be queued behind a loop that has already stopped.
       this.draining = undefined;
+    }
+  }
+
+  /** One outcome per item: the batch's, or, when it failed, its halves' (one after the other, keeping queue order). */
+  private async settle(items: readonly Item[]): Promise<readonly (Result | Error)[]> {
+    try {
+      return await this.process(items);
+    } catch (thrown) {
+      const error = thrown as Error;
+      if (items.length === 1 || !this.splitOnFailure(error)) return items.map(() => error);
+      const middle = Math.ceil(items.length / 2);
+      return [...(await this.settle(items.slice(0, middle))), ...(await this.settle(items.slice(middle)))];
     }
   }
 }

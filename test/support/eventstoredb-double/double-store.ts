@@ -24,7 +24,19 @@ export interface StoredEvent extends ProposedEvent {
 
 export type AppendOutcome =
   | { readonly ok: true; readonly currentRevision: bigint; readonly position: bigint }
-  | { readonly ok: false; readonly current: bigint | 'no_stream'; readonly expected: Expected };
+  | {
+      readonly ok: false;
+      readonly refused: 'wrong_expected_version';
+      readonly current: bigint | 'no_stream';
+      readonly expected: Expected;
+    }
+  | { readonly ok: false; readonly refused: 'maximum_append_size_exceeded'; readonly maxAppendSize: number };
+
+/** A node's default `MaxAppendSize` (1 MiB): a larger append is refused whole. */
+export const DEFAULT_MAX_APPEND_SIZE = 1_048_576;
+
+/** The server's `Event.SizeOnDisk`: data and metadata bytes, two per character of the type name. */
+const sizeOnDisk = (event: ProposedEvent) => event.data.length + event.customMetadata.length + event.type.length * 2;
 
 export class DoubleStore {
   readonly all: StoredEvent[] = [];
@@ -33,6 +45,8 @@ export class DoubleStore {
   private nextPosition = 4_096n;
   private readonly listeners = new Set<() => void>();
 
+  constructor(readonly maxAppendSize = DEFAULT_MAX_APPEND_SIZE) {}
+
   stream(name: string): readonly StoredEvent[] | undefined {
     return this.streams.get(name);
   }
@@ -40,6 +54,10 @@ export class DoubleStore {
   append(streamName: string, expected: Expected, proposed: readonly ProposedEvent[]): AppendOutcome {
     const stream = this.streams.get(streamName) ?? [];
     const current = stream.length === 0 ? -1n : BigInt(stream.length - 1);
+    // The server measures the request as the events arrive, before it looks at the stream.
+    if (proposed.reduce((size, event) => size + sizeOnDisk(event), 0) > this.maxAppendSize) {
+      return { ok: false, refused: 'maximum_append_size_exceeded', maxAppendSize: this.maxAppendSize };
+    }
 
     // Idempotent retry, as the server decides it: the proposed ids already stand, in order,
     // right after the expected revision (or, with `any`, from where the first one stands).
@@ -58,7 +76,10 @@ export class DoubleStore {
       (expected.kind === 'no_stream' && current === -1n) ||
       (expected.kind === 'stream_exists' && current >= 0n) ||
       (expected.kind === 'revision' && expected.revision === current);
-    if (!accepted) return { ok: false, current: current === -1n ? 'no_stream' : current, expected };
+    if (!accepted) {
+      const actual = current === -1n ? 'no_stream' : current;
+      return { ok: false, refused: 'wrong_expected_version', current: actual, expected };
+    }
 
     const created = BigInt(Date.now()) * 10_000n;
     for (const event of proposed) {

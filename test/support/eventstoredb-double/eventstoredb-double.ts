@@ -3,7 +3,8 @@
  * definitions and message classes that `@eventstore/db-client` itself ships, so the client talks
  * to it exactly as to a node. It implements ServerFeatures (listing BatchAppend), Streams.Append,
  * Streams.BatchAppend, and Streams.Read for stream reads, `$all` reads in both directions and
- * `$all` subscriptions (confirmation, catch-up, caught_up, checkpoints for filtered ones).
+ * `$all` subscriptions (confirmation, catch-up, caught_up, checkpoints for filtered ones). Like a
+ * node, it refuses an append over its maximum append size (default 1 MiB) on either append call.
  * Never part of the app.
  */
 import grpc from '@grpc/grpc-js';
@@ -17,6 +18,8 @@ import streamsPb from '@eventstore/db-client/generated/streams_pb.js';
 import anyPb from 'google-protobuf/google/protobuf/any_pb.js';
 import emptyPb from 'google-protobuf/google/protobuf/empty_pb.js';
 import { DoubleStore, type Expected, type ProposedEvent, type StoredEvent } from './double-store.js';
+
+export { DEFAULT_MAX_APPEND_SIZE } from './double-store.js';
 
 const { ReadReq, ReadResp, AppendReq, AppendResp, BatchAppendReq, BatchAppendResp } = streamsPb;
 type ReadRequest = InstanceType<typeof ReadReq>;
@@ -107,6 +110,14 @@ function append(store: DoubleStore, call: grpc.ServerReadableStream<InstanceType
   });
   call.on('end', () => {
     const outcome = store.append(streamName, expected, proposed);
+    if (!outcome.ok && outcome.refused === 'maximum_append_size_exceeded') {
+      // As the server does on this call: an RPC error whose trailers name the exception.
+      const metadata = new grpc.Metadata();
+      metadata.set('exception', 'maximum-append-size-exceeded');
+      metadata.set('maximum-append-size', String(outcome.maxAppendSize));
+      const details = `Maximum Append Size of ${outcome.maxAppendSize} Exceeded.`;
+      return void callback({ code: grpc.status.INVALID_ARGUMENT, details, metadata });
+    }
     const response = new AppendResp();
     if (outcome.ok) {
       const position = new AppendResp.Position().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());
@@ -149,7 +160,14 @@ function batchAppend(store: DoubleStore, call: grpc.ServerDuplexStream<InstanceT
     else if (entry.expected.kind === 'no_stream') response.setNoStream(new emptyPb.Empty());
     else if (entry.expected.kind === 'stream_exists') response.setStreamExists(new emptyPb.Empty());
     else response.setAny(new emptyPb.Empty());
-    if (outcome.ok) {
+    if (!outcome.ok && outcome.refused === 'maximum_append_size_exceeded') {
+      const details = new anyPb.Any();
+      const exceeded = new sharedPb.MaximumAppendSizeExceeded().setMaxappendsize(outcome.maxAppendSize);
+      details.pack(exceeded.serializeBinary(), 'event_store.client.MaximumAppendSizeExceeded');
+      const status = new statusPb.Status().setCode(codePb.Code.INVALID_ARGUMENT);
+      status.setMessage('MaximumAppendSizeExceeded');
+      response.setError(status.setDetails(details));
+    } else if (outcome.ok) {
       const position = new sharedPb.AllStreamPosition().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());
       response.setSuccess(new BatchAppendResp.Success().setCurrentRevision(outcome.currentRevision.toString()).setPosition(position));
     } else {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import type { ToolCallState } from '#core';
+import { storableJson, type ToolCallState } from '#core';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PG_POOL } from '../database/database.module.js';
@@ -22,13 +22,15 @@ const listQuery = z
   })
   .strict();
 
-const decisionBody = z
-  .object({
-    /** The SHA-256 of the arguments the reviewer was shown (the call's `argumentsSha256`). */
-    argumentsSha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the 64 hex digits of a SHA-256'),
-    comment: z.string().max(2_000).optional(),
-  })
-  .strict();
+const decisionBody = storableJson(
+  z
+    .object({
+      /** The SHA-256 of the arguments the reviewer was shown (the call's `argumentsSha256`). */
+      argumentsSha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the 64 hex digits of a SHA-256'),
+      comment: z.string().max(2_000).optional(),
+    })
+    .strict(),
+);
 
 /** The approval queue and the audit view; decisions go through the command bus to the call's decider. */
 @Controller('v1/tool-calls')

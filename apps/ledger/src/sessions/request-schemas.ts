@@ -1,3 +1,4 @@
+import { storableJson } from '#core';
 import { z } from 'zod';
 
 const id = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
@@ -7,35 +8,56 @@ const position = z.coerce.bigint({ error: 'must be a log position (a non-negativ
 const subject = z.string().min(1).max(600).regex(/^(subject|key|jwt):\S+$/, 'a subject: subject:<name>, key:<key id> or jwt:<issuer>#<sub>');
 const writers = z.array(subject).max(100);
 
-export const createSessionBody = z
-  .object({ title: z.string().max(500).optional(), metadata: z.record(z.string(), z.unknown()).optional(), id: id.optional(), writers: writers.optional() })
-  .strict();
+// Every body schema refuses unstorable text (NUL, unpaired surrogates) and over-deep nesting first.
+export const createSessionBody = storableJson(
+  z
+    .object({
+      title: z.string().max(500).optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+      id: id.optional(),
+      writers: writers.optional(),
+    })
+    .strict(),
+);
 
-export const grantBody = z.object({ writers: writers.min(1) }).strict();
+export const grantBody = storableJson(z.object({ writers: writers.min(1) }).strict());
 
-export const createMessageBody = z
-  .object({
-    role: z.enum(['user', 'assistant', 'system', 'tool']),
-    content: z.string().optional(),
-    parentId: id.nullable().optional(),
-    model: z.string().max(200).optional(),
-    id: id.optional(),
-  })
-  .strict();
+export const createMessageBody = storableJson(
+  z
+    .object({
+      role: z.enum(['user', 'assistant', 'system', 'tool']),
+      content: z.string().optional(),
+      parentId: id.nullable().optional(),
+      model: z.string().max(200).optional(),
+      id: id.optional(),
+    })
+    .strict(),
+);
 
-export const selectionBody = z.object({ childId: id }).strict();
+export const selectionBody = storableJson(z.object({ childId: id }).strict());
 
-export const forkBody = z
-  .object({
-    atPosition: z.number().int().nonnegative().or(z.string().regex(/^\d+$/)).transform((value) => BigInt(value)).optional(),
-    messageId: id.optional(),
-    title: z.string().max(500).optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
-    id: id.optional(),
-    writers: writers.optional(),
-  })
-  .strict()
-  .refine((body) => body.atPosition !== undefined || body.messageId !== undefined, { message: 'give atPosition, messageId or both', path: ['atPosition'] });
+export const forkBody = storableJson(
+  z
+    .object({
+      atPosition: z
+        .number()
+        .int()
+        .nonnegative()
+        .or(z.string().regex(/^\d+$/))
+        .transform((value) => BigInt(value))
+        .optional(),
+      messageId: id.optional(),
+      title: z.string().max(500).optional(),
+      metadata: z.record(z.string(), z.unknown()).optional(),
+      id: id.optional(),
+      writers: writers.optional(),
+    })
+    .strict()
+    .refine((body) => body.atPosition !== undefined || body.messageId !== undefined, {
+      message: 'give atPosition, messageId or both',
+      path: ['atPosition'],
+    }),
+);
 
 /** Which state a read sees: `?at=` folds the log as of a position; `?minPosition=` waits for the read models to reach one. */
 export const readPointQuery = z.object({ at: position.optional(), minPosition: position.optional() });

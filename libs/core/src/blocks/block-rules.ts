@@ -136,15 +136,20 @@ export function evolveGovernedTool(state: MessageBlocksState, { response, govern
   if (state.finalized) return state;
   const chunkType: ToolChunkType = response.status === 'invoking' ? 'mcp_tool_in_progress' : response.status === 'done' || response.status === 'error' ? 'mcp_tool_complete' : 'mcp_tool_pending';
   const next = applyToolResponse(state, chunkType, response, `${state.messageId}-g${response.id}`, at);
-  const blockId = next.toolBlockIds[response.id];
+  const blockId = toolBlockIdOf(next, response.id);
   const block = blockId === undefined ? undefined : next.blocks.find((candidate) => candidate.id === blockId);
   return block ? update(next, block.id, at, { metadata: { ...block.metadata, governance } }) : next;
+}
+
+/** The block of a tool id: own keys only, so an id such as `constructor` finds nothing inherited. */
+function toolBlockIdOf(state: MessageBlocksState, toolId: string): string | undefined {
+  return Object.hasOwn(state.toolBlockIds, toolId) ? state.toolBlockIds[toolId] : undefined;
 }
 
 type ToolChunkType = 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress' | 'mcp_tool_complete';
 
 function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, response: McpToolResponse, newId: string, at: string): MessageBlocksState {
-  const existingId = state.toolBlockIds[response.id];
+  const existingId = toolBlockIdOf(state, response.id);
   const creates = chunkType === 'mcp_tool_streaming' || chunkType === 'mcp_tool_pending';
   // Rule 10: a completion or progress report for a tool id never announced changes nothing.
   if (!existingId && !creates) return state;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { findUnstorableJson } from './storable-json.js';
 
 /**
  * The chunk vocabulary: Cherry Studio's `ChunkType` (v1.9.12) with its payload fields. Chunk
@@ -51,12 +52,20 @@ export const CHUNK_PAYLOADS = {
 export type ChunkType = keyof typeof CHUNK_PAYLOADS;
 export const CHUNK_TYPES = Object.keys(CHUNK_PAYLOADS) as ChunkType[];
 
-const chunkSchemas = Object.fromEntries(
-  CHUNK_TYPES.map((type) => [type, z.object({ seq: z.number().int().positive(), type: z.literal(type), ...CHUNK_PAYLOADS[type] }).strict()]),
-) as unknown as { [Type in ChunkType]: z.ZodType<{ seq: number; type: Type } & z.infer<z.ZodObject<(typeof CHUNK_PAYLOADS)[Type]>>> };
+type ChunkSchemas = {
+  [Type in ChunkType]: z.ZodType<{ seq: number; type: Type } & z.infer<z.ZodObject<(typeof CHUNK_PAYLOADS)[Type]>>>;
+};
+
+/** Looked up by the client's `type` string: a Map, so `constructor` or `__proto__` find nothing. */
+const chunkSchemaOf = new Map<string, ChunkSchemas[ChunkType]>(
+  CHUNK_TYPES.map((type) => {
+    const fields = { seq: z.number().int().positive(), type: z.literal(type), ...CHUNK_PAYLOADS[type] };
+    return [type, z.object(fields).strict() as never];
+  }),
+);
 
 /** A chunk as a producer posts it: its sequence number, its type, and that type's payload. */
-export type Chunk = { [Type in ChunkType]: z.infer<(typeof chunkSchemas)[Type]> }[ChunkType];
+export type Chunk = { [Type in ChunkType]: z.infer<ChunkSchemas[Type]> }[ChunkType];
 export type ChunkOf<Type extends ChunkType> = Extract<Chunk, { type: Type }>;
 export type McpToolResponse = z.infer<typeof mcpToolResponseSchema>;
 
@@ -75,10 +84,18 @@ export class ChunkValidationError extends Error {
 /** Validates one chunk; throws `ChunkValidationError` with the first problem. */
 export function parseChunk(value: unknown, index: number): Chunk {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ChunkValidationError(index, '(chunk)', 'must be a JSON object');
+  const unstorable = findUnstorableJson(value);
+  if (unstorable) {
+    throw new ChunkValidationError(index, unstorable.path.map(String).join('.') || '(chunk)', unstorable.message);
+  }
   const type = (value as { type?: unknown }).type;
   if (typeof type !== 'string') throw new ChunkValidationError(index, 'type', 'is required and must be a string');
-  if (!(type in CHUNK_PAYLOADS)) throw new ChunkValidationError(index, 'type', `unknown chunk type ${JSON.stringify(type)}; expected one of ${CHUNK_TYPES.join(', ')}`);
-  const result = chunkSchemas[type as ChunkType].safeParse(value);
+  const schema = chunkSchemaOf.get(type);
+  if (!schema) {
+    const message = `unknown chunk type ${JSON.stringify(type)}; expected one of ${CHUNK_TYPES.join(', ')}`;
+    throw new ChunkValidationError(index, 'type', message);
+  }
+  const result = schema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];

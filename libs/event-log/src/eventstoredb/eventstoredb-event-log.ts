@@ -183,7 +183,11 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       }
       let writer = writers.get(streamId);
       if (!writer) {
-        writer = new BatchingQueue((group) => appendGroup(streamId, group));
+        // A group the server refuses (over its maximum append size, …) is retried in halves; an
+        // outage that outlasted the retries fails the group whole.
+        writer = new BatchingQueue((group) => appendGroup(streamId, group), {
+          splitOnFailure: (error) => !isConnectionLoss(error),
+        });
         writers.set(streamId, writer);
       }
       return writer.push({ events, expected }).finally(() => {

@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from 'pg';
+import pg, { type Pool, type PoolClient } from 'pg';
 import { appendResult, EMPTY_STREAM, planAppend, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import type { AppendResult, ExpectedRevision, NewEvent } from '../event-log.js';
@@ -29,8 +29,9 @@ export interface GroupCommitOptions {
 /**
  * Group commit: appends from all callers queue here and one loop writes them, as many as are
  * waiting, in a single transaction under the append lock. Each caller still gets its own result
- * or its own conflict; an infrastructure failure fails exactly the appends of that transaction,
- * none of which was stored (the transaction rolled back).
+ * or its own conflict. A transaction the server refuses rolls back whole and is retried in
+ * halves, so only the append that caused it fails; losing the server fails exactly the appends
+ * of that transaction, none of which was stored.
  *
  * Delivery guarantee: a resolved append is committed (synchronous commit); a rejected one stored
  * nothing.
@@ -42,14 +43,20 @@ export class GroupCommitWriter {
     private readonly pool: Pool,
     private readonly options: GroupCommitOptions,
   ) {
-    this.queue = new BatchingQueue((batch) => this.commitMeasured(batch), (waiting) => {
-      let events = 0;
-      let count = 0;
-      while (count < waiting.length && (count === 0 || events + waiting[count]!.events.length <= options.maxEventsPerCommit)) {
-        events += waiting[count]!.events.length;
-        count += 1;
-      }
-      return count;
+    this.queue = new BatchingQueue((batch) => this.commitMeasured(batch), {
+      batchSize: (waiting) => {
+        let events = 0;
+        let count = 0;
+        const fits = (next: PendingAppend) => events + next.events.length <= options.maxEventsPerCommit;
+        while (count < waiting.length && (count === 0 || fits(waiting[count]!))) {
+          events += waiting[count]!.events.length;
+          count += 1;
+        }
+        return count;
+      },
+      // The server refused the statement: one append's data may be the cause (jsonb refuses NUL,
+      // a value over a limit). A failure to reach the server fails the batch whole.
+      splitOnFailure: (error) => error instanceof pg.DatabaseError,
     });
   }
 

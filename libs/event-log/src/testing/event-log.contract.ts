@@ -13,13 +13,22 @@ export interface EventLogContractSubject {
 export interface EventLogQuirks {
   /** How long a subscriber may take to see an append; bounds the waits, it is not a timing assertion. */
   readonly deliveryTimeoutMs?: number;
+  /**
+   * Event data this engine refuses to store although it passes the port's own checks (PostgreSQL's
+   * jsonb refuses a NUL character; EventStoreDB an append over its maximum append size).
+   */
+  readonly refusedData: unknown;
 }
 
 /**
  * The event-log port's contract. Each adapter's spec calls this with its own factory, so every
  * engine passes the very same tests.
  */
-export function eventLogContract(name: string, setup: () => Promise<EventLogContractSubject>, quirks: EventLogQuirks = {}): void {
+export function eventLogContract(
+  name: string,
+  setup: () => Promise<EventLogContractSubject>,
+  quirks: EventLogQuirks,
+): void {
   const timeout = quirks.deliveryTimeoutMs ?? 30_000;
 
   describe(`event log contract: ${name}`, () => {
@@ -198,6 +207,40 @@ export function eventLogContract(name: string, setup: () => Promise<EventLogCont
         const results = await Promise.all(Array.from({ length: 5 }, () => log.append(streamId, batch, ANY)));
         expect(results.reduce((sum, result) => sum + result.appended, 0)).toBe(2);
         expect(await log.readStream(streamId)).toHaveLength(2);
+      });
+    });
+
+    describe('one bad append cannot fail another', () => {
+      it('40 concurrent appenders beside one whose data the store refuses: that one alone fails', async () => {
+        const prefix = uniquePrefix('s');
+        const shared = `${prefix}shared`;
+        // Half share a stream with the poisoner (batched per stream), half write their own (batched across streams).
+        const innocents = Array.from({ length: 40 }, (_, index) => ({
+          streamId: index % 2 === 0 ? shared : `${prefix}own-${index}`,
+          events: newEvents(1),
+        }));
+        const poison = newEvents(1, 'test.poison', () => quirks.refusedData);
+        const appends = innocents.map(({ streamId, events }) => () => log.append(streamId, events, ANY));
+        appends.splice(20, 0, () => log.append(shared, poison, ANY));
+        const outcomes = await Promise.allSettled(appends.map((append) => append()));
+
+        const poisoned = outcomes.splice(20, 1)[0]!;
+        expect(poisoned.status).toBe('rejected');
+        expect((poisoned as PromiseRejectedResult).reason).not.toBeInstanceOf(WrongExpectedRevisionError);
+        expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toEqual([]);
+        const results = outcomes.map((outcome) => (outcome as PromiseFulfilledResult<{ appended: number }>).value);
+        expect(results.map((result) => result.appended)).toEqual(innocents.map(() => 1));
+
+        const sharedEvents = await log.readStream(shared);
+        const sharedIds = innocents.filter(({ streamId }) => streamId === shared).map(({ events }) => events[0]!.id);
+        expect(new Set(sharedEvents.map((event) => event.id))).toEqual(new Set(sharedIds));
+        expect(sharedEvents.map((event) => Number(event.revision))).toEqual([...Array(20).keys()]);
+        sharedEvents.forEach((event, index) => {
+          expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : sharedEvents[index - 1]!.metadata.hash);
+        });
+        for (const { streamId, events } of innocents.filter((innocent) => innocent.streamId !== shared)) {
+          expect((await log.readStream(streamId)).map((event) => event.id)).toEqual([events[0]!.id]);
+        }
       });
     });
 
