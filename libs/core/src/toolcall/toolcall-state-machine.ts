@@ -104,7 +104,9 @@ export type ToolCallCommand =
 
 export class ToolCallError extends Error {
   constructor(
-    readonly code: 'toolcall_not_found' | 'toolcall_exists' | 'wrong_state' | 'already_decided' | 'arguments_mismatch' | 'self_approval' | 'not_due',
+    readonly code:
+      | 'toolcall_not_found' | 'toolcall_exists' | 'wrong_state' | 'already_decided' | 'expired' | 'arguments_mismatch'
+      | 'self_approval' | 'not_due',
     message: string,
     readonly field?: string,
   ) {
@@ -158,10 +160,7 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
         throw new ToolCallError('already_decided', `tool call ${id} was already decided (${state.status})`);
       }
       expect('awaiting_approval');
-      if (command.argumentsSha256 !== state.request.argumentsSha256) {
-        throw new ToolCallError('arguments_mismatch', `the decision names arguments ${command.argumentsSha256}, the call's are ${state.request.argumentsSha256}`, 'argumentsSha256');
-      }
-      if (command.approve && command.by === state.request.requestedBy) throw new ToolCallError('self_approval', `${command.by} requested this call and cannot approve it`);
+      checkDecision(command, state);
       const data = { by: command.by, at: command.at, comment: command.comment };
       return [{ id: command.eventId, event: command.approve ? { type: 'toolcall.approved', data } : { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
     }
@@ -190,14 +189,38 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
   }
 }
 
+/**
+ * The rules a person's decision must pass, in order. Time is the decision's own timestamp: a
+ * decision stamped at or after the stored deadline is refused whether or not the saga's timer
+ * has recorded the expiry yet.
+ */
+function checkDecision(command: Extract<ToolCallCommand, { type: 'decide' }>, state: ToolCallRecord): void {
+  const { deadline } = state.approval!;
+  if (Date.parse(command.at) >= Date.parse(deadline)) {
+    throw new ToolCallError('expired', `the approval deadline ${deadline} passed before this decision (${command.at})`);
+  }
+  const { argumentsSha256, requestedBy } = state.request;
+  if (command.argumentsSha256 !== argumentsSha256) {
+    const message = `the decision names arguments ${command.argumentsSha256}, the call's are ${argumentsSha256}`;
+    throw new ToolCallError('arguments_mismatch', message, 'argumentsSha256');
+  }
+  if (command.approve && command.by === requestedBy) {
+    throw new ToolCallError('self_approval', `${command.by} requested this call and cannot approve it`);
+  }
+}
+
 /** Saga steps get ids from (call, step): a step retried after a crash is recorded once. */
 function step(toolCallId: string, name: string, event: ToolCallEvent): ToolCallDecidedEvent {
   return { id: nameUuid(`toolcall:${toolCallId}:${name}`), event };
 }
 
 
-/** A governed call's id: one per tool call of a message, so a repeated `mcp_tool_pending` starts nothing new. */
-export const governedToolCallId = (sessionId: string, messageId: string, toolId: string) => nameUuid(`toolcall:${sessionId}:${messageId}:${toolId}`);
+/**
+ * A governed call's id: one per tool call of a message, so a repeated `mcp_tool_pending` starts
+ * nothing new. The parts go in as a JSON array, so ids holding any separator cannot collide.
+ */
+export const governedToolCallId = (sessionId: string, messageId: string, toolId: string) =>
+  nameUuid(`toolcall:${JSON.stringify([sessionId, messageId, toolId])}`);
 
 /**
  * What the saga does next for a call in this state. `execution_in_doubt`: an execution was

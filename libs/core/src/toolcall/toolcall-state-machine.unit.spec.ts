@@ -1,4 +1,7 @@
-import { decideToolCall, evolveToolCall, initialToolCallState, nextSagaStep, toolBlockUpdate, ToolCallError, type ToolCallCommand, type ToolCallState } from './toolcall-state-machine.js';
+import {
+  decideToolCall, evolveToolCall, governedToolCallId, initialToolCallState, nextSagaStep, toolBlockUpdate, ToolCallError,
+  type ToolCallCommand, type ToolCallState,
+} from './toolcall-state-machine.js';
 import type { ToolCallEvent } from './toolcall-events.js';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -58,6 +61,40 @@ describe('tool-call state machine', () => {
     given(...awaiting, { type: 'toolcall.approved', data: { by: 'r', at, comment: null } }).when(decide(false)).thenThrows('already_decided');
     given(...awaiting).when({ type: 'expire', now: '2026-01-01T00:09:59.000Z' }).thenThrows('not_due');
     given(...awaiting).when({ type: 'expire', now: '2026-01-01T00:10:00.000Z' }).then('toolcall.expired', 'toolcall.denied');
+  });
+
+  describe('a decision respects the stored deadline, by its own timestamp', () => {
+    // The clock: the deadline stored with the approval request, and decisions stamped around it.
+    const deadline = Date.parse('2026-01-01T00:10:00.000Z');
+    const stampedAt = (offsetMs: number) => new Date(deadline + offsetMs).toISOString();
+    const decideAt = (approve: boolean, offsetMs: number): ToolCallCommand => ({ ...decide(approve), at: stampedAt(offsetMs) } as ToolCallCommand);
+
+    it('before the deadline, an approval or a denial is recorded', () => {
+      given(...awaiting).when(decideAt(true, -1)).then('toolcall.approved');
+      given(...awaiting).when(decideAt(false, -1)).then('toolcall.denied');
+    });
+
+    it('at or after the deadline, whatever the timer did, both are refused as expired', () => {
+      for (const offsetMs of [0, 1, 60_000]) {
+        given(...awaiting).when(decideAt(true, offsetMs)).thenThrows('expired');
+        given(...awaiting).when(decideAt(false, offsetMs)).thenThrows('expired');
+      }
+    });
+
+    it('once the expiry is recorded, a late decision finds the call decided', () => {
+      const expired: ToolCallEvent[] = [
+        { type: 'toolcall.expired', data: { deadline: stampedAt(0), at: stampedAt(5) } },
+        { type: 'toolcall.denied', data: { by: 'expiry', at: stampedAt(5), comment: null, stage: 'expiry' } },
+      ];
+      given(...awaiting, ...expired).when(decideAt(true, 10)).thenThrows('already_decided');
+    });
+  });
+
+  it('governed ids are unambiguous: ids holding the separator do not collide', () => {
+    expect(governedToolCallId('s', 'a:b', 'c')).not.toBe(governedToolCallId('s', 'a', 'b:c'));
+    expect(governedToolCallId('s:a', 'b', 'c')).not.toBe(governedToolCallId('s', 'a:b', 'c'));
+    expect(governedToolCallId('s', 'a:b/c', 'x')).not.toBe(governedToolCallId('s', 'a/b:c', 'x'));
+    expect(governedToolCallId('s', 'm', 't')).toBe(governedToolCallId('s', 'm', 't'));
   });
 
   it('executes once: a second start is refused, and a denied call never starts', () => {
