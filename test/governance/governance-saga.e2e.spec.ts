@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { governedToolCallId } from '#core';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { connectSse } from '../support/sse-client.js';
@@ -75,7 +76,12 @@ describe('tool-call governance end to end over HTTP', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
-    const pendingBlock = await toolBlock(messageId, waiting.position);
+    // The saga shows the wait on the block right after recording it: wait for that, bounded.
+    let pendingBlock = await toolBlock(messageId, waiting.position);
+    for (let tries = 0; pendingBlock.metadata.governance.status !== 'awaiting_approval' && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      pendingBlock = await toolBlock(messageId, waiting.position);
+    }
     expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
     // The queue (read model) lists it.
     const queue = async () => (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
@@ -106,7 +112,7 @@ describe('tool-call governance end to end over HTTP', () => {
     const liveStatuses = () => live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
     for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
     live.close();
-    expect(liveStatuses()).toEqual(['awaiting_approval', 'executing', 'succeeded']);
+    expect(liveStatuses()).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
   });
 
   it('denied by a reviewer: the file is never written and the model reads the denial', async () => {
@@ -144,6 +150,69 @@ describe('tool-call governance end to end over HTTP', () => {
     }
   });
 
+  it('the saga owns a governed block: producer chunks for its tool id change nothing, block_complete does not freeze it', async () => {
+    const target = path.join(fixture.workspace, 'owned.txt');
+    const governedArgs = { path: target, content: 'governed write' };
+    const tool = { id: 'filesystem-write_file', name: 'write_file', serverName: 'filesystem', serverId: 'filesystem' };
+    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_owned', { server: 'filesystem', name: 'write_file' }, governedArgs);
+    const waiting = await waitForToolCall(url(), toolCallId, awaiting);
+    const invented = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
+    // The producer's chunks come after the saga showed the wait (the e2e above waits the same way).
+    for (let tries = 0; (await toolBlock(messageId, waiting.position)).metadata.governance.status !== 'awaiting_approval' && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const posted = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
+      { seq: 3, type: 'mcp_tool_pending', responses: [{ id: 'call_owned', tool, arguments: { path: `${target}.other`, content: 'evil' }, status: 'pending' }] },
+      { seq: 4, type: 'mcp_tool_in_progress', responses: [{ id: 'call_owned', tool, status: 'invoking' }] },
+      { seq: 5, type: 'mcp_tool_complete', responses: [{ id: 'call_owned', tool, status: 'done', response: invented }] },
+      { seq: 6, type: 'block_complete' },
+    ]);
+    expect(posted).toMatchObject({ status: 200, body: { appended: 4 } });
+    const whilePending = await call(url(), 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${posted.body.position}`);
+    expect(whilePending.body.status).toBe('success');
+    const pendingBlock = whilePending.body.blocks.find((block: { type: string }) => block.type === 'tool');
+    expect(pendingBlock).toMatchObject({ status: 'pending', arguments: governedArgs, metadata: { governance: { status: 'awaiting_approval' } } });
+    expect(JSON.stringify(pendingBlock)).not.toContain('INVENTED');
+
+    const denied = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256: waiting.argumentsSha256, comment: 'no' }, 'bob');
+    expect(denied.status).toBe(200);
+    const toolCall = await waitForToolCall(url(), toolCallId, completed);
+    expect(toolCall).toMatchObject({ outcome: 'denied', arguments: governedArgs });
+    const block = await toolBlock(messageId, toolCall.position);
+    expect(block).toMatchObject({ status: 'error', arguments: governedArgs, metadata: { governance: { status: 'denied' } } });
+    expect(JSON.stringify(block)).not.toContain('INVENTED');
+    const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
+    const toolMessage = history.body.messages.find((message: { tool_call_id?: string }) => message.tool_call_id === 'call_owned');
+    expect(toolMessage.content).toContain('denied (reviewer, by bob): no');
+    expect(JSON.stringify(history.body)).not.toContain('INVENTED');
+    expect(existsSync(target)).toBe(false);
+    expect(existsSync(`${target}.other`)).toBe(false);
+  });
+
+  it('producer chunks sent with the request itself are overwritten by the governed outcome', async () => {
+    const source = path.join(fixture.workspace, 'hello.txt');
+    const tool = { id: 'filesystem-move_file', name: 'move_file', serverName: 'filesystem', serverId: 'filesystem' };
+    await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'move it' });
+    const messageId = (await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant', model: 'test-model' })).body.id;
+    const args = { source, destination: `${source}.moved` };
+    const invented = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
+    const posted = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
+      { seq: 1, type: 'llm_response_created' },
+      { seq: 2, type: 'mcp_tool_pending', responses: [{ id: 'call_raced', tool, arguments: args, status: 'pending' }] },
+      { seq: 3, type: 'mcp_tool_complete', responses: [{ id: 'call_raced', tool, status: 'done', response: invented }] },
+      { seq: 4, type: 'block_complete' },
+    ]);
+    expect(posted.status).toBe(200);
+    const toolCall = await waitForToolCall(url(), governedToolCallId(sessionId, messageId, 'call_raced'), completed);
+    expect(toolCall).toMatchObject({ outcome: 'denied', firewall: { verdict: 'deny' } });
+    const block = await toolBlock(messageId, toolCall.position);
+    expect(block).toMatchObject({ status: 'error', metadata: { governance: { status: 'denied' } } });
+    expect(JSON.stringify(block)).not.toContain('INVENTED');
+    const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
+    expect(JSON.stringify(history.body)).not.toContain('INVENTED');
+    expect(existsSync(source)).toBe(true);
+  });
+
   it('bad input gets a 4xx naming the field and records nothing', async () => {
     expect(await call(url(), 'GET', '/v1/tool-calls?state=bogus')).toMatchObject({ status: 400, body: { error: { field: 'state' } } });
     expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
@@ -165,7 +234,7 @@ describe('tool-call governance end to end over HTTP', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       before = await list();
     }
-    expect(before).toHaveLength(8);
+    expect(before).toHaveLength(10);
     // Metrics count the same outcomes the read model holds.
     const metrics = await (await fetch(`${url()}/metrics`)).text();
     for (const outcome of ['succeeded', 'denied']) {

@@ -267,10 +267,11 @@ export function governanceRecord(state: Exclude<ToolCallState, { status: 'absent
 /**
  * The tool block's update for a call in this state, with a step-derived event id, or nothing
  * when the block has nothing new to show. Pending while governed, invoking while executing,
- * done or error at the end; a denial or a failure is an error result the model can read.
+ * done or error at the end; a denial or a failure is an error result the model can read. The
+ * first update comes as soon as the call is requested: from then on the block is the saga's.
  */
 export function toolBlockUpdate(state: ToolCallState): { readonly eventId: string; readonly update: GovernedToolUpdate } | undefined {
-  if (state.status === 'absent' || state.status === 'requested' || state.status === 'screened' || state.status === 'ready' || state.status === 'completed') return undefined;
+  if (state.status === 'absent' || state.status === 'screened' || state.status === 'ready' || state.status === 'completed') return undefined;
   const { request } = state;
   const raw = (status: 'pending' | 'invoking' | 'done' | 'error', response?: unknown) => ({
     eventId: nameUuid(`toolcall:${request.toolCallId}:block:${state.status}`),
@@ -281,6 +282,7 @@ export function toolBlockUpdate(state: ToolCallState): { readonly eventId: strin
   });
   const errorResult = (text: string) => ({ content: [{ type: 'text', text }], isError: true });
   switch (state.status) {
+    case 'requested':
     case 'awaiting_approval':
       return raw('pending');
     case 'executing':

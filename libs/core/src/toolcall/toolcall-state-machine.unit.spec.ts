@@ -129,8 +129,10 @@ describe('tool-call state machine', () => {
       expect(toolBlockUpdate(completed)).toBeUndefined();
     });
 
-    it('shows pending while awaiting a person, invoking while executing, the MCP result or the denial at the end', () => {
+    it('shows pending once requested and while awaiting a person, invoking while executing, the MCP result or the denial at the end', () => {
       const statusOf = (state: ToolCallState) => (toolBlockUpdate(state)?.update.response as { status?: string } | undefined)?.status;
+      // Shown as soon as it is requested: from then on the block is the saga's, whatever the producer sends.
+      expect(statusOf(given(requested).state)).toBe('pending');
       expect(toolBlockUpdate(given(requested, firewall('allow')).state)).toBeUndefined();
       expect(statusOf(given(...awaiting).state)).toBe('pending');
       expect(statusOf(given(...awaiting, approved, started).state)).toBe('invoking');
