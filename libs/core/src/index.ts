@@ -12,3 +12,4 @@ export * from './session/session-changes.js';
 export * from './history/history-builder.js';
 export * from './toolcall/toolcall-events.js';
 export * from './toolcall/toolcall-state-machine.js';
+export * from './toolcall/tool-result-encoding.js';

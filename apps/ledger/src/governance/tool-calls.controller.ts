@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import type { ToolCallState } from '#core';
+import { decodeToolResults, type ToolCallState } from '#core';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PG_POOL } from '../database/database.module.js';
@@ -48,7 +48,7 @@ export class ToolCallsController {
        FROM tool_calls WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
       [state ?? null, sessionId ?? null, limit],
     );
-    return { toolCalls: rows };
+    return { toolCalls: rows.map(decodeToolResults) };
   }
 
   /** Folded from the call's stream, so it is current the moment a step is recorded; with the full event trail. */

@@ -1,5 +1,6 @@
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { GovernedToolUpdate } from '../blocks/block-rules.js';
+import { decodeToolResults, encodeToolResult } from './tool-result-encoding.js';
 import type { FirewallVerdict, Risk, ToolCallEvent, ToolCallEventOf } from './toolcall-events.js';
 
 /**
@@ -180,7 +181,10 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       expect('executing');
       return [
         command.ok
-          ? step(id, 'execution_finished', { type: 'toolcall.execution_succeeded', data: { result: command.result, durationMs: command.durationMs } })
+          ? step(id, 'execution_finished', {
+              type: 'toolcall.execution_succeeded',
+              data: { result: encodeToolResult(command.result), durationMs: command.durationMs },
+            })
           : step(id, 'execution_finished', { type: 'toolcall.execution_failed', data: { error: command.error, durationMs: command.durationMs, unknownOutcome: command.unknownOutcome } }),
       ];
     case 'complete':
@@ -288,8 +292,9 @@ export function toolBlockUpdate(state: ToolCallState): { readonly eventId: strin
     case 'executing':
       return raw('invoking');
     case 'succeeded': {
-      const result = state.execution!.result as { isError?: unknown } | undefined;
-      return raw(result?.isError === true ? 'error' : 'done', result);
+      const result = state.execution!.result;
+      const { isError } = (decodeToolResults(result) ?? {}) as { isError?: unknown };
+      return raw(isError === true ? 'error' : 'done', result);
     }
     case 'failed':
       return raw('error', errorResult(`the tool call failed: ${state.execution!.error}`));
