@@ -171,8 +171,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
           const result = await this.parts.executor.call(tool, args);
           outcome = { type: 'record_result', ok: true, result, durationMs: durationMs() };
         } catch (error) {
-          const message = (error as Error).message;
-          outcome = { type: 'record_result', ok: false, error: message, durationMs: durationMs(), unknownOutcome: outcomeUnknown(error) };
+          const failure = { error: (error as Error).message, unknownOutcome: outcomeUnknown(error) };
+          outcome = { type: 'record_result', ok: false, ...failure, durationMs: durationMs() };
         }
         this.metrics.recordToolCallStep('execute', durationMs());
         return this.recordResult(id, outcome, as);
@@ -198,8 +198,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     } catch (error) {
       if (!outcome.ok || error instanceof ToolCallError) throw error;
       this.logger.warn({ err: error, toolCallId: id }, 'tool result not stored; recorded as an unknown outcome');
-      const unstored = { type: 'record_result', ok: false, error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true } as const;
-      return this.toolCalls.execute(id, unstored, as);
+      const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
+      return this.toolCalls.execute(id, { type: 'record_result', ok: false, ...unstored }, as);
     }
   }
 

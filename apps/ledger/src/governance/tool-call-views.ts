@@ -29,8 +29,8 @@ export function toolCallView(state: Exclude<ToolCallState, { status: 'absent' }>
   return {
     id: request.toolCallId, sessionId: request.sessionId, messageId: request.messageId, toolId: request.toolId, tool: request.tool, arguments: request.arguments,
     argumentsSha256: request.argumentsSha256, requestedBy: request.requestedBy, status: state.status, outcome: state.outcome, firewall: state.firewall,
-    guardian: state.guardian, approval: state.approval, decision: state.decision, execution: decodeToolResults(state.execution),
-    position: Number(state.position),
+    guardian: state.guardian, approval: state.approval, decision: state.decision,
+    execution: decodeToolResults(state.execution), position: Number(state.position),
   };
 }
 

@@ -1,6 +1,6 @@
 import {
-  activePath, anthropicHistory, branchTree, childrenByParent, decodeToolResults, messageStatus, openAiHistory, siblingsOf,
-  type ForkSource, type MessageBlock, type MessageState, type OpenSession,
+  activePath, anthropicHistory, branchTree, childrenByParent, decodeToolResults, messageStatus, openAiHistory,
+  siblingsOf, type ForkSource, type MessageBlock, type MessageState, type OpenSession,
 } from '#core';
 
 /**

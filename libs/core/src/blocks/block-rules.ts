@@ -87,7 +87,9 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     case 'mcp_tool_complete':
       return chunk.responses
         .filter((response) => !state.governedToolIds[response.id])
-        .reduce((current, response) => applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at), state);
+        .reduce((current, response) => {
+          return applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at);
+        }, state);
 
     // Rule 7, provider-side search.
     case 'llm_websearch_in_progress': {
@@ -161,7 +163,8 @@ export function evolveGovernedTool(state: MessageBlocksState, { response, govern
     return { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
   }
   const { id, messageId, createdAt } = existing;
-  return { ...governed, blocks: governed.blocks.map((block) => (block.id === id ? { id, messageId, createdAt, updatedAt: at, ...fields } : block)) };
+  const replaced: MessageBlock = { id, messageId, createdAt, updatedAt: at, ...fields };
+  return { ...governed, blocks: governed.blocks.map((block) => (block.id === id ? replaced : block)) };
 }
 
 type ToolChunkType = 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress' | 'mcp_tool_complete';
@@ -233,7 +236,10 @@ function failMessage(state: MessageBlocksState, chunk: ChunkOf<'error'>, newId: 
 function completeMessage(state: MessageBlocksState, at: string): MessageBlocksState {
   const blocks = state.blocks
     .filter((block) => block.type !== 'unknown')
-    .map((block) => (OPEN_STATUSES.has(block.status) && !isGoverned(state, block) ? { ...block, status: 'success' as const, updatedAt: at } : block));
+    .map((block) => {
+      if (!OPEN_STATUSES.has(block.status) || isGoverned(state, block)) return block;
+      return { ...block, status: 'success' as const, updatedAt: at };
+    });
   return { ...closeParts(state), blocks, status: 'success', finalized: true };
 }
 

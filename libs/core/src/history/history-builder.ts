@@ -131,7 +131,8 @@ function toolCall(block: MessageBlock): ToolCall {
   // A result the log stored wrapped goes to the model as it came.
   const content = decodeToolResults(block.content);
   if (content !== undefined && content !== null) {
-    return { ...base, result: typeof content === 'string' ? content : canonicalJson(content), isError: block.status === 'error' };
+    const result = typeof content === 'string' ? content : canonicalJson(content);
+    return { ...base, result, isError: block.status === 'error' };
   }
   const raw = block.metadata?.rawMcpToolResponse as { status?: string } | undefined;
   return { ...base, result: canonicalJson({ error: `the tool call did not complete (status: ${raw?.status ?? block.status})` }), isError: true };

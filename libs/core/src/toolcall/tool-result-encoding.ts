@@ -17,7 +17,8 @@ export interface EncodedToolResult {
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function encodeToolResult(result: unknown): unknown {
-  return needsEncoding(result) ? ({ [TOOL_RESULT_ENCODING_KEY]: 'json', json: JSON.stringify(result) } satisfies EncodedToolResult) : result;
+  if (!needsEncoding(result)) return result;
+  return { [TOOL_RESULT_ENCODING_KEY]: 'json', json: JSON.stringify(result) } satisfies EncodedToolResult;
 }
 
 /** The value with every stored result in it read back as it came (blocks, records, views). */
@@ -34,14 +35,14 @@ function needsEncoding(value: unknown): boolean {
   if (typeof value === 'string') return UNSTORABLE.test(value);
   if (Array.isArray(value)) return value.some(needsEncoding);
   if (value !== null && typeof value === 'object') {
-    return isEncoded(value) || Object.entries(value).some(([key, member]) => UNSTORABLE.test(key) || needsEncoding(member));
+    const entries = Object.entries(value);
+    return isEncoded(value) || entries.some(([key, member]) => UNSTORABLE.test(key) || needsEncoding(member));
   }
   return false;
 }
 
 function isEncoded(value: unknown): value is EncodedToolResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const keys = Object.keys(value);
-  const { json } = value as { json?: unknown };
-  return keys.length === 2 && (value as Record<string, unknown>)[TOOL_RESULT_ENCODING_KEY] === 'json' && typeof json === 'string';
+  const { [TOOL_RESULT_ENCODING_KEY]: encoding, json } = value as Record<string, unknown>;
+  return Object.keys(value).length === 2 && encoding === 'json' && typeof json === 'string';
 }

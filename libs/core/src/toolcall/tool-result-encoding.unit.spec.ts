@@ -1,12 +1,13 @@
 import { decodeToolResults, encodeToolResult, TOOL_RESULT_ENCODING_KEY } from './tool-result-encoding.js';
 
 /** What a JSON column (PostgreSQL jsonb) can hold: strings and keys without NUL, surrogates only in pairs. */
-const wellFormed = (text: string) => !text.includes('\u0000') && (text as string & { isWellFormed(): boolean }).isWellFormed();
+const wellFormed = (text: string) =>
+  !text.includes('\u0000') && (text as string & { isWellFormed(): boolean }).isWellFormed();
 const storable = (value: unknown): boolean => {
   if (typeof value === 'string') return wellFormed(value);
   if (Array.isArray(value)) return value.every(storable);
-  if (value !== null && typeof value === 'object') return Object.entries(value).every(([key, member]) => wellFormed(key) && storable(member));
-  return true;
+  if (value === null || typeof value !== 'object') return true;
+  return Object.entries(value).every(([key, member]) => wellFormed(key) && storable(member));
 };
 
 describe('tool results are stored as they came', () => {
@@ -20,7 +21,7 @@ describe('tool results are stored as they came', () => {
     'binary read as text': text(Buffer.from(Array.from({ length: 256 }, (_, byte) => byte)).toString('latin1')),
   };
 
-  it.each(Object.entries(cases))('%s: encoded with its encoding named, storable, and decoded back identical', (_, result) => {
+  it.each(Object.entries(cases))('%s: encoded, its encoding named, storable, read back identical', (_, result) => {
     const stored = encodeToolResult(result);
     expect(stored).toEqual({ [TOOL_RESULT_ENCODING_KEY]: 'json', json: expect.any(String) });
     expect(storable(stored)).toBe(true);
@@ -33,7 +34,8 @@ describe('tool results are stored as they came', () => {
   });
 
   it('a result that itself looks like an encoded one is encoded too, so decoding is never ambiguous', () => {
-    const lookalike = { content: [{ type: 'text', text: 'x', nested: { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '1' } }], isError: false };
+    const wrapperShaped = { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '1' };
+    const lookalike = { content: [{ type: 'text', text: 'x', nested: wrapperShaped }], isError: false };
     const stored = encodeToolResult(lookalike);
     expect(stored).not.toBe(lookalike);
     expect(decodeToolResults(stored)).toEqual(lookalike);
@@ -42,9 +44,11 @@ describe('tool results are stored as they came', () => {
   it('decodes encoded results wherever they sit in a block or a record', () => {
     const result = text('a\u0000b');
     const stored = encodeToolResult(result);
-    const block = { id: 'b1', content: stored, metadata: { rawMcpToolResponse: { response: stored }, governance: { execution: { result: stored } } } };
-    expect(decodeToolResults(block)).toEqual({
-      id: 'b1', content: result, metadata: { rawMcpToolResponse: { response: result }, governance: { execution: { result } } },
+    const blockHolding = (value: unknown) => ({
+      id: 'b1',
+      content: value,
+      metadata: { rawMcpToolResponse: { response: value }, governance: { execution: { result: value } } },
     });
+    expect(decodeToolResults(blockHolding(stored))).toEqual(blockHolding(result));
   });
 });

@@ -274,8 +274,12 @@ export function governanceRecord(state: Exclude<ToolCallState, { status: 'absent
  * done or error at the end; a denial or a failure is an error result the model can read. The
  * first update comes as soon as the call is requested: from then on the block is the saga's.
  */
+const SHOWN_ON_BLOCK: ReadonlySet<ToolCallStatus> = new Set([
+  'requested', 'awaiting_approval', 'executing', 'succeeded', 'failed', 'denied',
+]);
+
 export function toolBlockUpdate(state: ToolCallState): { readonly eventId: string; readonly update: GovernedToolUpdate } | undefined {
-  if (state.status === 'absent' || state.status === 'screened' || state.status === 'ready' || state.status === 'completed') return undefined;
+  if (state.status === 'absent' || !SHOWN_ON_BLOCK.has(state.status)) return undefined;
   const { request } = state;
   const raw = (status: 'pending' | 'invoking' | 'done' | 'error', response?: unknown) => ({
     eventId: nameUuid(`toolcall:${request.toolCallId}:block:${state.status}`),

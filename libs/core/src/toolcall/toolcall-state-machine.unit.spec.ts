@@ -1,6 +1,6 @@
 import {
-  decideToolCall, evolveToolCall, governedToolCallId, initialToolCallState, nextSagaStep, toolBlockUpdate, ToolCallError,
-  type ToolCallCommand, type ToolCallState,
+  decideToolCall, evolveToolCall, governedToolCallId, initialToolCallState, nextSagaStep, toolBlockUpdate,
+  ToolCallError, type ToolCallCommand, type ToolCallState,
 } from './toolcall-state-machine.js';
 import type { ToolCallEvent } from './toolcall-events.js';
 
@@ -67,7 +67,9 @@ describe('tool-call state machine', () => {
     // The clock: the deadline stored with the approval request, and decisions stamped around it.
     const deadline = Date.parse('2026-01-01T00:10:00.000Z');
     const stampedAt = (offsetMs: number) => new Date(deadline + offsetMs).toISOString();
-    const decideAt = (approve: boolean, offsetMs: number): ToolCallCommand => ({ ...decide(approve), at: stampedAt(offsetMs) } as ToolCallCommand);
+    const decideAt = (approve: boolean, offsetMs: number): ToolCallCommand => {
+      return { ...(decide(approve) as Extract<ToolCallCommand, { type: 'decide' }>), at: stampedAt(offsetMs) };
+    };
 
     it('before the deadline, an approval or a denial is recorded', () => {
       given(...awaiting).when(decideAt(true, -1)).then('toolcall.approved');
@@ -129,7 +131,7 @@ describe('tool-call state machine', () => {
       expect(toolBlockUpdate(completed)).toBeUndefined();
     });
 
-    it('shows pending once requested and while awaiting a person, invoking while executing, the MCP result or the denial at the end', () => {
+    it('shows pending when requested or awaiting a person, invoking while executing, the result or the denial', () => {
       const statusOf = (state: ToolCallState) => (toolBlockUpdate(state)?.update.response as { status?: string } | undefined)?.status;
       // Shown as soon as it is requested: from then on the block is the saga's, whatever the producer sends.
       expect(statusOf(given(requested).state)).toBe('pending');
