@@ -21,6 +21,25 @@ describe('tool-call governance end to end over HTTP', () => {
     return message.body.blocks.find((block: { type: string }) => block.type === 'tool');
   }
 
+  /** Waits, bounded, until the saga has shown the call in this governance state on its block. */
+  async function blockShowing(messageId: string, position: number, status: string) {
+    let block = await toolBlock(messageId, position);
+    for (let tries = 0; block.metadata.governance?.status !== status && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      block = await toolBlock(messageId, position);
+    }
+    return block;
+  }
+
+  const postChunks = (messageId: string, chunks: unknown[]) =>
+    call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks);
+  /** A producer's own tool chunk for the filesystem server. */
+  const toolChunk = (type: string, toolId: string, name: string, response: Record<string, unknown>) => ({
+    type,
+    responses: [{ id: toolId, tool: { id: name, name, serverName: 'filesystem', serverId: 'filesystem' }, ...response }],
+  });
+  const INVENTED = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
+
   beforeAll(async () => {
     fixture = await governanceFixture();
     ledger = await startLedger(fixture.env({ LEDGER_LIVE_COALESCE_MS: '0' }));
@@ -76,12 +95,8 @@ describe('tool-call governance end to end over HTTP', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
-    // The saga shows the wait on the block right after recording it: wait for that, bounded.
-    let pendingBlock = await toolBlock(messageId, waiting.position);
-    for (let tries = 0; pendingBlock.metadata.governance.status !== 'awaiting_approval' && tries < 100; tries += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      pendingBlock = await toolBlock(messageId, waiting.position);
-    }
+    // The saga shows the wait on the block right after recording it.
+    const pendingBlock = await blockShowing(messageId, waiting.position, 'awaiting_approval');
     expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
     // The queue (read model) lists it.
     const queue = async () => (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
@@ -150,56 +165,59 @@ describe('tool-call governance end to end over HTTP', () => {
     }
   });
 
-  it('the saga owns a governed block: producer chunks for its tool id change nothing, block_complete does not freeze it', async () => {
+  it('the saga owns a governed block: producer chunks for its id change nothing, nor does block_complete', async () => {
     const target = path.join(fixture.workspace, 'owned.txt');
     const governedArgs = { path: target, content: 'governed write' };
-    const tool = { id: 'filesystem-write_file', name: 'write_file', serverName: 'filesystem', serverId: 'filesystem' };
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_owned', { server: 'filesystem', name: 'write_file' }, governedArgs);
+    const writeFile = { server: 'filesystem', name: 'write_file' };
+    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_owned', writeFile, governedArgs);
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
-    const invented = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
-    // The producer's chunks come after the saga showed the wait (the e2e above waits the same way).
-    for (let tries = 0; (await toolBlock(messageId, waiting.position)).metadata.governance.status !== 'awaiting_approval' && tries < 100; tries += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const posted = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
-      { seq: 3, type: 'mcp_tool_pending', responses: [{ id: 'call_owned', tool, arguments: { path: `${target}.other`, content: 'evil' }, status: 'pending' }] },
-      { seq: 4, type: 'mcp_tool_in_progress', responses: [{ id: 'call_owned', tool, status: 'invoking' }] },
-      { seq: 5, type: 'mcp_tool_complete', responses: [{ id: 'call_owned', tool, status: 'done', response: invented }] },
+    // The producer's chunks come after the saga showed the wait.
+    await blockShowing(messageId, waiting.position, 'awaiting_approval');
+    const other = { path: `${target}.x`, content: 'x' };
+    const posted = await postChunks(messageId, [
+      { seq: 3, ...toolChunk('mcp_tool_pending', 'call_owned', 'write_file', { arguments: other, status: 'pending' }) },
+      { seq: 4, ...toolChunk('mcp_tool_in_progress', 'call_owned', 'write_file', { status: 'invoking' }) },
+      { seq: 5, ...toolChunk('mcp_tool_complete', 'call_owned', 'write_file', { status: 'done', response: INVENTED }) },
       { seq: 6, type: 'block_complete' },
     ]);
     expect(posted).toMatchObject({ status: 200, body: { appended: 4 } });
-    const whilePending = await call(url(), 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${posted.body.position}`);
+    const messageRoute = `/v1/sessions/${sessionId}/messages/${messageId}`;
+    const whilePending = await call(url(), 'GET', `${messageRoute}?minPosition=${posted.body.position}`);
     expect(whilePending.body.status).toBe('success');
     const pendingBlock = whilePending.body.blocks.find((block: { type: string }) => block.type === 'tool');
-    expect(pendingBlock).toMatchObject({ status: 'pending', arguments: governedArgs, metadata: { governance: { status: 'awaiting_approval' } } });
+    expect(pendingBlock).toMatchObject({
+      status: 'pending', arguments: governedArgs, metadata: { governance: { status: 'awaiting_approval' } },
+    });
     expect(JSON.stringify(pendingBlock)).not.toContain('INVENTED');
 
-    const denied = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256: waiting.argumentsSha256, comment: 'no' }, 'bob');
-    expect(denied.status).toBe(200);
+    const decision = { argumentsSha256: waiting.argumentsSha256, comment: 'no' };
+    expect((await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, decision, 'bob')).status).toBe(200);
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(toolCall).toMatchObject({ outcome: 'denied', arguments: governedArgs });
     const block = await toolBlock(messageId, toolCall.position);
-    expect(block).toMatchObject({ status: 'error', arguments: governedArgs, metadata: { governance: { status: 'denied' } } });
+    expect(block).toMatchObject({
+      status: 'error', arguments: governedArgs, metadata: { governance: { status: 'denied' } },
+    });
     expect(JSON.stringify(block)).not.toContain('INVENTED');
-    const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
-    const toolMessage = history.body.messages.find((message: { tool_call_id?: string }) => message.tool_call_id === 'call_owned');
+    const history = (await call(url(), 'GET', `/v1/sessions/${sessionId}/history`)).body;
+    const answers = history.messages.filter((entry: { tool_call_id?: string }) => entry.tool_call_id === 'call_owned');
+    const [toolMessage] = answers;
     expect(toolMessage.content).toContain('denied (reviewer, by bob): no');
-    expect(JSON.stringify(history.body)).not.toContain('INVENTED');
+    expect(JSON.stringify(history)).not.toContain('INVENTED');
     expect(existsSync(target)).toBe(false);
-    expect(existsSync(`${target}.other`)).toBe(false);
+    expect(existsSync(`${target}.x`)).toBe(false);
   });
 
   it('producer chunks sent with the request itself are overwritten by the governed outcome', async () => {
     const source = path.join(fixture.workspace, 'hello.txt');
-    const tool = { id: 'filesystem-move_file', name: 'move_file', serverName: 'filesystem', serverId: 'filesystem' };
     await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'move it' });
-    const messageId = (await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant', model: 'test-model' })).body.id;
+    const assistant = { role: 'assistant', model: 'test-model' };
+    const messageId = (await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, assistant)).body.id;
     const args = { source, destination: `${source}.moved` };
-    const invented = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
-    const posted = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
+    const posted = await postChunks(messageId, [
       { seq: 1, type: 'llm_response_created' },
-      { seq: 2, type: 'mcp_tool_pending', responses: [{ id: 'call_raced', tool, arguments: args, status: 'pending' }] },
-      { seq: 3, type: 'mcp_tool_complete', responses: [{ id: 'call_raced', tool, status: 'done', response: invented }] },
+      { seq: 2, ...toolChunk('mcp_tool_pending', 'call_raced', 'move_file', { arguments: args, status: 'pending' }) },
+      { seq: 3, ...toolChunk('mcp_tool_complete', 'call_raced', 'move_file', { status: 'done', response: INVENTED }) },
       { seq: 4, type: 'block_complete' },
     ]);
     expect(posted.status).toBe(200);

@@ -1,7 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { call, governanceFixture, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  call, governanceFixture, requestTool, trail, waitForToolCall, type GovernanceFixture,
+} from '../support/governance-fixture.js';
 
 /**
  * An MCP result is recorded as it came, whatever it holds: the official filesystem server reads
@@ -28,25 +30,36 @@ describe('tool results are recorded as they came', () => {
     'binary.bin': Buffer.from(Array.from({ length: 256 }, (_, byte) => byte)),
   };
 
-  it.each(Object.keys(files))('%s: stored faithfully, read back identical through the call, the block and the history', async (name) => {
+  const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
+  /** The message's tool block once the read models reflect the call's last event. */
+  async function toolBlock(sessionId: string, messageId: string, position: number) {
+    const message = await call(url(), 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`);
+    return message.body.blocks.find((candidate: { type: string }) => candidate.type === 'tool');
+  }
+
+  it.each(Object.keys(files))('%s: stored faithfully, read back identical (call, block, history)', async (name) => {
     const file = path.join(fixture.workspace, name);
     writeFileSync(file, files[name]!);
     // What the server sends: the file read as UTF-8 (invalid bytes become U+FFFD, NUL stays NUL).
     const text = files[name]!.toString('utf8');
     const sessionId = (await call(url(), 'POST', '/v1/sessions', { title: name })).body.id;
     const toolId = `call_${name.replace(/\W/g, '_')}`;
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, toolId, { server: 'filesystem', name: 'read_text_file' }, { path: file });
-    const toolCall = await waitForToolCall(url(), toolCallId, (candidate) => candidate.status === 'completed');
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approved', 'execution_started', 'execution_succeeded', 'completed']);
+    const tool = { server: 'filesystem', name: 'read_text_file' };
+    const { messageId, toolCallId } = await requestTool(url(), sessionId, toolId, tool, { path: file });
+    const toolCall = await waitForToolCall(url(), toolCallId, completed);
+    expect(trail(toolCall)).toEqual([
+      'requested', 'firewall_evaluated', 'guardian_reviewed', 'approved',
+      'execution_started', 'execution_succeeded', 'completed',
+    ]);
     expect(toolCall.outcome).toBe('succeeded');
     expect(toolCall.execution.result.content).toEqual([{ type: 'text', text }]);
     expect(toolCall.execution.result.isError).toBe(false);
 
     const listed = (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}`)).body.toolCalls;
-    expect(listed.map((row: { execution: { result: unknown } }) => row.execution?.result)).toContainEqual(toolCall.execution.result);
+    const results = listed.map((row: { execution: { result: unknown } | null }) => row.execution?.result);
+    expect(results).toContainEqual(toolCall.execution.result);
 
-    const message = await call(url(), 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
-    const block = message.body.blocks.find((candidate: { type: string }) => candidate.type === 'tool');
+    const block = await toolBlock(sessionId, messageId, toolCall.position);
     expect(block).toMatchObject({ status: 'success', content: toolCall.execution.result });
     expect(block.metadata.governance.execution.result).toEqual(toolCall.execution.result);
 
@@ -59,12 +72,12 @@ describe('tool results are recorded as they came', () => {
     const file = path.join(fixture.workspace, 'media.bin');
     writeFileSync(file, files['binary.bin']!);
     const sessionId = (await call(url(), 'POST', '/v1/sessions', { title: 'media' })).body.id;
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_media', { server: 'filesystem', name: 'read_media_file' }, { path: file });
-    const toolCall = await waitForToolCall(url(), toolCallId, (candidate) => candidate.status === 'completed');
+    const tool = { server: 'filesystem', name: 'read_media_file' };
+    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_media', tool, { path: file });
+    const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(toolCall.outcome).toBe('succeeded');
     const [item] = toolCall.execution.result.content;
     expect(Buffer.from(item.resource.blob, 'base64').equals(files['binary.bin']!)).toBe(true);
-    const message = await call(url(), 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
-    expect(message.body.blocks.find((candidate: { type: string }) => candidate.type === 'tool').content).toEqual(toolCall.execution.result);
+    expect((await toolBlock(sessionId, messageId, toolCall.position)).content).toEqual(toolCall.execution.result);
   });
 });
