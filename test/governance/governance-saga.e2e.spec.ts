@@ -34,9 +34,9 @@ describe('tool-call governance end to end over HTTP', () => {
   const postChunks = (messageId: string, chunks: unknown[]) =>
     call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks);
   /** A producer's own tool chunk for the filesystem server. */
-  const toolChunk = (type: string, toolId: string, name: string, response: Record<string, unknown>) => ({
+  const toolChunk = (type: string, toolId: string, name: string, fields: Record<string, unknown>) => ({
     type,
-    responses: [{ id: toolId, tool: { id: name, name, serverName: 'filesystem', serverId: 'filesystem' }, ...response }],
+    responses: [{ id: toolId, tool: { id: name, name, serverName: 'filesystem', serverId: 'filesystem' }, ...fields }],
   });
   const INVENTED = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
 
