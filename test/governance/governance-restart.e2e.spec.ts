@@ -77,9 +77,11 @@ describe('the governance saga across kill -9 and restart', () => {
     const toolCall = await waitForToolCall(restarted, toolCallId, (current) => current.status === 'completed');
     expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started', 'execution_succeeded', 'completed']);
     expect(readFileSync(target, 'utf8')).toBe('written once');
-    // The session's tool block went pending → processing → success, each shown once.
+    // The session's tool block went pending (requested, awaiting a person) → processing → success, each shown once.
     const events = (await call(restarted, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.filter((event: { type: string }) => event.type === 'message.tool_call_updated');
-    expect(events.map((event: any) => event.data.response.status)).toEqual(['pending', 'invoking', 'done']);
+    expect(events.map((event: any) => event.data.response.status)).toEqual(['pending', 'pending', 'invoking', 'done']);
+    const governed = events.map((event: any) => event.data.governance.status);
+    expect(governed).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
     const message = await call(restarted, 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
     expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({ status: 'success' });
     await kill();

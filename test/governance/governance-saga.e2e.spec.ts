@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { governedToolCallId } from '#core';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { connectSse } from '../support/sse-client.js';
@@ -20,6 +21,25 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(message.status).toBe(200);
     return message.body.blocks.find((block: { type: string }) => block.type === 'tool');
   }
+
+  /** Waits, bounded, until the saga has shown the call in this governance state on its block. */
+  async function blockShowing(messageId: string, position: number, status: string) {
+    let block = await toolBlock(messageId, position);
+    for (let tries = 0; block.metadata.governance?.status !== status && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      block = await toolBlock(messageId, position);
+    }
+    return block;
+  }
+
+  const postChunks = (messageId: string, chunks: unknown[]) =>
+    call(url(), 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks);
+  /** A producer's own tool chunk for the filesystem server. */
+  const toolChunk = (type: string, toolId: string, name: string, fields: Record<string, unknown>) => ({
+    type,
+    responses: [{ id: toolId, tool: { id: name, name, serverName: 'filesystem', serverId: 'filesystem' }, ...fields }],
+  });
+  const INVENTED = { content: [{ type: 'text', text: 'INVENTED OUTPUT' }], isError: false };
 
   beforeAll(async () => {
     fixture = await governanceFixture();
@@ -76,12 +96,8 @@ describe('tool-call governance end to end over HTTP', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
-    // The saga shows the state on the block right after recording it: wait for that, bounded.
-    let pendingBlock = await toolBlock(messageId, waiting.position);
-    for (let tries = 0; pendingBlock.metadata.governance === undefined && tries < 100; tries += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      pendingBlock = await toolBlock(messageId, waiting.position);
-    }
+    // The saga shows the wait on the block right after recording it.
+    const pendingBlock = await blockShowing(messageId, waiting.position, 'awaiting_approval');
     expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
     // The queue (read model) lists it.
     const queue = async () => (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
@@ -112,7 +128,7 @@ describe('tool-call governance end to end over HTTP', () => {
     const liveStatuses = () => live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
     for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
     live.close();
-    expect(liveStatuses()).toEqual(['awaiting_approval', 'executing', 'succeeded']);
+    expect(liveStatuses()).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
   });
 
   it('denied by a reviewer: the file is never written and the model reads the denial', async () => {
@@ -150,6 +166,72 @@ describe('tool-call governance end to end over HTTP', () => {
     }
   });
 
+  it('the saga owns a governed block: producer chunks for its id change nothing, nor does block_complete', async () => {
+    const target = path.join(fixture.workspace, 'owned.txt');
+    const governedArgs = { path: target, content: 'governed write' };
+    const writeFile = { server: 'filesystem', name: 'write_file' };
+    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_owned', writeFile, governedArgs);
+    const waiting = await waitForToolCall(url(), toolCallId, awaiting);
+    // The producer's chunks come after the saga showed the wait.
+    await blockShowing(messageId, waiting.position, 'awaiting_approval');
+    const other = { path: `${target}.x`, content: 'x' };
+    const posted = await postChunks(messageId, [
+      { seq: 3, ...toolChunk('mcp_tool_pending', 'call_owned', 'write_file', { arguments: other, status: 'pending' }) },
+      { seq: 4, ...toolChunk('mcp_tool_in_progress', 'call_owned', 'write_file', { status: 'invoking' }) },
+      { seq: 5, ...toolChunk('mcp_tool_complete', 'call_owned', 'write_file', { status: 'done', response: INVENTED }) },
+      { seq: 6, type: 'block_complete' },
+    ]);
+    expect(posted).toMatchObject({ status: 200, body: { appended: 4 } });
+    const messageRoute = `/v1/sessions/${sessionId}/messages/${messageId}`;
+    const whilePending = await call(url(), 'GET', `${messageRoute}?minPosition=${posted.body.position}`);
+    expect(whilePending.body.status).toBe('success');
+    const pendingBlock = whilePending.body.blocks.find((block: { type: string }) => block.type === 'tool');
+    expect(pendingBlock).toMatchObject({
+      status: 'pending', arguments: governedArgs, metadata: { governance: { status: 'awaiting_approval' } },
+    });
+    expect(JSON.stringify(pendingBlock)).not.toContain('INVENTED');
+
+    const decision = { argumentsSha256: waiting.argumentsSha256, comment: 'no' };
+    expect((await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, decision, 'bob')).status).toBe(200);
+    const toolCall = await waitForToolCall(url(), toolCallId, completed);
+    expect(toolCall).toMatchObject({ outcome: 'denied', arguments: governedArgs });
+    const block = await toolBlock(messageId, toolCall.position);
+    expect(block).toMatchObject({
+      status: 'error', arguments: governedArgs, metadata: { governance: { status: 'denied' } },
+    });
+    expect(JSON.stringify(block)).not.toContain('INVENTED');
+    const history = (await call(url(), 'GET', `/v1/sessions/${sessionId}/history`)).body;
+    const answers = history.messages.filter((entry: { tool_call_id?: string }) => entry.tool_call_id === 'call_owned');
+    const [toolMessage] = answers;
+    expect(toolMessage.content).toContain('denied (reviewer, by bob): no');
+    expect(JSON.stringify(history)).not.toContain('INVENTED');
+    expect(existsSync(target)).toBe(false);
+    expect(existsSync(`${target}.x`)).toBe(false);
+  });
+
+  it('producer chunks sent with the request itself are overwritten by the governed outcome', async () => {
+    const source = path.join(fixture.workspace, 'hello.txt');
+    await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'move it' });
+    const assistant = { role: 'assistant', model: 'test-model' };
+    const messageId = (await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, assistant)).body.id;
+    const args = { source, destination: `${source}.moved` };
+    const posted = await postChunks(messageId, [
+      { seq: 1, type: 'llm_response_created' },
+      { seq: 2, ...toolChunk('mcp_tool_pending', 'call_raced', 'move_file', { arguments: args, status: 'pending' }) },
+      { seq: 3, ...toolChunk('mcp_tool_complete', 'call_raced', 'move_file', { status: 'done', response: INVENTED }) },
+      { seq: 4, type: 'block_complete' },
+    ]);
+    expect(posted.status).toBe(200);
+    const toolCall = await waitForToolCall(url(), governedToolCallId('default', sessionId, messageId, 'call_raced'), completed);
+    expect(toolCall).toMatchObject({ outcome: 'denied', firewall: { verdict: 'deny' } });
+    const block = await toolBlock(messageId, toolCall.position);
+    expect(block).toMatchObject({ status: 'error', metadata: { governance: { status: 'denied' } } });
+    expect(JSON.stringify(block)).not.toContain('INVENTED');
+    const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
+    expect(JSON.stringify(history.body)).not.toContain('INVENTED');
+    expect(existsSync(source)).toBe(true);
+  });
+
   it('bad input gets a 4xx naming the field and records nothing', async () => {
     expect(await call(url(), 'GET', '/v1/tool-calls?state=bogus')).toMatchObject({ status: 400, body: { error: { field: 'state' } } });
     expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
@@ -169,7 +251,7 @@ describe('tool-call governance end to end over HTTP', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       before = await list();
     }
-    expect(before).toHaveLength(8);
+    expect(before).toHaveLength(10);
     // Metrics count the same outcomes the read model holds.
     const metrics = await (await fetch(`${url()}/metrics`, { headers: await authorization(url(), 'admin') })).text();
     for (const outcome of ['succeeded', 'denied']) {

@@ -14,3 +14,4 @@ export * from './history/history-builder.js';
 export * from './toolcall/toolcall-events.js';
 export * from './toolcall/toolcall-state-machine.js';
 export * from './tenancy/tenant-streams.js';
+export * from './toolcall/tool-result-encoding.js';

@@ -1,19 +1,21 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import {
-  nextSagaStep, SessionError, toolBlockUpdate, ToolCallError, type SagaStep, type ToolCallEventOf, type ToolCallState,
+  nextSagaStep, SessionError, toolBlockUpdate, ToolCallError, type SagaStep, type ToolCallCommand, type ToolCallEventOf,
+  type ToolCallState,
 } from '#core';
 import { Logger } from 'nestjs-pino';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
-import { ToolCallRepository, type ToolCallRef } from './toolcall-repository.js';
+import { ToolCallRepository, type ToolCallActor, type ToolCallRef } from './toolcall-repository.js';
 import { systemActor } from '../identity/principal.js';
 
 /** A tool call the saga found in a session's `mcp_tool_pending`, before its stream exists. */
 export type GovernedRequest = ToolCallEventOf<'toolcall.requested'>['data'] & { readonly tenant: string; readonly causationId: string };
 
 type OpenToolCall = Exclude<ToolCallState, { status: 'absent' }>;
+type RecordResult = Extract<ToolCallCommand, { type: 'record_result' }>;
 
 const SAGA_ACTOR = systemActor('governance-saga');
 const SAGA_AUTHOR = { actor: SAGA_ACTOR, subject: null };
@@ -21,6 +23,7 @@ const MAX_STEPS_PER_RUN = 16;
 const MAX_REMEMBERED_CALLS = 10_000;
 const MAX_RETRY_DELAY_MS = 30_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
+const RESULT_NOT_STORED = 'the tool ran but its result could not be stored';
 const IN_DOUBT = 'the execution started but its outcome was never recorded (the service stopped while it ran); it is not run again';
 
 /**
@@ -166,16 +169,17 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         await this.showOnBlock(executing, tenant);
         const started = performance.now();
         const durationMs = () => Math.round(performance.now() - started);
-        let finished: ToolCallState;
+        let outcome: RecordResult;
         try {
           if (!this.parts.executor) throw new Error('no MCP servers are configured');
           const result = await this.parts.executor.call(tool, args);
-          finished = await this.toolCalls.execute(id, { type: 'record_result', ok: true, result, durationMs: durationMs() }, as);
+          outcome = { type: 'record_result', ok: true, result, durationMs: durationMs() };
         } catch (error) {
-          finished = await this.toolCalls.execute(id, { type: 'record_result', ok: false, error: (error as Error).message, durationMs: durationMs(), unknownOutcome: outcomeUnknown(error) }, as);
+          const failure = { error: (error as Error).message, unknownOutcome: outcomeUnknown(error) };
+          outcome = { type: 'record_result', ok: false, ...failure, durationMs: durationMs() };
         }
         this.metrics.recordToolCallStep('execute', durationMs());
-        return finished;
+        return this.recordResult(id, outcome, as);
       }
       case 'execution_in_doubt':
         return this.toolCalls.execute(id, { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true }, as);
@@ -184,6 +188,22 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         this.metrics.toolCallCompleted(state.outcome!);
         return completed;
       }
+    }
+  }
+
+  /**
+   * Records what the execution gave. The tool ran, so a result the log refuses to store is never
+   * a known failure: it is recorded as failed with an unknown outcome. A failure the log refuses
+   * is left unrecorded, and the next run finds the call in doubt, with the same unknown outcome.
+   */
+  private async recordResult(id: ToolCallRef, outcome: RecordResult, as: ToolCallActor): Promise<ToolCallState> {
+    try {
+      return await this.toolCalls.execute(id, outcome, as);
+    } catch (error) {
+      if (!outcome.ok || error instanceof ToolCallError) throw error;
+      this.logger.warn({ err: error, toolCallId: id.toolCallId }, 'tool result not stored; recorded as an unknown outcome');
+      const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
+      return this.toolCalls.execute(id, { type: 'record_result', ok: false, ...unstored }, as);
     }
   }
 

@@ -1,7 +1,10 @@
-import type { ToolCallState } from '#core';
+import { decodeToolResults, type ToolCallState } from '#core';
 import type { RecordedEvent } from '#event-log';
 
-/** A tool call as the API shows it: the request, every verdict and decision, the execution, and the log position it reflects. */
+/**
+ * A tool call as the API shows it: the request, every verdict and decision, the execution (its
+ * result as it came, however it is stored), and the log position it reflects.
+ */
 export interface ToolCallView {
   readonly id: string;
   readonly sessionId: string;
@@ -26,7 +29,8 @@ export function toolCallView(state: Exclude<ToolCallState, { status: 'absent' }>
   return {
     id: request.toolCallId, sessionId: request.sessionId, messageId: request.messageId, toolId: request.toolId, tool: request.tool, arguments: request.arguments,
     argumentsSha256: request.argumentsSha256, requestedBy: request.requestedBy, status: state.status, outcome: state.outcome, firewall: state.firewall,
-    guardian: state.guardian, approval: state.approval, decision: state.decision, execution: state.execution, position: Number(state.position),
+    guardian: state.guardian, approval: state.approval, decision: state.decision,
+    execution: decodeToolResults(state.execution), position: Number(state.position),
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { storableJson, type ToolCallState } from '#core';
+import { decodeToolResults, storableJson, type ToolCallState } from '#core';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PG_POOL } from '../database/database.module.js';
@@ -51,7 +51,7 @@ export class ToolCallsController {
        FROM tool_calls WHERE tenant = $4 AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
       [state ?? null, sessionId ?? null, limit, principal.tenant],
     );
-    return { toolCalls: rows };
+    return { toolCalls: rows.map(decodeToolResults) };
   }
 
   /** Folded from the call's stream, so it is current the moment a step is recorded; with the full event trail. */

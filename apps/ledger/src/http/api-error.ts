@@ -37,6 +37,7 @@ const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {
   toolcall_exists: 409,
   wrong_state: 409,
   already_decided: 409,
+  expired: 409,
   not_due: 409,
   arguments_mismatch: 422,
   self_approval: 403,

@@ -1,4 +1,4 @@
-import { messageStatus, type SessionChanges } from '#core';
+import { decodeToolResults, messageStatus, type SessionChanges } from '#core';
 import { foldedSummary } from '../sessions/session-views.js';
 
 /**
@@ -29,13 +29,17 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
     }
   }
   for (const selection of changes.selections) items.push({ event: 'selection', key: `selection:${selection.parentId ?? ''}`, position, data: selection });
-  for (const { block, index } of changes.blocks) items.push({ event: 'block', key: `block:${block.messageId}:${block.id}`, position, data: { ...block, index } });
+  for (const { block, index } of changes.blocks) {
+    const data = { ...decodeToolResults(block), index };
+    items.push({ event: 'block', key: `block:${block.messageId}:${block.id}`, position, data });
+  }
   for (const { block, message } of changes.blocks) {
     const governance = block.metadata?.governance as { toolCallId?: string } | undefined;
     if (!governance) continue;
     const previous = changes.messages.find((changed) => changed.message === message)?.previous;
     if (previous?.blocks.blocks.find((earlier) => earlier.id === block.id)?.metadata?.governance === governance) continue;
-    items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data: { ...governance, messageId: message.id, toolId: block.toolId } });
+    const data = { ...decodeToolResults(governance), messageId: message.id, toolId: block.toolId };
+    items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data });
   }
   for (const { messageId, id } of changes.removedBlocks) items.push({ event: 'block', key: `block:${messageId}:${id}`, position, data: { id, messageId, removed: true } });
   return items;

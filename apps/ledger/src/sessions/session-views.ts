@@ -1,6 +1,6 @@
 import {
-  activePath, anthropicHistory, branchTree, childrenByParent, messageStatus, openAiHistory, siblingsOf,
-  type ForkSource, type MessageBlock, type MessageState, type OpenSession,
+  activePath, anthropicHistory, branchTree, childrenByParent, decodeToolResults, messageStatus, openAiHistory,
+  siblingsOf, type ForkSource, type MessageBlock, type MessageState, type OpenSession,
 } from '#core';
 
 /**
@@ -41,10 +41,10 @@ export interface SessionSnapshot {
 
 export type HistoryFormat = 'openai' | 'anthropic';
 
-/** The message shape: blocks in display order (Cherry Studio `MessageBlock`). */
+/** The message shape: blocks in display order (Cherry Studio `MessageBlock`), tool results as they came. */
 export function messageView(message: MessageView): MessageView {
   const { id, role, parentId, model, content, status, createdAt, position, blocks } = message;
-  return { id, role, parentId, model, content, status, createdAt, position, blocks };
+  return { id, role, parentId, model, content, status, createdAt, position, blocks: decodeToolResults(blocks) };
 }
 
 export function foldedMessageView(message: MessageState): MessageView {

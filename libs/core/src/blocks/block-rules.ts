@@ -21,6 +21,11 @@ export interface MessageBlocksState {
   readonly webSearchCitationId: string | undefined;
   /** Tool-call id → its block. */
   readonly toolBlockIds: Readonly<Record<string, string>>;
+  /**
+   * Tool-call ids the governance saga has written to: their blocks are the saga's. The producer's
+   * chunks for them are recorded and change nothing, and the message's end does not freeze them.
+   */
+  readonly governedToolIds: Readonly<Record<string, true>>;
   /** After `block_complete` or an `error`: later chunks are recorded and change nothing. */
   readonly finalized: boolean;
 }
@@ -37,7 +42,7 @@ const TOOL_ERROR_MESSAGE = 'Tool execution failed/error';
 export function initialMessageBlocks(messageId: string): MessageBlocksState {
   return {
     messageId, status: 'processing', blocks: [], placeholderId: undefined, openTextId: undefined, openThinkingId: undefined,
-    openImageId: undefined, webSearchCitationId: undefined, toolBlockIds: {}, finalized: false,
+    openImageId: undefined, webSearchCitationId: undefined, toolBlockIds: {}, governedToolIds: {}, finalized: false,
   };
 }
 
@@ -75,12 +80,16 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return complete ? { ...updated, openThinkingId: undefined } : updated;
     }
 
-    // Rule 6: one block per tool-call id, in call order.
+    // Rule 6: one block per tool-call id, in call order; a governed call's block is the saga's.
     case 'mcp_tool_streaming':
     case 'mcp_tool_pending':
     case 'mcp_tool_in_progress':
     case 'mcp_tool_complete':
-      return chunk.responses.reduce((current, response) => applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at), state);
+      return chunk.responses
+        .filter((response) => !Object.hasOwn(state.governedToolIds, response.id))
+        .reduce((current, response) => {
+          return applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at);
+        }, state);
 
     // Rule 7, provider-side search.
     case 'llm_websearch_in_progress': {
@@ -129,16 +138,33 @@ export interface GovernedToolUpdate {
 }
 
 /**
- * Rule 6 for a call the ledger governs: the same tool-block rules as the producer's chunks (the
- * raw status picks the chunk it stands for), plus the governance record in the metadata.
+ * Rule 6 for a call the ledger governs: the saga's update takes the tool block over whole. It
+ * applies after the message ended too, and replaces whatever the producer's chunks had shown
+ * (result, error, arguments) with the governed call's state, its record in `metadata.governance`.
  */
 export function evolveGovernedTool(state: MessageBlocksState, { response, governance }: GovernedToolUpdate, at: string): MessageBlocksState {
-  if (state.finalized) return state;
-  const chunkType: ToolChunkType = response.status === 'invoking' ? 'mcp_tool_in_progress' : response.status === 'done' || response.status === 'error' ? 'mcp_tool_complete' : 'mcp_tool_pending';
-  const next = applyToolResponse(state, chunkType, response, `${state.messageId}-g${response.id}`, at);
-  const blockId = toolBlockIdOf(next, response.id);
-  const block = blockId === undefined ? undefined : next.blocks.find((candidate) => candidate.id === blockId);
-  return block ? update(next, block.id, at, { metadata: { ...block.metadata, governance } }) : next;
+  const governed = { ...state, governedToolIds: { ...state.governedToolIds, [response.id]: true as const } };
+  const finished = response.status === 'done' || response.status === 'error';
+  const failed = response.status === 'error';
+  const blockId = toolBlockIdOf(state, response.id);
+  const existing = blockId === undefined ? undefined : state.blocks.find((block) => block.id === blockId);
+  const fields: NewBlockFields = {
+    type: 'tool',
+    status: failed ? 'error' : finished ? 'success' : response.status === 'invoking' ? 'processing' : 'pending',
+    toolId: response.id,
+    toolName: response.tool.name,
+    arguments: response.arguments ?? {},
+    ...(finished ? { content: response.response } : {}),
+    ...(failed ? { error: { message: TOOL_ERROR_MESSAGE, details: response.response } } : {}),
+    metadata: { ...existing?.metadata, rawMcpToolResponse: response, governance },
+  };
+  if (!existing) {
+    const started = startBlock(governed, `${state.messageId}-g${response.id}`, at, fields);
+    return { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
+  }
+  const { id, messageId, createdAt } = existing;
+  const replaced: MessageBlock = { id, messageId, createdAt, updatedAt: at, ...fields };
+  return { ...governed, blocks: governed.blocks.map((block) => (block.id === id ? replaced : block)) };
 }
 
 /** The block of a tool id: own keys only, so an id such as `constructor` finds nothing inherited. */
@@ -191,12 +217,15 @@ function completeWebSearch(state: MessageBlocksState, chunk: ChunkOf<'llm_websea
   return { ...next, webSearchCitationId: undefined };
 }
 
-/** Rule 8: open blocks fail (pause on abort), partial text stays, an error block is appended, the message fails. */
+/**
+ * Rule 8: open blocks fail (pause on abort), partial text stays, an error block is appended, the
+ * message fails. A governed call's block is left to the saga.
+ */
 function failMessage(state: MessageBlocksState, chunk: ChunkOf<'error'>, newId: string, at: string): MessageBlocksState {
   const aborted = chunk.error.name === 'AbortError';
   const closedStatus: BlockStatus = aborted ? 'paused' : 'error';
   const blocks = state.blocks.map((block): MessageBlock => {
-    if (!OPEN_STATUSES.has(block.status)) return block;
+    if (!OPEN_STATUSES.has(block.status) || isGoverned(state, block)) return block;
     const raw = block.metadata?.rawMcpToolResponse as McpToolResponse | undefined;
     const metadata = block.type === 'tool' && raw ? { ...block.metadata, rawMcpToolResponse: { ...raw, status: aborted ? 'cancelled' : 'error' } } : block.metadata;
     return { ...block, status: closedStatus, updatedAt: at, ...(metadata ? { metadata } : {}) };
@@ -205,12 +234,23 @@ function failMessage(state: MessageBlocksState, chunk: ChunkOf<'error'>, newId: 
   return { ...closeParts(state), blocks: [...blocks, errorBlock], status: aborted ? 'paused' : 'error', finalized: true };
 }
 
-/** Rule 9: every open block succeeds, untaken placeholders leave the display list, the message succeeds. */
+/**
+ * Rule 9: every open block succeeds, untaken placeholders leave the display list, the message
+ * succeeds. A governed call's block is left to the saga.
+ */
 function completeMessage(state: MessageBlocksState, at: string): MessageBlocksState {
   const blocks = state.blocks
     .filter((block) => block.type !== 'unknown')
-    .map((block) => (OPEN_STATUSES.has(block.status) ? { ...block, status: 'success' as const, updatedAt: at } : block));
+    .map((block) => {
+      if (!OPEN_STATUSES.has(block.status) || isGoverned(state, block)) return block;
+      return { ...block, status: 'success' as const, updatedAt: at };
+    });
   return { ...closeParts(state), blocks, status: 'success', finalized: true };
+}
+
+/** A governed call's block stays open until the saga settles it. */
+function isGoverned(state: MessageBlocksState, block: MessageBlock): boolean {
+  return block.type === 'tool' && block.toolId !== undefined && Object.hasOwn(state.governedToolIds, block.toolId);
 }
 
 function closeParts(state: MessageBlocksState): MessageBlocksState {

@@ -1,5 +1,6 @@
 import type { MessageBlock } from '../blocks/message-block.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
+import { decodeToolResults } from '../toolcall/tool-result-encoding.js';
 
 /**
  * The model history of an active path (DESIGN §5, seed ADR option 2): per round of an assistant
@@ -127,8 +128,11 @@ function rounds(message: HistoryMessage): Round[] {
 
 function toolCall(block: MessageBlock): ToolCall {
   const base = { id: block.toolId ?? block.id, name: block.toolName ?? 'unknown_tool', arguments: block.arguments };
-  if (block.content !== undefined && block.content !== null) {
-    return { ...base, result: typeof block.content === 'string' ? block.content : canonicalJson(block.content), isError: block.status === 'error' };
+  // A result the log stored wrapped goes to the model as it came.
+  const content = decodeToolResults(block.content);
+  if (content !== undefined && content !== null) {
+    const result = typeof content === 'string' ? content : canonicalJson(content);
+    return { ...base, result, isError: block.status === 'error' };
   }
   const raw = block.metadata?.rawMcpToolResponse as { status?: string } | undefined;
   return { ...base, result: canonicalJson({ error: `the tool call did not complete (status: ${raw?.status ?? block.status})` }), isError: true };

@@ -39,6 +39,7 @@ export type ToolCallEvent =
   | { readonly type: 'toolcall.denied'; readonly data: { readonly by: string; readonly at: string; readonly comment: string | null; readonly stage: 'firewall' | 'guardian' | 'reviewer' | 'expiry' } }
   | { readonly type: 'toolcall.expired'; readonly data: { readonly deadline: string; readonly at: string } }
   | { readonly type: 'toolcall.execution_started'; readonly data: { readonly at: string } }
+  /** `result` as stored: as it came, or wrapped when a JSON column could not hold it (`tool-result-encoding.ts`). */
   | { readonly type: 'toolcall.execution_succeeded'; readonly data: { readonly result: unknown; readonly durationMs: number } }
   | { readonly type: 'toolcall.execution_failed'; readonly data: { readonly error: string; readonly durationMs: number | null; readonly unknownOutcome: boolean } }
   | { readonly type: 'toolcall.completed'; readonly data: { readonly outcome: 'succeeded' | 'failed' | 'denied' } };

@@ -1,5 +1,6 @@
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { GovernedToolUpdate } from '../blocks/block-rules.js';
+import { decodeToolResults, encodeToolResult } from './tool-result-encoding.js';
 import type { FirewallVerdict, Risk, ToolCallEvent, ToolCallEventOf } from './toolcall-events.js';
 
 /**
@@ -108,7 +109,9 @@ export type ToolCallCommand =
 
 export class ToolCallError extends Error {
   constructor(
-    readonly code: 'toolcall_not_found' | 'toolcall_exists' | 'wrong_state' | 'already_decided' | 'arguments_mismatch' | 'self_approval' | 'not_due',
+    readonly code:
+      | 'toolcall_not_found' | 'toolcall_exists' | 'wrong_state' | 'already_decided' | 'expired' | 'arguments_mismatch'
+      | 'self_approval' | 'not_due',
     message: string,
     readonly field?: string,
   ) {
@@ -162,13 +165,7 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
         throw new ToolCallError('already_decided', `tool call ${id} was already decided (${state.status})`);
       }
       expect('awaiting_approval');
-      if (command.argumentsSha256 !== state.request.argumentsSha256) {
-        throw new ToolCallError('arguments_mismatch', `the decision names arguments ${command.argumentsSha256}, the call's are ${state.request.argumentsSha256}`, 'argumentsSha256');
-      }
-      // Separation of duties: neither the requesting credential nor any credential of the same subject decides the call.
-      if (command.by === state.request.requestedBy || command.bySubject === command.requesterSubject) {
-        throw new ToolCallError('self_approval', 'the principal that requested this call cannot decide it');
-      }
+      checkDecision(command, state);
       const data = { by: command.by, at: command.at, comment: command.comment };
       return [{ id: command.eventId, event: command.approve ? { type: 'toolcall.approved', data } : { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
     }
@@ -188,12 +185,36 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       expect('executing');
       return [
         command.ok
-          ? step(id, 'execution_finished', { type: 'toolcall.execution_succeeded', data: { result: command.result, durationMs: command.durationMs } })
+          ? step(id, 'execution_finished', {
+              type: 'toolcall.execution_succeeded',
+              data: { result: encodeToolResult(command.result), durationMs: command.durationMs },
+            })
           : step(id, 'execution_finished', { type: 'toolcall.execution_failed', data: { error: command.error, durationMs: command.durationMs, unknownOutcome: command.unknownOutcome } }),
       ];
     case 'complete':
       expect('succeeded', 'failed', 'denied');
       return [step(id, 'completed', { type: 'toolcall.completed', data: { outcome: state.outcome! } })];
+  }
+}
+
+/**
+ * The rules a person's decision must pass, in order. Time is the decision's own timestamp: a
+ * decision stamped at or after the stored deadline is refused whether or not the saga's timer
+ * has recorded the expiry yet.
+ */
+function checkDecision(command: Extract<ToolCallCommand, { type: 'decide' }>, state: ToolCallRecord): void {
+  const { deadline } = state.approval!;
+  if (Date.parse(command.at) >= Date.parse(deadline)) {
+    throw new ToolCallError('expired', `the approval deadline ${deadline} passed before this decision (${command.at})`);
+  }
+  const { argumentsSha256, requestedBy } = state.request;
+  if (command.argumentsSha256 !== argumentsSha256) {
+    const message = `the decision names arguments ${command.argumentsSha256}, the call's are ${argumentsSha256}`;
+    throw new ToolCallError('arguments_mismatch', message, 'argumentsSha256');
+  }
+  // Separation of duties: neither the requesting credential nor any credential of the same subject decides the call.
+  if (command.by === requestedBy || command.bySubject === command.requesterSubject) {
+    throw new ToolCallError('self_approval', 'the principal that requested this call cannot decide it');
   }
 }
 
@@ -203,8 +224,12 @@ function step(toolCallId: string, name: string, event: ToolCallEvent): ToolCallD
 }
 
 
-/** A governed call's id: one per tool call of a message, so a repeated `mcp_tool_pending` starts nothing new. */
-export const governedToolCallId = (tenant: string, sessionId: string, messageId: string, toolId: string) => nameUuid(`toolcall:${tenant}:${sessionId}:${messageId}:${toolId}`);
+/**
+ * A governed call's id: one per tool call of a message, so a repeated `mcp_tool_pending` starts
+ * nothing new. The parts go in as a JSON array, so ids holding any separator cannot collide.
+ */
+export const governedToolCallId = (tenant: string, sessionId: string, messageId: string, toolId: string) =>
+  nameUuid(`toolcall:${JSON.stringify([tenant, sessionId, messageId, toolId])}`);
 
 /**
  * What the saga does next for a call in this state. `execution_in_doubt`: an execution was
@@ -251,10 +276,15 @@ export function governanceRecord(state: Exclude<ToolCallState, { status: 'absent
 /**
  * The tool block's update for a call in this state, with a step-derived event id, or nothing
  * when the block has nothing new to show. Pending while governed, invoking while executing,
- * done or error at the end; a denial or a failure is an error result the model can read.
+ * done or error at the end; a denial or a failure is an error result the model can read. The
+ * first update comes as soon as the call is requested: from then on the block is the saga's.
  */
+const SHOWN_ON_BLOCK: ReadonlySet<ToolCallStatus> = new Set([
+  'requested', 'awaiting_approval', 'executing', 'succeeded', 'failed', 'denied',
+]);
+
 export function toolBlockUpdate(state: ToolCallState): { readonly eventId: string; readonly update: GovernedToolUpdate } | undefined {
-  if (state.status === 'absent' || state.status === 'requested' || state.status === 'screened' || state.status === 'ready' || state.status === 'completed') return undefined;
+  if (state.status === 'absent' || !SHOWN_ON_BLOCK.has(state.status)) return undefined;
   const { request } = state;
   const raw = (status: 'pending' | 'invoking' | 'done' | 'error', response?: unknown) => ({
     eventId: nameUuid(`toolcall:${request.toolCallId}:block:${state.status}`),
@@ -265,13 +295,15 @@ export function toolBlockUpdate(state: ToolCallState): { readonly eventId: strin
   });
   const errorResult = (text: string) => ({ content: [{ type: 'text', text }], isError: true });
   switch (state.status) {
+    case 'requested':
     case 'awaiting_approval':
       return raw('pending');
     case 'executing':
       return raw('invoking');
     case 'succeeded': {
-      const result = state.execution!.result as { isError?: unknown } | undefined;
-      return raw(result?.isError === true ? 'error' : 'done', result);
+      const result = state.execution!.result;
+      const { isError } = (decodeToolResults(result) ?? {}) as { isError?: unknown };
+      return raw(isError === true ? 'error' : 'done', result);
     }
     case 'failed':
       return raw('error', errorResult(`the tool call failed: ${state.execution!.error}`));

@@ -1,4 +1,7 @@
-import { decideToolCall, evolveToolCall, initialToolCallState, nextSagaStep, toolBlockUpdate, ToolCallError, type ToolCallCommand, type ToolCallState } from './toolcall-state-machine.js';
+import {
+  decideToolCall, evolveToolCall, governedToolCallId, initialToolCallState, nextSagaStep, toolBlockUpdate,
+  ToolCallError, type ToolCallCommand, type ToolCallState,
+} from './toolcall-state-machine.js';
 import type { ToolCallEvent } from './toolcall-events.js';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -65,6 +68,44 @@ describe('tool-call state machine', () => {
     given(...awaiting).when({ type: 'expire', now: '2026-01-01T00:10:00.000Z' }).then('toolcall.expired', 'toolcall.denied');
   });
 
+  describe('a decision respects the stored deadline, by its own timestamp', () => {
+    // The clock: the deadline stored with the approval request, and decisions stamped around it.
+    const deadline = Date.parse('2026-01-01T00:10:00.000Z');
+    const stampedAt = (offsetMs: number) => new Date(deadline + offsetMs).toISOString();
+    const decideAt = (approve: boolean, offsetMs: number): ToolCallCommand => {
+      return { ...(decide(approve) as Extract<ToolCallCommand, { type: 'decide' }>), at: stampedAt(offsetMs) };
+    };
+
+    it('before the deadline, an approval or a denial is recorded', () => {
+      given(...awaiting).when(decideAt(true, -1)).then('toolcall.approved');
+      given(...awaiting).when(decideAt(false, -1)).then('toolcall.denied');
+    });
+
+    it('at or after the deadline, whatever the timer did, both are refused as expired', () => {
+      for (const offsetMs of [0, 1, 60_000]) {
+        given(...awaiting).when(decideAt(true, offsetMs)).thenThrows('expired');
+        given(...awaiting).when(decideAt(false, offsetMs)).thenThrows('expired');
+      }
+    });
+
+    it('once the expiry is recorded, a late decision finds the call decided', () => {
+      const expired: ToolCallEvent[] = [
+        { type: 'toolcall.expired', data: { deadline: stampedAt(0), at: stampedAt(5) } },
+        { type: 'toolcall.denied', data: { by: 'expiry', at: stampedAt(5), comment: null, stage: 'expiry' } },
+      ];
+      given(...awaiting, ...expired).when(decideAt(true, 10)).thenThrows('already_decided');
+    });
+  });
+
+  it('governed ids are unambiguous: ids holding the separator do not collide', () => {
+    expect(governedToolCallId('t', 's', 'a:b', 'c')).not.toBe(governedToolCallId('t', 's', 'a', 'b:c'));
+    expect(governedToolCallId('t', 's:a', 'b', 'c')).not.toBe(governedToolCallId('t', 's', 'a:b', 'c'));
+    expect(governedToolCallId('t', 's', 'a:b/c', 'x')).not.toBe(governedToolCallId('t', 's', 'a/b:c', 'x'));
+    expect(governedToolCallId('t:s', 'x', 'm', 't')).not.toBe(governedToolCallId('t', 's:x', 'm', 't'));
+    expect(governedToolCallId('acme', 's', 'm', 't')).not.toBe(governedToolCallId('default', 's', 'm', 't'));
+    expect(governedToolCallId('t', 's', 'm', 't')).toBe(governedToolCallId('t', 's', 'm', 't'));
+  });
+
   it('executes once: a second start is refused, and a denied call never starts', () => {
     const ready = [...awaiting, { type: 'toolcall.approved', data: { by: 'r', at, comment: null } } as ToolCallEvent];
     given(...ready).when({ type: 'start_execution', at }).then('toolcall.execution_started');
@@ -97,8 +138,10 @@ describe('tool-call state machine', () => {
       expect(toolBlockUpdate(completed)).toBeUndefined();
     });
 
-    it('shows pending while awaiting a person, invoking while executing, the MCP result or the denial at the end', () => {
+    it('shows pending when requested or awaiting a person, invoking while executing, the result or the denial', () => {
       const statusOf = (state: ToolCallState) => (toolBlockUpdate(state)?.update.response as { status?: string } | undefined)?.status;
+      // Shown as soon as it is requested: from then on the block is the saga's, whatever the producer sends.
+      expect(statusOf(given(requested).state)).toBe('pending');
       expect(toolBlockUpdate(given(requested, firewall('allow')).state)).toBeUndefined();
       expect(statusOf(given(...awaiting).state)).toBe('pending');
       expect(statusOf(given(...awaiting, approved, started).state)).toBe('invoking');
