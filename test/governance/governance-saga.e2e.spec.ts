@@ -203,7 +203,7 @@ describe('tool-call governance end to end over HTTP', () => {
     const history = (await call(url(), 'GET', `/v1/sessions/${sessionId}/history`)).body;
     const answers = history.messages.filter((entry: { tool_call_id?: string }) => entry.tool_call_id === 'call_owned');
     const [toolMessage] = answers;
-    expect(toolMessage.content).toContain('denied (reviewer, by bob): no');
+    expect(toolMessage.content).toMatch(/denied \(reviewer, by key:[a-z0-9]{16}:bob\): no/);
     expect(JSON.stringify(history)).not.toContain('INVENTED');
     expect(existsSync(target)).toBe(false);
     expect(existsSync(`${target}.x`)).toBe(false);

@@ -1,6 +1,7 @@
-import { freePort, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
+import { freePort, reachableTempDir, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
 import { connectSse, type SseConnection } from '../support/sse-client.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { authorization } from '../support/test-credentials.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { assembled, LiveState, readView } from './live-state.js';
 
@@ -193,7 +194,7 @@ describe('live session feed for many clients (coalescing on)', () => {
     expect(assembled(healthy, ['u1', 'a1'])).toEqual(readView(final.body.messages));
     other.close();
 
-    const metrics = await fetch(`${ledger.baseUrl}/metrics`).then((response) => response.text());
+    const metrics = await fetch(`${ledger.baseUrl}/metrics`, { headers: await authorization(ledger.baseUrl, 'admin') }).then((response) => response.text());
     expect(metrics).toMatch(/ledger_live_disconnects_total\{reason="slow_client"\} [1-9]/);
     // The stalled client comes back with the last id it got and catches up to exactly the read model.
     stalled.close();
@@ -212,7 +213,10 @@ describe('live feeds with two service instances on one database', () => {
   let second: ServiceProcess;
   beforeAll(async () => {
     database = await createTestDatabase();
-    [first, second] = await Promise.all([0, 1].map(async () => startService({ PORT: String(await freePort()), DATABASE_URL: database.connectionString })));
+    // One data folder: whichever instance makes the admin key writes it there for both.
+    const dataDir = await reachableTempDir('two-instances');
+    const start = async () => startService({ PORT: String(await freePort()), DATABASE_URL: database.connectionString, LEDGER_DATA_DIR: dataDir });
+    [first, second] = await Promise.all([start(), start()]);
     await Promise.all([waitUntilHealthy(first), waitUntilHealthy(second)]);
   });
   afterAll(async () => {
@@ -225,7 +229,8 @@ describe('live feeds with two service instances on one database', () => {
 
   it('appends through one instance and watches through the other: session and raw feeds both get everything', async () => {
     const via = (service: ServiceProcess) => async (method: string, path: string, body?: unknown) => {
-      const response = await fetch(`${service.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const headers = { ...(await authorization(service.baseUrl, 'client')), 'content-type': 'application/json' };
+      const response = await fetch(`${service.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: response.status, body: (await response.json()) as any };
     };
     const writer = via(first);
