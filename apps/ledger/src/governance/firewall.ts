@@ -17,12 +17,13 @@ import type { McpServersConfig } from './mcp-executor.js';
  * verdict. The saga runs it twice: when the call is screened and again right before it runs.
  */
 const verdict = z.enum(['allow', 'deny', 'ask']);
+const toolGlobs = z.array(z.string()).default([]);
 const DEFAULT_PATH_ARGUMENTS = ['path', 'paths', 'source', 'destination', 'file', 'directory'];
 export const firewallPolicySchema = z
   .object({
     version: z.string().min(1),
     default: verdict.default('deny'),
-    tools: z.object({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]), ask: z.array(z.string()).default([]) }).strict(),
+    tools: z.object({ allow: toolGlobs, deny: toolGlobs, ask: toolGlobs }).strict(),
     paths: z
       .object({
         /** Argument names that hold paths, added to those the tool's input schema marks and those named like one. */
@@ -35,13 +36,19 @@ export const firewallPolicySchema = z
       .strict()
       .prefault({}),
     /** Where a server places relative and `~` paths, when the mcpServers entry does not say (or says otherwise). */
-    servers: z.record(z.string(), z.object({ roots: z.array(z.string()).min(1), home: z.string().optional() }).strict()).default({}),
-    arguments: z.array(z.object({ tool: z.string(), argument: z.string(), pattern: z.string(), verdict }).strict()).default([]),
+    servers: z
+      .record(z.string(), z.object({ roots: z.array(z.string()).min(1), home: z.string().optional() }).strict())
+      .default({}),
+    arguments: z
+      .array(z.object({ tool: z.string(), argument: z.string(), pattern: z.string(), verdict }).strict())
+      .default([]),
     limits: z
       .object({
         /** Bytes of the arguments' JSON, per call; `perTool` overrides it for the tools a glob names. */
         argumentBytes: z.number().int().positive().default(1_048_576),
-        perTool: z.array(z.object({ tool: z.string(), argumentBytes: z.number().int().positive() }).strict()).default([]),
+        perTool: z
+          .array(z.object({ tool: z.string(), argumentBytes: z.number().int().positive() }).strict())
+          .default([]),
         pathLength: z.number().int().positive().default(4096),
         paths: z.number().int().positive().default(256),
         depth: z.number().int().positive().default(32),
@@ -69,14 +76,17 @@ export interface ServerPlacement {
 }
 
 /** Without a policy file nothing runs unseen: every call asks a person. */
-export const DEFAULT_FIREWALL_POLICY: FirewallPolicy = firewallPolicySchema.parse({ version: 'built-in:ask-everything', default: 'ask', tools: {} });
+export const DEFAULT_FIREWALL_POLICY: FirewallPolicy = firewallPolicySchema.parse({
+  version: 'built-in:ask-everything', default: 'ask', tools: {},
+});
 
 /** Reads a policy file: YAML when it is named `.yaml` or `.yml`, JSON otherwise. */
 export function loadFirewallPolicy(file: string): FirewallPolicy {
   const text = readFileSync(file, 'utf8');
   const parsed = firewallPolicySchema.safeParse(/\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text));
-  if (!parsed.success) throw new Error(`firewall policy ${file}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const [issue] = parsed.error.issues;
+  throw new Error(`firewall policy ${file}: ${issue!.path.join('.')}: ${issue!.message}`);
 }
 
 /**
@@ -88,11 +98,12 @@ export function serverPlacements(config: McpServersConfig): Record<string, Serve
   const placed: Record<string, ServerPlacement> = {};
   for (const [name, entry] of Object.entries(config.mcpServers)) {
     if (!('command' in entry) || typeof entry.command !== 'string') continue;
-    const { command, args = [], env, cwd } = entry as { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
+    type StdioEntry = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
+    const { command, args = [], env, cwd } = entry as StdioEntry;
     const at = /server-filesystem/.test(command) ? -1 : args.findIndex((arg) => /server-filesystem/.test(arg));
     if (at === -1 && !/server-filesystem/.test(command)) continue;
     const home = env?.HOME ?? os.homedir();
-    const directories = args.slice(at + 1).map((dir) => path.resolve(cwd ?? process.cwd(), expandHome(dir, home) ?? dir));
+    const directories = args.slice(at + 1).map((dir) => path.resolve(cwd ?? process.cwd(), expandHome(dir, home)!));
     if (directories.length > 0) placed[name] = { directories, home };
   }
   return placed;
@@ -131,24 +142,34 @@ export class Firewall {
     placements: Record<string, ServerPlacement> = {},
   ) {
     this.pathArguments = new Set(policy.paths.arguments.map(foldName));
-    const declared = Object.entries(policy.servers).map(([server, { roots, home }]) => [server, { directories: roots.map((root) => path.resolve(root)), home }]);
+    const declared = Object.entries(policy.servers).map(([server, { roots, home }]) => {
+      const placement: ServerPlacement = { directories: roots.map((root) => path.resolve(root)), home };
+      return [server, placement] as const;
+    });
     this.placements = { ...placements, ...Object.fromEntries(declared) };
   }
 
   async evaluate(tool: ToolRef, args: unknown, inputSchema?: unknown): Promise<FirewallResult> {
     const name = `${tool.server}/${tool.name}`;
     const result = (verdict: FirewallVerdict, rule: string, resolved?: Record<string, unknown>): FirewallResult => ({
-      verdict, rule, policyVersion: this.policy.version, ...(verdict === 'deny' || !resolved ? {} : { arguments: resolved }),
+      verdict,
+      rule,
+      policyVersion: this.policy.version,
+      ...(verdict === 'deny' || !resolved ? {} : { arguments: resolved }),
     });
     const { tools, limits } = this.policy;
     const denied = tools.deny.findIndex((pattern) => glob(pattern).test(name));
     if (denied >= 0) return result('deny', `tools.deny[${denied}]: ${tools.deny[denied]}`);
     const allowed = tools.allow.findIndex((pattern) => glob(pattern).test(name));
     const asked = tools.ask.findIndex((pattern) => glob(pattern).test(name));
-    if (allowed < 0 && asked < 0 && this.policy.default !== 'allow') return result(this.policy.default, `default: ${this.policy.default} (${name} is in no tool list)`);
+    if (allowed < 0 && asked < 0 && this.policy.default !== 'allow') {
+      return result(this.policy.default, `default: ${this.policy.default} (${name} is in no tool list)`);
+    }
     if (!isObject(args)) return result('deny', 'arguments: not a JSON object');
     const cap = limits.perTool.find((limit) => glob(limit.tool).test(name))?.argumentBytes ?? limits.argumentBytes;
-    if (Buffer.byteLength(JSON.stringify(args)) > cap) return result('deny', `limits.argumentBytes: the arguments exceed ${cap} bytes`);
+    if (Buffer.byteLength(JSON.stringify(args)) > cap) {
+      return result('deny', `limits.argumentBytes: the arguments exceed ${cap} bytes`);
+    }
     const resolved = structuredClone(args);
     let ambiguous: string | undefined;
     try {
@@ -178,21 +199,25 @@ export class Firewall {
   private pathCandidates(args: Record<string, unknown>, schemaNames: ReadonlySet<string>): PathArgument[] {
     const { limits } = this.policy;
     const found: PathArgument[] = [];
-    const pending: { holder: Record<string, unknown> | unknown[]; key: string | number; label: string; declared: boolean; depth: number }[] =
-      Object.keys(args).map((key) => ({ holder: args, key, label: shortLabel(key), declared: this.namesPath(key, schemaNames), depth: 1 }));
+    type Holder = Record<string | number, unknown>;
+    type Slot = { holder: Holder; key: string | number; label: string; declared: boolean; depth: number };
+    const slotsOf = (holder: Holder, label: string, declared: boolean, depth: number): Slot[] =>
+      Array.isArray(holder)
+        ? holder.map((_, index) => ({ holder, key: index, label: `${label}[${index}]`, declared, depth }))
+        : Object.keys(holder).map((key) => {
+          const named = label === '' ? shortLabel(key) : `${label}.${shortLabel(key)}`;
+          return { holder, key, label: named, declared: declared || this.namesPath(key, schemaNames), depth };
+        });
+    const pending = slotsOf(args, '', false, 1);
     while (pending.length > 0) {
       const { holder, key, label, declared, depth } = pending.pop()!;
-      const value = (holder as Record<string | number, unknown>)[key];
+      const value = holder[key];
       if (depth > limits.depth) throw new Refusal(`limits.depth: arguments nest deeper than ${limits.depth}`);
-      if (Array.isArray(value)) {
-        value.forEach((_, index) => pending.push({ holder: value, key: index, label: `${label}[${index}]`, declared, depth: depth + 1 }));
-      } else if (isObject(value)) {
-        for (const inner of Object.keys(value)) {
-          pending.push({ holder: value, key: inner, label: `${label}.${shortLabel(inner)}`, declared: declared || this.namesPath(inner, schemaNames), depth: depth + 1 });
-        }
+      if (value !== null && typeof value === 'object') {
+        for (const slot of slotsOf(value as Holder, label, declared, depth + 1)) pending.push(slot);
       } else if (declared || (typeof value === 'string' && looksLikePath(value))) {
-        found.push({ label, value, declared, replace: (resolved) => ((holder as Record<string | number, unknown>)[key] = resolved) });
-        if (found.length > limits.paths) throw new Refusal(`limits.paths: more than ${limits.paths} paths in the arguments`);
+        found.push({ label, value, declared, replace: (resolved) => (holder[key] = resolved) });
+        if (found.length > limits.paths) throw new Refusal(`limits.paths: more than ${limits.paths} paths`);
       }
     }
     return found.reverse();
@@ -203,25 +228,37 @@ export class Firewall {
     return this.pathArguments.has(folded) || schemaNames.has(folded) || PATH_NAME.test(folded);
   }
 
-  /** Refuses the path, or returns the `ask` rule an ambiguous one gets; a declared path is replaced by the one judged. */
-  private async judgePath(server: string, { label, value, declared, replace }: PathArgument): Promise<string | undefined> {
+  /**
+   * Refuses the path, or returns the `ask` rule an ambiguous one gets. A declared path argument
+   * is replaced by the path judged.
+   */
+  private async judgePath(server: string, candidate: PathArgument): Promise<string | undefined> {
+    const { label, value, declared, replace } = candidate;
     const { paths, limits } = this.policy;
     if (typeof value !== 'string') throw new Refusal(`paths.malformed: ${label} is not a string`);
     if (value === '') throw new Refusal(`paths.malformed: ${label} is empty`);
-    if (value.length > limits.pathLength) throw new Refusal(`limits.pathLength: ${label} is longer than ${limits.pathLength} characters`);
+    if (value.length > limits.pathLength) {
+      throw new Refusal(`limits.pathLength: ${label} is longer than ${limits.pathLength} characters`);
+    }
     const reading = ambiguity(value);
     const ambiguous = reading === undefined ? undefined : `paths.ambiguous: ${label} holds ${reading}`;
     if (ambiguous && paths.ambiguous === 'deny') throw new Refusal(ambiguous);
     const placement = this.placements[server];
     const expanded = expandHome(value, placement?.home);
-    if (expanded === undefined) throw new Refusal(`paths.unplaced: ${label} starts with ~ and the home folder of ${server} is unknown`);
+    if (expanded === undefined) {
+      throw new Refusal(`paths.unplaced: ${label} starts with ~ and the home folder of ${server} is unknown`);
+    }
     const directories = placement ? await this.directoriesOf(server, placement) : [];
-    if (!path.isAbsolute(expanded) && directories.length === 0) throw new Refusal(`paths.unplaced: ${label} is relative and the folders of ${server} are unknown`);
+    if (!path.isAbsolute(expanded) && directories.length === 0) {
+      throw new Refusal(`paths.unplaced: ${label} is relative and the folders of ${server} are unknown`);
+    }
     const absolute = path.isAbsolute(expanded) ? path.resolve(expanded) : placeRelative(expanded, directories);
     const opened = await openedPath(absolute, directories).catch(() => undefined);
     if (opened === undefined) throw new Refusal(`paths.unresolved: ${label} cannot be resolved`);
     const roots = await this.realRoots();
-    if (roots.length > 0 && !roots.some((root) => within(opened, root))) throw new Refusal(`paths.roots: ${label} is outside every root`);
+    if (roots.length > 0 && !roots.some((root) => within(opened, root))) {
+      throw new Refusal(`paths.roots: ${label} is outside every root`);
+    }
     const pattern = paths.deny.findIndex((deny) => glob(deny, true).test(opened));
     if (pattern >= 0) throw new Refusal(`paths.deny[${pattern}]: ${paths.deny[pattern]} (${label})`);
     if (declared) replace(opened);
@@ -229,11 +266,11 @@ export class Firewall {
   }
 
   private realRoots(): Promise<string[]> {
-    this.roots ??= Promise.all(this.policy.paths.roots.map((root) => realpath(path.resolve(root)).catch(() => path.resolve(root))));
+    this.roots ??= Promise.all(this.policy.paths.roots.map((root) => realpath(root).catch(() => path.resolve(root))));
     return this.roots;
   }
 
-  /** The allowed directories as server-filesystem keeps them: each as given and as resolved, the ones that are folders. */
+  /** The allowed directories as server-filesystem keeps them: each as given and resolved, if a folder. */
   private directoriesOf(server: string, placement: ServerPlacement): Promise<string[]> {
     let directories = this.serverDirectories.get(server);
     if (!directories) {
@@ -242,8 +279,9 @@ export class Firewall {
           const real = await realpath(dir).catch(() => dir);
           return real === dir ? [dir] : [dir, real];
         }));
-        const folders = await Promise.all(listed.flat().map(async (dir) => ((await stat(dir).catch(() => undefined))?.isDirectory() ? [dir] : [])));
-        return folders.flat();
+        const isFolder = async (dir: string) => (await stat(dir).catch(() => undefined))?.isDirectory() === true;
+        const checked = await Promise.all(listed.flat().map(async (dir) => ((await isFolder(dir)) ? [dir] : [])));
+        return checked.flat();
       })();
       this.serverDirectories.set(server, directories);
     }
@@ -251,8 +289,9 @@ export class Firewall {
   }
 }
 
-/** Names that mark a path argument whatever the policy lists. */
+/** Names that mark a path argument whatever the policy lists; descriptions that mark a string one. */
 const PATH_NAME = /path|file|dir|folder|source|destination|target|cwd/;
+const PATH_DESCRIPTION = /\b(paths?|files?|director(y|ies)|folders?)\b/i;
 
 function foldName(name: string): string {
   return name.normalize('NFKC').replace(FORMAT_CHARACTERS, '').toLowerCase();
@@ -315,7 +354,8 @@ async function openedPath(absolute: string, directories: readonly string[]): Pro
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const start = [...directories].sort((a, b) => b.length - a.length).find((directory) => within(absolute, directory)) ?? '/';
+  const holding = directories.filter((directory) => within(absolute, directory));
+  const start = holding.sort((a, b) => b.length - a.length)[0] ?? '/';
   let current = await realpath(start);
   const parts = path.relative(start, absolute).split(path.sep).filter(Boolean);
   for (const [index, part] of parts.entries()) {
@@ -343,11 +383,14 @@ function pathNamesOf(schema: unknown): Set<string> {
       if (!isObject(property)) continue;
       const items = isObject(property.items) ? property.items : {};
       const stringish = property.type === 'string' || (property.type === 'array' && items.type === 'string');
-      const described = typeof property.description === 'string' && /\b(paths?|files?|director(y|ies)|folders?)\b/i.test(property.description);
+      const { description } = property;
+      const described = typeof description === 'string' && PATH_DESCRIPTION.test(description);
       if (PATH_NAME.test(foldName(name)) || (stringish && described)) names.add(foldName(name));
       pending.push(property, items);
     }
-    for (const key of ['anyOf', 'oneOf', 'allOf'] as const) if (Array.isArray(node[key])) pending.push(...(node[key] as unknown[]));
+    for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+      if (Array.isArray(node[key])) pending.push(...(node[key] as unknown[]));
+    }
   }
   return names;
 }

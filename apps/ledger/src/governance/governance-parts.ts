@@ -31,7 +31,7 @@ function buildParts(config: GovernanceConfig): GovernanceParts {
   const servers = config.mcpServersFile ? loadMcpServers(config.mcpServersFile) : undefined;
   const policy = config.firewallPolicyFile ? loadFirewallPolicy(config.firewallPolicyFile) : DEFAULT_FIREWALL_POLICY;
   return {
-    executor: servers ? new McpExecutor(servers, { callTimeoutMs: config.mcpCallTimeoutMs, toolListTtlMs: 60_000 }) : undefined,
+    executor: servers && new McpExecutor(servers, { callTimeoutMs: config.mcpCallTimeoutMs, toolListTtlMs: 60_000 }),
     // The firewall places relative and `~` paths where each server-filesystem will.
     firewall: new Firewall(policy, servers ? serverPlacements(servers) : {}),
     guardian: new Guardian({ mode: guardian.mode, endpoint: guardian.endpoint, timeoutMs: guardian.timeoutMs }),

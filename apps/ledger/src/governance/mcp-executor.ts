@@ -63,7 +63,7 @@ export class McpExecutor {
     return tools;
   }
 
-  /** The input schema the server lists for the tool (what the firewall reads path arguments from), if it lists the tool. */
+  /** The input schema the server lists for the tool, if it lists it: the firewall reads path arguments from it. */
   async inputSchema(tool: ToolRef): Promise<unknown> {
     return (await this.tools(tool.server)).find((listed) => listed.name === tool.name)?.inputSchema;
   }

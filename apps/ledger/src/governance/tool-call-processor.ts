@@ -192,7 +192,9 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
    */
   private async screenAgain({ request: { tool, arguments: args }, firewall }: OpenToolCall): Promise<unknown> {
     const again = await this.parts.firewall.evaluate(tool, args, await this.parts.executor!.inputSchema(tool));
-    if (stricter(again.verdict, firewall!.verdict)) throw new Error(`firewall rule ${again.rule} (checked again before the call)`);
+    if (stricter(again.verdict, firewall!.verdict)) {
+      throw new Error(`firewall rule ${again.rule} (checked again before the call)`);
+    }
     return again.arguments ?? args;
   }
 
