@@ -2,9 +2,12 @@ import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import path from 'node:path';
 import pg from 'pg';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { call, governanceFixture, mcpServerBin, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  call, governanceFixture, mcpServerBin, requestTool, trail, waitForToolCall, type GovernanceFixture,
+} from '../support/governance-fixture.js';
 
 const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
+const DENIED_BY_FIREWALL = 'requested,firewall_evaluated,denied,completed';
 
 /**
  * The review's attacks, through HTTP, against the official server-filesystem rooted one folder
@@ -40,7 +43,9 @@ describe('the firewall against planted paths, end to end', () => {
     symlinkSync(path.join(base, 'secret'), path.join(workspace, 'linked'));
     const serversFile = path.join(base, 'attack-servers.json');
     writeFileSync(serversFile, JSON.stringify({
-      mcpServers: { filesystem: { command: process.execPath, args: [mcpServerBin('server-filesystem'), base], env: { HOME: base } } },
+      mcpServers: {
+        filesystem: { command: process.execPath, args: [mcpServerBin('server-filesystem'), base], env: { HOME: base } },
+      },
     }));
     const policyFile = path.join(base, 'attack-policy.json');
     writeFileSync(policyFile, JSON.stringify({
@@ -58,10 +63,14 @@ describe('the firewall against planted paths, end to end', () => {
 
   it('denies every planted path, names only the rule, and runs nothing', async () => {
     const attacks = [
-      read(`${workspace}/ｋｅｙｓ/key`), read('workspace/ｋｅｙｓ/key'), read(`${workspace}/cfg%41.txt`), read(`${workspace}/k\\s/id_rsa`),
-      read(`${workspace}/linked/key`), read('workspace/linked/key'), read('secret/key'), read('~/.aws/credentials'), read('~/secret/key'),
+      read(`${workspace}/ｋｅｙｓ/key`), read('workspace/ｋｅｙｓ/key'), read(`${workspace}/cfg%41.txt`),
+      read(`${workspace}/k\\s/id_rsa`), read(`${workspace}/linked/key`), read('workspace/linked/key'),
+      read('secret/key'), read('~/.aws/credentials'), read('~/secret/key'),
       read('workspace/.env'), read('a/'.repeat(100_000)),
-      { server: 'filesystem', name: 'read_multiple_files', args: { paths: [`${workspace}/hello.txt`, `${workspace}/.env`, `${workspace}/.ssh/id_rsa`] } },
+      {
+        server: 'filesystem', name: 'read_multiple_files',
+        args: { paths: [`${workspace}/hello.txt`, `${workspace}/.env`, `${workspace}/.ssh/id_rsa`] },
+      },
       { server: 'filesystem', name: 'read_multiple_files', args: { paths: ['workspace/hello.txt', 'secret/key'] } },
       { server: 'filesystem', name: 'read_text_file', args: ['workspace/.env'] },
     ];
@@ -69,37 +78,48 @@ describe('the firewall against planted paths, end to end', () => {
     for (const [index, { server, name, args }] of attacks.entries()) {
       const { toolCallId } = await requestTool(url(), sessionId, `attack_${index}`, { server, name }, args);
       const toolCall = await waitForToolCall(url(), toolCallId, completed);
-      const denied = toolCall.decision?.stage === 'firewall' && trail(toolCall).join() === 'requested,firewall_evaluated,denied,completed';
-      if (!denied || toolCall.firewall.rule.includes(base)) through.push({ index, trail: trail(toolCall), rule: toolCall.firewall?.rule.slice(0, 200) });
+      const denied = toolCall.decision?.stage === 'firewall' && trail(toolCall).join() === DENIED_BY_FIREWALL;
+      if (denied && !toolCall.firewall.rule.includes(base)) continue;
+      through.push({ index, trail: trail(toolCall), rule: toolCall.firewall?.rule.slice(0, 200) });
     }
     expect(through).toEqual([]);
   });
 
   it('places a relative path where the server does and hands the server the path it judged', async () => {
-    const { toolCallId } = await requestTool(url(), sessionId, 'relative_ok', { server: 'filesystem', name: 'read_text_file' }, { path: 'workspace/hello.txt' });
+    const tool = { server: 'filesystem', name: 'read_text_file' };
+    const { toolCallId } = await requestTool(url(), sessionId, 'relative_ok', tool, { path: 'workspace/hello.txt' });
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
-    expect(toolCall).toMatchObject({ outcome: 'succeeded', execution: { result: { content: [{ type: 'text', text: 'hello from the ledger' }] } } });
+    const content = [{ type: 'text', text: 'hello from the ledger' }];
+    expect(toolCall).toMatchObject({ outcome: 'succeeded', execution: { result: { content } } });
   });
 
   it('catches a folder swapped for a symlink while a person decides: recorded as failed, nothing written', async () => {
     const target = `${workspace}/drop/authorized_keys`;
-    const { toolCallId } = await requestTool(url(), sessionId, 'swap', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'ssh-rsa ATTACKER' });
+    const tool = { server: 'filesystem', name: 'write_file' };
+    const args = { path: target, content: 'ssh-rsa ATTACKER' };
+    const { toolCallId } = await requestTool(url(), sessionId, 'swap', tool, args);
     const waiting = await waitForToolCall(url(), toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
     rmSync(path.join(workspace, 'drop'), { recursive: true });
     symlinkSync(path.join(workspace, '.ssh'), path.join(workspace, 'drop'));
-    const approved = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: waiting.argumentsSha256 }, 'alice');
+    const { argumentsSha256 } = waiting;
+    const approved = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, 'alice');
     expect(approved.status).toBe(200);
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started', 'execution_failed', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started',
+      'execution_failed', 'completed',
+    ]);
     const failed = toolCall.events.find((event: { type: string }) => event.type === 'toolcall.execution_failed').data;
-    expect(failed).toMatchObject({ error: expect.stringMatching(/^firewall rule paths\.deny\[\d\]/), unknownOutcome: false });
+    expect(failed).toMatchObject({ error: expect.stringMatching(/^firewall rule paths\.deny\[\d\]/) });
+    expect(failed.unknownOutcome).toBe(false);
     expect(failed.error).not.toContain(base);
     expect(existsSync(path.join(workspace, '.ssh', 'authorized_keys'))).toBe(false);
   });
 
   it('no secret appears in any response, block, the history or the log', async () => {
     const seen: string[] = [];
-    const calls = (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`)).body.toolCalls as { id: string }[];
+    const listed = await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`);
+    const calls = listed.body.toolCalls as { id: string }[];
     expect(calls.length).toBeGreaterThanOrEqual(16);
     for (const { id } of calls) seen.push(JSON.stringify((await call(url(), 'GET', `/v1/tool-calls/${id}`)).body));
     seen.push(JSON.stringify((await call(url(), 'GET', `/v1/sessions/${sessionId}/history`)).body));
@@ -112,7 +132,10 @@ describe('the firewall against planted paths, end to end', () => {
     const database = new pg.Client({ connectionString: ledger.database.connectionString });
     await database.connect();
     try {
-      seen.push((await database.query(`SELECT coalesce(string_agg(e::text, E'\\n'), '') AS log FROM event_log_events e`)).rows[0].log);
+      const log = await database.query(
+        `SELECT coalesce(string_agg(e::text, E'\\n'), '') AS log FROM event_log_events e`,
+      );
+      seen.push(log.rows[0].log);
     } finally {
       await database.end();
     }
