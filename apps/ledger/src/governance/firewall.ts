@@ -142,8 +142,10 @@ export class Firewall {
     placements: Record<string, ServerPlacement> = {},
   ) {
     this.pathArguments = new Set(policy.paths.arguments.map(foldName));
+    // What the policy declares wins; a home it leaves out is still the one the server's entry gives.
     const declared = Object.entries(policy.servers).map(([server, { roots, home }]) => {
-      const placement: ServerPlacement = { directories: roots.map((root) => path.resolve(root)), home };
+      const directories = roots.map((root) => path.resolve(root));
+      const placement: ServerPlacement = { directories, home: home ?? placements[server]?.home };
       return [server, placement] as const;
     });
     this.placements = { ...placements, ...Object.fromEntries(declared) };
