@@ -257,6 +257,7 @@ describe('firewall', () => {
     expect(() => loadFirewallPolicy(broken)).toThrow(/tools\.allow/);
     const builtIn = new Firewall(DEFAULT_FIREWALL_POLICY);
     expect((await builtIn.evaluate({ server: 'fs', name: 'read_file' }, { path: '/tmp' })).verdict).toBe('ask');
+    expect((await builtIn.evaluate({ server: 'fs', name: 'read_file' }, ['/tmp'])).verdict).toBe('deny');
     // The example's argument rule catches what a word-bounded pattern let through.
     const examplePolicy = new Firewall(loadFirewallPolicy(example));
     for (const message of ['my password', 'passwords', 'pass\u200bword', 'SECRETS']) {

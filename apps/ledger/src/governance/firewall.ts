@@ -162,15 +162,16 @@ export class Firewall {
     const { tools, limits } = this.policy;
     const denied = tools.deny.findIndex((pattern) => glob(pattern).test(name));
     if (denied >= 0) return result('deny', `tools.deny[${denied}]: ${tools.deny[denied]}`);
-    const allowed = tools.allow.findIndex((pattern) => glob(pattern).test(name));
-    const asked = tools.ask.findIndex((pattern) => glob(pattern).test(name));
-    if (allowed < 0 && asked < 0 && this.policy.default !== 'allow') {
-      return result(this.policy.default, `default: ${this.policy.default} (${name} is in no tool list)`);
-    }
+    // Whatever the tool lists say, nobody is asked about arguments no server takes or that are too big.
     if (!isObject(args)) return result('deny', 'arguments: not a JSON object');
     const cap = limits.perTool.find((limit) => glob(limit.tool).test(name))?.argumentBytes ?? limits.argumentBytes;
     if (Buffer.byteLength(JSON.stringify(args)) > cap) {
       return result('deny', `limits.argumentBytes: the arguments exceed ${cap} bytes`);
+    }
+    const allowed = tools.allow.findIndex((pattern) => glob(pattern).test(name));
+    const asked = tools.ask.findIndex((pattern) => glob(pattern).test(name));
+    if (allowed < 0 && asked < 0 && this.policy.default !== 'allow') {
+      return result(this.policy.default, `default: ${this.policy.default} (${name} is in no tool list)`);
     }
     const resolved = structuredClone(args);
     let ambiguous: string | undefined;
