@@ -75,7 +75,12 @@ describe('tool-call governance end to end over HTTP', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
-    const pendingBlock = await toolBlock(messageId, waiting.position);
+    // The block update follows the call's own event, so the block may lag that position: wait for it, bounded.
+    let pendingBlock = await toolBlock(messageId, waiting.position);
+    for (let tries = 0; pendingBlock.metadata.governance === undefined && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      pendingBlock = await toolBlock(messageId, waiting.position);
+    }
     expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
     // The queue (read model) lists it.
     const queue = async () => (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
