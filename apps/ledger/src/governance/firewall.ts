@@ -100,10 +100,12 @@ export function serverPlacements(config: McpServersConfig): Record<string, Serve
     if (!('command' in entry) || typeof entry.command !== 'string') continue;
     type StdioEntry = { command: string; args?: string[]; env?: Record<string, string>; cwd?: string };
     const { command, args = [], env, cwd } = entry as StdioEntry;
-    const at = /server-filesystem/.test(command) ? -1 : args.findIndex((arg) => /server-filesystem/.test(arg));
-    if (at === -1 && !/server-filesystem/.test(command)) continue;
+    const isFilesystem = (part: string) => part.includes('server-filesystem');
+    const packageAt = args.findIndex(isFilesystem);
+    if (!isFilesystem(command) && packageAt < 0) continue;
     const home = env?.HOME ?? os.homedir();
-    const directories = args.slice(at + 1).map((dir) => path.resolve(cwd ?? process.cwd(), expandHome(dir, home)!));
+    const given = isFilesystem(command) ? args : args.slice(packageAt + 1);
+    const directories = given.map((dir) => path.resolve(cwd ?? process.cwd(), expandHome(dir, home)!));
     if (directories.length > 0) placed[name] = { directories, home };
   }
   return placed;
