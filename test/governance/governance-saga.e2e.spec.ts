@@ -63,11 +63,11 @@ describe('tool-call governance end to end over HTTP', () => {
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({ status: 'error', toolId: 'call_fw', toolName: 'move_file', metadata: { rawMcpToolResponse: { status: 'error' }, governance: { status: 'denied', toolCallId } } });
     expect(block.content.content[0].text).toContain('denied (firewall');
-    // A path outside the roots is denied by the path rules before any tool list matters.
+    // A path that would read differently once decoded is denied, never decoded and checked as a copy.
     const outside = await requestTool(url(), sessionId, 'call_fw2', { server: 'filesystem', name: 'read_text_file' }, { path: `${fixture.workspace}/%2e%2e/%2e%2e/etc/passwd` });
     const outsideCall = await waitForToolCall(url(), outside.toolCallId, completed);
     expect(outsideCall).toMatchObject({ outcome: 'denied', firewall: { verdict: 'deny' } });
-    expect(outsideCall.firewall.rule).toMatch(/^paths\.roots/);
+    expect(outsideCall.firewall.rule).toBe('paths.ambiguous: path holds a percent escape');
   });
 
   it('allowed and executed by the filesystem server: the MCP result is on the block and in the model history', async () => {

@@ -1,5 +1,5 @@
 import type { GuardianFailurePolicy } from '#core';
-import { DEFAULT_FIREWALL_POLICY, Firewall, loadFirewallPolicy } from './firewall.js';
+import { DEFAULT_FIREWALL_POLICY, Firewall, loadFirewallPolicy, serverPlacements } from './firewall.js';
 import { Guardian } from './guardian.js';
 import { loadMcpServers, McpExecutor } from './mcp-executor.js';
 import type { GovernanceConfig } from '../config/ledger-config.js';
@@ -28,9 +28,12 @@ export function governanceParts(config: GovernanceConfig): GovernanceParts {
 
 function buildParts(config: GovernanceConfig): GovernanceParts {
   const { guardian } = config;
+  const servers = config.mcpServersFile ? loadMcpServers(config.mcpServersFile) : undefined;
+  const policy = config.firewallPolicyFile ? loadFirewallPolicy(config.firewallPolicyFile) : DEFAULT_FIREWALL_POLICY;
   return {
-    executor: config.mcpServersFile ? new McpExecutor(loadMcpServers(config.mcpServersFile), { callTimeoutMs: config.mcpCallTimeoutMs, toolListTtlMs: 60_000 }) : undefined,
-    firewall: new Firewall(config.firewallPolicyFile ? loadFirewallPolicy(config.firewallPolicyFile) : DEFAULT_FIREWALL_POLICY),
+    executor: servers && new McpExecutor(servers, { callTimeoutMs: config.mcpCallTimeoutMs, toolListTtlMs: 60_000 }),
+    // The firewall places relative and `~` paths where each server-filesystem will.
+    firewall: new Firewall(policy, servers ? serverPlacements(servers) : {}),
     guardian: new Guardian({ mode: guardian.mode, endpoint: guardian.endpoint, timeoutMs: guardian.timeoutMs }),
     guardianOnFailure: guardian.onFailure,
     approvalTimeoutMs: config.approvalTimeoutMs,

@@ -63,6 +63,11 @@ export class McpExecutor {
     return tools;
   }
 
+  /** The input schema the server lists for the tool, if it lists it: the firewall reads path arguments from it. */
+  async inputSchema(tool: ToolRef): Promise<unknown> {
+    return (await this.tools(tool.server)).find((listed) => listed.name === tool.name)?.inputSchema;
+  }
+
   async call(tool: ToolRef, args: unknown): Promise<McpCallResult> {
     if (!(await this.tools(tool.server)).some((listed) => listed.name === tool.name)) throw new Error(`MCP server ${tool.server} has no tool ${tool.name}`);
     const result = await this.withClient(tool.server, (client) =>

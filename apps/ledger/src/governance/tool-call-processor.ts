@@ -7,6 +7,7 @@ import {
 import { Logger } from 'nestjs-pino';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
+import { stricter } from './firewall.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
 import { ToolCallRepository, type ToolCallActor, type ToolCallRef } from './toolcall-repository.js';
 import { systemActor } from '../identity/principal.js';
@@ -151,7 +152,9 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     const now = () => new Date().toISOString();
     switch (step.kind) {
       case 'screen': {
-        const { verdict, rule, policyVersion } = this.parts.firewall.evaluate(tool, args);
+        // Without the tool list (server down) the schema's hints are missing; the check before the call has them.
+        const schema = await this.parts.executor?.inputSchema(tool).catch(() => undefined);
+        const { verdict, rule, policyVersion } = await this.parts.firewall.evaluate(tool, args, schema);
         return this.toolCalls.execute(id, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
       }
       case 'review': {
@@ -172,7 +175,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         let outcome: RecordResult;
         try {
           if (!this.parts.executor) throw new Error('no MCP servers are configured');
-          const result = await this.parts.executor.call(tool, args);
+          const result = await this.parts.executor.call(tool, await this.screenAgain(state));
           outcome = { type: 'record_result', ok: true, result, durationMs: durationMs() };
         } catch (error) {
           const failure = { error: (error as Error).message, unknownOutcome: outcomeUnknown(error) };
@@ -205,6 +208,18 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
       return this.toolCalls.execute(id, { type: 'record_result', ok: false, ...unstored }, as);
     }
+  }
+
+  /**
+   * The firewall again, right before the call, on the disk as it is now (a symlink swapped in while a
+   * person decided is caught): the arguments to send, with the paths it judged; a refusal if stricter.
+   */
+  private async screenAgain({ request: { tool, arguments: args }, firewall }: OpenToolCall): Promise<unknown> {
+    const again = await this.parts.firewall.evaluate(tool, args, await this.parts.executor!.inputSchema(tool));
+    if (stricter(again.verdict, firewall!.verdict)) {
+      throw new Error(`firewall rule ${again.rule} (checked again before the call)`);
+    }
+    return again.arguments ?? args;
   }
 
   /** Writes the call's state onto its tool block in the session (once per state: the event id comes from the state). */
