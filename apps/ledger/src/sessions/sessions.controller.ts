@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
-import { DEFAULT_TENANT, type EventLog } from '#event-log';
+import { DEFAULT_TENANT, readStreamAfterPosition, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { Actor } from '../http/actor.js';
@@ -97,7 +97,7 @@ export class SessionsController {
   @Get(':sid/events')
   async events(@Param('sid') sessionId: string, @Query() query: unknown) {
     const { from, limit } = pageQuery.parse(query);
-    const events = (await this.eventLog.readStream(sessionStreamId(sessionId))).filter((event) => event.position > from);
+    const events = await readStreamAfterPosition(this.eventLog, sessionStreamId(sessionId), from, limit + 1);
     if (events.length === 0 && (await this.sessions.load(sessionId)).status !== 'open') throw new ApiError(404, 'session_not_found', 'no such session');
     const page = events.slice(0, limit);
     return {
