@@ -25,6 +25,13 @@ const environment = z.object({
   LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
   LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LEDGER_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  LEDGER_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  LEDGER_HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1_000),
+}).refine((values) => values.LEDGER_HTTP_HEADERS_TIMEOUT_MS <= values.LEDGER_HTTP_REQUEST_TIMEOUT_MS, {
+  path: ['LEDGER_HTTP_HEADERS_TIMEOUT_MS'],
+  message: 'must not exceed LEDGER_HTTP_REQUEST_TIMEOUT_MS',
 });
 
 export interface LedgerConfig {
@@ -40,7 +47,20 @@ export interface LedgerConfig {
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
   readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
   readonly governance: GovernanceConfig;
+  readonly http: HttpServerLimits;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
+}
+
+/** What one client can hold of the HTTP server (slow senders, idle and excess connections). */
+export interface HttpServerLimits {
+  /** Receiving the request headers; past it the client gets 408 and is disconnected. */
+  readonly headersTimeoutMs: number;
+  /** Receiving the whole request, body included (not sending the response: live feeds stay open). */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections at once (live feeds count); further ones are closed on arrival. */
+  readonly maxConnections: number;
 }
 
 /** Tool-call governance. Without `mcpServersFile` the ledger executes no tools and governs none. */
@@ -90,6 +110,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       },
       approvalTimeoutMs: values.LEDGER_APPROVAL_TIMEOUT_MS,
       mcpCallTimeoutMs: values.LEDGER_MCP_CALL_TIMEOUT_MS,
+    },
+    http: {
+      headersTimeoutMs: values.LEDGER_HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: values.LEDGER_HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: values.LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: values.LEDGER_HTTP_MAX_CONNECTIONS,
     },
     logLevel: values.LOG_LEVEL,
   };
