@@ -1,11 +1,17 @@
 import { readFile, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { passwordFileOf, startEmbeddedPostgres, type EmbeddedDatabase } from '../../apps/ledger/src/database/embedded-postgres.js';
+import {
+  passwordFileOf, startEmbeddedPostgres, type EmbeddedDatabase,
+} from '../../apps/ledger/src/database/embedded-postgres.js';
 import { freePort, reachableTempDir } from '../support/service-process.js';
 
 /** The password every embedded cluster had before passwords were generated. */
 const OLD_FIXED_PASSWORD = 'ledger';
+
+function passwordIn(connectionString: string): string {
+  return decodeURIComponent(new URL(connectionString).password);
+}
 
 function withPassword(connectionString: string, password: string): string {
   const url = new URL(connectionString);
@@ -35,7 +41,8 @@ describe('the embedded PostgreSQL password', () => {
   });
 
   async function start(folder: string, port?: number): Promise<EmbeddedDatabase> {
-    const database = await startEmbeddedPostgres({ dataDir: path.join(folder, 'postgres'), port: port ?? (await freePort()) });
+    const dataDir = path.join(folder, 'postgres');
+    const database = await startEmbeddedPostgres({ dataDir, port: port ?? (await freePort()) });
     running.add(database);
     return database;
   }
@@ -44,10 +51,10 @@ describe('the embedded PostgreSQL password', () => {
     await database.stop();
   }
 
-  it('is random per data folder, kept in a 0600 file, reused on a restart; the old fixed password is refused', async () => {
+  it('is random per folder, kept in a 0600 file, reused on a restart; the old fixed password is refused', async () => {
     folders.push(await reachableTempDir('password-a'), await reachableTempDir('password-b'));
     const [first, second] = [await start(folders[0]!), await start(folders[1]!)];
-    const passwords = [first, second].map((database) => decodeURIComponent(new URL(database.connectionString).password));
+    const passwords = [first, second].map(({ connectionString }) => passwordIn(connectionString));
     expect(passwords[0]).not.toEqual(passwords[1]);
     for (const [index, folder] of folders.entries()) {
       const file = passwordFileOf(path.join(folder, 'postgres'));
@@ -59,7 +66,7 @@ describe('the embedded PostgreSQL password', () => {
 
     await stop(first);
     const restarted = await start(folders[0]!);
-    expect(decodeURIComponent(new URL(restarted.connectionString).password)).toBe(passwords[0]);
+    expect(passwordIn(restarted.connectionString)).toBe(passwords[0]);
     expect(await connects(restarted.connectionString)).toBe(true);
   });
 
@@ -77,7 +84,7 @@ describe('the embedded PostgreSQL password', () => {
     await unlink(passwordFileOf(path.join(folder, 'postgres')));
 
     const upgraded = await start(folder, port);
-    expect(decodeURIComponent(new URL(upgraded.connectionString).password)).not.toBe(OLD_FIXED_PASSWORD);
+    expect(passwordIn(upgraded.connectionString)).not.toBe(OLD_FIXED_PASSWORD);
     expect(await connects(upgraded.connectionString)).toBe(true);
     expect(await connects(withPassword(upgraded.connectionString, OLD_FIXED_PASSWORD))).toBe('28P01');
   });

@@ -57,7 +57,8 @@ describe('HTTP server limits', () => {
       const socket = await connect(ledger.baseUrl);
       const closed = receivedUntilClosed(socket);
       const body = JSON.stringify({ title: 'x'.repeat(10_000) });
-      socket.write(`POST /v1/sessions HTTP/1.1\r\nHost: ledger\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      const headers = `Host: ledger\r\nContent-Type: application/json\r\nContent-Length: ${body.length}`;
+      socket.write(`POST /v1/sessions HTTP/1.1\r\n${headers}\r\n\r\n`);
       let sent = 0;
       const dripping = setInterval(() => {
         if (!socket.destroyed) socket.write(body[sent++]!);
@@ -89,7 +90,8 @@ describe('HTTP server limits', () => {
       await until(() => ended || (Date.now() - openedAt > 3_000 && stream.comments.length > 20), 20_000, 'heartbeats');
       expect(ended).toBe(false);
       const { id } = (await ledger.request('POST', '/v1/sessions', { title: 'late' })).body;
-      await until(() => ended || stream.events.some((event) => event.data?.streamId === `session-${id}`), 20_000, 'the event');
+      const delivered = () => stream.events.some((event) => event.data?.streamId === `session-${id}`);
+      await until(() => ended || delivered(), 20_000, 'the event');
       expect(ended).toBe(false);
       stream.close();
     });
@@ -121,8 +123,11 @@ describe('HTTP server limits', () => {
   });
 
   it('names the variable when a limit is out of range', () => {
-    expect(() => loadConfig({ LEDGER_HTTP_MAX_CONNECTIONS: '0' })).toThrow('environment variable LEDGER_HTTP_MAX_CONNECTIONS is invalid');
-    expect(() => loadConfig({ LEDGER_HTTP_HEADERS_TIMEOUT_MS: '5000', LEDGER_HTTP_REQUEST_TIMEOUT_MS: '1000' })).toThrow(
+    expect(() => loadConfig({ LEDGER_HTTP_MAX_CONNECTIONS: '0' })).toThrow(
+      'environment variable LEDGER_HTTP_MAX_CONNECTIONS is invalid',
+    );
+    const headersLongerThanRequest = { LEDGER_HTTP_HEADERS_TIMEOUT_MS: '5000', LEDGER_HTTP_REQUEST_TIMEOUT_MS: '1000' };
+    expect(() => loadConfig(headersLongerThanRequest)).toThrow(
       'environment variable LEDGER_HTTP_HEADERS_TIMEOUT_MS is invalid: must not exceed LEDGER_HTTP_REQUEST_TIMEOUT_MS',
     );
   });

@@ -29,7 +29,8 @@ describe('the service process with its embedded PostgreSQL', () => {
       details: { database: { status: 'up' }, eventLog: { status: 'up', engine: 'postgres', headPosition: '0', appendLockHeldMs: null } },
     });
     const password = (await readFile(passwordFileOf(path.join(dataDir, 'postgres')), 'utf8')).trim();
-    const log = await createPostgresEventLog({ connectionString: `postgres://ledger:${password}@127.0.0.1:${pgPort}/postgres` });
+    const connectionString = `postgres://ledger:${password}@127.0.0.1:${pgPort}/postgres`;
+    const log = await createPostgresEventLog({ connectionString });
     await log.append('session-lifecycle', newEvents(3), NO_STREAM);
     await log.close();
     expect((await fetch(`${first.baseUrl}/metrics`).then((response) => response.text()))).toContain('ledger_event_log_appended_events_total');

@@ -12,7 +12,8 @@ export async function readStreamAfterPosition(
   afterPosition: bigint,
   maxCount: number,
 ): Promise<readonly RecordedEvent[]> {
-  const eventAt = async (revision: bigint) => (await reader.readStream(streamId, { fromRevision: revision, maxCount: 1 }))[0];
+  const eventAt = async (revision: bigint) =>
+    (await reader.readStream(streamId, { fromRevision: revision, maxCount: 1 }))[0];
   let first = 0n;
   if (afterPosition > 0n) {
     const [last] = await reader.readStream(streamId, { direction: 'backwards', maxCount: 1 });

@@ -122,7 +122,8 @@ async function ensurePassword(port: number, password: string, dataDir: string): 
   if (current) return void (await current.end());
   const old = await connect(OLD_FIXED_PASSWORD).catch((error: { code?: string }) => {
     if (error.code !== INVALID_PASSWORD) throw error;
-    throw new StartupError(`the password in ${passwordFileOf(dataDir)} does not open the embedded PostgreSQL in ${dataDir}`);
+    const file = passwordFileOf(dataDir);
+    throw new StartupError(`the password in ${file} does not open the embedded PostgreSQL in ${dataDir}`);
   });
   try {
     await old.query(`ALTER ROLE ${USER} PASSWORD ${old.escapeLiteral(password)}`);

@@ -29,7 +29,12 @@ let previousInProcess: Promise<unknown> = Promise.resolve();
  * to finish, then rebuilds again (decision 0012). Scratch schemas left by a killed rebuild are
  * dropped before each rebuild.
  */
-export function rebuildProjection(pool: Pool, eventLog: EventLog, definition: ProjectionDefinition, tables: readonly string[]): Promise<RebuildResult> {
+export function rebuildProjection(
+  pool: Pool,
+  eventLog: EventLog,
+  definition: ProjectionDefinition,
+  tables: readonly string[],
+): Promise<RebuildResult> {
   return underRebuildLock(pool, async () => {
     await dropScratchSchemas(pool);
     return rebuildIntoScratchSchema(pool, eventLog, definition, tables);

@@ -132,7 +132,8 @@ export function eventLogContract(name: string, setup: () => Promise<EventLogCont
         expect(revisions(await page(all[38]!.position, 3))).toEqual([39n]);
         expect(await page(all[39]!.position, 3)).toEqual([]);
         expect(await readStreamAfterPosition(log, `${prefix}missing`, 5n, 3)).toEqual([]);
-        // Every read is bounded: a page costs its rows, the stream's last event and a bisection (log2 of 40 single rows).
+        // Every read is bounded: a page costs its rows, the stream's last event and a bisection
+        // (log2 of 40 single rows).
         expect(calls.every((options) => options.maxCount !== undefined && options.maxCount <= 3)).toBe(true);
         expect(mostRowsForOnePage).toBeLessThanOrEqual(3 + 1 + Math.ceil(Math.log2(all.length)));
       });
