@@ -35,10 +35,15 @@ export function rebuildProjection(
   definition: ProjectionDefinition,
   tables: readonly string[],
 ): Promise<RebuildResult> {
-  return underRebuildLock(pool, async () => {
-    await dropScratchSchemas(pool);
-    return rebuildIntoScratchSchema(pool, eventLog, definition, tables);
+  const turn = previousInProcess.then(async () => {
+    const result = await withRebuildLock(pool, 'wait', async () => {
+      await dropScratchSchemas(pool);
+      return rebuildIntoScratchSchema(pool, eventLog, definition, tables);
+    });
+    return result!;
   });
+  previousInProcess = turn.catch(() => undefined);
+  return turn;
 }
 
 /**
@@ -46,39 +51,34 @@ export function rebuildProjection(
  * (then it is not a leftover, and the next rebuild drops what remains). Called at startup.
  */
 export async function dropLeftoverScratchSchemas(pool: Pool): Promise<void> {
+  await withRebuildLock(pool, 'skip-if-held', () => dropScratchSchemas(pool));
+}
+
+/** Runs `work` holding the rebuild lock: waiting for it, or giving up (undefined) if another session holds it. */
+async function withRebuildLock<T>(
+  pool: Pool,
+  mode: 'wait' | 'skip-if-held',
+  work: () => Promise<T>,
+): Promise<T | undefined> {
   const lock = await pool.connect();
   let broken: Error | undefined;
   try {
-    const { rows } = await lock.query<{ free: boolean }>('SELECT pg_try_advisory_lock($1) AS free', [REBUILD_LOCK_KEY]);
-    if (!rows[0]!.free) return;
+    if (mode === 'wait') await lock.query('SELECT pg_advisory_lock($1)', [REBUILD_LOCK_KEY]);
+    else {
+      const { rows } = await lock.query<{ free: boolean }>('SELECT pg_try_advisory_lock($1) AS free', [
+        REBUILD_LOCK_KEY,
+      ]);
+      if (!rows[0]!.free) return undefined;
+    }
     try {
-      await dropScratchSchemas(pool);
+      return await work();
     } finally {
       await lock.query('SELECT pg_advisory_unlock($1)', [REBUILD_LOCK_KEY]).catch((error: Error) => (broken = error));
     }
   } finally {
+    // A connection whose unlock failed is not reused: closing it releases the lock.
     lock.release(broken);
   }
-}
-
-function underRebuildLock<T>(pool: Pool, work: () => Promise<T>): Promise<T> {
-  const turn = previousInProcess.then(async () => {
-    const lock = await pool.connect();
-    let broken: Error | undefined;
-    try {
-      await lock.query('SELECT pg_advisory_lock($1)', [REBUILD_LOCK_KEY]);
-      try {
-        return await work();
-      } finally {
-        await lock.query('SELECT pg_advisory_unlock($1)', [REBUILD_LOCK_KEY]).catch((error: Error) => (broken = error));
-      }
-    } finally {
-      // A connection whose unlock failed is not reused: closing it releases the lock.
-      lock.release(broken);
-    }
-  });
-  previousInProcess = turn.catch(() => undefined);
-  return turn;
 }
 
 /** Only while holding the rebuild lock: every scratch schema then is a leftover. */
