@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { createEventStoreDbEventLog, createPostgresEventLog, NO_STREAM } from '#event-log';
 import { newEvents } from '#event-log/testing';
+import { passwordFileOf } from '../../apps/ledger/src/database/embedded-postgres.js';
 import { startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { freePort, reachableTempDir, startService, waitUntilHealthy } from '../support/service-process.js';
 import { authorization } from '../support/test-credentials.js';
@@ -29,7 +30,9 @@ describe('the service process with its embedded PostgreSQL', () => {
       // The first start records the admin key it made: one event.
       details: { database: { status: 'up' }, eventLog: { status: 'up', engine: 'postgres', headPosition: '1', appendLockHeldMs: null } },
     });
-    const log = await createPostgresEventLog({ connectionString: `postgres://ledger:ledger@127.0.0.1:${pgPort}/postgres` });
+    const password = (await readFile(passwordFileOf(path.join(dataDir, 'postgres')), 'utf8')).trim();
+    const connectionString = `postgres://ledger:${password}@127.0.0.1:${pgPort}/postgres`;
+    const log = await createPostgresEventLog({ connectionString });
     await log.append('session-lifecycle', newEvents(3), NO_STREAM);
     await log.close();
     const metrics = await fetch(`${first.baseUrl}/metrics`, { headers: await authorization(first.baseUrl, 'admin') });

@@ -1,5 +1,11 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { jest } from '@jest/globals';
+import type { Config } from '@jest/types';
 import pg from 'pg';
 import { loadBlockVectors, numberedChunks } from '../../libs/core/src/testing/block-vectors.js';
+import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 /** A hash over every read-model row in a fixed order: equal hashes, equal tables. */
@@ -10,6 +16,30 @@ async function readModelHash(database: pg.Client): Promise<Record<string, string
     hashes[table] = `${rows[0]!.count}:${rows[0]!.hash}`;
   }
   return hashes;
+}
+
+const EVERYTHING_BUT_DATE: Config.FakeableAPI[] = [
+  'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate',
+  'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout',
+];
+
+/** `npm run rebuild`: the CLI in a process of its own, on the same database. */
+function rebuildWithCli(databaseUrl: string): Promise<{ code: number | null; output: string }> {
+  const cli = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/cli.js'), 'rebuild'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  cli.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  cli.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => cli.once('exit', (code) => resolve({ code, output })));
+}
+
+async function scratchSchemas(database: pg.Client): Promise<string[]> {
+  const { rows } = await database.query<{ name: string }>(
+    `SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE 'rebuild%'`,
+  );
+  return rows.map((row) => row.name);
 }
 
 describe('rebuilding the read models from the log', () => {
@@ -61,5 +91,53 @@ describe('rebuilding the read models from the log', () => {
     ]);
     const read = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${assistant}?minPosition=${after.body.position}`);
     expect(read.body.blocks).toMatchObject([{ type: 'main_text', status: 'streaming', content: 'after the rebuild' }]);
+  });
+
+  it('serializes concurrent rebuilds, from HTTP and from the CLI in another process: all end well', async () => {
+    const sessionId = (await ledger.request('POST', '/v1/sessions', { title: 'concurrent rebuilds' })).body.id;
+    const messages = `/v1/sessions/${sessionId}/messages`;
+    await ledger.request('POST', messages, { role: 'user', content: 'q' });
+    const messageId = (await ledger.request('POST', messages, { role: 'assistant' })).body.id;
+    const chunks = numberedChunks(loadBlockVectors()[0]!);
+    const last = (await ledger.request('POST', `${messages}/${messageId}/chunks`, chunks)).body.position;
+    expect((await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${last}`)).status).toBe(200);
+    // What one rebuild alone gives (a block row's position can differ from the live one's with batch boundaries).
+    expect((await ledger.request('POST', '/v1/admin/rebuild')).status).toBe(200);
+    const alone = await readModelHash(database);
+
+    // The clock stands still in this process, so its rebuilds start in the same millisecond.
+    jest.useFakeTimers({ doNotFake: EVERYTHING_BUT_DATE, now: Date.now() });
+    const [first, second, third, cli] = await Promise.all([
+      ledger.request('POST', '/v1/admin/rebuild'),
+      ledger.request('POST', '/v1/admin/rebuild'),
+      ledger.request('POST', '/v1/admin/rebuild'),
+      rebuildWithCli(ledger.database.connectionString),
+    ]).finally(() => jest.useRealTimers());
+    expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
+    expect(cli).toMatchObject({ code: 0 });
+    expect(first.body.position).toBe(last);
+    expect(second.body.position).toBe(last);
+    expect(await readModelHash(database)).toEqual(alone);
+    expect(await scratchSchemas(database)).toEqual([]);
+  });
+
+  it('drops the scratch schema a killed rebuild left behind, on the next rebuild and on the next start', async () => {
+    const leaveScratchSchema = async (name: string) => {
+      await database.query(`CREATE SCHEMA ${name}`);
+      await database.query(`CREATE TABLE ${name}.message_blocks (LIKE public.message_blocks INCLUDING ALL)`);
+    };
+    await leaveScratchSchema('rebuild_block_read_models_1763800000000');
+    expect((await ledger.request('POST', '/v1/admin/rebuild?projection=tool-calls')).status).toBe(200);
+    expect(await scratchSchemas(database)).toEqual([]);
+
+    await leaveScratchSchema('rebuild_tool_calls_1763800000001');
+    const { connectionString } = ledger.database;
+    const restarted = await createLedgerApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), connectionString });
+    try {
+      await restarted.init();
+      expect(await scratchSchemas(database)).toEqual([]);
+    } finally {
+      await restarted.close();
+    }
   });
 });

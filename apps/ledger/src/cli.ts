@@ -9,7 +9,8 @@ import { rebuildReadModels } from './projections/read-model-projections.js';
 /**
  * The ledger's command line, on the same configuration as the service:
  *   node dist/apps/ledger/src/cli.js rebuild    rebuild the read models from the log and swap them in
- * It can run beside a running service: it reuses the embedded server on the same data folder.
+ * It can run beside a running service: it reuses the embedded server on the same data folder, and
+ * waits for a rebuild the service is running to finish (one at a time, decision 0012).
  */
 async function main(command: string | undefined): Promise<void> {
   if (command !== 'rebuild') throw new StartupError('usage: cli.js rebuild');

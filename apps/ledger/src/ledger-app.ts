@@ -7,11 +7,13 @@ import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
 import { ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
+import { applyServerLimits } from './http/server-limits.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule.forRoot(options), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
+  applyServerLimits(app.getHttpServer(), options.config.http);
   const limit = options.config.maxBodyBytes;
   app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
   app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));

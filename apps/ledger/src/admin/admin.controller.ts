@@ -18,6 +18,8 @@ export class AdminController {
   /**
    * Rebuilds the read models (`?projection=` one of them) from the log into fresh tables and
    * swaps them in; reads keep working meanwhile. The totals cover every projection rebuilt.
+   * Rebuilds run one at a time across instances: a request made during another rebuild waits
+   * for it, then rebuilds (decision 0012).
    */
   @Post('rebuild')
   @HttpCode(200)

