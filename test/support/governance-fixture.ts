@@ -35,7 +35,8 @@ export interface GovernanceFixture {
   close(): Promise<void>;
 }
 
-export async function governanceFixture(): Promise<GovernanceFixture> {
+/** `policy`: YAML lines added to the firewall policy (e.g. an `approvals:` section). */
+export async function governanceFixture({ policy = [] }: { policy?: readonly string[] } = {}): Promise<GovernanceFixture> {
   const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'governance-')));
   const workspace = path.join(root, 'workspace');
   mkdirSync(workspace);
@@ -58,6 +59,7 @@ export async function governanceFixture(): Promise<GovernanceFixture> {
     '  arguments: [path, source, destination]',
     `  roots: [${JSON.stringify(workspace)}]`,
     '  deny: ["**/.ssh/**"]',
+    ...policy,
     '',
   ].join('\n'));
   const guardian = await startChatCompletionsServer((request) => {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { FirewallVerdict, ToolRef } from '#core';
+import type { FirewallVerdict, Risk, ToolRef } from '#core';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { McpServersConfig } from './mcp-executor.js';
@@ -19,6 +19,8 @@ import type { McpServersConfig } from './mcp-executor.js';
 const verdict = z.enum(['allow', 'deny', 'ask']);
 const toolGlobs = z.array(z.string()).default([]);
 const DEFAULT_PATH_ARGUMENTS = ['path', 'paths', 'source', 'destination', 'file', 'directory'];
+const approvalCount = z.number().int().min(1).max(10).optional();
+
 export const firewallPolicySchema = z
   .object({
     version: z.string().min(1),
@@ -42,6 +44,17 @@ export const firewallPolicySchema = z
     arguments: z
       .array(z.object({ tool: z.string(), argument: z.string(), pattern: z.string(), verdict }).strict())
       .default([]),
+    /**
+     * Four-eyes: how many distinct reviewers must approve a call that asks a person, by the
+     * guardian's risk and by tool glob (`server/tool`); the highest that applies counts, else 1.
+     */
+    approvals: z
+      .object({
+        none: approvalCount, low: approvalCount, medium: approvalCount, high: approvalCount, critical: approvalCount,
+        tools: z.record(z.string(), z.number().int().min(1).max(10)).default({}),
+      })
+      .strict()
+      .prefault({}),
     limits: z
       .object({
         /** Bytes of the arguments' JSON, per call; `perTool` overrides it for the tools a glob names. */
@@ -151,6 +164,14 @@ export class Firewall {
       return [server, placement] as const;
     });
     this.placements = { ...placements, ...Object.fromEntries(declared) };
+  }
+
+  /** Distinct reviewers an approval of this call needs (the policy's `approvals`). */
+  requiredApprovals(tool: ToolRef, risk: Risk): number {
+    const { tools, ...byRisk } = this.policy.approvals;
+    const name = `${tool.server}/${tool.name}`;
+    const byTool = Object.entries(tools).filter(([pattern]) => glob(pattern).test(name)).map(([, count]) => count);
+    return Math.max(1, byRisk[risk] ?? 1, ...byTool);
   }
 
   async evaluate(tool: ToolRef, args: unknown, inputSchema?: unknown): Promise<FirewallResult> {

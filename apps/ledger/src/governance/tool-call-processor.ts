@@ -162,7 +162,9 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         const review = await this.parts.guardian.review(tool, args, state.firewall!.policyVersion);
         this.metrics.recordToolCallStep('review', performance.now() - reviewStarted);
         const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
-        return this.toolCalls.execute(id, { type: 'record_guardian', review, onFailure: this.parts.guardianOnFailure, approvalDeadline, at: now() }, as);
+        const requiredApprovals = this.parts.firewall.requiredApprovals(tool, review.risk);
+        const command = { type: 'record_guardian' as const, review, onFailure: this.parts.guardianOnFailure, approvalDeadline, requiredApprovals, at: now() };
+        return this.toolCalls.execute(id, command, as);
       }
       case 'await_decision':
         return this.toolCalls.execute(id, { type: 'expire', now: now() }, as);

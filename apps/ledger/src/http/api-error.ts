@@ -41,6 +41,7 @@ const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {
   not_due: 409,
   arguments_mismatch: 422,
   self_approval: 403,
+  already_approved: 409,
 };
 
 /** Counts refused requests (401, 403, 429) by reason. */

@@ -34,8 +34,11 @@ export type ToolCallEvent =
       readonly type: 'toolcall.guardian_reviewed';
       readonly data: { readonly risk: Risk; readonly rationale: string; readonly reviewer: string; readonly cacheHit: boolean; readonly mode: GuardianMode; readonly failed: boolean };
     }
-  | { readonly type: 'toolcall.approval_requested'; readonly data: { readonly reason: string; readonly deadline: string } }
-  | { readonly type: 'toolcall.approved'; readonly data: { readonly by: string; readonly at: string; readonly comment: string | null } }
+  /** `required`: distinct reviewers whose approval the call needs (four-eyes); absent in events recorded before it existed = 1. */
+  | { readonly type: 'toolcall.approval_requested'; readonly data: { readonly reason: string; readonly deadline: string; readonly required?: number } }
+  /** One reviewer's approval of a call that needs more than one; the call waits for the rest. */
+  | { readonly type: 'toolcall.approval_recorded'; readonly data: ReviewerApproval }
+  | { readonly type: 'toolcall.approved'; readonly data: { readonly by: string; readonly at: string; readonly comment: string | null; readonly approvals?: readonly ReviewerApproval[] } }
   | { readonly type: 'toolcall.denied'; readonly data: { readonly by: string; readonly at: string; readonly comment: string | null; readonly stage: 'firewall' | 'guardian' | 'reviewer' | 'expiry' } }
   | { readonly type: 'toolcall.expired'; readonly data: { readonly deadline: string; readonly at: string } }
   | { readonly type: 'toolcall.execution_started'; readonly data: { readonly at: string } }
@@ -43,6 +46,14 @@ export type ToolCallEvent =
   | { readonly type: 'toolcall.execution_succeeded'; readonly data: { readonly result: unknown; readonly durationMs: number } }
   | { readonly type: 'toolcall.execution_failed'; readonly data: { readonly error: string; readonly durationMs: number | null; readonly unknownOutcome: boolean } }
   | { readonly type: 'toolcall.completed'; readonly data: { readonly outcome: 'succeeded' | 'failed' | 'denied' } };
+
+/** A person's approval, with the subject it counts for (separation of duties counts subjects, not keys). */
+export interface ReviewerApproval {
+  readonly by: string;
+  readonly subject: string;
+  readonly at: string;
+  readonly comment: string | null;
+}
 
 export type ToolCallEventOf<Type extends ToolCallEvent['type']> = Extract<ToolCallEvent, { type: Type }>;
 

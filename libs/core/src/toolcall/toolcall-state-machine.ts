@@ -1,7 +1,7 @@
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { GovernedToolUpdate } from '../blocks/block-rules.js';
 import { decodeToolResults, encodeToolResult } from './tool-result-encoding.js';
-import type { FirewallVerdict, Risk, ToolCallEvent, ToolCallEventOf } from './toolcall-events.js';
+import type { FirewallVerdict, ReviewerApproval, Risk, ToolCallEvent, ToolCallEventOf } from './toolcall-events.js';
 
 /**
  * A tool call's state machine (DESIGN §6), in one place: its state, `evolve`, `decide`, the
@@ -17,7 +17,8 @@ export interface ToolCallRecord {
   readonly request: ToolCallEventOf<'toolcall.requested'>['data'];
   readonly firewall: ToolCallEventOf<'toolcall.firewall_evaluated'>['data'] | null;
   readonly guardian: ToolCallEventOf<'toolcall.guardian_reviewed'>['data'] | null;
-  readonly approval: ToolCallEventOf<'toolcall.approval_requested'>['data'] | null;
+  /** The request for a person's decision, with the approvals recorded so far while it waits for more reviewers. */
+  readonly approval: (ToolCallEventOf<'toolcall.approval_requested'>['data'] & { readonly approvals?: readonly ReviewerApproval[] }) | null;
   readonly decision: (ToolCallEventOf<'toolcall.approved'>['data'] & { readonly approved: true }) | (ToolCallEventOf<'toolcall.denied'>['data'] & { readonly approved: false }) | null;
   readonly execution: { readonly startedAt: string; readonly result?: unknown; readonly error?: string; readonly durationMs?: number | null; readonly unknownOutcome?: boolean } | null;
 }
@@ -49,6 +50,9 @@ export function evolveToolCall(state: ToolCallState, event: { readonly type: str
       return state.status === 'screened' ? to('screened', { guardian: event.data as ToolCallRecord['guardian'] }) : state;
     case 'toolcall.approval_requested':
       return state.status === 'screened' ? to('awaiting_approval', { approval: event.data as ToolCallRecord['approval'] }) : state;
+    case 'toolcall.approval_recorded':
+      if (state.status !== 'awaiting_approval') return state;
+      return to('awaiting_approval', { approval: { ...state.approval!, approvals: [...(state.approval!.approvals ?? []), event.data as ReviewerApproval] } });
     case 'toolcall.approved': {
       const data = event.data as ToolCallEventOf<'toolcall.approved'>['data'];
       return state.status === 'screened' || state.status === 'awaiting_approval' ? to('ready', { decision: { ...data, approved: true } }) : state;
@@ -94,6 +98,8 @@ export type ToolCallCommand =
       readonly review: ToolCallEventOf<'toolcall.guardian_reviewed'>['data'];
       readonly onFailure: GuardianFailurePolicy;
       readonly approvalDeadline: string;
+      /** Distinct reviewers a person's approval needs, from the policy for this tool and risk (four-eyes when 2). */
+      readonly requiredApprovals: number;
       readonly at: string;
     }
   | {
@@ -111,7 +117,7 @@ export class ToolCallError extends Error {
   constructor(
     readonly code:
       | 'toolcall_not_found' | 'toolcall_exists' | 'wrong_state' | 'already_decided' | 'expired' | 'arguments_mismatch'
-      | 'self_approval' | 'not_due',
+      | 'self_approval' | 'not_due' | 'already_approved',
     message: string,
     readonly field?: string,
   ) {
@@ -151,7 +157,10 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       const { review } = command;
       const reviewed = step(id, 'guardian', { type: 'toolcall.guardian_reviewed', data: review });
       const enforcing = review.mode === 'enforce';
-      const ask = (reason: string) => [reviewed, step(id, 'approval', { type: 'toolcall.approval_requested', data: { reason, deadline: command.approvalDeadline } })];
+      const ask = (reason: string) => [
+        reviewed,
+        step(id, 'approval', { type: 'toolcall.approval_requested', data: { reason, deadline: command.approvalDeadline, required: command.requiredApprovals } }),
+      ];
       if (state.firewall!.verdict === 'ask') return ask(`firewall rule ${state.firewall!.rule} asks a person`);
       if (enforcing && review.failed) {
         if (command.onFailure === 'ask') return ask(`the guardian failed: ${review.rationale}`);
@@ -167,7 +176,11 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       expect('awaiting_approval');
       checkDecision(command, state);
       const data = { by: command.by, at: command.at, comment: command.comment };
-      return [{ id: command.eventId, event: command.approve ? { type: 'toolcall.approved', data } : { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
+      if (!command.approve) return [{ id: command.eventId, event: { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
+      // Four-eyes: the call runs after the required number of distinct subjects approved; any denial ends it.
+      const approvals = [...(state.approval!.approvals ?? []), { ...data, subject: command.bySubject }];
+      if (approvals.length < (state.approval!.required ?? 1)) return [{ id: command.eventId, event: { type: 'toolcall.approval_recorded', data: approvals.at(-1)! } }];
+      return [{ id: command.eventId, event: { type: 'toolcall.approved', data: approvals.length > 1 ? { ...data, approvals } : data } }];
     }
     case 'expire': {
       expect('awaiting_approval');
@@ -215,6 +228,9 @@ function checkDecision(command: Extract<ToolCallCommand, { type: 'decide' }>, st
   // Separation of duties: neither the requesting credential nor any credential of the same subject decides the call.
   if (command.by === requestedBy || command.bySubject === command.requesterSubject) {
     throw new ToolCallError('self_approval', 'the principal that requested this call cannot decide it');
+  }
+  if (command.approve && state.approval!.approvals?.some((approval) => approval.subject === command.bySubject)) {
+    throw new ToolCallError('already_approved', 'this reviewer approved the call already; another reviewer must approve it');
   }
 }
 

@@ -36,7 +36,7 @@ function given(...events: ToolCallEvent[]) {
 const decide = (approve: boolean, by = 'reviewer', argumentsSha256 = 'abc', bySubject = `subject:${by}`): ToolCallCommand => ({
   type: 'decide', approve, by, bySubject, requesterSubject: 'subject:producer', comment: null, argumentsSha256, at, eventId: '00000000-0000-4000-8000-000000000001',
 });
-const guardian = (risk: 'low' | 'high', onFailure: 'ask' | 'deny' | 'allow' = 'ask', failed = false): ToolCallCommand => ({ type: 'record_guardian', review: review(risk, failed), onFailure, approvalDeadline: '2026-01-01T00:10:00.000Z', at });
+const guardian = (risk: 'low' | 'high', onFailure: 'ask' | 'deny' | 'allow' = 'ask', failed = false): ToolCallCommand => ({ type: 'record_guardian', review: review(risk, failed), onFailure, approvalDeadline: '2026-01-01T00:10:00.000Z', requiredApprovals: 1, at });
 
 describe('tool-call state machine', () => {
   it('firewall: deny ends the call; allow and ask go on to the guardian', () => {
@@ -52,6 +52,26 @@ describe('tool-call state machine', () => {
     given(requested, firewall('allow')).when(guardian('low', 'ask', true)).then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
     given(requested, firewall('allow')).when(guardian('low', 'deny', true)).then('toolcall.guardian_reviewed', 'toolcall.denied');
     given(requested, firewall('allow')).when({ ...guardian('high'), review: { ...review('high'), mode: 'monitor' } } as ToolCallCommand).then('toolcall.guardian_reviewed', 'toolcall.approved');
+  });
+
+  it('four-eyes: the call runs after the N-th distinct subject approves; the same subject never counts twice; any denial ends it', () => {
+    const twoEyes: ToolCallEvent[] = [...awaiting.slice(0, 3), { type: 'toolcall.approval_requested', data: { reason: 'ask', deadline: '2026-01-01T00:10:00.000Z', required: 2 } }];
+    given(...twoEyes).when(decide(true, 'alice')).then('toolcall.approval_recorded');
+    const oneApproval: ToolCallEvent = { type: 'toolcall.approval_recorded', data: { by: 'alice', subject: 'subject:alice', at, comment: null } };
+    expect(given(...twoEyes, oneApproval).state).toMatchObject({ status: 'awaiting_approval', approval: { required: 2, approvals: [{ by: 'alice' }] } });
+    // alice again, with the same key or another key of hers: refused, nothing recorded.
+    given(...twoEyes, oneApproval).when(decide(true, 'alice')).thenThrows('already_approved');
+    given(...twoEyes, oneApproval).when(decide(true, 'alice-laptop', 'abc', 'subject:alice')).thenThrows('already_approved');
+    given(...twoEyes, oneApproval).when(decide(true, 'bob')).then('toolcall.approved');
+    expect(decideToolCall(decide(true, 'bob'), given(...twoEyes, oneApproval).state)[0]!.event.data).toMatchObject({
+      by: 'bob', approvals: [{ by: 'alice', subject: 'subject:alice' }, { by: 'bob', subject: 'subject:bob' }],
+    });
+    given(...twoEyes, oneApproval).when(decide(false, 'bob')).then('toolcall.denied');
+    // The requester's subject neither approves nor denies, also with a second approval pending.
+    given(...twoEyes, oneApproval).when(decide(true, 'producer')).thenThrows('self_approval');
+    // The policy's count is what record_guardian carries.
+    const asked = decideToolCall({ ...guardian('high'), requiredApprovals: 2 } as ToolCallCommand, given(requested, firewall('allow')).state);
+    expect(asked[1]!.event).toMatchObject({ type: 'toolcall.approval_requested', data: { required: 2 } });
   });
 
   it('approval: first decision wins, arguments must match, the requester cannot approve, expiry only after the deadline', () => {
