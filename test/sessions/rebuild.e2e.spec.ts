@@ -102,15 +102,15 @@ describe('rebuilding the read models from the log', () => {
     const last = (await ledger.request('POST', `${messages}/${messageId}/chunks`, chunks)).body.position;
     expect((await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${last}`)).status).toBe(200);
     // What one rebuild alone gives (a block row's position can differ from the live one's with batch boundaries).
-    expect((await ledger.request('POST', '/v1/admin/rebuild')).status).toBe(200);
+    expect((await ledger.request('POST', '/v1/admin/rebuild', undefined, undefined, 'admin')).status).toBe(200);
     const alone = await readModelHash(database);
 
     // The clock stands still in this process, so its rebuilds start in the same millisecond.
     jest.useFakeTimers({ doNotFake: EVERYTHING_BUT_DATE, now: Date.now() });
     const [first, second, third, cli] = await Promise.all([
-      ledger.request('POST', '/v1/admin/rebuild'),
-      ledger.request('POST', '/v1/admin/rebuild'),
-      ledger.request('POST', '/v1/admin/rebuild'),
+      ledger.request('POST', '/v1/admin/rebuild', undefined, undefined, 'admin'),
+      ledger.request('POST', '/v1/admin/rebuild', undefined, undefined, 'admin'),
+      ledger.request('POST', '/v1/admin/rebuild', undefined, undefined, 'admin'),
       rebuildWithCli(ledger.database.connectionString),
     ]).finally(() => jest.useRealTimers());
     expect([first.status, second.status, third.status]).toEqual([200, 200, 200]);
@@ -127,7 +127,7 @@ describe('rebuilding the read models from the log', () => {
       await database.query(`CREATE TABLE ${name}.message_blocks (LIKE public.message_blocks INCLUDING ALL)`);
     };
     await leaveScratchSchema('rebuild_block_read_models_1763800000000');
-    expect((await ledger.request('POST', '/v1/admin/rebuild?projection=tool-calls')).status).toBe(200);
+    expect((await ledger.request('POST', '/v1/admin/rebuild?projection=tool-calls', undefined, undefined, 'admin')).status).toBe(200);
     expect(await scratchSchemas(database)).toEqual([]);
 
     await leaveScratchSchema('rebuild_tool_calls_1763800000001');

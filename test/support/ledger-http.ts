@@ -20,7 +20,7 @@ export interface LedgerUnderTest {
 export async function startLedger(env: Record<string, string> = {}): Promise<LedgerUnderTest> {
   const database = await createTestDatabase();
   const dataDir = await mkdtemp(path.join(tmpdir(), 'ledger-http-'));
-  const config = loadConfig({ LOG_LEVEL: 'silent', LEDGER_DATA_DIR: dataDir, ...env });
+  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', LEDGER_DATA_DIR: dataDir, ...env });
   const app: INestApplication = await createLedgerApp({ config, connectionString: database.connectionString });
   await app.listen(0, '127.0.0.1');
   const baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
