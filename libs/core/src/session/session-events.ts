@@ -75,6 +75,11 @@ export interface MessageState {
   readonly chunkDigests: readonly string[];
   readonly snapshots: SnapshotState;
   readonly blocks: MessageBlocksState;
+  /**
+   * Log position of the event that last changed or moved each block: a block row's position,
+   * the same whether the projection folded the events in one batch or in many.
+   */
+  readonly blockPositions: ReadonlyMap<string, bigint>;
   /** Log position of the last event that changed this message (its chunks or its selected child). */
   readonly position: bigint;
 }
@@ -141,7 +146,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
     const message: MessageState = {
       id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
-      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, blocks: initialMessageBlocks(data.messageId), position: event.position,
+      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, blocks: initialMessageBlocks(data.messageId), blockPositions: new Map(), position: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     return selectPathTo({ ...state, messages: new Map(state.messages).set(message.id, message), position: event.position }, message.id, event.position);
@@ -156,7 +161,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
     const message = state.messages.get(messageId);
     if (!message) return state;
-    const next: MessageState = { ...message, blocks: evolveGovernedTool(message.blocks, update, event.recordedAt), position: event.position };
+    const next = withBlocks(message, evolveGovernedTool(message.blocks, update, event.recordedAt), event.position);
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   if (event.type.startsWith('chunk.')) {
@@ -165,15 +170,26 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (!message || stored.seq !== message.chunkDigests.length + 1) return state;
     const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored as StoredChunk);
     const next: MessageState = {
-      ...message,
+      ...withBlocks(message, evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }), event.position),
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
       snapshots,
-      blocks: evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }),
-      position: event.position,
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   return state;
+}
+
+/** The message with its blocks as of `position`: each block that is new, changed or moved is stamped with it. */
+function withBlocks(message: MessageState, blocks: MessageBlocksState, position: bigint): MessageState {
+  if (blocks === message.blocks) return { ...message, position };
+  const before = message.blocks.blocks;
+  let blockPositions: Map<string, bigint> | undefined;
+  blocks.blocks.forEach((block, index) => {
+    if (before[index] === block) return;
+    blockPositions ??= new Map(message.blockPositions);
+    blockPositions.set(block.id, position);
+  });
+  return { ...message, blocks, blockPositions: blockPositions ?? message.blockPositions, position };
 }
 
 /**
