@@ -40,6 +40,11 @@ export class TestCredentials {
     return minted;
   }
 
+  /** Names a credential minted elsewhere (e.g. a JWT), so `authorization(baseUrl, name)` presents it. */
+  use(name: string, credential: string): void {
+    this.keys.set(name, Promise.resolve(credential));
+  }
+
   /** A fresh key every call (e.g. a second key of one subject). */
   async mint(name: string, { roles = ALL_ROLES_BUT_ADMIN, tenant, subject = name, expiresAt }: KeyOptions = {}): Promise<string> {
     const response = await fetch(`${this.baseUrl}/v1/admin/keys`, {
