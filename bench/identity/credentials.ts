@@ -66,7 +66,8 @@ async function main(): Promise<void> {
       path: '/v1/sessions/s/messages/m/chunks',
       headers: { authorization: `Bearer ${key}` },
     };
-    const context = { switchToHttp: () => ({ getRequest: () => request, getResponse: () => undefined }) } as unknown as ExecutionContext;
+    const http = { getRequest: () => request, getResponse: () => undefined };
+    const context = { switchToHttp: () => http } as unknown as ExecutionContext;
 
     const jwtConfig: OidcConfig = {
       issuer: idp.issuer, audience: idp.audience, jwksUrl: undefined, tenantClaim: 'tenant', rolesClaim: 'roles',
@@ -79,7 +80,11 @@ async function main(): Promise<void> {
     const secret = key.slice(-32);
     const subjects: Subject[] = [
       { name: 'no-op (awaited resolved promise)', calls: CALLS_PER_ROUND, run: () => Promise.resolve() },
-      { name: 'one SHA-256 (16 B salt + 32 B secret)', calls: CALLS_PER_ROUND, run: async () => createHash('sha256').update(salt).update(secret).digest() },
+      {
+        name: 'one SHA-256 (16 B salt + 32 B secret)',
+        calls: CALLS_PER_ROUND,
+        run: async () => createHash('sha256').update(salt).update(secret).digest(),
+      },
       { name: 'ApiKeyStore.verify, cached key', calls: CALLS_PER_ROUND, run: () => store.verify(key) },
       { name: 'AuthGuard.canActivate, cached key', calls: CALLS_PER_ROUND, run: () => guard.canActivate(context) },
       { name: 'JWT verify (ES256), key set cached', calls: JWT_CALLS_PER_ROUND, run: () => verifier.verify(token) },
@@ -91,7 +96,8 @@ async function main(): Promise<void> {
 
     const sha256 = percentile(results.get(subjects[1]!.name)!, 50);
     const micros = (value: number) => `${value.toFixed(2)} µs`;
-    console.log(`${ROUNDS} rounds of ${CALLS_PER_ROUND} calls (JWT: ${JWT_CALLS_PER_ROUND}), one at a time; Node ${process.version}`);
+    const calls = `${CALLS_PER_ROUND} calls (JWT: ${JWT_CALLS_PER_ROUND})`;
+    console.log(`${ROUNDS} rounds of ${calls}, one at a time; Node ${process.version}`);
     printTable(
       ['per request', 'median of rounds', 'slowest round', 'ratio to SHA-256'],
       subjects.map(({ name }) => {

@@ -1,9 +1,9 @@
 /**
  * Ingest through HTTP, authenticated: PRODUCERS concurrent producers, each with an API key of its
- * own (as deployed: a key per agent, so per-credential rate limits apply per producer), each stream MESSAGES realistic assistant
- * responses (thinking, text deltas of a few tokens, tool rounds) in batches of BATCH chunks, to
- * the ledger service (a separate process, as deployed) and to a naive baseline service, on the
- * same database in the same run. Prints ingest events/s, projection lag (append → visible in
+ * own (as deployed: a key per agent, so per-credential rate limits apply per producer), each
+ * streaming MESSAGES realistic assistant responses (thinking, text deltas of a few tokens, tool
+ * rounds) in batches of BATCH chunks, to the ledger service (a separate process, as deployed)
+ * and to a naive baseline service, on the same database in the same run. Prints ingest events/s, projection lag (append → visible in
  * the read model, p50/p99), rebuild events/s, and log bytes per message against the sum of the
  * snapshot lengths.
  *
@@ -65,7 +65,8 @@ async function main(): Promise<void> {
         const key = producerKeys[message % PRODUCERS]!;
         const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {}, key);
         await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' }, key);
-        const { id: messageId } = await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'assistant' }, key);
+        const messages = `${ledger.url}/v1/sessions/${sessionId}/messages`;
+        const { id: messageId } = await post(messages, { role: 'assistant' }, key);
         return { sessionId, messageId };
       }),
     );
@@ -84,7 +85,9 @@ async function main(): Promise<void> {
             const acknowledged = performance.now();
             if (from % (BATCH * 4) === 0) {
               lagProbes.push(
-                fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, { headers: bearer(key) })
+                fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, {
+                  headers: bearer(key),
+                })
                   .then((read) => {
                     if (!read.ok) throw new Error(`lag probe: ${read.status}`);
                     lags.push(performance.now() - acknowledged);
@@ -119,7 +122,9 @@ async function main(): Promise<void> {
     const logBytesPerMessage = Number(rows[0]!.bytes) / plans.length;
     const snapshotBytesPerMessage = plans.reduce((sum, plan) => sum + plan.snapshotBytes, 0) / plans.length;
 
-    console.log(`ingest over HTTP, an API key per producer: ${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0]!.chunks.length} chunks, batches of ${BATCH}; ${os.cpus().length} cores, Node ${process.version}`);
+    const shape = `${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0]!.chunks.length} chunks`;
+    const machine = `${os.cpus().length} cores, Node ${process.version}`;
+    console.log(`ingest over HTTP, an API key per producer: ${shape}, batches of ${BATCH}; ${machine}`);
     printTable(
       ['measure', 'block-ledger', 'naive service', 'ledger / naive'],
       [

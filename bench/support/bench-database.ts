@@ -53,13 +53,18 @@ export const percentile = (values: readonly number[], p: number) => [...values].
  * `npm run keys -- create` does), one per name. Made before the service starts, they also keep it
  * from writing a bootstrap admin key into the working folder.
  */
-export async function mintBenchKeys(connectionString: string, keys: readonly { name: string; roles: readonly Role[] }[]): Promise<string[]> {
+export async function mintBenchKeys(
+  connectionString: string,
+  keys: readonly { name: string; roles: readonly Role[] }[],
+): Promise<string[]> {
   const pool = new pg.Pool({ connectionString, max: 2 });
   const eventLog = await createPostgresEventLog({ connectionString });
   try {
     const store = new ApiKeyStore(pool, eventLog);
     const minted: string[] = [];
-    for (const { name, roles } of keys) minted.push((await store.create({ name, tenant: 'default', roles }, systemActor('bench'))).key);
+    for (const { name, roles } of keys) {
+      minted.push((await store.create({ name, tenant: 'default', roles }, systemActor('bench'))).key);
+    }
     return minted;
   } finally {
     await eventLog.close();
@@ -68,7 +73,8 @@ export async function mintBenchKeys(connectionString: string, keys: readonly { n
 }
 
 /** The `authorization` header of a key, or none (the naive baseline takes no credential). */
-export const bearer = (key: string | undefined): Record<string, string> => (key === undefined ? {} : { authorization: `Bearer ${key}` });
+export const bearer = (key: string | undefined): Record<string, string> =>
+  key === undefined ? {} : { authorization: `Bearer ${key}` };
 
 export async function post(url: string, body: unknown, key?: string): Promise<any> {
   const headers = { 'content-type': 'application/json', ...bearer(key) };

@@ -2,7 +2,9 @@ import path from 'node:path';
 import type { JWTPayload } from 'jose';
 import { startJwksServer, type JwksServer, type SignOptions } from '../support/jwks-server.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { call, governanceFixture, requestTool, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  call, governanceFixture, requestTool, waitForToolCall, type GovernanceFixture,
+} from '../support/governance-fixture.js';
 
 const EVERY_ROLE_BUT_ADMIN = ['producer', 'reader', 'reviewer', 'auditor'];
 
@@ -45,7 +47,7 @@ describe('bearer JWTs over HTTP', () => {
   });
 
   // First, while the service has never reached the provider: nothing about the token can be known.
-  it('answers 503 identity_provider_unavailable for a JWT while the provider is down; API keys still work', async () => {
+  it('answers 503 identity_provider_unavailable to a JWT while the provider is down; API keys work', async () => {
     idp.setAvailable(false);
     try {
       const jwt = await token('jwt-early', { tenant: 'default', roles: EVERY_ROLE_BUT_ADMIN });
@@ -65,7 +67,9 @@ describe('bearer JWTs over HTTP', () => {
     ['not yet valid', () => idp.sign({ ...roles, nbf: now() + 300 })],
     ['for another audience', () => idp.sign({ ...roles, aud: 'another-service' })],
     ['from another issuer', () => idp.sign({ ...roles, iss: 'https://issuer.example' })],
-    ['signed with a key the provider does not publish', async () => idp.sign(roles, { kid: await idp.addKey({ publish: false }) })],
+    ['signed by a key the provider does not publish',
+      async () => idp.sign(roles, { kid: await idp.addKey({ publish: false }) }),
+    ],
     ['unsigned (alg: none)', () => idp.sign(roles, { alg: 'none' })],
     ['HS256 keyed with the provider\'s public key', () => idp.sign(roles, { alg: 'HS256' })],
   ])('refuses a token %s with 401 and WWW-Authenticate: Bearer', async (_, forge) => {
@@ -83,16 +87,18 @@ describe('bearer JWTs over HTTP', () => {
     expect(await call(url(), 'GET', '/v1/tool-calls', undefined, jwt)).toMatchObject({ status: 200 });
     // A full rotation: only the new key is published, and tokens it signs verify.
     await idp.rotate();
-    expect(await call(url(), 'GET', '/v1/tool-calls', undefined, await token('jwt-after-rotation', roles))).toMatchObject({ status: 200 });
+    const rotated = await token('jwt-after-rotation', roles);
+    expect(await call(url(), 'GET', '/v1/tool-calls', undefined, rotated)).toMatchObject({ status: 200 });
   });
 
-  it('lets a valid token call what its roles allow, 403 elsewhere, and records jwt:<iss>#<sub> as the actor', async () => {
+  it('lets a valid token do what its roles allow, 403 elsewhere; the actor recorded is jwt:<iss>#<sub>', async () => {
     const producer = await token('jwt-producer', { sub: 'writer-1', tenant: 'acme', roles: ['producer'] });
     const auditor = await token('jwt-auditor', { sub: 'auditor-1', tenant: 'acme', roles: 'auditor reader' });
     const opened = await call(url(), 'POST', '/v1/sessions', { title: 'by token' }, producer);
     expect(opened.status).toBe(201);
     const sessionId = opened.body.id as string;
-    const message = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'hi' }, producer);
+    const userMessage = { role: 'user', content: 'hi' };
+    const message = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, userMessage, producer);
     expect(message.status).toBe(201);
 
     expect(await call(url(), 'GET', '/v1/tool-calls', undefined, producer)).toMatchObject({
@@ -103,7 +109,8 @@ describe('bearer JWTs over HTTP', () => {
     expect(events.status).toBe(200);
     expect(events.body.events.length).toBeGreaterThan(1);
     const recorded = events.body.events.map((event: { metadata: { actor: string; tenant: string } }) => event.metadata);
-    expect(new Set(recorded.map((metadata: { actor: string }) => metadata.actor))).toEqual(new Set([`jwt:${idp.issuer}#writer-1`]));
+    const actors = new Set(recorded.map((metadata: { actor: string }) => metadata.actor));
+    expect(actors).toEqual(new Set([`jwt:${idp.issuer}#writer-1`]));
     expect(new Set(recorded.map((metadata: { tenant: string }) => metadata.tenant))).toEqual(new Set(['acme']));
   });
 
@@ -113,7 +120,8 @@ describe('bearer JWTs over HTTP', () => {
     const opened = (await call(url(), 'POST', '/v1/sessions', { title: 'acme only' }, acme)).body;
     // Read once the read models hold the session, so a 404 below is the tenant's doing, not lag.
     const session = `/v1/sessions/${opened.id}?minPosition=${opened.position}`;
-    expect(await call(url(), 'GET', session, undefined, acme)).toMatchObject({ status: 200, body: { title: 'acme only' } });
+    const own = await call(url(), 'GET', session, undefined, acme);
+    expect(own).toMatchObject({ status: 200, body: { title: 'acme only' } });
     const missing = await call(url(), 'GET', session, undefined, globex);
     expect(missing).toMatchObject({ status: 404, body: { error: { code: 'session_not_found' } } });
     // An API key of the default tenant is another tenant too.
@@ -121,22 +129,26 @@ describe('bearer JWTs over HTTP', () => {
   });
 
   it('refuses the approval of a call to another token of the subject that requested it', async () => {
-    const requester = await token('jwt-requester', { sub: 'sod-user', tenant: 'default', roles: ['producer', 'reviewer'] });
-    const sessionId = (await call(url(), 'POST', '/v1/sessions', { title: 'governed by token' }, requester)).body.id as string;
+    const requesterClaims = { sub: 'sod-user', tenant: 'default', roles: ['producer', 'reviewer'] };
+    const requester = await token('jwt-requester', requesterClaims);
+    const opened = await call(url(), 'POST', '/v1/sessions', { title: 'governed by token' }, requester);
+    const sessionId = opened.body.id as string;
     const target = path.join(fixture.workspace, 'by-token.txt');
     const tool = { server: 'filesystem', name: 'write_file' };
-    const { toolCallId } = await requestTool(url(), sessionId, 'call_jwt', tool, { path: target, content: 'x' }, requester);
+    const args = { path: target, content: 'x' };
+    const { toolCallId } = await requestTool(url(), sessionId, 'call_jwt', tool, args, requester);
     const waiting = await waitForToolCall(url(), toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, requestedBy: `jwt:${idp.issuer}#sod-user` });
     const { argumentsSha256 } = waiting;
 
-    const sameSubject = await token('jwt-same-subject', { sub: 'sod-user', tenant: 'default', roles: ['reviewer'], jti: 'second' });
+    const sameSubject = await token('jwt-same-subject', { ...requesterClaims, roles: ['reviewer'], jti: 'second' });
     for (const who of [requester, sameSubject]) {
       const refused = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, who);
       expect(refused).toMatchObject({ status: 403, body: { error: { code: 'self_approval' } } });
     }
     const reviewer = await token('jwt-reviewer', { sub: 'other-user', tenant: 'default', roles: ['reviewer'] });
     const approved = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, reviewer);
-    expect(approved).toMatchObject({ status: 200, body: { decision: { approved: true, by: `jwt:${idp.issuer}#other-user` } } });
+    const decision = { approved: true, by: `jwt:${idp.issuer}#other-user` };
+    expect(approved).toMatchObject({ status: 200, body: { decision } });
   });
 });

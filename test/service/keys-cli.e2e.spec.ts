@@ -22,7 +22,8 @@ describe('keys on the command line', () => {
   let dataDir: string;
 
   function cli(...args: string[]): Promise<CliRun> {
-    const env = { ...process.env, DATABASE_URL: ledger.database.connectionString, LEDGER_DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+    const database = ledger.database.connectionString;
+    const env = { ...process.env, DATABASE_URL: database, LEDGER_DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
     return new Promise((resolve) => {
       execFile(process.execPath, [CLI, 'keys', ...args], { env }, (error, stdout, stderr) =>
         resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
@@ -31,7 +32,8 @@ describe('keys on the command line', () => {
   }
 
   const get = (route: string, key: string) =>
-    fetch(`${ledger.baseUrl}${route}`, { headers: { authorization: `Bearer ${key}` } }).then((response) => response.status);
+    fetch(`${ledger.baseUrl}${route}`, { headers: { authorization: `Bearer ${key}` } })
+      .then((response) => response.status);
 
   /** Actors of the events on a key's credential stream, straight from the log. */
   async function credentialEvents(keyId: string): Promise<{ type: string; actor: string }[]> {
@@ -58,13 +60,15 @@ describe('keys on the command line', () => {
   });
 
   it('creates a key the ledger accepts, lists it without its secret, and revokes it', async () => {
-    const created = await cli('create', '--tenant', 'acme', '--roles', 'producer,reader', '--name', 'ci bot', '--subject', 'ci');
+    const flags = ['--tenant', 'acme', '--roles', 'producer,reader', '--name', 'ci bot', '--subject', 'ci'];
+    const created = await cli('create', ...flags);
     expect(created).toMatchObject({ code: 0, stderr: '' });
     const lines = created.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const key = JSON.parse(lines[0]!);
     expect(key).toMatchObject({
-      name: 'ci bot', tenant: 'acme', roles: ['producer', 'reader'], subject: 'ci', createdBy: 'system:cli', revokedAt: null,
+      name: 'ci bot', tenant: 'acme', roles: ['producer', 'reader'], subject: 'ci',
+      createdBy: 'system:cli', revokedAt: null,
       key: expect.stringMatching(/^blk_[a-z0-9]{16}_[A-Za-z0-9_-]{32}$/),
     });
     expect(await credentialEvents(key.id)).toEqual([{ type: 'credential.created', actor: 'system:cli' }]);
@@ -80,7 +84,8 @@ describe('keys on the command line', () => {
 
     const listed = await cli('list', '--tenant', 'acme');
     expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout).keys).toEqual([expect.objectContaining({ id: key.id, suffix: key.key.slice(-4) })]);
+    const listedKey = expect.objectContaining({ id: key.id, suffix: key.key.slice(-4) });
+    expect(JSON.parse(listed.stdout).keys).toEqual([listedKey]);
     expect(listed.stdout).not.toContain(key.key.split('_')[2]);
 
     const revoked = await cli('revoke', key.id);
@@ -104,7 +109,10 @@ describe('keys on the command line', () => {
       [['create', '--tenant', 'acme', '--roles', 'reader,superuser'], '--roles: '],
       [['create', '--tenant', 'Not A Tenant', '--roles', 'reader'], '--tenant: '],
       [['create', '--tenant', 'acme', '--roles', 'reader', '--expires-at', 'tomorrow'], '--expires-at: '],
-      [['create', '--tenant', 'acme', '--roles', 'reader', '--expires-at', '2001-01-01T00:00:00Z'], '--expires-at: must be in the future'],
+      [
+        ['create', '--tenant', 'acme', '--roles', 'reader', '--expires-at', '2001-01-01T00:00:00Z'],
+        '--expires-at: must be in the future',
+      ],
       [['create', '--tenant', 'acme', '--roles', 'reader', '--role', 'admin'], "Unknown option '--role'"],
       [['revoke'], 'expected one <key id>'],
     ];

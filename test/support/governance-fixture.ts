@@ -83,11 +83,17 @@ export async function governanceFixture({ policy = [] }: { policy?: readonly str
 
 /** A producer's turn that hands one tool call to the ledger: an assistant message whose chunks announce it with `mcp_tool_pending`. */
 export async function requestTool(
-  baseUrl: string, sessionId: string, toolId: string, tool: { server: string; name: string }, args: unknown, who = PRODUCER,
+  baseUrl: string,
+  sessionId: string,
+  toolId: string,
+  tool: { server: string; name: string },
+  args: unknown,
+  who = PRODUCER,
 ) {
-  await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: `please run ${tool.name}` }, who);
-  const assistant = { role: 'assistant', model: 'test-model' };
-  const messageId = (await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages`, assistant, who)).body.id as string;
+  const messages = `/v1/sessions/${sessionId}/messages`;
+  await call(baseUrl, 'POST', messages, { role: 'user', content: `please run ${tool.name}` }, who);
+  const assistant = await call(baseUrl, 'POST', messages, { role: 'assistant', model: 'test-model' }, who);
+  const messageId = assistant.body.id as string;
   const chunksSentAt = performance.now();
   const posted = await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
     { seq: 1, type: 'llm_response_created' },

@@ -45,7 +45,8 @@ async function main(args: readonly string[]): Promise<void> {
 async function rebuild(pool: pg.Pool, eventLog: EventLog): Promise<void> {
   for (const { name, result } of await rebuildReadModels(pool, eventLog)) {
     const durationMs = Math.round(result.durationMs);
-    console.log(JSON.stringify({ rebuilt: name, events: result.events, position: Number(result.position), durationMs }));
+    const position = Number(result.position);
+    console.log(JSON.stringify({ rebuilt: name, events: result.events, position, durationMs }));
   }
 }
 
@@ -59,7 +60,9 @@ function keysCommand(args: readonly string[]): (pool: pg.Pool, eventLog: EventLo
     });
     const tenant = values.tenant;
     if (tenant === undefined) throw new StartupError('--tenant is required');
-    if (values.roles === undefined) throw new StartupError('--roles is required (comma-separated, e.g. producer,reader)');
+    if (values.roles === undefined) {
+      throw new StartupError('--roles is required (comma-separated, e.g. producer,reader)');
+    }
     const input = newKey({
       name: values.name ?? 'cli',
       tenant,
@@ -112,14 +115,18 @@ function newKey(input: Record<string, unknown>): ReturnType<typeof parseNewKey> 
       throw new StartupError(`${FLAG_OF_FIELD[String(issue.path[0])] ?? String(issue.path[0])}: ${issue.message}`);
     }
     if (error instanceof ApiError) {
-      throw new StartupError(`${FLAG_OF_FIELD[error.field ?? ''] ?? error.field}: ${error.message.replace(/^\w+: /, '')}`);
+      const flag = FLAG_OF_FIELD[error.field ?? ''] ?? error.field;
+      throw new StartupError(`${flag}: ${error.message.replace(/^\w+: /, '')}`);
     }
     throw error;
   }
 }
 
 /** The service's storage, as its configuration names it: the log, a pool on the read models, migrated. */
-async function withStorage(config: LedgerConfig, work: (pool: pg.Pool, eventLog: EventLog) => Promise<void>): Promise<void> {
+async function withStorage(
+  config: LedgerConfig,
+  work: (pool: pg.Pool, eventLog: EventLog) => Promise<void>,
+): Promise<void> {
   const database: EmbeddedDatabase = config.databaseUrl
     ? { connectionString: config.databaseUrl, adopted: true, stop: async () => undefined }
     : await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
