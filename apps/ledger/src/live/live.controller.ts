@@ -12,7 +12,12 @@ import { LiveHub } from './live-hub.js';
 import { SseStream } from './sse-stream.js';
 
 const position = z.string().regex(/^\d+$/, 'must be a log position (a non-negative integer)').transform((value) => BigInt(value));
-const prefixes = z.string().max(2_000).transform((value) => value.split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix !== ''));
+/** Comma-separated prefixes; none given (`?types=`) filters nothing, rather than everything out. */
+const prefixes = z
+  .string()
+  .max(2_000)
+  .transform((value) => value.split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix !== ''))
+  .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
 const sessionLiveQuery = z.object({ from: position.optional() });
 const eventsLiveQuery = z.object({ from: position.optional(), types: prefixes.optional(), streams: prefixes.optional() });
