@@ -1,3 +1,6 @@
+import path from 'node:path';
+import { governedToolCallId } from '#core';
+import { governanceFixture, type GovernanceFixture } from '../support/governance-fixture.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { eventually, probe } from '../support/probe.js';
 import { connectSse, type SseConnection } from '../support/sse-client.js';
@@ -14,6 +17,7 @@ const otherThan = (tenant: Tenant): Tenant => (tenant === 'default' ? 'acme' : '
 const onlyOf = (tenant: Tenant) => `${tenant}-only`;
 
 describe('tenants with the same client ids', () => {
+  let fixture: GovernanceFixture;
   let ledger: LedgerUnderTest;
   const keys = new Map<Tenant, string>();
   const as = (tenant: Tenant, method: string, path: string, body?: unknown) =>
@@ -43,11 +47,13 @@ describe('tenants with the same client ids', () => {
   }
 
   beforeAll(async () => {
-    ledger = await startLedger();
+    fixture = await governanceFixture();
+    ledger = await startLedger(fixture.env());
     for (const tenant of TENANTS) keys.set(tenant, await ledger.credentials.key(`${tenant}-client`, { tenant }));
   });
   afterAll(async () => {
     await ledger?.close();
+    await fixture?.close();
   });
 
   it('each tenant sees only its own events on the raw feed and its session feed', async () => {
@@ -152,5 +158,53 @@ describe('tenants with the same client ids', () => {
     expect(await asAdmin('GET', '/v1/admin/keys?tenant=default')).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
     // The default tenant's key still works.
     expect((await as('default', 'GET', '/v1/tool-calls')).status).toBe(200);
+  });
+
+  it("refuses an id that would name another tenant's stream (acme/…), on every route", async () => {
+    const sid = 'acme-governed';
+    await streamSession('acme', sid);
+    // A write the guardian rates high: it waits for a reviewer of acme.
+    const acme = (method: string, route: string, body?: unknown) => as('acme', method, route, body);
+    expect((await acme('POST', `/v1/sessions/${sid}/messages`, { id: 'a2', role: 'assistant' })).status).toBe(201);
+    const target = path.join(fixture.workspace, 'acme.txt');
+    const tool = { id: 'filesystem-write_file', name: 'write_file', serverName: 'filesystem', serverId: 'filesystem' };
+    const pending = [{ seq: 1, type: 'mcp_tool_pending', responses: [{ id: 'call_1', tool, arguments: { path: target, content: 'acme' }, status: 'pending' }] }];
+    expect((await acme('POST', `/v1/sessions/${sid}/messages/a2/chunks`, pending)).status).toBe(200);
+    const toolCallId = governedToolCallId('acme', sid, 'a2', 'call_1');
+    const { argumentsSha256 } = await eventually('acme\'s tool call awaits approval', async () => {
+      const read = await acme('GET', `/v1/tool-calls/${toolCallId}`);
+      return read.body?.status === 'awaiting_approval' ? read.body : undefined;
+    });
+    const acmeEvents = async () => (await acme('GET', `/v1/sessions/${sid}/events?limit=1000`)).body.events;
+    const before = await acmeEvents();
+
+    // The default tenant names its streams without a tenant part: `session-<id>` must never be read as `session-acme/<id>`.
+    const admin = ledger.credentials.adminKey;
+    const forged = encodeURIComponent(`acme/${sid}`);
+    const forgedCall = encodeURIComponent(`acme/${toolCallId}`);
+    const calls: [string, string, unknown?, string?][] = [
+      ['GET', `/v1/sessions/${forged}`],
+      ['GET', `/v1/sessions/${forged}?at=${before.at(-1).position}`],
+      ['GET', `/v1/sessions/${forged}/tree?at=${before.at(-1).position}`],
+      ['GET', `/v1/sessions/${forged}/history?at=${before.at(-1).position}`],
+      ['GET', `/v1/sessions/${forged}/messages/a1?at=${before.at(-1).position}`],
+      ['GET', `/v1/sessions/${forged}/events`],
+      ['GET', `/v1/sessions/${forged}/live`],
+      ['POST', `/v1/sessions/${forged}/messages`, { role: 'user', content: 'slipped in' }],
+      ['POST', `/v1/sessions/${forged}/messages/a1/chunks`, [{ seq: 6, type: 'llm_response_created' }]],
+      ['POST', `/v1/sessions/${forged}/fork`, { messageId: 'a1' }],
+      ['PUT', `/v1/sessions/${forged}/selection`, { childId: 'u1' }],
+      ['POST', `/v1/sessions/${forged}/writers`, { writers: ['subject:default-client'] }, admin],
+      ['GET', `/v1/tool-calls/${forgedCall}`],
+      ['POST', `/v1/tool-calls/${forgedCall}/approve`, { argumentsSha256 }],
+    ];
+    for (const [method, route, body, credential] of calls) {
+      const answer = await probe(ledger.baseUrl, method, route, { credential: credential ?? keys.get('default'), body });
+      // Refused on the id's form alone: nothing is said about whether acme has such a session.
+      expect({ method, route, status: answer.status }).toEqual({ method, route, status: 400 });
+      expect(answer.body.error).toMatchObject({ code: 'invalid_request', field: route.includes('/tool-calls/') ? 'id' : 'sid' });
+    }
+    expect(await acmeEvents()).toEqual(before);
+    expect((await acme('GET', `/v1/tool-calls/${toolCallId}`)).body.status).toBe('awaiting_approval');
   });
 });
