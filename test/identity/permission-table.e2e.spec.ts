@@ -240,6 +240,22 @@ describe('the permission table against the live router', () => {
     expect(await otherTenantEvents()).toEqual(otherEventsBefore);
   });
 
+  it('answers HEAD as the GET route it runs: public without a credential, 401 without one elsewhere', async () => {
+    const own = resources.get(OWN)!;
+    const mismatches: string[] = [];
+    await Promise.all(Object.entries(PERMISSIONS).filter(([route]) => route.startsWith('GET ')).map(async ([route, rule]) => {
+      const example = EXAMPLES[route]!(own);
+      const url = fill(route, own, example);
+      const allowed = rule === 'public' ? undefined : roleKeys.get(rule[0]!);
+      const anonymous = await probe(ledger.baseUrl, 'HEAD', url);
+      const authenticated = await probe(ledger.baseUrl, 'HEAD', url, { credential: allowed });
+      const expected = rule === 'public' ? example.status : 401;
+      if (anonymous.status !== expected) mismatches.push(`HEAD ${route.slice(4)} without a credential: ${anonymous.status} (expected ${expected})`);
+      if (authenticated.status !== example.status) mismatches.push(`HEAD ${route.slice(4)} with ${rule === 'public' ? 'none' : rule[0]}: ${authenticated.status} (expected ${example.status})`);
+    }));
+    expect(mismatches).toEqual([]);
+  });
+
   async function otherTenantEvents(): Promise<string[]> {
     const credential = await ledger.credentials.key(`${OTHER}-setup`);
     const read = await probe(ledger.baseUrl, 'GET', `/v1/sessions/${resources.get(OTHER)!.sessionId}/events?limit=1000`, { credential });
