@@ -100,14 +100,14 @@ describe('the actor is the credential, and refusals are counted', () => {
   });
 });
 
-describe('per-credential limits', () => {
+describe('per-credential request rate', () => {
   let ledger: LedgerUnderTest;
   let metricsReader: string;
   beforeAll(async () => {
     // A window long enough that no budget refills during the test.
-    ledger = await startLedger({ LEDGER_RATE_LIMIT: '5', LEDGER_RATE_LIMIT_WINDOW_MS: '3600000', LEDGER_LIVE_MAX_PER_CREDENTIAL: '2' });
+    ledger = await startLedger({ LEDGER_RATE_LIMIT: '5', LEDGER_RATE_LIMIT_WINDOW_MS: '3600000' });
     // Every key up front: minting spends the bootstrap admin's own budget of five.
-    for (const name of ['limited', 'unhurried', 'watcher', 'another-watcher']) await ledger.credentials.key(name);
+    for (const name of ['limited', 'unhurried']) await ledger.credentials.key(name);
     metricsReader = await ledger.credentials.key('metrics-reader', { roles: ['admin'] });
   });
   afterAll(async () => {
@@ -125,6 +125,16 @@ describe('per-credential limits', () => {
     expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: other })).status).toBe(200);
     expect(growth(before, await refusals(ledger, metricsReader))).toEqual({ '429 rate': 1 });
   });
+});
+
+describe('live connections per credential', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_LIVE_MAX_PER_CREDENTIAL: '2' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
 
   it('refuses a credential its third live connection while another credential still connects', async () => {
     const watcher = await ledger.credentials.key('watcher');
@@ -136,6 +146,32 @@ describe('per-credential limits', () => {
       const another = connectSse(`${ledger.baseUrl}/v1/events/live`, { key: await ledger.credentials.key('another-watcher') });
       feeds.push(another);
       expect((await another.opened).status).toBe(200);
+    } finally {
+      for (const feed of feeds) feed.close();
+    }
+  });
+
+  it('holds the cap when a credential opens several session feeds at once', async () => {
+    const credential = await ledger.credentials.key('eager');
+    const sessionId = (await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential, body: {} })).body.id;
+    const feeds = Array.from({ length: 4 }, () => connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { key: credential }));
+    try {
+      const statuses = await Promise.all(feeds.map(async (feed) => (await feed.opened).status));
+      expect(statuses.sort()).toEqual([200, 200, 429, 429]);
+    } finally {
+      for (const feed of feeds) feed.close();
+    }
+  });
+
+  it('counts no connection for a feed that did not open', async () => {
+    const credential = await ledger.credentials.key('seeker');
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      expect((await probe(ledger.baseUrl, 'GET', '/v1/sessions/no-such-session/live', { credential })).status).toBe(404);
+    }
+    const sessionId = (await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential, body: {} })).body.id;
+    const feeds = [0, 1].map(() => connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { key: credential }));
+    try {
+      expect(await Promise.all(feeds.map(async (feed) => (await feed.opened).status))).toEqual([200, 200]);
     } finally {
       for (const feed of feeds) feed.close();
     }
