@@ -68,6 +68,8 @@ describe('tenants with the same client ids', () => {
     const positions = new Map<Tenant, number>();
     for (const tenant of TENANTS) positions.set(tenant, await streamSession(tenant, SHARED_ID));
     const sessionFeeds = new Map(TENANTS.map((tenant) => [tenant, connectSse(`${ledger.baseUrl}/v1/sessions/${SHARED_ID}/live`, { key: keys.get(tenant) })]));
+    // Credentials are audited in their tenant's log too.
+    await ledger.credentials.mint('acme-late', { tenant: 'acme', roles: ['reader'] });
     // Each tenant writes once more after both have written: a feed that shows its marker has passed every event before it.
     const markers = new Map<Tenant, number>();
     for (const tenant of TENANTS) {
@@ -81,11 +83,14 @@ describe('tenants with the same client ids', () => {
       const elsewhere = secretOf(otherThan(tenant));
       const own = await as(tenant, 'GET', `/v1/sessions/${SHARED_ID}/events?limit=1000`);
       const ownPositions = own.body.events.map((event: { position: number }) => String(event.position));
-      for (const feed of feeds.get(tenant)!) {
+      for (const [index, feed] of feeds.get(tenant)!.entries()) {
         await eventually(`${tenant}'s raw feed reaches its marker`, async () => (feed.lastEventId() === String(markers.get(tenant)) ? true : undefined));
         expect(feed.events.every((event) => event.data.metadata.tenant === tenant)).toBe(true);
         expect(JSON.stringify(feed.events)).not.toContain(elsewhere);
         expect(ownPositions.every((position: string) => feed.events.some((event) => event.id === position))).toBe(true);
+        const credentialEvents = feed.events.filter((event) => event.data.type === 'credential.created');
+        const unfiltered = index === 0;
+        expect(credentialEvents.map((event) => event.data.data.name)).toEqual(tenant === 'acme' && unfiltered ? ['acme-late'] : []);
       }
       const sessionFeed = sessionFeeds.get(tenant)!;
       expect((await sessionFeed.opened).status).toBe(200);
