@@ -57,7 +57,9 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'POST /v1/sessions': () => ({ body: {}, status: 201 }),
   'POST /v1/sessions/:sid/messages': () => ({ body: { role: 'user', content: 'one more' }, status: 201 }),
   // The same chunk again: accepted as a duplicate, so every allowed call answers alike.
-  'POST /v1/sessions/:sid/messages/:mid/chunks': () => ({ mid: 'a1', body: [{ seq: 1, type: 'llm_response_created' }], status: 200 }),
+  'POST /v1/sessions/:sid/messages/:mid/chunks': () => ({
+    mid: 'a1', body: [{ seq: 1, type: 'llm_response_created' }], status: 200,
+  }),
   'POST /v1/sessions/:sid/fork': () => ({ body: { messageId: 'a1' }, status: 201 }),
   'PUT /v1/sessions/:sid/messages/:mid/selection': () => ({ body: { childId: 'a1' }, status: 200 }),
   'PUT /v1/sessions/:sid/selection': () => ({ body: { childId: 'u1' }, status: 200 }),
@@ -99,7 +101,10 @@ function declaredRoutes(app: INestApplication): string[] {
 
 function fill(route: string, resources: TenantResources, example: Example): string {
   const id = route.includes('/admin/keys/') ? resources.spareKeyId : resources.toolCallId;
-  const path = route.split(' ')[1]!.replace(':sid', resources.sessionId).replace(':mid', example.mid ?? 'u1').replace(':id', id);
+  const path = route.split(' ')[1]!
+    .replace(':sid', resources.sessionId)
+    .replace(':mid', example.mid ?? 'u1')
+    .replace(':id', id);
   return `${path}${example.query ?? ''}`;
 }
 
@@ -120,7 +125,8 @@ describe('the permission table against the live router', () => {
     const credentials = ledger.credentials;
     const credential = await credentials.key(`${tenant}-setup`, { tenant });
     const producer = await credentials.key(`${tenant}-producer`, { tenant, roles: ['producer'] });
-    const as = (method: string, route: string, body?: unknown) => probe(ledger.baseUrl, method, route, { credential, body });
+    const as = (method: string, route: string, body?: unknown) =>
+      probe(ledger.baseUrl, method, route, { credential, body });
     const sessionId = `${tenant}-session`;
     const opened = await probe(ledger.baseUrl, 'POST', '/v1/sessions', {
       credential: producer, body: { id: sessionId, title: `${tenant}'s`, writers: [`subject:${tenant}-setup`] },
@@ -134,8 +140,12 @@ describe('the permission table against the live router', () => {
       [`/v1/sessions/${sessionId}/messages`, { id: 'a2', role: 'assistant' }],
       [`/v1/sessions/${sessionId}/messages/a2/chunks`, [{
         seq: 1, type: 'mcp_tool_pending', responses: [{
-          id: 'call_1', tool: { id: 'filesystem-move_file', name: 'move_file', serverName: 'filesystem', serverId: 'filesystem' },
-          arguments: { source: path.join(fixture.workspace, 'hello.txt'), destination: path.join(fixture.workspace, 'moved.txt') }, status: 'pending',
+          id: 'call_1',
+          tool: { id: 'filesystem-move_file', name: 'move_file', serverName: 'filesystem', serverId: 'filesystem' },
+          arguments: {
+            source: path.join(fixture.workspace, 'hello.txt'), destination: path.join(fixture.workspace, 'moved.txt'),
+          },
+          status: 'pending',
         }],
       }]],
     ];
@@ -154,12 +164,17 @@ describe('the permission table against the live router', () => {
     ledger = await startLedger(fixture.env());
     const credentials = ledger.credentials;
     // First, so that it has expired by the time the matrix runs.
-    const expiring = credentials.mint('expiring', { tenant: OWN, roles: ROLES, expiresAt: new Date(Date.now() + 2_000).toISOString() });
-    for (const role of ROLES) roleKeys.set(role, await credentials.key(`${OWN}-${role}`, { tenant: OWN, roles: [role] }));
+    const expiresAt = new Date(Date.now() + 2_000).toISOString();
+    const expiring = credentials.mint('expiring', { tenant: OWN, roles: ROLES, expiresAt });
+    for (const role of ROLES) {
+      roleKeys.set(role, await credentials.key(`${OWN}-${role}`, { tenant: OWN, roles: [role] }));
+    }
     resources.set(OWN, await tenantResources(OWN));
     resources.set(OTHER, await tenantResources(OTHER));
     const revoked = await credentials.mint('revoked', { tenant: OWN, roles: ROLES });
-    const revocation = await probe(ledger.baseUrl, 'DELETE', `/v1/admin/keys/${keyId(revoked)}`, { credential: credentials.adminKey });
+    const revocation = await probe(ledger.baseUrl, 'DELETE', `/v1/admin/keys/${keyId(revoked)}`, {
+      credential: credentials.adminKey,
+    });
     expect(revocation.status).toBe(200);
     unauthenticated.set('no credential', {});
     unauthenticated.set('malformed', { authorization: 'Bearer not-a-credential' });
@@ -167,7 +182,8 @@ describe('the permission table against the live router', () => {
     unauthenticated.set('expired', { credential: await expiring });
     const expired = await expiring;
     await eventually('the expiring key expires', async () => {
-      const read = await probe(ledger.baseUrl, 'GET', `/v1/sessions/${resources.get(OWN)!.sessionId}`, { credential: expired });
+      const route = `/v1/sessions/${resources.get(OWN)!.sessionId}`;
+      const read = await probe(ledger.baseUrl, 'GET', route, { credential: expired });
       return read.status === 401 ? true : undefined;
     });
   });
@@ -195,7 +211,8 @@ describe('the permission table against the live router', () => {
       if (rule !== 'public') continue;
       const example = EXAMPLES[route]!(own);
       const [method] = route.split(' ');
-      const answers = await Promise.all([undefined, roleKeys.get('admin')].map((credential) => probe(ledger.baseUrl, method!, fill(route, own, example), { credential })));
+      const answers = await Promise.all([undefined, roleKeys.get('admin')].map((credential) =>
+        probe(ledger.baseUrl, method!, fill(route, own, example), { credential })));
       for (const answer of answers) {
         expect({ route, status: answer.status }).toEqual({ route, status: example.status });
         const text = JSON.stringify(answer.body);
@@ -212,9 +229,11 @@ describe('the permission table against the live router', () => {
     const check = (label: string, answer: Probed, status: number, code?: string) => {
       const problems = [
         answer.status !== status && `status ${answer.status} (expected ${status})`,
-        code !== undefined && answer.body?.error?.code !== code && `error code ${answer.body?.error?.code} (expected ${code})`,
+        code !== undefined && answer.body?.error?.code !== code
+          && `error code ${answer.body?.error?.code} (expected ${code})`,
         status >= 400 && typeof answer.body?.error?.message !== 'string' && 'no error body',
-        status === 401 && !/^Bearer\b/.test(answer.headers.get('www-authenticate') ?? '') && 'no WWW-Authenticate: Bearer',
+        status === 401 && !/^Bearer\b/.test(answer.headers.get('www-authenticate') ?? '')
+          && 'no WWW-Authenticate: Bearer',
       ].filter(Boolean);
       if (problems.length > 0) mismatches.push(`${label}: ${problems.join(', ')} ${JSON.stringify(answer.body)}`);
     };
@@ -230,9 +249,11 @@ describe('the permission table against the live router', () => {
         ...ROLES.flatMap((role) => targets.map(async ([tenant, target]) => {
           const allowed = rule.includes(role);
           const expected = !allowed ? 403 : tenant === 'own' ? example.status : 404;
-          check(`${route} as ${role} on the ${tenant} tenant`, await call(target, { credential: roleKeys.get(role) }), expected, allowed ? undefined : 'forbidden');
+          const answer = await call(target, { credential: roleKeys.get(role) });
+          check(`${route} as ${role} on the ${tenant} tenant`, answer, expected, allowed ? undefined : 'forbidden');
         })),
-        ...UNAUTHENTICATED.map(async (kind) => check(`${route} with ${kind}`, await call(own, unauthenticated.get(kind)!), 401, 'unauthenticated')),
+        ...UNAUTHENTICATED.map(async (kind) =>
+          check(`${route} with ${kind}`, await call(own, unauthenticated.get(kind)!), 401, 'unauthenticated')),
       ]);
     }
     expect(mismatches).toEqual([]);
@@ -243,22 +264,30 @@ describe('the permission table against the live router', () => {
   it('answers HEAD as the GET route it runs: public without a credential, 401 without one elsewhere', async () => {
     const own = resources.get(OWN)!;
     const mismatches: string[] = [];
-    await Promise.all(Object.entries(PERMISSIONS).filter(([route]) => route.startsWith('GET ')).map(async ([route, rule]) => {
+    const getRoutes = Object.entries(PERMISSIONS).filter(([route]) => route.startsWith('GET '));
+    await Promise.all(getRoutes.map(async ([route, rule]) => {
       const example = EXAMPLES[route]!(own);
       const url = fill(route, own, example);
       const allowed = rule === 'public' ? undefined : roleKeys.get(rule[0]!);
       const anonymous = await probe(ledger.baseUrl, 'HEAD', url);
       const authenticated = await probe(ledger.baseUrl, 'HEAD', url, { credential: allowed });
       const expected = rule === 'public' ? example.status : 401;
-      if (anonymous.status !== expected) mismatches.push(`HEAD ${route.slice(4)} without a credential: ${anonymous.status} (expected ${expected})`);
-      if (authenticated.status !== example.status) mismatches.push(`HEAD ${route.slice(4)} with ${rule === 'public' ? 'none' : rule[0]}: ${authenticated.status} (expected ${example.status})`);
+      const head = `HEAD ${route.slice(4)}`;
+      if (anonymous.status !== expected) {
+        mismatches.push(`${head} without a credential: ${anonymous.status} (expected ${expected})`);
+      }
+      if (authenticated.status !== example.status) {
+        const role = rule === 'public' ? 'none' : rule[0];
+        mismatches.push(`${head} with ${role}: ${authenticated.status} (expected ${example.status})`);
+      }
     }));
     expect(mismatches).toEqual([]);
   });
 
   async function otherTenantEvents(): Promise<string[]> {
     const credential = await ledger.credentials.key(`${OTHER}-setup`);
-    const read = await probe(ledger.baseUrl, 'GET', `/v1/sessions/${resources.get(OTHER)!.sessionId}/events?limit=1000`, { credential });
+    const route = `/v1/sessions/${resources.get(OTHER)!.sessionId}/events?limit=1000`;
+    const read = await probe(ledger.baseUrl, 'GET', route, { credential });
     expect(read.status).toBe(200);
     return read.body.events.map((event: { id: string }) => event.id);
   }

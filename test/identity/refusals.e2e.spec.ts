@@ -9,15 +9,16 @@ import { eventually, probe } from '../support/probe.js';
 import { connectSse } from '../support/sse-client.js';
 import { keyActor } from '../support/test-credentials.js';
 
-/** `ledger_http_refused_total` by `<status> <reason>`, read from /metrics as an admin (the bootstrap one unless told). */
-async function refusals(ledger: LedgerUnderTest, credential = ledger.credentials.adminKey): Promise<Map<string, number>> {
+/** `ledger_http_refused_total` by `<status> <reason>`, from /metrics as an admin (the bootstrap one unless given). */
+async function refusals(ledger: LedgerUnderTest, credential = ledger.credentials.adminKey) {
   const metrics = await probe(ledger.baseUrl, 'GET', '/metrics', { credential });
   expect(metrics.status).toBe(200);
   const counted = new Map<string, number>();
   for (const line of String(metrics.body).split('\n')) {
     const match = /^ledger_http_refused_total\{(.*)\} (\d+)$/.exec(line);
     if (!match) continue;
-    const labels = Object.fromEntries([...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]));
+    const pairs = [...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]);
+    const labels = Object.fromEntries(pairs);
     counted.set(`${labels.status} ${labels.reason}`, Number(match[2]));
   }
   return counted;
@@ -25,7 +26,8 @@ async function refusals(ledger: LedgerUnderTest, credential = ledger.credentials
 
 /** How much each count grew from `before` to `after` (only those that did). */
 function growth(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
-  return Object.fromEntries([...after].map(([key, value]) => [key, value - (before.get(key) ?? 0)]).filter(([, delta]) => delta !== 0));
+  const deltas = [...after].map(([key, value]) => [key, value - (before.get(key) ?? 0)] as const);
+  return Object.fromEntries(deltas.filter(([, delta]) => delta !== 0));
 }
 
 const keyId = (key: string) => /^blk_([a-z0-9]{16})_/.exec(key)![1]!;
@@ -45,26 +47,33 @@ describe('the actor is the credential, and refusals are counted', () => {
       probe(ledger.baseUrl, method, route, { credential, body, headers: { 'x-ledger-actor': claimed } });
     const sessionId = (await as('POST', '/v1/sessions', {}, 'system:policy')).body.id;
     await as('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' }, 'policy');
-    await as('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, [{ seq: 1, type: 'llm_response_created' }], 'system:governance-saga');
+    const chunks = [{ seq: 1, type: 'llm_response_created' }];
+    await as('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, chunks, 'system:governance-saga');
     const events = await probe(ledger.baseUrl, 'GET', `/v1/sessions/${sessionId}/events`, { credential });
     expect(events.body.events.map((event: { metadata: { actor: string } }) => event.metadata.actor)).toEqual([
       keyActor('claimant'), keyActor('claimant'), keyActor('claimant'),
     ]);
   });
 
-  it('counts missing, malformed, unknown and revoked credentials, a missing role and a refused writer in /metrics', async () => {
+  it('counts missing, malformed, unknown, revoked credentials, a missing role, a refused writer', async () => {
     const reader = await ledger.credentials.key('only-reader', { roles: ['reader'] });
     const revoked = await ledger.credentials.mint('to-revoke');
-    expect((await probe(ledger.baseUrl, 'DELETE', `/v1/admin/keys/${keyId(revoked)}`, { credential: ledger.credentials.adminKey })).status).toBe(200);
-    const owned = (await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential: await ledger.credentials.key('session-owner'), body: {} })).body.id;
+    const admin = { credential: ledger.credentials.adminKey };
+    expect((await probe(ledger.baseUrl, 'DELETE', `/v1/admin/keys/${keyId(revoked)}`, admin)).status).toBe(200);
+    const owner = await ledger.credentials.key('session-owner');
+    const owned = (await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential: owner, body: {} })).body.id;
+    const notTheOwner = await ledger.credentials.key('not-the-owner');
+    const unknown = 'blk_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
     const before = await refusals(ledger);
     const refused = [
       await probe(ledger.baseUrl, 'GET', '/v1/tool-calls'),
       await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { authorization: 'Basic dXNlcjpwYXNz' }),
-      await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: 'blk_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }),
+      await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: unknown }),
       await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: revoked }),
       await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential: reader, body: {} }),
-      await probe(ledger.baseUrl, 'POST', `/v1/sessions/${owned}/messages`, { credential: await ledger.credentials.key('not-the-owner'), body: { role: 'user' } }),
+      await probe(ledger.baseUrl, 'POST', `/v1/sessions/${owned}/messages`, {
+        credential: notTheOwner, body: { role: 'user' },
+      }),
     ];
     expect(refused.map((answer) => answer.status)).toEqual([401, 401, 401, 401, 403, 403]);
     for (const answer of refused.slice(0, 4)) {
@@ -79,15 +88,20 @@ describe('the actor is the credential, and refusals are counted', () => {
   it('refuses a revoked key within 2 s on another instance of the service', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'ledger-second-'));
     const config = loadConfig({ LOG_LEVEL: 'silent', LEDGER_DATA_DIR: dataDir });
-    const second: INestApplication = await createLedgerApp({ config, connectionString: ledger.database.connectionString });
+    const connectionString = ledger.database.connectionString;
+    const second: INestApplication = await createLedgerApp({ config, connectionString });
     try {
       await second.listen(0, '127.0.0.1');
       const secondUrl = (await second.getUrl()).replace('[::1]', '127.0.0.1');
       const doomed = await ledger.credentials.mint('doomed');
       // The second instance has verified (and cached) the key before it is revoked.
       expect((await probe(secondUrl, 'GET', '/v1/tool-calls', { credential: doomed })).status).toBe(200);
-      const revocation = await probe(ledger.baseUrl, 'DELETE', `/v1/admin/keys/${keyId(doomed)}`, { credential: ledger.credentials.adminKey });
-      expect(revocation).toMatchObject({ status: 200, body: { revokedAt: expect.any(String), revokedBy: expect.stringMatching(/^key:/) } });
+      const revocation = await probe(ledger.baseUrl, 'DELETE', `/v1/admin/keys/${keyId(doomed)}`, {
+        credential: ledger.credentials.adminKey,
+      });
+      expect(revocation).toMatchObject({
+        status: 200, body: { revokedAt: expect.any(String), revokedBy: expect.stringMatching(/^key:/) },
+      });
       expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: doomed })).status).toBe(401);
       await eventually('the second instance refuses the revoked key', async () => {
         const answer = await probe(secondUrl, 'GET', '/v1/tool-calls', { credential: doomed });
@@ -118,9 +132,13 @@ describe('per-credential request rate', () => {
     const limited = await ledger.credentials.key('limited');
     const other = await ledger.credentials.key('unhurried');
     const before = await refusals(ledger, metricsReader);
-    for (let request = 1; request <= 5; request += 1) expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: limited })).status).toBe(200);
+    for (let request = 1; request <= 5; request += 1) {
+      expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: limited })).status).toBe(200);
+    }
     const refused = await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: limited });
-    expect(refused).toMatchObject({ status: 429, body: { error: { code: 'rate_limited', message: expect.any(String) } } });
+    expect(refused).toMatchObject({
+      status: 429, body: { error: { code: 'rate_limited', message: expect.any(String) } },
+    });
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: other })).status).toBe(200);
     expect(growth(before, await refusals(ledger, metricsReader))).toEqual({ '429 rate': 1 });
@@ -138,12 +156,15 @@ describe('live connections per credential', () => {
 
   it('refuses a credential its third live connection while another credential still connects', async () => {
     const watcher = await ledger.credentials.key('watcher');
-    const feeds = [connectSse(`${ledger.baseUrl}/v1/events/live`, { key: watcher }), connectSse(`${ledger.baseUrl}/v1/events/live`, { key: watcher })];
+    const feeds = [0, 1].map(() => connectSse(`${ledger.baseUrl}/v1/events/live`, { key: watcher }));
     try {
       for (const feed of feeds) expect((await feed.opened).status).toBe(200);
       const third = await probe(ledger.baseUrl, 'GET', '/v1/events/live', { credential: watcher });
-      expect(third).toMatchObject({ status: 429, body: { error: { code: 'too_many_live_connections', message: expect.any(String) } } });
-      const another = connectSse(`${ledger.baseUrl}/v1/events/live`, { key: await ledger.credentials.key('another-watcher') });
+      expect(third).toMatchObject({
+        status: 429, body: { error: { code: 'too_many_live_connections', message: expect.any(String) } },
+      });
+      const anotherKey = await ledger.credentials.key('another-watcher');
+      const another = connectSse(`${ledger.baseUrl}/v1/events/live`, { key: anotherKey });
       feeds.push(another);
       expect((await another.opened).status).toBe(200);
     } finally {
@@ -154,7 +175,8 @@ describe('live connections per credential', () => {
   it('holds the cap when a credential opens several session feeds at once', async () => {
     const credential = await ledger.credentials.key('eager');
     const sessionId = (await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential, body: {} })).body.id;
-    const feeds = Array.from({ length: 4 }, () => connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { key: credential }));
+    const url = `${ledger.baseUrl}/v1/sessions/${sessionId}/live`;
+    const feeds = Array.from({ length: 4 }, () => connectSse(url, { key: credential }));
     try {
       const statuses = await Promise.all(feeds.map(async (feed) => (await feed.opened).status));
       expect(statuses.sort()).toEqual([200, 200, 429, 429]);
@@ -166,7 +188,8 @@ describe('live connections per credential', () => {
   it('counts no connection for a feed that did not open', async () => {
     const credential = await ledger.credentials.key('seeker');
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      expect((await probe(ledger.baseUrl, 'GET', '/v1/sessions/no-such-session/live', { credential })).status).toBe(404);
+      const refused = await probe(ledger.baseUrl, 'GET', '/v1/sessions/no-such-session/live', { credential });
+      expect(refused.status).toBe(404);
     }
     const sessionId = (await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential, body: {} })).body.id;
     const feeds = [0, 1].map(() => connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { key: credential }));

@@ -26,9 +26,11 @@ describe('who may write to a session', () => {
     const opened = await as(owner, 'POST', '/v1/sessions', { title: `${owner}'s`, ...(writers ? { writers } : {}) });
     expect(opened.status).toBe(201);
     const sessionId: string = opened.body.id;
-    expect((await as(owner, 'POST', `/v1/sessions/${sessionId}/messages`, { id: 'u1', role: 'user', content: 'hi' })).status).toBe(201);
-    expect((await as(owner, 'POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' })).status).toBe(201);
-    expect((await as(owner, 'POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, [{ seq: 1, type: 'llm_response_created' }])).status).toBe(200);
+    const messages = `/v1/sessions/${sessionId}/messages`;
+    expect((await as(owner, 'POST', messages, { id: 'u1', role: 'user', content: 'hi' })).status).toBe(201);
+    expect((await as(owner, 'POST', messages, { id: 'a1', role: 'assistant' })).status).toBe(201);
+    const chunk = { seq: 1, type: 'llm_response_created' };
+    expect((await as(owner, 'POST', `${messages}/a1/chunks`, [chunk])).status).toBe(200);
     return sessionId;
   }
 
@@ -40,20 +42,27 @@ describe('who may write to a session', () => {
     ['PUT', `/v1/sessions/${sessionId}/messages/u1/selection`, { childId: 'a1' }],
     ['PUT', `/v1/sessions/${sessionId}/selection`, { childId: 'u1' }],
   ];
-  const eventsOf = async (sessionId: string) => (await as('owner', 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events;
+  const eventsOf = async (sessionId: string) =>
+    (await as('owner', 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events;
 
-  it('refuses another producer of the tenant (403 not_a_writer) and one of another tenant (404), appending nothing', async () => {
+  it('refuses another producer of the tenant (403), one of another tenant (404), appending nothing', async () => {
     const sessionId = await ownedSession('owner');
     const before = await eventsOf(sessionId);
     for (const [method, path, body] of writes(sessionId, 2)) {
-      expect({ path, ...(await as('intruder', method, path, body)) }).toMatchObject({ path, status: 403, body: { error: { code: 'not_a_writer' } } });
-      expect({ path, ...(await as('outsider', method, path, body)) }).toMatchObject({ path, status: 404, body: { error: { code: expect.stringMatching(/not_found$/) } } });
+      expect({ path, ...(await as('intruder', method, path, body)) }).toMatchObject({
+        path, status: 403, body: { error: { code: 'not_a_writer' } },
+      });
+      expect({ path, ...(await as('outsider', method, path, body)) }).toMatchObject({
+        path, status: 404, body: { error: { code: expect.stringMatching(/not_found$/) } },
+      });
     }
     // Nor may it fork its own session into the owner's id, or open a session under it.
     const own = await ownedSession('intruder');
     const forkInto = await as('intruder', 'POST', `/v1/sessions/${own}/fork`, { messageId: 'a1', id: sessionId });
     expect(forkInto).toMatchObject({ status: 403, body: { error: { code: 'not_a_writer' } } });
-    expect(await as('intruder', 'POST', '/v1/sessions', { id: sessionId })).toMatchObject({ status: 403, body: { error: { code: 'not_a_writer' } } });
+    expect(await as('intruder', 'POST', '/v1/sessions', { id: sessionId })).toMatchObject({
+      status: 403, body: { error: { code: 'not_a_writer' } },
+    });
     // Nor may it let itself in.
     const grant = await as('intruder', 'POST', `/v1/sessions/${sessionId}/writers`, { writers: ['subject:intruder'] });
     expect(grant).toMatchObject({ status: 403, body: { error: { code: 'not_a_writer' } } });
@@ -73,7 +82,8 @@ describe('who may write to a session', () => {
     const grant = await as('owner', 'POST', `/v1/sessions/${sessionId}/writers`, { writers: ['subject:granted'] });
     expect(grant).toMatchObject({ status: 200, body: { owner: 'subject:owner', writers: ['subject:granted'] } });
     await writesAll('granted', sessionId);
-    const since = (await eventsOf(sessionId)).filter((event: { position: number }) => event.position > grant.body.position);
+    const since = (await eventsOf(sessionId))
+      .filter((event: { position: number }) => event.position > grant.body.position);
     expect(since.length).toBeGreaterThanOrEqual(2);
     for (const event of since) expect(event.metadata.actor).toEqual(keyActor('granted'));
     // A writer is not an owner: it grants no one.
@@ -83,12 +93,16 @@ describe('who may write to a session', () => {
 
   it("lets the tenant's admin grant, and takes writers given at creation", async () => {
     const granted = await ownedSession('owner');
-    expect(await as('tenant-admin', 'POST', `/v1/sessions/${granted}/writers`, { writers: ['subject:by-admin'] })).toMatchObject({ status: 200 });
+    const grant = { writers: ['subject:by-admin'] };
+    const byAdmin = await as('tenant-admin', 'POST', `/v1/sessions/${granted}/writers`, grant);
+    expect(byAdmin.status).toBe(200);
     await writesAll('by-admin', granted);
     await writesAll('from-the-start', await ownedSession('owner', ['subject:from-the-start']));
     // An admin of another tenant finds nothing to grant.
     const foreignAdmin = await ledger.credentials.key('foreign-admin', { tenant: 'elsewhere', roles: ['admin'] });
-    const foreign = await probe(ledger.baseUrl, 'POST', `/v1/sessions/${granted}/writers`, { credential: foreignAdmin, body: { writers: ['subject:x'] } });
+    const foreign = await probe(ledger.baseUrl, 'POST', `/v1/sessions/${granted}/writers`, {
+      credential: foreignAdmin, body: { writers: ['subject:x'] },
+    });
     expect(foreign).toMatchObject({ status: 404, body: { error: { code: 'session_not_found' } } });
   });
 });

@@ -67,13 +67,16 @@ describe('tenants with the same client ids', () => {
 
     const positions = new Map<Tenant, number>();
     for (const tenant of TENANTS) positions.set(tenant, await streamSession(tenant, SHARED_ID));
-    const sessionFeeds = new Map(TENANTS.map((tenant) => [tenant, connectSse(`${ledger.baseUrl}/v1/sessions/${SHARED_ID}/live`, { key: keys.get(tenant) })]));
+    const sessionFeeds = new Map(TENANTS.map((tenant) =>
+      [tenant, connectSse(`${ledger.baseUrl}/v1/sessions/${SHARED_ID}/live`, { key: keys.get(tenant) })]));
     // Credentials are audited in their tenant's log too.
     await ledger.credentials.mint('acme-late', { tenant: 'acme', roles: ['reader'] });
-    // Each tenant writes once more after both have written: a feed that shows its marker has passed every event before it.
+    // Each tenant writes once more after both have written: a feed that shows its marker has passed
+    // every event before it.
     const markers = new Map<Tenant, number>();
     for (const tenant of TENANTS) {
-      const marker = await as(tenant, 'POST', `/v1/sessions/${SHARED_ID}/messages`, { id: 'marker', role: 'user', content: 'done' });
+      const body = { id: 'marker', role: 'user', content: 'done' };
+      const marker = await as(tenant, 'POST', `/v1/sessions/${SHARED_ID}/messages`, body);
       expect(marker.status).toBe(201);
       markers.set(tenant, marker.body.position);
     }
@@ -84,23 +87,30 @@ describe('tenants with the same client ids', () => {
       const own = await as(tenant, 'GET', `/v1/sessions/${SHARED_ID}/events?limit=1000`);
       const ownPositions = own.body.events.map((event: { position: number }) => String(event.position));
       for (const [index, feed] of feeds.get(tenant)!.entries()) {
-        await eventually(`${tenant}'s raw feed reaches its marker`, async () => (feed.lastEventId() === String(markers.get(tenant)) ? true : undefined));
+        const marker = String(markers.get(tenant));
+        const reached = async () => (feed.lastEventId() === marker ? true : undefined);
+        await eventually(`${tenant}'s raw feed reaches its marker`, reached);
         expect(feed.events.every((event) => event.data.metadata.tenant === tenant)).toBe(true);
         expect(JSON.stringify(feed.events)).not.toContain(elsewhere);
         expect(ownPositions.every((position: string) => feed.events.some((event) => event.id === position))).toBe(true);
         const credentialEvents = feed.events.filter((event) => event.data.type === 'credential.created');
         const unfiltered = index === 0;
-        expect(credentialEvents.map((event) => event.data.data.name)).toEqual(tenant === 'acme' && unfiltered ? ['acme-late'] : []);
+        const expected = tenant === 'acme' && unfiltered ? ['acme-late'] : [];
+        expect(credentialEvents.map((event) => event.data.data.name)).toEqual(expected);
       }
       const sessionFeed = sessionFeeds.get(tenant)!;
       expect((await sessionFeed.opened).status).toBe(200);
-      await eventually(`${tenant}'s session feed reaches its marker`, async () => (sessionFeed.events.some((event) => event.data.id === 'marker') ? true : undefined));
+      const sawMarker = () => sessionFeed.events.some((event) => event.data.id === 'marker');
+      await eventually(`${tenant}'s session feed reaches its marker`, async () => (sawMarker() ? true : undefined));
       expect(JSON.stringify(sessionFeed.events)).toContain(secret);
       expect(JSON.stringify(sessionFeed.events)).not.toContain(elsewhere);
 
       // The same id read now and folded as of a position where both sessions exist: always the tenant's own session.
       const bothWritten = Math.max(...positions.values());
-      const reads = [`/v1/sessions/${SHARED_ID}?minPosition=${markers.get(tenant)}`, `/v1/sessions/${SHARED_ID}?at=${bothWritten}`];
+      const reads = [
+        `/v1/sessions/${SHARED_ID}?minPosition=${markers.get(tenant)}`,
+        `/v1/sessions/${SHARED_ID}?at=${bothWritten}`,
+      ];
       for (const path of reads) {
         const read = await as(tenant, 'GET', path);
         expect({ path, status: read.status }).toEqual({ path, status: 200 });
@@ -155,12 +165,16 @@ describe('tenants with the same client ids', () => {
     const asAdmin = (method: string, path: string) => probe(ledger.baseUrl, method, path, { credential: admin });
     const defaultKeyId = /^blk_([a-z0-9]{16})_/.exec(keys.get('default')!)![1]!;
 
-    expect(await asAdmin('DELETE', `/v1/admin/keys/${defaultKeyId}`)).toMatchObject({ status: 404, body: { error: { code: 'key_not_found' } } });
+    expect(await asAdmin('DELETE', `/v1/admin/keys/${defaultKeyId}`)).toMatchObject({
+      status: 404, body: { error: { code: 'key_not_found' } },
+    });
     const listed = await asAdmin('GET', '/v1/admin/keys');
     expect(listed.status).toBe(200);
     expect(listed.body.keys.map((key: { tenant: string }) => key.tenant)).toEqual(listed.body.keys.map(() => 'acme'));
     expect(JSON.stringify(listed.body)).not.toContain(defaultKeyId);
-    expect(await asAdmin('GET', '/v1/admin/keys?tenant=default')).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
+    expect(await asAdmin('GET', '/v1/admin/keys?tenant=default')).toMatchObject({
+      status: 403, body: { error: { code: 'forbidden' } },
+    });
     // The default tenant's key still works.
     expect((await as('default', 'GET', '/v1/tool-calls')).status).toBe(200);
   });
@@ -173,7 +187,8 @@ describe('tenants with the same client ids', () => {
     expect((await acme('POST', `/v1/sessions/${sid}/messages`, { id: 'a2', role: 'assistant' })).status).toBe(201);
     const target = path.join(fixture.workspace, 'acme.txt');
     const tool = { id: 'filesystem-write_file', name: 'write_file', serverName: 'filesystem', serverId: 'filesystem' };
-    const pending = [{ seq: 1, type: 'mcp_tool_pending', responses: [{ id: 'call_1', tool, arguments: { path: target, content: 'acme' }, status: 'pending' }] }];
+    const request = { id: 'call_1', tool, arguments: { path: target, content: 'acme' }, status: 'pending' };
+    const pending = [{ seq: 1, type: 'mcp_tool_pending', responses: [request] }];
     expect((await acme('POST', `/v1/sessions/${sid}/messages/a2/chunks`, pending)).status).toBe(200);
     const toolCallId = governedToolCallId('acme', sid, 'a2', 'call_1');
     const { argumentsSha256 } = await eventually('acme\'s tool call awaits approval', async () => {
@@ -183,7 +198,8 @@ describe('tenants with the same client ids', () => {
     const acmeEvents = async () => (await acme('GET', `/v1/sessions/${sid}/events?limit=1000`)).body.events;
     const before = await acmeEvents();
 
-    // The default tenant names its streams without a tenant part: `session-<id>` must never be read as `session-acme/<id>`.
+    // The default tenant names its streams without a tenant part: `session-<id>` must never be read
+    // as `session-acme/<id>`.
     const admin = ledger.credentials.adminKey;
     const forged = encodeURIComponent(`acme/${sid}`);
     const forgedCall = encodeURIComponent(`acme/${toolCallId}`);
@@ -204,10 +220,12 @@ describe('tenants with the same client ids', () => {
       ['POST', `/v1/tool-calls/${forgedCall}/approve`, { argumentsSha256 }],
     ];
     for (const [method, route, body, credential] of calls) {
-      const answer = await probe(ledger.baseUrl, method, route, { credential: credential ?? keys.get('default'), body });
+      const options = { credential: credential ?? keys.get('default'), body };
+      const answer = await probe(ledger.baseUrl, method, route, options);
       // Refused on the id's form alone: nothing is said about whether acme has such a session.
       expect({ method, route, status: answer.status }).toEqual({ method, route, status: 400 });
-      expect(answer.body.error).toMatchObject({ code: 'invalid_request', field: route.includes('/tool-calls/') ? 'id' : 'sid' });
+      const field = route.includes('/tool-calls/') ? 'id' : 'sid';
+      expect(answer.body.error).toMatchObject({ code: 'invalid_request', field });
     }
     expect(await acmeEvents()).toEqual(before);
     expect((await acme('GET', `/v1/tool-calls/${toolCallId}`)).body.status).toBe('awaiting_approval');

@@ -18,17 +18,19 @@ export interface ProbeOptions {
  * One HTTP request with exactly the credential given (or none). An event stream that opens is
  * closed as soon as its status is known, so SSE routes probe like any other.
  */
-export async function probe(baseUrl: string, method: string, path: string, options: ProbeOptions = {}): Promise<Probed> {
-  const authorization = options.authorization ?? (options.credential === undefined ? undefined : `Bearer ${options.credential}`);
+export async function probe(
+  baseUrl: string, method: string, path: string, options: ProbeOptions = {},
+): Promise<Probed> {
+  const bearer = options.credential === undefined ? undefined : `Bearer ${options.credential}`;
+  const authorization = options.authorization ?? bearer;
   const headers: Record<string, string> = {
     ...(authorization === undefined ? {} : { authorization }),
     ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
     ...options.headers,
   };
   const controller = new AbortController();
-  const response = await fetch(`${baseUrl}${path}`, {
-    method, headers, signal: controller.signal, body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, signal: controller.signal, body });
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
     controller.abort();
     return { status: response.status, headers: response.headers, body: undefined };

@@ -16,6 +16,7 @@ export class PathIdsPipe implements PipeTransform {
     if (metadata.type !== 'param' || metadata.data === undefined) return value;
     if (typeof value === 'string' && value.length <= ID_MAX_LENGTH && ID_CHARACTERS.test(value)) return value;
     const field = metadata.data;
-    throw new ApiError(400, 'invalid_request', `${field}: letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`, field);
+    const rule = `letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`;
+    throw new ApiError(400, 'invalid_request', `${field}: ${rule}`, field);
   }
 }

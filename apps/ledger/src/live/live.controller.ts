@@ -51,7 +51,8 @@ export class LiveController implements BeforeApplicationShutdown {
     try {
       // A client coming from an instance that was ahead waits until this one has caught up.
       if (from !== undefined && !(await this.hub.reach(from, CATCH_UP_TIMEOUT_MS))) {
-        throw new ApiError(503, 'live_feed_behind', `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`, 'Last-Event-ID');
+        const message = `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`;
+        throw new ApiError(503, 'live_feed_behind', message, 'Last-Event-ID');
       }
       const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => {
         stream = this.open(response, from, () => {
@@ -107,7 +108,10 @@ export class LiveController implements BeforeApplicationShutdown {
     const credential = principal.credentialId;
     const cap = this.config.identity.liveConnectionsPerCredential;
     const open = this.openPerCredential.get(credential) ?? 0;
-    if (open >= cap) throw new ApiError(429, 'too_many_live_connections', `this credential has ${cap} live connections open already`, undefined, 'live_connections');
+    if (open >= cap) {
+      const message = `this credential has ${cap} live connections open already`;
+      throw new ApiError(429, 'too_many_live_connections', message, undefined, 'live_connections');
+    }
     this.openPerCredential.set(credential, open + 1);
     let released = false;
     return () => {
