@@ -8,6 +8,7 @@ import { AppModule, type AppOptions } from './app.module.js';
 import { ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
+import { PathIdsPipe } from './http/path-ids.pipe.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
@@ -23,6 +24,7 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger, countRefusal));
   app.useGlobalFilters(new ApiErrorFilter(countRefusal));
+  app.useGlobalPipes(new PathIdsPipe());
   const document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Block Ledger').setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.').setVersion('1').build());
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
