@@ -5,7 +5,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
-import { ApiErrorFilter, sendError } from './http/api-error.js';
+import { ApiError, ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
@@ -18,6 +18,12 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const limit = options.config.maxBodyBytes;
   app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
   app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));
+  // A body no parser read would reach the routes as no body at all, and most fields are optional: refuse it.
+  app.use((request: Request, _response: Response, next: NextFunction) => {
+    const carriesBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    if (!carriesBody || request.body !== undefined) return next();
+    next(new ApiError(415, 'unsupported_media_type', 'send application/json (chunks also as application/x-ndjson)', 'content-type'));
+  });
   // Body-parser failures happen before Nest routes the request: answer them in the same shape.
   const logger = new NestLogger('HTTP');
   const metrics = app.get(LedgerMetrics);
