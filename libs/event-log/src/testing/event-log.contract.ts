@@ -377,6 +377,8 @@ export function eventLogContract(
           extra.push(...writers);
           const filter = { streamPrefixes: [prefix] };
           const total = 16 * 1_000;
+          // The subscribers wait for 16,000 appends, half of them one event each: bound them by the test, not by one delivery.
+          const bound = Math.max(timeout, 100_000);
 
           const from = await log.headPosition();
           let midwayCheckpoint: bigint | undefined;
@@ -387,11 +389,11 @@ export function eventLogContract(
               if (!midway && events.length >= total / 4) {
                 midwayCheckpoint = checkpoint;
                 const remaining = total - events.length;
-                midway = collectUntil(log.subscribeToAll({ fromPosition: checkpoint, filter }), (collected) => collected.events.length >= remaining, timeout);
+                midway = collectUntil(log.subscribeToAll({ fromPosition: checkpoint, filter }), (collected) => collected.events.length >= remaining, bound);
               }
               return events.length >= total;
             },
-            timeout,
+            bound,
           );
 
           const appended = await Promise.all(
