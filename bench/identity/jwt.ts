@@ -7,7 +7,7 @@
  *   npx tsc -p tsconfig.build.json && node dist/bench/identity/jwt.js
  */
 import { importJWK, jwtVerify, type JWK } from 'jose';
-import type { OidcConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { loadConfig, type OidcConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { createJwtVerifier } from '../../apps/ledger/src/identity/jwt-verifier.js';
 import { startJwksServer, type AsymmetricAlgorithm } from '../../test/support/jwks-server.js';
 import { percentile, printTable } from '../support/bench-database.js';
@@ -28,16 +28,7 @@ async function timeEach(tokens: readonly string[], verify: (token: string) => Pr
 const rows: string[][] = [];
 for (const alg of ALGORITHMS) {
   const idp = await startJwksServer({ alg });
-  const config: OidcConfig = {
-    issuer: idp.issuer,
-    audience: idp.audience,
-    jwksUrl: undefined,
-    tenantClaim: 'tenant',
-    rolesClaim: 'roles',
-    clockSkewSeconds: 30,
-    jwksCooldownMs: 5_000,
-    jwksMaxAgeMs: 600_000,
-  };
+  const config: OidcConfig = loadConfig({ LEDGER_OIDC_ISSUER: idp.issuer, LEDGER_OIDC_AUDIENCE: idp.audience }).oidc!;
   const tokens = await Promise.all(
     Array.from({ length: TOKENS }, (_, index) => idp.sign({ sub: `u${index}`, tenant: 'acme', roles: ['producer'] })),
   );

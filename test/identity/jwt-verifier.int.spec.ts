@@ -1,4 +1,4 @@
-import type { OidcConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { loadConfig, type OidcConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import {
   createJwtVerifier,
   IdentityProviderUnavailableError,
@@ -16,15 +16,9 @@ describe('JWT verifier against a JWKS server over HTTP', () => {
     await idp?.close();
   });
 
+  // The service's defaults, as its configuration loader gives them.
   const config = (overrides: Partial<OidcConfig> = {}): OidcConfig => ({
-    issuer: idp.issuer,
-    audience: idp.audience,
-    jwksUrl: undefined,
-    tenantClaim: 'tenant',
-    rolesClaim: 'roles',
-    clockSkewSeconds: 30,
-    jwksCooldownMs: 5_000,
-    jwksMaxAgeMs: 600_000,
+    ...loadConfig({ LEDGER_OIDC_ISSUER: idp.issuer, LEDGER_OIDC_AUDIENCE: idp.audience }).oidc!,
     ...overrides,
   });
   const verifierOf = (overrides: Partial<OidcConfig> = {}) => createJwtVerifier(config(overrides));
