@@ -5,14 +5,18 @@
  *   A. SESSIONS sessions streaming at once, one SSE watcher each (and POLLERS pollers on some of them);
  *   B. WATCHERS SSE watchers of one streaming session (and one poller).
  * Each POST's text ends with a marker; a watcher's latency for a POST is when it first holds a
- * state with that marker or a later one (coalescing may skip intermediate states).
+ * state with that marker or a later one (coalescing may skip intermediate states). The producer
+ * holds a producer key; watchers and pollers hold reader keys, WATCHERS_PER_KEY to a key (the
+ * service's default cap on live connections per credential).
  *
  *   npm run bench:live
  */
 import http from 'node:http';
 import os from 'node:os';
-import { connectSse } from '../../test/support/sse-client.js';
-import { openBenchDatabase, percentile, post, printTable, startLedgerProcess } from '../support/bench-database.js';
+import { connectSse, type SseConnection } from '../../test/support/sse-client.js';
+import {
+  bearer, mintBenchKeys, openBenchDatabase, percentile, post, printTable, startLedgerProcess,
+} from '../support/bench-database.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 1_000);
@@ -22,6 +26,8 @@ const ROUND_MS_MANY = Number(process.env.BENCH_ROUND_MS ?? 4_000);
 const ROUND_MS_ONE = 1_000;
 const POLLERS = 20;
 const POLL_MS = 100;
+/** LEDGER_LIVE_MAX_PER_CREDENTIAL's default. */
+const WATCHERS_PER_KEY = 100;
 
 http.globalAgent.maxSockets = Infinity;
 
@@ -45,30 +51,51 @@ function observer(target: Target, samples: number[]) {
   };
 }
 
-async function openTarget(url: string): Promise<Target> {
-  const { id: sessionId } = await post(`${url}/v1/sessions`, {});
-  await post(`${url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' });
-  const { id: messageId } = await post(`${url}/v1/sessions/${sessionId}/messages`, { role: 'assistant' });
-  await post(`${url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [{ seq: 1, type: 'llm_response_created' }, { seq: 2, type: 'text.start' }]);
+/** The producer's key, and reader keys for watchers and pollers. */
+interface BenchKeys {
+  readonly producer: string;
+  readonly readers: readonly string[];
+}
+
+async function openTarget(url: string, key: string): Promise<Target> {
+  const { id: sessionId } = await post(`${url}/v1/sessions`, {}, key);
+  await post(`${url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' }, key);
+  const { id: messageId } = await post(`${url}/v1/sessions/${sessionId}/messages`, { role: 'assistant' }, key);
+  const opening = [{ seq: 1, type: 'llm_response_created' }, { seq: 2, type: 'text.start' }];
+  await post(`${url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`, opening, key);
   return { sessionId, messageId, sent: new Map() };
 }
 
-function watch(url: string, target: Target, samples: number[]) {
+/** The `index`-th watcher of the run, on its share of the reader keys. */
+function watch(url: string, target: Target, samples: number[], keys: BenchKeys, index: number) {
   const see = observer(target, samples);
-  return connectSse(`${url}/v1/sessions/${target.sessionId}/live`, { onEvent: (event) => event.event === 'block' && event.data.type === 'main_text' && see(event.data.content) });
+  return connectSse(`${url}/v1/sessions/${target.sessionId}/live`, {
+    key: keys.readers[Math.floor(index / WATCHERS_PER_KEY)]!,
+    onEvent: (event) => event.event === 'block' && event.data.type === 'main_text' && see(event.data.content),
+  });
 }
 
-function poll(url: string, target: Target, samples: number[]): () => void {
+/** Waits for every watcher's stream to open; a refused one (401, 429) would otherwise just see nothing. */
+async function allOpened(watchers: readonly SseConnection[]): Promise<void> {
+  for (const { status } of await Promise.all(watchers.map((watcher) => watcher.opened))) {
+    if (status !== 200) throw new Error(`a watcher was refused: HTTP ${status}`);
+  }
+}
+
+function poll(url: string, target: Target, samples: number[], keys: BenchKeys): () => void {
   const see = observer(target, samples);
+  const headers = bearer(keys.readers[0]);
   const timer = setInterval(async () => {
-    const message: any = await fetch(`${url}/v1/sessions/${target.sessionId}/messages/${target.messageId}`).then((response) => response.json()).catch(() => undefined);
+    const message: any = await fetch(`${url}/v1/sessions/${target.sessionId}/messages/${target.messageId}`, { headers })
+      .then((response) => response.json())
+      .catch(() => undefined);
     see(message?.blocks?.find((block: { type: string }) => block.type === 'main_text')?.content);
   }, POLL_MS);
   return () => clearInterval(timer);
 }
 
 /** Each target posts ROUNDS text deltas, one per roundMs, spread evenly over the round; returns each POST's time to acknowledgement. */
-async function produce(url: string, targets: readonly Target[], roundMs: number): Promise<number[]> {
+async function produce(url: string, targets: readonly Target[], roundMs: number, key: string): Promise<number[]> {
   const acks: number[] = [];
   await Promise.all(
     targets.map(async (target, index) => {
@@ -76,7 +103,8 @@ async function produce(url: string, targets: readonly Target[], roundMs: number)
       for (let round = 1; round <= ROUNDS; round += 1) {
         const started = performance.now();
         target.sent.set(round, started);
-        await post(`${url}/v1/sessions/${target.sessionId}/messages/${target.messageId}/chunks`, [{ seq: round + 2, type: 'text.delta', text: `${'word '.repeat(round * 5)}#${round}` }]);
+        const delta = { seq: round + 2, type: 'text.delta', text: `${'word '.repeat(round * 5)}#${round}` };
+        await post(`${url}/v1/sessions/${target.sessionId}/messages/${target.messageId}/chunks`, [delta], key);
         acks.push(performance.now() - started);
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, roundMs - (performance.now() - started))));
       }
@@ -90,27 +118,33 @@ const summary = (samples: number[], expected: number) => [`${percentile(samples,
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_392);
+  const readerKeys = Math.ceil(Math.max(SESSIONS, WATCHERS) / WATCHERS_PER_KEY);
+  const [producer, ...readers] = await mintBenchKeys(database.connectionString, [
+    { name: 'bench producer', roles: ['producer'] },
+    ...Array.from({ length: readerKeys }, (_, index) => ({ name: `bench watcher ${index}`, roles: ['reader'] as const })),
+  ]);
+  const keys: BenchKeys = { producer: producer!, readers };
   const ledger = await startLedgerProcess(database.connectionString);
   try {
     // A: many sessions, one watcher each; pollers on the first POLLERS of them.
-    const targets = await Promise.all(Array.from({ length: SESSIONS }, () => openTarget(ledger.url)));
+    const targets = await Promise.all(Array.from({ length: SESSIONS }, () => openTarget(ledger.url, keys.producer)));
     const sseA: number[] = [];
     const pollA: number[] = [];
-    const watchers = targets.map((target) => watch(ledger.url, target, sseA));
-    await Promise.all(watchers.map((watcher) => watcher.opened));
-    const stopPolling = targets.slice(0, POLLERS).map((target) => poll(ledger.url, target, pollA));
-    const acksA = await produce(ledger.url, targets, ROUND_MS_MANY);
+    const watchers = targets.map((target, index) => watch(ledger.url, target, sseA, keys, index));
+    await allOpened(watchers);
+    const stopPolling = targets.slice(0, POLLERS).map((target) => poll(ledger.url, target, pollA, keys));
+    const acksA = await produce(ledger.url, targets, ROUND_MS_MANY, keys.producer);
     stopPolling.forEach((stop) => stop());
     watchers.forEach((watcher) => watcher.close());
 
     // B: one session, many watchers, one poller.
-    const [single] = [await openTarget(ledger.url)];
+    const [single] = [await openTarget(ledger.url, keys.producer)];
     const sseB: number[] = [];
     const pollB: number[] = [];
-    const crowd = Array.from({ length: WATCHERS }, () => watch(ledger.url, single!, sseB));
-    await Promise.all(crowd.map((watcher) => watcher.opened));
-    const stop = poll(ledger.url, single!, pollB);
-    const acksB = await produce(ledger.url, [single!], ROUND_MS_ONE);
+    const crowd = Array.from({ length: WATCHERS }, (_, index) => watch(ledger.url, single!, sseB, keys, index));
+    await allOpened(crowd);
+    const stop = poll(ledger.url, single!, pollB, keys);
+    const acksB = await produce(ledger.url, [single!], ROUND_MS_ONE, keys.producer);
     stop();
     crowd.forEach((watcher) => watcher.close());
 
