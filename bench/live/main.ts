@@ -77,9 +77,10 @@ function watch(url: string, target: Target, samples: number[], keys: BenchKeys, 
 
 /** Waits for every watcher's stream to open; a refused one (401, 429) would otherwise just see nothing. */
 async function allOpened(watchers: readonly SseConnection[]): Promise<void> {
-  for (const { status } of await Promise.all(watchers.map((watcher) => watcher.opened))) {
-    if (status !== 200) throw new Error(`a watcher was refused: HTTP ${status}`);
-  }
+  const refused = (await Promise.all(watchers.map((watcher) => watcher.opened))).find(({ status }) => status !== 200);
+  if (refused === undefined) return;
+  watchers.forEach((watcher) => watcher.close());
+  throw new Error(`a watcher was refused: HTTP ${refused.status}`);
 }
 
 function poll(url: string, target: Target, samples: number[], keys: BenchKeys): () => void {
@@ -118,7 +119,8 @@ const summary = (samples: number[], expected: number) => [`${percentile(samples,
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_392);
-  const readerKeys = Math.ceil(Math.max(SESSIONS, WATCHERS) / WATCHERS_PER_KEY);
+  // Shape B gets keys of its own: A's connections may still count against theirs while closing.
+  const readerKeys = Math.ceil(SESSIONS / WATCHERS_PER_KEY) + Math.ceil(WATCHERS / WATCHERS_PER_KEY);
   const [producer, ...readers] = await mintBenchKeys(database.connectionString, [
     { name: 'bench producer', roles: ['producer'] },
     ...Array.from({ length: readerKeys }, (_, index) => ({ name: `bench watcher ${index}`, roles: ['reader'] as const })),
@@ -141,7 +143,8 @@ async function main(): Promise<void> {
     const [single] = [await openTarget(ledger.url, keys.producer)];
     const sseB: number[] = [];
     const pollB: number[] = [];
-    const crowd = Array.from({ length: WATCHERS }, (_, index) => watch(ledger.url, single!, sseB, keys, index));
+    const firstKeyOfB = Math.ceil(SESSIONS / WATCHERS_PER_KEY) * WATCHERS_PER_KEY;
+    const crowd = Array.from({ length: WATCHERS }, (_, index) => watch(ledger.url, single!, sseB, keys, firstKeyOfB + index));
     await allOpened(crowd);
     const stop = poll(ledger.url, single!, pollB, keys);
     const acksB = await produce(ledger.url, [single!], ROUND_MS_ONE, keys.producer);
