@@ -13,7 +13,7 @@ export type AuthenticatedRequest = Request & { principal?: Principal };
  * `METHOD /path` as the router declared the route: the permission table's key. Express answers
  * HEAD with the GET route's handler, so HEAD is judged as that GET.
  */
-export function routeKey(request: Request): string {
+function routeKey(request: Request): string {
   const path = (request.route as { path?: string } | undefined)?.path ?? request.path;
   return `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
 }

@@ -33,5 +33,5 @@ export class AuthenticationError extends Error {
  * Actors of the system's own steps. Credentials always produce `key:` or `jwt:` actors, so no
  * credential can take one of these names.
  */
-export const SYSTEM_ACTOR_PREFIX = 'system:';
+const SYSTEM_ACTOR_PREFIX = 'system:';
 export const systemActor = (name: string) => `${SYSTEM_ACTOR_PREFIX}${name}`;
