@@ -63,17 +63,21 @@ const uiPart = z.discriminatedUnion('type', [
 /** `data-<name>` parts carry the application's own data. */
 const dataPart = z.object({ type: z.string().startsWith('data-'), data: z.unknown() }).passthrough();
 
-type UiPart = z.infer<typeof uiPart>;
+type UiPart = z.infer<typeof uiPart> | { readonly type: 'data' };
+
+function parsePart(event: unknown): UiPart {
+  const type = (event as { type?: unknown } | null)?.type;
+  if (typeof type !== 'string' || !type.startsWith('data-')) return parseEvent(uiPart, event);
+  parseEvent(dataPart, event);
+  return { type: 'data' };
+}
 type Step = Translation<AiSdkUiState>;
 const nothing = (state: AiSdkUiState): Step => ({ state, chunks: [] });
 
 export const aiSdkUiTranslator: Translator<AiSdkUiState> = {
   initial: { phase: 'before', finishedSteps: 0, text: undefined, reasoning: undefined, tools: {} },
   translate(state, event) {
-    const type = (event as { type?: unknown } | null)?.type;
-    if (typeof type === 'string' && type.startsWith('data-')) parseEvent(dataPart, event);
-      return afterStart(state, nothing);
-    const part = parseEvent(uiPart, event);
+    const part = parsePart(event);
     if (state.phase === 'ended') throw new DialectError('type', 'the stream has already ended');
     if (state.phase === 'failed') {
       if (part.type === 'finish-step' || part.type === 'finish') return nothing({ ...state, phase: part.type === 'finish' ? 'ended' : 'failed' });
@@ -150,6 +154,7 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
     case 'tool-output-error':
     case 'tool-output-denied':
       return completeTool(state, part);
+    case 'data':
     case 'source-url':
     case 'source-document':
     case 'file':

@@ -1,5 +1,5 @@
 import type { DialectName } from '../dialects/dialects.js';
-import { decideSession, type Decision } from '../session/session-decider.js';
+import { decideSession, type Decision, type SessionCommand } from '../session/session-decider.js';
 import { evolveSession, initialSessionState, type MessageState, type SessionEvent, type SessionState } from '../session/session-events.js';
 
 /**
@@ -21,7 +21,12 @@ export class DialectRecording {
 
   /** Decides one request's events (throws what the route would refuse with) and folds what it appends. */
   send(firstSeq: number, events: readonly unknown[]): Decision {
-    const decision = decideSession({ type: 'append_dialect_events', messageId: this.messageId, dialect: this.dialect, firstSeq, events }, this.state);
+    return this.decide({ type: 'append_dialect_events', messageId: this.messageId, dialect: this.dialect, firstSeq, events });
+  }
+
+  /** Any command against the session as recorded so far. */
+  decide(command: SessionCommand): Decision {
+    const decision = decideSession(command, this.state);
     for (const decided of decision.events) this.apply(JSON.parse(JSON.stringify(decided.event)) as SessionEvent);
     return decision;
   }
