@@ -4,6 +4,13 @@
  * Messages stream events, AI SDK UI message stream parts. Each comes with the blocks it must give
  * (in `compareBlocks` form) and the message status.
  */
+/** A stream the dialect refuses (sent as one batch from seq 1), and the field the refusal must name. */
+export interface RefusedStream {
+  readonly name: string;
+  readonly events: readonly unknown[];
+  readonly field: string;
+}
+
 export interface DialectStream {
   readonly name: string;
   readonly events: readonly unknown[];
@@ -288,4 +295,66 @@ export const AI_SDK_STREAMS: readonly DialectStream[] = [
   },
 ];
 
+const openAiFirst = completion({ role: 'assistant', content: '' });
+const openAiToolStart = (index: unknown, id = 'call_1') => completion({ tool_calls: [{ index, id, type: 'function', function: { name: 'get_weather', arguments: '' } }] });
+
+export const OPENAI_REFUSALS: readonly RefusedStream[] = [
+  { name: 'another object type', events: [{ object: 'chat.completion', choices: [] }], field: 'events[0].object' },
+  { name: 'a value that is no object', events: [42], field: 'events[0]' },
+  { name: 'a tool call index as a string', events: [openAiFirst, openAiToolStart('0')], field: 'events[1].choices[0].delta.tool_calls[0].index' },
+  { name: 'content as a number', events: [openAiFirst, completion({ content: 7 })], field: 'events[1].choices[0].delta.content' },
+  { name: 'text with a NUL character', events: [openAiFirst, completion({ content: 'a\u0000b' })], field: 'events[1].choices[0].delta.content' },
+  { name: 'two choices (n=2)', events: [{ ...openAiFirst, choices: [0, 1].map((index) => ({ index, delta: {}, finish_reason: null })) }], field: 'events[0].choices[1]' },
+  { name: 'tool call 1 before tool call 0', events: [openAiFirst, openAiToolStart(1)], field: 'events[1].choices[0].delta.tool_calls[0].index' },
+  {
+    name: 'a tool call whose first delta has no id',
+    events: [openAiFirst, completion({ tool_calls: [{ index: 0, function: { name: 'get_weather', arguments: '{}' } }] })],
+    field: 'events[1].choices[0].delta.tool_calls[0].id',
+  },
+  {
+    name: 'arguments that never complete',
+    events: [openAiFirst, openAiToolStart(0), completion({ tool_calls: [{ index: 0, function: { arguments: '{"city": "Pa' } }] }), completion({}, 'tool_calls')],
+    field: 'events[3].choices[0].finish_reason',
+  },
+  { name: 'content after the finish', events: [openAiFirst, completion({}, 'stop'), completion({ content: 'more' })], field: 'events[2].choices[0].delta' },
+  { name: '[DONE] before any chunk', events: ['[DONE]'], field: 'events[0]' },
+  { name: 'a chunk after [DONE]', events: [openAiFirst, '[DONE]', completion({ content: 'late' })], field: 'events[2]' },
+  { name: 'an error object without a message', events: [openAiFirst, { error: { type: 'server_error' } }], field: 'events[1].error.message' },
+];
+
+const anthropicTextStart = { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } };
+const anthropicToolStart = { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } };
+const inputJson = (partial: string) => ({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: partial } });
+
+export const ANTHROPIC_REFUSALS: readonly RefusedStream[] = [
+  { name: 'an unknown event type', events: [MESSAGE_START, { type: 'content_block_begin', index: 0 }], field: 'events[1].type' },
+  { name: 'an index as a string', events: [MESSAGE_START, anthropicTextStart, { type: 'content_block_delta', index: '0', delta: { type: 'text_delta', text: 'a' } }], field: 'events[2].index' },
+  { name: 'a text_delta whose text is a number', events: [MESSAGE_START, anthropicTextStart, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 1 } }], field: 'events[2].delta.text' },
+  { name: 'a content block before message_start', events: [anthropicTextStart], field: 'events[0].type' },
+  { name: 'a delta for a block never started', events: [MESSAGE_START, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'a' } }], field: 'events[1].index' },
+  { name: 'a block that skips an index', events: [MESSAGE_START, { ...anthropicTextStart, index: 1 }], field: 'events[1].index' },
+  { name: 'a text_delta into a tool_use block', events: [MESSAGE_START, anthropicToolStart, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'a' } }], field: 'events[2].delta.type' },
+  { name: 'tool input that never completes', events: [MESSAGE_START, anthropicToolStart, inputJson('{"city": "Pa'), { type: 'content_block_stop', index: 0 }], field: 'events[3].index' },
+  { name: 'tool input that is no object', events: [MESSAGE_START, anthropicToolStart, inputJson('[1, 2]'), { type: 'content_block_stop', index: 0 }], field: 'events[3].index' },
+  { name: 'message_stop while a block is open', events: [MESSAGE_START, anthropicTextStart, { type: 'message_stop' }], field: 'events[2].type' },
+  { name: 'a content block type the dialect does not take', events: [MESSAGE_START, { type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} } }], field: 'events[1].content_block.type' },
+  { name: 'an event after message_stop', events: [MESSAGE_START, { type: 'message_delta', delta: { stop_reason: 'end_turn' } }, { type: 'message_stop' }, anthropicTextStart], field: 'events[3].type' },
+];
+
+const uiStart = { type: 'start' };
+const inputStart = { type: 'tool-input-start', toolCallId: 'call_1', toolName: 'get_weather' };
+
+export const AI_SDK_REFUSALS: readonly RefusedStream[] = [
+  { name: 'an unknown part type', events: [uiStart, { type: 'text-chunk', id: 't', delta: 'a' }], field: 'events[1].type' },
+  { name: 'a delta that is no string', events: [uiStart, { type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 5 }], field: 'events[2].delta' },
+  { name: 'a text-delta for a part not open', events: [uiStart, { type: 'text-delta', id: 't', delta: 'a' }], field: 'events[1].id' },
+  { name: 'a second text part while one is open', events: [uiStart, { type: 'text-start', id: 't1' }, { type: 'text-start', id: 't2' }], field: 'events[2].id' },
+  { name: 'a tool output before its input is available', events: [uiStart, inputStart, { type: 'tool-output-available', toolCallId: 'call_1', output: 1 }], field: 'events[2].toolCallId' },
+  { name: 'tool input that never becomes available', events: [uiStart, inputStart, { type: 'finish' }], field: 'events[2].type' },
+  { name: 'a part after finish', events: [uiStart, { type: 'finish' }, { type: 'text-start', id: 't' }], field: 'events[2].type' },
+  { name: 'a second start', events: [uiStart, uiStart], field: 'events[1].type' },
+  { name: 'a tool call without its name', events: [uiStart, { type: 'tool-input-start', toolCallId: 'call_1' }], field: 'events[1].toolName' },
+];
+
 export const DIALECT_STREAMS = { openai: OPENAI_STREAMS, anthropic: ANTHROPIC_STREAMS, 'ai-sdk': AI_SDK_STREAMS } as const;
+export const DIALECT_REFUSALS = { openai: OPENAI_REFUSALS, anthropic: ANTHROPIC_REFUSALS, 'ai-sdk': AI_SDK_REFUSALS } as const;

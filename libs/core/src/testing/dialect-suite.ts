@@ -2,14 +2,8 @@ import type { DialectName } from '../dialects/dialects.js';
 import { SessionError } from '../session/session-decider.js';
 import { compareBlocks } from './block-vectors.js';
 import { DialectRecording } from './dialect-recording.js';
-import type { DialectStream } from './dialect-streams.js';
+import type { DialectStream, RefusedStream } from './dialect-streams.js';
 
-/** A stream the dialect refuses, and the field the refusal must name. */
-export interface RefusedStream {
-  readonly name: string;
-  readonly events: readonly unknown[];
-  readonly field: string;
-}
 
 /** The checks every translator passes: its streams give the expected blocks, however they are batched; bad input names its field. */
 export function describeDialect(dialect: DialectName, streams: readonly DialectStream[], refused: readonly RefusedStream[]): void {
