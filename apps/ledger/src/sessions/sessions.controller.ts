@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
+import {
+  DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf,
+} from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
-import { createMessageBody, createSessionBody, dialectQuery, forkBody, grantBody, historyQuery, pageQuery, readPointQuery, selectionBody } from './request-schemas.js';
+import {
+  createMessageBody, createSessionBody, dialectQuery, forkBody, grantBody, historyQuery, pageQuery, readPointQuery, selectionBody,
+} from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
@@ -51,20 +55,29 @@ export class SessionsController {
    */
   @Post(':sid/messages/:mid/chunks')
   @HttpCode(200)
-  async appendChunks(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query() query: unknown, @Req() request: Request, @CurrentPrincipal() principal: Principal) {
+  async appendChunks(
+    @Param('sid') sessionId: string,
+    @Param('mid') messageId: string,
+    @Query() query: unknown,
+    @Req() request: Request,
+    @CurrentPrincipal() principal: Principal,
+  ) {
     const { dialect, seq } = dialectQuery.parse(query);
+    if (dialect !== 'cherry' && !isDialectName(dialect)) {
+      const rule = `dialect ${JSON.stringify(dialect)} is not supported; use cherry, ${DIALECT_NAMES.join(', ')}`;
+      throw new ApiError(400, 'unsupported_dialect', rule, 'dialect');
+    }
     const values = batchValues(request.body);
     if (dialect === 'cherry') {
-      const { decision, position } = await this.run(principal, sessionId, { type: 'append_chunks', messageId, chunks: parseChunks(values) });
-      return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
+      const chunks = parseChunks(values);
+      return appended(await this.run(principal, sessionId, { type: 'append_chunks', messageId, chunks }));
     }
-    if (!isDialectName(dialect)) {
-      throw new ApiError(400, 'unsupported_dialect', `dialect ${JSON.stringify(dialect)} is not supported; use cherry, ${DIALECT_NAMES.join(', ')}`, 'dialect');
+    if (seq === undefined) {
+      const rule = `seq: the ${dialect} dialect needs ?seq=, the number of the first event in the body`;
+      throw new ApiError(400, 'invalid_request', rule, 'seq');
     }
-    if (seq === undefined) throw new ApiError(400, 'invalid_request', `seq: the ${dialect} dialect needs ?seq=, the number of the first event in the body`, 'seq');
     const command = { type: 'append_dialect_events' as const, messageId, dialect, firstSeq: seq, events: values };
-    const { decision, position } = await this.run(principal, sessionId, command);
-    return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
+    return appended(await this.run(principal, sessionId, command));
   }
 
   @Post(':sid/fork')
@@ -145,6 +158,10 @@ export class SessionsController {
   private run(principal: Principal, sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
     return this.commandBus.execute(new ExecuteSessionCommand({ tenant: principal.tenant, sessionId }, command, authorOf(principal)));
   }
+}
+
+function appended({ decision, position }: CommandOutcome) {
+  return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
 }
 
 function authorOf(principal: Principal) {

@@ -77,7 +77,8 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       const complete = chunk.type === 'thinking.complete';
       const changes: Partial<MessageBlock> = { content: chunk.text, status: complete ? 'success' : 'streaming', ...(chunk.thinking_millsec === undefined ? {} : { thinking_millsec: chunk.thinking_millsec }) };
       const signature = chunk.type === 'thinking.complete' ? chunk.signature : undefined;
-      const signed = signature === undefined ? changes : { ...changes, metadata: { ...blockOf(state, state.openThinkingId)?.metadata, signature } };
+      const metadata = { ...blockOf(state, state.openThinkingId)?.metadata, signature };
+      const signed = signature === undefined ? changes : { ...changes, metadata };
       const updated = update(state, state.openThinkingId, at, signed);
       return complete ? { ...updated, openThinkingId: undefined } : updated;
     }

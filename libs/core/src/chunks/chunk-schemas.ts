@@ -33,7 +33,11 @@ export const CHUNK_PAYLOADS = {
   'thinking.start': {},
   'thinking.delta': { text: z.string(), thinking_millsec: z.number().nonnegative().optional() },
   // `signature`: ours, not Cherry's; the provider's signature over the thinking (Anthropic), kept to send it back.
-  'thinking.complete': { text: z.string(), thinking_millsec: z.number().nonnegative().optional(), signature: z.string().optional() },
+  'thinking.complete': {
+    text: z.string(),
+    thinking_millsec: z.number().nonnegative().optional(),
+    signature: z.string().optional(),
+  },
   mcp_tool_streaming: toolChunk,
   mcp_tool_pending: toolChunk,
   mcp_tool_in_progress: toolChunk,

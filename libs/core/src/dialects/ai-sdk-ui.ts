@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { DialectError, followedBy, parseEvent, toolResponse, type Translation, type Translator, type UnnumberedChunk } from './dialect.js';
+import {
+  DialectError,
+  followedBy,
+  parseEvent,
+  toolResponse,
+  type Translation,
+  type Translator,
+  type UnnumberedChunk,
+} from './dialect.js';
 
 /**
  * AI SDK UI message stream parts (what `toUIMessageStream()` writes and `useChat` reads) → Cherry
@@ -47,13 +55,24 @@ const uiPart = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool-input-start'), toolCallId, toolName }).passthrough(),
   z.object({ type: z.literal('tool-input-delta'), toolCallId, inputTextDelta: z.string() }).passthrough(),
   z.object({ type: z.literal('tool-input-available'), toolCallId, toolName, input: z.unknown() }).passthrough(),
-  z.object({ type: z.literal('tool-input-error'), toolCallId, toolName, input: z.unknown(), errorText: z.string() }).passthrough(),
+  z
+    .object({ type: z.literal('tool-input-error'), toolCallId, toolName, input: z.unknown(), errorText: z.string() })
+    .passthrough(),
   z.object({ type: z.literal('tool-approval-request'), approvalId: z.string(), toolCallId }).passthrough(),
-  z.object({ type: z.literal('tool-output-available'), toolCallId, output: z.unknown(), preliminary: z.boolean().optional() }).passthrough(),
+  z
+    .object({
+      type: z.literal('tool-output-available'),
+      toolCallId,
+      output: z.unknown(),
+      preliminary: z.boolean().optional(),
+    })
+    .passthrough(),
   z.object({ type: z.literal('tool-output-error'), toolCallId, errorText: z.string() }).passthrough(),
   z.object({ type: z.literal('tool-output-denied'), toolCallId }).passthrough(),
   z.object({ type: z.literal('source-url'), sourceId: z.string(), url: z.string() }).passthrough(),
-  z.object({ type: z.literal('source-document'), sourceId: z.string(), mediaType: z.string(), title: z.string() }).passthrough(),
+  z
+    .object({ type: z.literal('source-document'), sourceId: z.string(), mediaType: z.string(), title: z.string() })
+    .passthrough(),
   z.object({ type: z.literal('file'), url: z.string(), mediaType: z.string() }).passthrough(),
   z.object({ type: z.literal('message-metadata'), messageMetadata: z.unknown() }).passthrough(),
   z.object({ type: z.literal('finish'), finishReason: z.string().optional() }).passthrough(),
@@ -80,7 +99,8 @@ export const aiSdkUiTranslator: Translator<AiSdkUiState> = {
     const part = parsePart(event);
     if (state.phase === 'ended') throw new DialectError('type', 'the stream has already ended');
     if (state.phase === 'failed') {
-      if (part.type === 'finish-step' || part.type === 'finish') return nothing({ ...state, phase: part.type === 'finish' ? 'ended' : 'failed' });
+      if (part.type === 'finish-step' || part.type === 'finish')
+        return nothing({ ...state, phase: part.type === 'finish' ? 'ended' : 'failed' });
       throw new DialectError('type', `${part.type} after an error part; only finish-step and finish may follow`);
     }
     if (part.type === 'start') {
@@ -95,7 +115,10 @@ export const aiSdkUiTranslator: Translator<AiSdkUiState> = {
 /** A stream written with `sendStart: false` starts at its first part. */
 function afterStart(state: AiSdkUiState, translate: (state: AiSdkUiState) => Step): Step {
   if (state.phase !== 'before') return translate(state);
-  return followedBy({ state: { ...state, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] }, translate({ ...state, phase: 'streaming' }));
+  return followedBy(
+    { state: { ...state, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] },
+    translate({ ...state, phase: 'streaming' }),
+  );
 }
 
 function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start' }>): Step {
@@ -116,33 +139,54 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
     case 'reasoning-delta': {
       const kind = part.type === 'text-delta' ? 'text' : 'reasoning';
       const text = openPart(state, kind, part.id).text + part.delta;
-      return { state: { ...state, [kind]: { id: part.id, text } }, chunks: [{ type: kind === 'text' ? 'text.delta' : 'thinking.delta', text }] };
+      return {
+        state: { ...state, [kind]: { id: part.id, text } },
+        chunks: [{ type: kind === 'text' ? 'text.delta' : 'thinking.delta', text }],
+      };
     }
     case 'text-end':
     case 'reasoning-end': {
       const kind = part.type === 'text-end' ? 'text' : 'reasoning';
       const { text } = openPart(state, kind, part.id);
-      return { state: { ...state, [kind]: undefined }, chunks: [{ type: kind === 'text' ? 'text.complete' : 'thinking.complete', text }] };
+      return {
+        state: { ...state, [kind]: undefined },
+        chunks: [{ type: kind === 'text' ? 'text.complete' : 'thinking.complete', text }],
+      };
     }
     case 'tool-input-start': {
-      if (Object.hasOwn(state.tools, part.toolCallId)) throw new DialectError('toolCallId', `tool call ${part.toolCallId} has already started`);
+      if (Object.hasOwn(state.tools, part.toolCallId))
+        throw new DialectError('toolCallId', `tool call ${part.toolCallId} has already started`);
       const response = toolResponse(part.toolCallId, part.toolName, 'streaming', { partialArguments: '' });
-      return { state: withTool(state, part.toolCallId, { name: part.toolName, input: '', stage: 'streaming' }), chunks: [{ type: 'mcp_tool_streaming', responses: [response] }] };
+      return {
+        state: withTool(state, part.toolCallId, { name: part.toolName, input: '', stage: 'streaming' }),
+        chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+      };
     }
     case 'tool-input-delta': {
       const tool = toolIn(state, part.toolCallId, 'streaming');
       const input = tool.input + part.inputTextDelta;
       const response = toolResponse(part.toolCallId, tool.name, 'streaming', { partialArguments: input });
-      return { state: withTool(state, part.toolCallId, { ...tool, input }), chunks: [{ type: 'mcp_tool_streaming', responses: [response] }] };
+      return {
+        state: withTool(state, part.toolCallId, { ...tool, input }),
+        chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+      };
     }
     case 'tool-input-available':
     case 'tool-input-error': {
       if (Object.hasOwn(state.tools, part.toolCallId)) toolIn(state, part.toolCallId, 'streaming');
       const failed = part.type === 'tool-input-error';
       const tool: ToolCall = { name: part.toolName, input: '', stage: failed ? 'done' : 'available' };
-      const chunks: UnnumberedChunk[] = [{ type: 'mcp_tool_pending', responses: [toolResponse(part.toolCallId, part.toolName, 'pending', { arguments: part.input })] }];
+      const chunks: UnnumberedChunk[] = [
+        {
+          type: 'mcp_tool_pending',
+          responses: [toolResponse(part.toolCallId, part.toolName, 'pending', { arguments: part.input })],
+        },
+      ];
       if (part.type === 'tool-input-error') {
-        const response = toolResponse(part.toolCallId, part.toolName, 'error', { arguments: part.input, response: part.errorText });
+        const response = toolResponse(part.toolCallId, part.toolName, 'error', {
+          arguments: part.input,
+          response: part.errorText,
+        });
         chunks.push({ type: 'mcp_tool_complete', responses: [response] });
       }
       return { state: withTool(state, part.toolCallId, tool), chunks };
@@ -164,7 +208,8 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
       const open = state.text ?? state.reasoning;
       if (open) throw new DialectError('type', `finish while part ${open.id} is still open`);
       const streaming = Object.entries(state.tools).find(([, tool]) => tool.stage === 'streaming');
-      if (streaming) throw new DialectError('type', `finish while the input of tool call ${streaming[0]} never became available`);
+      if (streaming)
+        throw new DialectError('type', `finish while the input of tool call ${streaming[0]} never became available`);
       const response = part.finishReason === undefined ? {} : { finishReason: part.finishReason };
       return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'block_complete', response }] };
     }
@@ -177,7 +222,10 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
   }
 }
 
-function completeTool(state: AiSdkUiState, part: Extract<UiPart, { type: 'tool-output-available' | 'tool-output-error' | 'tool-output-denied' }>): Step {
+function completeTool(
+  state: AiSdkUiState,
+  part: Extract<UiPart, { type: 'tool-output-available' | 'tool-output-error' | 'tool-output-denied' }>,
+): Step {
   const tool = toolIn(state, part.toolCallId, 'available');
   if (part.type === 'tool-output-available' && part.preliminary) {
     const response = toolResponse(part.toolCallId, tool.name, 'invoking', { response: part.output });
@@ -189,7 +237,10 @@ function completeTool(state: AiSdkUiState, part: Extract<UiPart, { type: 'tool-o
       : part.type === 'tool-output-error'
         ? toolResponse(part.toolCallId, tool.name, 'error', { response: part.errorText })
         : toolResponse(part.toolCallId, tool.name, 'cancelled');
-  return { state: withTool(state, part.toolCallId, { ...tool, stage: 'done' }), chunks: [{ type: 'mcp_tool_complete', responses: [response] }] };
+  return {
+    state: withTool(state, part.toolCallId, { ...tool, stage: 'done' }),
+    chunks: [{ type: 'mcp_tool_complete', responses: [response] }],
+  };
 }
 
 function openPart(state: AiSdkUiState, kind: 'text' | 'reasoning', partId: string): OpenPart {
@@ -205,7 +256,11 @@ function toolIn(state: AiSdkUiState, callId: string, stage: ToolCall['stage']): 
   return tool;
 }
 
-const STAGE_NAMES = { streaming: 'still streaming its input', available: 'waiting for its output', done: 'already complete' };
+const STAGE_NAMES = {
+  streaming: 'still streaming its input',
+  available: 'waiting for its output',
+  done: 'already complete',
+};
 
 function withTool(state: AiSdkUiState, callId: string, tool: ToolCall): AiSdkUiState {
   return { ...state, tools: { ...state.tools, [callId]: tool } };

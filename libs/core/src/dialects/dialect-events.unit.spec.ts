@@ -16,17 +16,23 @@ function thrownBy(run: () => unknown): unknown {
 }
 
 describe('provider events in the log (ADR 0015)', () => {
-  it('records every provider event: the first chunk of each carries it as its source, a raw chunk stands for an event that means no chunk', () => {
+  // A raw chunk stands for an event that means no chunk, so every provider event is in the log.
+  it('records every provider event as the source of its first chunk', () => {
     const recording = new DialectRecording('anthropic');
     const decision = recording.send(1, ANTHROPIC_STREAMS[0]!.events.slice(0, 3));
-    expect(decision.events.map(({ event }) => [event.type, (event.data as { source: { seq: number; event?: unknown } }).source])).toEqual([
+    expect(
+      decision.events.map(({ event }) => [
+        event.type,
+        (event.data as { source: { seq: number; event?: unknown } }).source,
+      ]),
+    ).toEqual([
       ['chunk.llm_response_created', { dialect: 'anthropic', seq: 1, event: ANTHROPIC_STREAMS[0]!.events[0] }],
       ['chunk.text.start', { dialect: 'anthropic', seq: 2, event: ANTHROPIC_STREAMS[0]!.events[1] }],
       ['chunk.raw', { dialect: 'anthropic', seq: 3, event: { type: 'ping' } }],
     ]);
   });
 
-  it('a retried batch records nothing twice and reports its duplicates; an overlapping one appends only what is new', () => {
+  it('records a retried batch once, reporting duplicates; an overlapping one appends only what is new', () => {
     const recording = new DialectRecording('openai');
     const first = recording.send(1, events.slice(0, 3));
     expect(recording.send(1, events.slice(0, 3))).toEqual({ events: [], duplicateSeqs: [1, 2, 3] });
@@ -41,23 +47,45 @@ describe('provider events in the log (ADR 0015)', () => {
   it('refuses a repeated seq with another event (seq_conflict) and a gap (seq_gap), appending nothing', () => {
     const recording = new DialectRecording('openai');
     recording.send(1, events.slice(0, 2));
-    expect(thrownBy(() => recording.send(2, [events[2], events[3]]))).toMatchObject({ code: 'seq_conflict', field: 'events[0]' });
+    expect(thrownBy(() => recording.send(2, [events[2], events[3]]))).toMatchObject({
+      code: 'seq_conflict',
+      field: 'events[0]',
+    });
     expect(thrownBy(() => recording.send(4, [events[3]]))).toMatchObject({ code: 'seq_gap', field: 'seq' });
     expect(recording.message.dialect?.eventDigests).toHaveLength(2);
   });
 
-  it('keeps one dialect per message: Cherry chunks after provider events, or another dialect, are a dialect_conflict', () => {
+  it('keeps one dialect per message: Cherry chunks or another dialect are a dialect_conflict', () => {
     const recording = new DialectRecording('openai');
     recording.send(1, events.slice(0, 2));
     const { messageId } = recording;
-    const cherry = () => recording.decide({ type: 'append_chunks', messageId, chunks: parseChunks([{ seq: 3, type: 'raw', content: 1 }]) });
+    const cherry = () =>
+      recording.decide({
+        type: 'append_chunks',
+        messageId,
+        chunks: parseChunks([{ seq: 3, type: 'raw', content: 1 }]),
+      });
     expect(thrownBy(cherry)).toBeInstanceOf(SessionError);
     expect(thrownBy(cherry)).toMatchObject({ code: 'dialect_conflict', field: 'dialect' });
-    const anthropic = () => recording.decide({ type: 'append_dialect_events', messageId, dialect: 'anthropic', firstSeq: 3, events: [{ type: 'ping' }] });
+    const anthropic = () =>
+      recording.decide({
+        type: 'append_dialect_events',
+        messageId,
+        dialect: 'anthropic',
+        firstSeq: 3,
+        events: [{ type: 'ping' }],
+      });
     expect(thrownBy(anthropic)).toMatchObject({ code: 'dialect_conflict', field: 'dialect' });
 
     const cherryFirst = new DialectRecording('openai');
-    cherryFirst.decide({ type: 'append_chunks', messageId, chunks: parseChunks([{ seq: 1, type: 'llm_response_created' }]) });
-    expect(thrownBy(() => cherryFirst.send(1, events.slice(0, 1)))).toMatchObject({ code: 'dialect_conflict', field: 'dialect' });
+    cherryFirst.decide({
+      type: 'append_chunks',
+      messageId,
+      chunks: parseChunks([{ seq: 1, type: 'llm_response_created' }]),
+    });
+    expect(thrownBy(() => cherryFirst.send(1, events.slice(0, 1)))).toMatchObject({
+      code: 'dialect_conflict',
+      field: 'dialect',
+    });
   });
 });

@@ -6,7 +6,11 @@ import type { Chunk } from '../chunks/chunk-schemas.js';
  * stateful fold. The translators are pure and deterministic, so the ledger can rebuild a
  * translator's state by folding again the provider events it recorded (ADR 0015).
  */
-export type UnnumberedChunk = Chunk extends infer C ? (C extends Chunk ? { [K in keyof C as string extends K ? never : K extends 'seq' ? never : K]: C[K] } : never) : never;
+export type UnnumberedChunk = Chunk extends infer C
+  ? C extends Chunk
+    ? { [K in keyof C as string extends K ? never : K extends 'seq' ? never : K]: C[K] }
+    : never
+  : never;
 
 export interface Translation<State> {
   readonly state: State;
@@ -54,7 +58,9 @@ export function completeArguments(text: string): Record<string, unknown> | undef
   if (text.trim() === '') return {};
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

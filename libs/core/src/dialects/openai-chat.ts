@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { completeArguments, DialectError, followedBy, parseEvent, toolResponse, type Translation, type Translator, type UnnumberedChunk } from './dialect.js';
+import {
+  completeArguments,
+  DialectError,
+  followedBy,
+  parseEvent,
+  toolResponse,
+  type Translation,
+  type Translator,
+  type UnnumberedChunk,
+} from './dialect.js';
 
 /**
  * OpenAI Chat Completions streaming (`chat.completion.chunk` objects, the `data:` payloads of the
@@ -31,7 +40,10 @@ const toolCallDelta = z
     index: z.number().int().nonnegative(),
     id: z.string().min(1).optional(),
     type: z.literal('function').optional(),
-    function: z.object({ name: z.string().min(1).optional(), arguments: z.string().optional() }).passthrough().optional(),
+    function: z
+      .object({ name: z.string().min(1).optional(), arguments: z.string().optional() })
+      .passthrough()
+      .optional(),
   })
   .passthrough();
 
@@ -61,7 +73,9 @@ const completionChunk = z
 
 const streamError = z
   .object({
-    error: z.object({ message: z.string(), type: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() }).passthrough(),
+    error: z
+      .object({ message: z.string(), type: z.string().nullish(), code: z.union([z.string(), z.number()]).nullish() })
+      .passthrough(),
   })
   .passthrough();
 
@@ -78,7 +92,11 @@ export const openAiChatTranslator: Translator<OpenAiChatState> = {
     if (state.phase === 'ended') throw new DialectError('', 'the stream has already ended');
     if ('error' in event && !('object' in event)) {
       const { error } = parseEvent(streamError, event);
-      const failure = { name: error.type ?? 'APIError', message: error.message, ...(error.code == null ? {} : { code: error.code }) };
+      const failure = {
+        name: error.type ?? 'APIError',
+        message: error.message,
+        ...(error.code == null ? {} : { code: error.code }),
+      };
       return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'error', error: failure }] };
     }
     return translateChunk(state, parseEvent(completionChunk, event));
@@ -87,14 +105,18 @@ export const openAiChatTranslator: Translator<OpenAiChatState> = {
 
 function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step {
   let step: Step = { state: initial, chunks: [] };
-  if (initial.phase === 'before') step = { state: { ...initial, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] };
+  if (initial.phase === 'before')
+    step = { state: { ...initial, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] };
   const [choice, extra] = event.choices;
   if (extra) throw new DialectError('choices[1]', 'only one choice (n=1) is recorded');
   if (choice) {
     if (choice.index !== 0) throw new DialectError('choices[0].index', 'only choice 0 (n=1) is recorded');
     const delta = choice.delta ?? {};
-    const carriesContent = Boolean(delta.reasoning_content || delta.content || delta.refusal || delta.tool_calls?.length);
-    if (carriesContent && step.state.phase !== 'streaming') throw new DialectError('choices[0].delta', 'comes after the choice finished');
+    const carriesContent = Boolean(
+      delta.reasoning_content || delta.content || delta.refusal || delta.tool_calls?.length,
+    );
+    if (carriesContent && step.state.phase !== 'streaming')
+      throw new DialectError('choices[0].delta', 'comes after the choice finished');
     if (delta.reasoning_content) step = followedBy(step, streamReasoning(step.state, delta.reasoning_content));
     const text = (delta.content ?? '') + (delta.refusal ?? '');
     if (text) step = followedBy(step, streamText(step.state, text));
@@ -102,7 +124,8 @@ function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step 
       step = followedBy(step, streamToolCall(step.state, call, `choices[0].delta.tool_calls[${index}]`));
     });
     if (choice.finish_reason) {
-      if (step.state.phase !== 'streaming') throw new DialectError('choices[0].finish_reason', 'the choice has already finished');
+      if (step.state.phase !== 'streaming')
+        throw new DialectError('choices[0].finish_reason', 'the choice has already finished');
       step = followedBy(step, finish(step.state, choice.finish_reason));
     }
   }
@@ -133,14 +156,19 @@ function streamToolCall(state: OpenAiChatState, call: z.infer<typeof toolCallDel
     throw new DialectError(`${field}.index`, `tool call ${call.index} starts before tool call ${tools.length}`);
   }
   if (!known && !call.id) throw new DialectError(`${field}.id`, 'the first delta of a tool call carries its id');
-  if (!known && !call.function?.name) throw new DialectError(`${field}.function.name`, 'the first delta of a tool call carries its name');
-  if (known && call.id && call.id !== known.id) throw new DialectError(`${field}.id`, `tool call ${call.index} is ${known.id}, not ${call.id}`);
+  if (!known && !call.function?.name)
+    throw new DialectError(`${field}.function.name`, 'the first delta of a tool call carries its name');
+  if (known && call.id && call.id !== known.id)
+    throw new DialectError(`${field}.id`, `tool call ${call.index} is ${known.id}, not ${call.id}`);
   const tool: OpenAiTool = known
     ? { ...known, arguments: known.arguments + (call.function?.arguments ?? '') }
     : { id: call.id!, name: call.function!.name!, arguments: call.function?.arguments ?? '' };
   const next = tools.map((existing, index) => (index === call.index ? tool : existing));
   const response = toolResponse(tool.id, tool.name, 'streaming', { partialArguments: tool.arguments });
-  return followedBy(closed, { state: { ...closed.state, tools: known ? next : [...tools, tool] }, chunks: [{ type: 'mcp_tool_streaming', responses: [response] }] });
+  return followedBy(closed, {
+    state: { ...closed.state, tools: known ? next : [...tools, tool] },
+    chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+  });
 }
 
 /** The choice finished: parts close, and every tool call's arguments must now be a complete JSON object. */
@@ -149,7 +177,10 @@ function finish(state: OpenAiChatState, finishReason: string | null): Step {
   const responses = closed.state.tools.map((tool, index) => {
     const args = completeArguments(tool.arguments);
     if (!args) {
-      throw new DialectError('choices[0].finish_reason', `the arguments of tool call ${index} (${tool.id}) never became a complete JSON object`);
+      throw new DialectError(
+        'choices[0].finish_reason',
+        `the arguments of tool call ${index} (${tool.id}) never became a complete JSON object`,
+      );
     }
     return toolResponse(tool.id, tool.name, 'pending', { arguments: args });
   });

@@ -4,7 +4,10 @@ import { openAiChatTranslator } from './openai-chat.js';
 
 describeDialect('openai', OPENAI_STREAMS, OPENAI_REFUSALS);
 
-const chunk = (delta: Record<string, unknown>) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] });
+const chunk = (delta: Record<string, unknown>) => ({
+  object: 'chat.completion.chunk',
+  choices: [{ index: 0, delta, finish_reason: null }],
+});
 describe('openai translator', () => {
   it('carries the accumulated text in every text.delta (a snapshot, not an increment)', () => {
     let state = openAiChatTranslator.initial;

@@ -6,8 +6,8 @@ import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { activePath } from './branch-tree.js';
 import {
-  chunkDigest, providerEventDigest, type ChunkEventData, type ChunkSource, type MessageRole, type MessageState, type SessionEvent, type SessionEventOf,
-  type SessionState,
+  chunkDigest, providerEventDigest, type ChunkEventData, type ChunkSource, type MessageRole, type MessageState,
+  type SessionEvent, type SessionEventOf, type SessionState,
 } from './session-events.js';
 
 /**
@@ -53,7 +53,10 @@ export type SessionCommand =
    * message); each is translated into Cherry chunks, which the ledger numbers itself (ADR 0015).
    */
   | {
-      readonly type: 'append_dialect_events'; readonly messageId: string; readonly dialect: DialectName; readonly firstSeq: number;
+      readonly type: 'append_dialect_events';
+      readonly messageId: string;
+      readonly dialect: DialectName;
+      readonly firstSeq: number;
       readonly events: readonly unknown[];
     }
   /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
@@ -138,7 +141,9 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     case 'append_chunks': {
       const message = assistantMessage(state, command.messageId);
       if (message.dialect) {
-        throw new SessionError('dialect_conflict', `message ${message.id} is recorded in the ${message.dialect.name} dialect; send its events with ?dialect=${message.dialect.name}`, 'dialect');
+        const { name } = message.dialect;
+        const rule = `message ${message.id} is recorded in the ${name} dialect; send its events with ?dialect=${name}`;
+        throw new SessionError('dialect_conflict', rule, 'dialect');
       }
       const events: DecidedEvent[] = [];
       const duplicateSeqs: number[] = [];
@@ -174,7 +179,10 @@ function assistantMessage(state: SessionState, messageId: string): MessageState 
   if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
   const message = state.messages.get(messageId);
   if (!message) throw new SessionError('message_not_found', `message ${messageId} is not in this session`);
-  if (message.role !== 'assistant') throw new SessionError('not_assistant', `chunks belong to assistant messages; ${messageId} is a ${message.role} message`);
+  if (message.role !== 'assistant') {
+    const rule = `chunks belong to assistant messages; ${messageId} is a ${message.role} message`;
+    throw new SessionError('not_assistant', rule);
+  }
   return message;
 }
 
@@ -184,11 +192,15 @@ function assistantMessage(state: SessionState, messageId: string): MessageState 
  * (a `raw` chunk stands for an event that means no chunk, so every event is in the log). A
  * repeated seq with the same event is a duplicate; one bad event refuses the whole batch.
  */
-function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_dialect_events' }>, message: MessageState): Decision {
+function decideDialectEvents(
+  command: Extract<SessionCommand, { type: 'append_dialect_events' }>,
+  message: MessageState,
+): Decision {
   const { dialect, messageId } = command;
   if (message.dialect ? message.dialect.name !== dialect : message.chunkDigests.length > 0) {
     const recorded = message.dialect?.name ?? 'cherry';
-    throw new SessionError('dialect_conflict', `message ${messageId} is recorded in the ${recorded} dialect, not ${dialect}`, 'dialect');
+    const rule = `message ${messageId} is recorded in the ${recorded} dialect, not ${dialect}`;
+    throw new SessionError('dialect_conflict', rule, 'dialect');
   }
   const translator = translatorOf(dialect);
   let translatorState = message.dialect?.state ?? translator.initial;
@@ -201,15 +213,21 @@ function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_di
     const seq = command.firstSeq + index;
     const digest = providerEventDigest(providerEvent);
     if (seq <= digests.length) {
-      if (digests[seq - 1] !== digest) throw new SessionError('seq_conflict', `events[${index}]: seq ${seq} is already recorded with a different event`, `events[${index}]`);
+      if (digests[seq - 1] !== digest) {
+        const rule = `events[${index}]: seq ${seq} is already recorded with a different event`;
+        throw new SessionError('seq_conflict', rule, `events[${index}]`);
+      }
       duplicateSeqs.push(seq);
       return;
     }
-    if (seq !== digests.length + 1) throw new SessionError('seq_gap', `events[${index}]: expected seq ${digests.length + 1}, got ${seq}`, 'seq');
+    if (seq !== digests.length + 1) {
+      throw new SessionError('seq_gap', `events[${index}]: expected seq ${digests.length + 1}, got ${seq}`, 'seq');
+    }
     const translated = translateEvent(dialect, translatorState, providerEvent, index);
     translatorState = translated.state;
     digests.push(digest);
-    const chunks: readonly UnnumberedChunk[] = translated.chunks.length > 0 ? translated.chunks : [{ type: 'raw', content: null }];
+    const nothing: UnnumberedChunk = { type: 'raw', content: null };
+    const chunks = translated.chunks.length > 0 ? translated.chunks : [nothing];
     chunks.forEach((unnumbered, position) => {
       chunkSeq += 1;
       const chunk = validChunk({ seq: chunkSeq, ...unnumbered }, index);
@@ -239,8 +257,8 @@ function validChunk(value: Record<string, unknown>, index: number): Chunk {
   try {
     return parseChunk(value, index);
   } catch (error) {
-    if (error instanceof ChunkValidationError) throw invalidEvent(index, '', `translates to a ${String(value.type)} chunk whose ${error.field} ${error.rule}`);
-    throw error;
+    if (!(error instanceof ChunkValidationError)) throw error;
+    throw invalidEvent(index, '', `translates to a ${String(value.type)} chunk whose ${error.field} ${error.rule}`);
   }
 }
 

@@ -70,7 +70,7 @@ export interface ChunkSource {
   readonly event?: unknown;
 }
 
-/** A message recorded in a dialect: the translator's state after its recorded provider events, and their digests by seq - 1. */
+/** A message recorded in a dialect: the translator's state after its recorded events, their digests by seq - 1. */
 export interface DialectLog {
   readonly name: DialectName;
   readonly state: unknown;
@@ -163,7 +163,8 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
     const message: MessageState = {
       id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
-      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null, blocks: initialMessageBlocks(data.messageId), position: event.position,
+      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null,
+      blocks: initialMessageBlocks(data.messageId), position: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     return selectPathTo({ ...state, messages: new Map(state.messages).set(message.id, message), position: event.position }, message.id, event.position);

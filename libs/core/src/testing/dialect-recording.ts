@@ -1,6 +1,12 @@
 import type { DialectName } from '../dialects/dialects.js';
 import { decideSession, type Decision, type SessionCommand } from '../session/session-decider.js';
-import { evolveSession, initialSessionState, type MessageState, type SessionEvent, type SessionState } from '../session/session-events.js';
+import {
+  evolveSession,
+  initialSessionState,
+  type MessageState,
+  type SessionEvent,
+  type SessionState,
+} from '../session/session-events.js';
 
 /**
  * Records provider events the way the ledger does, without a log: each batch is decided against
@@ -15,13 +21,25 @@ export class DialectRecording {
   constructor(readonly dialect: DialectName) {
     this.state = initialSessionState;
     this.apply({ type: 'session.opened', data: { sessionId: 's-dialect', title: null, metadata: {} } });
-    this.apply({ type: 'message.created', data: { messageId: 'm-user', role: 'user', parentId: null, model: null, content: 'hi' } });
-    this.apply({ type: 'message.created', data: { messageId: this.messageId, role: 'assistant', parentId: 'm-user', model: null, content: null } });
+    this.apply({
+      type: 'message.created',
+      data: { messageId: 'm-user', role: 'user', parentId: null, model: null, content: 'hi' },
+    });
+    this.apply({
+      type: 'message.created',
+      data: { messageId: this.messageId, role: 'assistant', parentId: 'm-user', model: null, content: null },
+    });
   }
 
   /** Decides one request's events (throws what the route would refuse with) and folds what it appends. */
   send(firstSeq: number, events: readonly unknown[]): Decision {
-    return this.decide({ type: 'append_dialect_events', messageId: this.messageId, dialect: this.dialect, firstSeq, events });
+    return this.decide({
+      type: 'append_dialect_events',
+      messageId: this.messageId,
+      dialect: this.dialect,
+      firstSeq,
+      events,
+    });
   }
 
   /** Any command against the session as recorded so far. */
@@ -33,7 +51,8 @@ export class DialectRecording {
 
   /** The whole stream, `batchSize` events per request. */
   sendAll(events: readonly unknown[], batchSize = events.length): this {
-    for (let start = 0; start < events.length; start += batchSize) this.send(start + 1, events.slice(start, start + batchSize));
+    for (let start = 0; start < events.length; start += batchSize)
+      this.send(start + 1, events.slice(start, start + batchSize));
     return this;
   }
 

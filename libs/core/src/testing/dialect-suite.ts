@@ -4,9 +4,15 @@ import { compareBlocks } from './block-vectors.js';
 import { DialectRecording } from './dialect-recording.js';
 import type { DialectStream, RefusedStream } from './dialect-streams.js';
 
-
-/** The checks every translator passes: its streams give the expected blocks, however they are batched; bad input names its field. */
-export function describeDialect(dialect: DialectName, streams: readonly DialectStream[], refused: readonly RefusedStream[]): void {
+/**
+ * The checks every translator passes: its streams give the expected blocks however they are
+ * batched, and bad input is refused naming its field.
+ */
+export function describeDialect(
+  dialect: DialectName,
+  streams: readonly DialectStream[],
+  refused: readonly RefusedStream[],
+): void {
   describe.each(streams)(`${dialect}: $name`, (stream) => {
     it('gives the blocks a Cherry producer of the same answer would get', () => {
       const { message } = new DialectRecording(dialect).sendAll(stream.events);
