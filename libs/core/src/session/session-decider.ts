@@ -211,6 +211,8 @@ function decideDialectEvents(
   const duplicateSeqs: number[] = [];
   command.events.forEach((providerEvent, index) => {
     const seq = command.firstSeq + index;
+    const unstorable = findUnstorableJson(providerEvent);
+    if (unstorable) throw invalidEvent(index, fieldPath(unstorable.path), unstorable.message);
     const digest = providerEventDigest(providerEvent);
     if (seq <= digests.length) {
       if (digests[seq - 1] !== digest) {
@@ -242,8 +244,6 @@ function decideDialectEvents(
 }
 
 function translateEvent(dialect: DialectName, state: unknown, providerEvent: unknown, index: number) {
-  const unstorable = findUnstorableJson(providerEvent);
-  if (unstorable) throw invalidEvent(index, fieldPath(unstorable.path), unstorable.message);
   try {
     return translatorOf(dialect).translate(state, providerEvent);
   } catch (error) {
