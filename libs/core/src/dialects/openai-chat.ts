@@ -126,7 +126,7 @@ function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step 
     if (choice.finish_reason) {
       if (step.state.phase !== 'streaming')
         throw new DialectError('choices[0].finish_reason', 'the choice has already finished');
-      step = followedBy(step, finish(step.state, choice.finish_reason));
+      step = followedBy(step, finish(step.state, choice.finish_reason, 'choices[0].finish_reason'));
     }
   }
   if (event.usage && step.state.phase === 'finished') step = followedBy(step, complete(step.state, event.usage));
@@ -171,14 +171,17 @@ function streamToolCall(state: OpenAiChatState, call: z.infer<typeof toolCallDel
   });
 }
 
-/** The choice finished: parts close, and every tool call's arguments must now be a complete JSON object. */
-function finish(state: OpenAiChatState, finishReason: string | null): Step {
+/**
+ * The choice finished: parts close, and every tool call's arguments must now be a complete JSON
+ * object; `field` is the event's field that ended the choice, named when one is not.
+ */
+function finish(state: OpenAiChatState, finishReason: string | null, field: string): Step {
   const closed = closeParts(state);
   const responses = closed.state.tools.map((tool, index) => {
     const args = completeArguments(tool.arguments);
     if (!args) {
       throw new DialectError(
-        'choices[0].finish_reason',
+        field,
         `the arguments of tool call ${index} (${tool.id}) never became a complete JSON object`,
       );
     }
@@ -196,7 +199,7 @@ function complete(state: OpenAiChatState, usage: unknown): Step {
 function streamDone(state: OpenAiChatState): Step {
   if (state.phase === 'ended') return { state, chunks: [] };
   if (state.phase === 'before') throw new DialectError('', 'the stream ended before any chunk');
-  const finished = state.phase === 'finished' ? { state, chunks: [] } : finish(state, null);
+  const finished = state.phase === 'finished' ? { state, chunks: [] } : finish(state, null, '');
   return followedBy(finished, complete(finished.state, undefined));
 }
 

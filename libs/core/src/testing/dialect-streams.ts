@@ -449,6 +449,16 @@ export const OPENAI_REFUSALS: readonly RefusedStream[] = [
   },
   { name: '[DONE] before any chunk', events: ['[DONE]'], field: 'events[0]' },
   {
+    name: "[DONE] while a tool call's arguments are incomplete",
+    events: [
+      openAiFirst,
+      openAiToolStart(0),
+      completion({ tool_calls: [{ index: 0, function: { arguments: '{"ci' } }] }),
+      '[DONE]',
+    ],
+    field: 'events[3]',
+  },
+  {
     name: 'a chunk after [DONE]',
     events: [openAiFirst, '[DONE]', completion({ content: 'late' })],
     field: 'events[2]',
