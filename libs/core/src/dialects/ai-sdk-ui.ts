@@ -99,8 +99,9 @@ export const aiSdkUiTranslator: Translator<AiSdkUiState> = {
     const part = parsePart(event);
     if (state.phase === 'ended') throw new DialectError('type', 'the stream has already ended');
     if (state.phase === 'failed') {
-      if (part.type === 'finish-step' || part.type === 'finish')
+      if (part.type === 'finish-step' || part.type === 'finish') {
         return nothing({ ...state, phase: part.type === 'finish' ? 'ended' : 'failed' });
+      }
       throw new DialectError('type', `${part.type} after an error part; only finish-step and finish may follow`);
     }
     if (part.type === 'start') {
@@ -154,8 +155,9 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
       };
     }
     case 'tool-input-start': {
-      if (Object.hasOwn(state.tools, part.toolCallId))
+      if (Object.hasOwn(state.tools, part.toolCallId)) {
         throw new DialectError('toolCallId', `tool call ${part.toolCallId} has already started`);
+      }
       const response = toolResponse(part.toolCallId, part.toolName, 'streaming', { partialArguments: '' });
       return {
         state: withTool(state, part.toolCallId, { name: part.toolName, input: '', stage: 'streaming' }),
@@ -208,8 +210,9 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
       const open = state.text ?? state.reasoning;
       if (open) throw new DialectError('type', `finish while part ${open.id} is still open`);
       const streaming = Object.entries(state.tools).find(([, tool]) => tool.stage === 'streaming');
-      if (streaming)
+      if (streaming) {
         throw new DialectError('type', `finish while the input of tool call ${streaming[0]} never became available`);
+      }
       const response = part.finishReason === undefined ? {} : { finishReason: part.finishReason };
       return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'block_complete', response }] };
     }

@@ -122,10 +122,12 @@ function translateInMessage(
     case 'content_block_stop':
       return stopBlock(state, event.index);
     case 'message_delta': {
-      if (state.open)
+      if (state.open) {
         throw new DialectError('type', `message_delta while content block ${state.started - 1} is still open`);
-      if (state.phase !== 'streaming')
+      }
+      if (state.phase !== 'streaming') {
         throw new DialectError('type', 'message_delta comes once, after the content blocks');
+      }
       const stopReason = event.delta.stop_reason ?? null;
       return {
         state: { ...state, phase: 'stopping', stopReason, usage: { ...state.usage, ...event.usage } },
@@ -133,8 +135,9 @@ function translateInMessage(
       };
     }
     case 'message_stop': {
-      if (state.open)
+      if (state.open) {
         throw new DialectError('type', `message_stop while content block ${state.started - 1} is still open`);
+      }
       const response = { stop_reason: state.stopReason, usage: state.usage };
       return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'block_complete', response }] };
     }
@@ -144,8 +147,9 @@ function translateInMessage(
 function startBlock(state: AnthropicMessagesState, event: Extract<StreamEvent, { type: 'content_block_start' }>): Step {
   if (state.phase !== 'streaming') throw new DialectError('type', 'content blocks come before message_delta');
   if (state.open) throw new DialectError('index', `content block ${state.started - 1} is still open`);
-  if (event.index !== state.started)
+  if (event.index !== state.started) {
     throw new DialectError('index', `expected content block ${state.started}, got ${event.index}`);
+  }
   const block = event.content_block;
   const next = { ...state, started: state.started + 1 };
   switch (block.type) {
@@ -177,8 +181,9 @@ function streamDelta(
 ): Step {
   const open = openBlock(state, event.index);
   const { delta } = event;
-  if (!(DELTA_OF[open.kind] as string[]).includes(delta.type))
+  if (!(DELTA_OF[open.kind] as string[]).includes(delta.type)) {
     throw new DialectError('delta.type', `a ${open.kind} block takes no ${delta.type}`);
+  }
   switch (delta.type) {
     case 'text_delta':
       return appendText(state, delta.text);
@@ -221,11 +226,12 @@ function stopBlock(state: AnthropicMessagesState, index: number): Step {
       return { state: closed, chunks: [] };
     case 'tool_use': {
       const args = completeArguments(open.json);
-      if (!args)
+      if (!args) {
         throw new DialectError(
           'index',
           `the input_json_delta pieces of tool_use ${open.id} never became a complete JSON object`,
         );
+      }
       return {
         state: closed,
         chunks: [

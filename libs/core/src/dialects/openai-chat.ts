@@ -105,8 +105,9 @@ export const openAiChatTranslator: Translator<OpenAiChatState> = {
 
 function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step {
   let step: Step = { state: initial, chunks: [] };
-  if (initial.phase === 'before')
+  if (initial.phase === 'before') {
     step = { state: { ...initial, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] };
+  }
   const [choice, extra] = event.choices;
   if (extra) throw new DialectError('choices[1]', 'only one choice (n=1) is recorded');
   if (choice) {
@@ -115,8 +116,9 @@ function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step 
     const carriesContent = Boolean(
       delta.reasoning_content || delta.content || delta.refusal || delta.tool_calls?.length,
     );
-    if (carriesContent && step.state.phase !== 'streaming')
+    if (carriesContent && step.state.phase !== 'streaming') {
       throw new DialectError('choices[0].delta', 'comes after the choice finished');
+    }
     if (delta.reasoning_content) step = followedBy(step, streamReasoning(step.state, delta.reasoning_content));
     const text = (delta.content ?? '') + (delta.refusal ?? '');
     if (text) step = followedBy(step, streamText(step.state, text));
@@ -124,8 +126,9 @@ function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step 
       step = followedBy(step, streamToolCall(step.state, call, `choices[0].delta.tool_calls[${index}]`));
     });
     if (choice.finish_reason) {
-      if (step.state.phase !== 'streaming')
+      if (step.state.phase !== 'streaming') {
         throw new DialectError('choices[0].finish_reason', 'the choice has already finished');
+      }
       step = followedBy(step, finish(step.state, choice.finish_reason, 'choices[0].finish_reason'));
     }
   }
@@ -156,10 +159,12 @@ function streamToolCall(state: OpenAiChatState, call: z.infer<typeof toolCallDel
     throw new DialectError(`${field}.index`, `tool call ${call.index} starts before tool call ${tools.length}`);
   }
   if (!known && !call.id) throw new DialectError(`${field}.id`, 'the first delta of a tool call carries its id');
-  if (!known && !call.function?.name)
+  if (!known && !call.function?.name) {
     throw new DialectError(`${field}.function.name`, 'the first delta of a tool call carries its name');
-  if (known && call.id && call.id !== known.id)
+  }
+  if (known && call.id && call.id !== known.id) {
     throw new DialectError(`${field}.id`, `tool call ${call.index} is ${known.id}, not ${call.id}`);
+  }
   const tool: OpenAiTool = known
     ? { ...known, arguments: known.arguments + (call.function?.arguments ?? '') }
     : { id: call.id!, name: call.function!.name!, arguments: call.function?.arguments ?? '' };
