@@ -5,15 +5,19 @@
  * `filesystem/read_text_file`: the firewall allows it, the guardian (an LLM review against the
  * local Chat Completions test server, cached after the first) rates it low, so it runs without a
  * person. Every governed call records its seven steps on its stream and three block updates on
- * the session.
+ * the session. The producer and the watcher hold API keys of their own, minted through the admin
+ * route with an admin key the service's store made before it started.
  *
  *   npm run bench:governance
  */
 import path from 'node:path';
 import { loadMcpServers, McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
-import { governanceFixture, requestTool } from '../../test/support/governance-fixture.js';
+import { call, governanceFixture, PRODUCER, requestTool } from '../../test/support/governance-fixture.js';
 import { connectSse } from '../../test/support/sse-client.js';
-import { formatRate, formatRatio, openBenchDatabase, percentile, post, printTable, startLedgerProcess } from '../support/bench-database.js';
+import { registerCredentials, TestCredentials } from '../../test/support/test-credentials.js';
+import {
+  formatRate, formatRatio, mintBenchKeys, openBenchDatabase, percentile, printTable, startLedgerProcess,
+} from '../support/bench-database.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
@@ -29,7 +33,9 @@ async function main(): Promise<void> {
   const fixture = await governanceFixture();
   const env = fixture.env({ LEDGER_LIVE_COALESCE_MS: '0' });
   const database = await openBenchDatabase(54_393);
+  const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString, env);
+  registerCredentials(new TestCredentials(ledger.url, adminKey!));
   const direct = new McpExecutor(loadMcpServers(env.LEDGER_MCP_SERVERS!), { callTimeoutMs: 20_000, toolListTtlMs: 60_000 });
   const tool = { server: 'filesystem', name: 'read_text_file' };
   const args = { path: path.join(fixture.workspace, 'hello.txt') };
@@ -43,7 +49,7 @@ async function main(): Promise<void> {
 
     /** One producer: a session watched live; each call is timed from its chunk POST to its result on the feed. */
     const producer = async (calls: number, latencies: number[]) => {
-      const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {});
+      const { id: sessionId } = (await call(ledger.url, 'POST', '/v1/sessions', {}, PRODUCER)).body;
       const succeeded = new Set<string>();
       const waiting = new Map<string, () => void>();
       const live = connectSse(`${ledger.url}/v1/sessions/${sessionId}/live`, {

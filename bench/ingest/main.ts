@@ -1,8 +1,9 @@
 /**
- * Ingest through HTTP: PRODUCERS concurrent producers each stream MESSAGES realistic assistant
- * responses (thinking, text deltas of a few tokens, tool rounds) in batches of BATCH chunks, to
- * the ledger service (a separate process, as deployed) and to a naive baseline service, on the
- * same database in the same run. Prints ingest events/s, projection lag (append → visible in
+ * Ingest through HTTP, authenticated: PRODUCERS concurrent producers, each with an API key of its
+ * own (as deployed: a key per agent, so per-credential rate limits apply per producer), each
+ * streaming MESSAGES realistic assistant responses (thinking, text deltas of a few tokens, tool
+ * rounds) in batches of BATCH chunks, to the ledger service (a separate process, as deployed)
+ * and to a naive baseline service, on the same database in the same run. Prints ingest events/s, projection lag (append → visible in
  * the read model, p50/p99), rebuild events/s, and log bytes per message against the sum of the
  * snapshot lengths.
  *
@@ -10,7 +11,9 @@
  */
 import os from 'node:os';
 import pg from 'pg';
-import { formatRate, formatRatio, openBenchDatabase, percentile, post, printTable, startLedgerProcess } from '../support/bench-database.js';
+import {
+  bearer, formatRate, formatRatio, mintBenchKeys, openBenchDatabase, percentile, post, printTable, startLedgerProcess,
+} from '../support/bench-database.js';
 import { startNaiveService } from './naive-service.js';
 
 const PRODUCERS = 16;
@@ -43,6 +46,11 @@ function response(): { chunks: Chunk[]; snapshotBytes: number } {
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_391);
+  const producerKeys = await mintBenchKeys(
+    database.connectionString,
+    Array.from({ length: PRODUCERS }, (_, producer) => ({ name: `bench producer ${producer}`, roles: ['producer'] })),
+  );
+  const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString);
   const naive = await startNaiveService(database.connectionString);
   const sql = new pg.Client({ connectionString: database.connectionString });
@@ -51,12 +59,14 @@ async function main(): Promise<void> {
     const plans = Array.from({ length: PRODUCERS * MESSAGES }, response);
     const totalChunks = plans.reduce((sum, plan) => sum + plan.chunks.length, 0);
 
-    // Ledger: sessions and messages first (not timed), then the chunks.
+    // Ledger: sessions and messages first (not timed), each opened by the producer that streams into it.
     const targets = await Promise.all(
-      plans.map(async () => {
-        const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {});
-        await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' });
-        const { id: messageId } = await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'assistant' });
+      plans.map(async (_, message) => {
+        const key = producerKeys[message % PRODUCERS]!;
+        const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {}, key);
+        await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' }, key);
+        const messages = `${ledger.url}/v1/sessions/${sessionId}/messages`;
+        const { id: messageId } = await post(messages, { role: 'assistant' }, key);
         return { sessionId, messageId };
       }),
     );
@@ -65,15 +75,23 @@ async function main(): Promise<void> {
     let started = performance.now();
     await Promise.all(
       Array.from({ length: PRODUCERS }, async (_, producer) => {
+        const key = producerKeys[producer]!;
         for (let message = producer; message < plans.length; message += PRODUCERS) {
           const { sessionId, messageId } = targets[message]!;
           const chunks = plans[message]!.chunks;
           for (let from = 0; from < chunks.length; from += BATCH) {
-            const { position } = await post(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks.slice(from, from + BATCH));
+            const route = `${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`;
+            const { position } = await post(route, chunks.slice(from, from + BATCH), key);
             const acknowledged = performance.now();
             if (from % (BATCH * 4) === 0) {
               lagProbes.push(
-                fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`).then(() => void lags.push(performance.now() - acknowledged)),
+                fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, {
+                  headers: bearer(key),
+                })
+                  .then((read) => {
+                    if (!read.ok) throw new Error(`lag probe: ${read.status}`);
+                    lags.push(performance.now() - acknowledged);
+                  }),
               );
             }
           }
@@ -94,7 +112,7 @@ async function main(): Promise<void> {
     );
     const naiveIngest = totalChunks / ((performance.now() - started) / 1_000);
 
-    const rebuild = await post(`${ledger.url}/v1/admin/rebuild?projection=block-read-models`, {});
+    const rebuild = await post(`${ledger.url}/v1/admin/rebuild?projection=block-read-models`, {}, adminKey);
     const ledgerRebuild = rebuild.events / (rebuild.durationMs / 1_000);
     started = performance.now();
     const naiveRows = await naive.rebuild();
@@ -104,7 +122,9 @@ async function main(): Promise<void> {
     const logBytesPerMessage = Number(rows[0]!.bytes) / plans.length;
     const snapshotBytesPerMessage = plans.reduce((sum, plan) => sum + plan.snapshotBytes, 0) / plans.length;
 
-    console.log(`ingest over HTTP: ${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0]!.chunks.length} chunks, batches of ${BATCH}; ${os.cpus().length} cores, Node ${process.version}`);
+    const shape = `${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0]!.chunks.length} chunks`;
+    const machine = `${os.cpus().length} cores, Node ${process.version}`;
+    console.log(`ingest over HTTP, an API key per producer: ${shape}, batches of ${BATCH}; ${machine}`);
     printTable(
       ['measure', 'block-ledger', 'naive service', 'ledger / naive'],
       [

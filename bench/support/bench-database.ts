@@ -3,8 +3,12 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createPostgresEventLog } from '#event-log';
+import pg from 'pg';
 import { startEmbeddedPostgres } from '../../apps/ledger/src/database/embedded-postgres.js';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { ApiKeyStore } from '../../apps/ledger/src/identity/api-key-store.js';
+import { systemActor, type Role } from '../../apps/ledger/src/identity/principal.js';
 
 export interface BenchDatabase {
   readonly connectionString: string;
@@ -44,8 +48,37 @@ export const formatRatio = (ratio: number) => `${ratio.toFixed(1)}×`;
 
 export const percentile = (values: readonly number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 
-export async function post(url: string, body: unknown): Promise<any> {
-  const result = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+/**
+ * API keys of tenant `default` made by the service's own store on the bench database (as
+ * `npm run keys -- create` does), one per name. Made before the service starts, they also keep it
+ * from writing a bootstrap admin key into the working folder.
+ */
+export async function mintBenchKeys(
+  connectionString: string,
+  keys: readonly { name: string; roles: readonly Role[] }[],
+): Promise<string[]> {
+  const pool = new pg.Pool({ connectionString, max: 2 });
+  const eventLog = await createPostgresEventLog({ connectionString });
+  try {
+    const store = new ApiKeyStore(pool, eventLog);
+    const minted: string[] = [];
+    for (const { name, roles } of keys) {
+      minted.push((await store.create({ name, tenant: 'default', roles }, systemActor('bench'))).key);
+    }
+    return minted;
+  } finally {
+    await eventLog.close();
+    await pool.end();
+  }
+}
+
+/** The `authorization` header of a key, or none (the naive baseline takes no credential). */
+export const bearer = (key: string | undefined): Record<string, string> =>
+  key === undefined ? {} : { authorization: `Bearer ${key}` };
+
+export async function post(url: string, body: unknown, key?: string): Promise<any> {
+  const headers = { 'content-type': 'application/json', ...bearer(key) };
+  const result = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   if (!result.ok) throw new Error(`${url}: ${result.status} ${await result.text()}`);
   return result.json();
 }

@@ -82,14 +82,23 @@ export async function governanceFixture({ policy = [] }: { policy?: readonly str
 }
 
 /** A producer's turn that hands one tool call to the ledger: an assistant message whose chunks announce it with `mcp_tool_pending`. */
-export async function requestTool(baseUrl: string, sessionId: string, toolId: string, tool: { server: string; name: string }, args: unknown) {
-  await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: `please run ${tool.name}` });
-  const messageId = (await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant', model: 'test-model' })).body.id as string;
+export async function requestTool(
+  baseUrl: string,
+  sessionId: string,
+  toolId: string,
+  tool: { server: string; name: string },
+  args: unknown,
+  who = PRODUCER,
+) {
+  const messages = `/v1/sessions/${sessionId}/messages`;
+  await call(baseUrl, 'POST', messages, { role: 'user', content: `please run ${tool.name}` }, who);
+  const assistant = await call(baseUrl, 'POST', messages, { role: 'assistant', model: 'test-model' }, who);
+  const messageId = assistant.body.id as string;
   const chunksSentAt = performance.now();
   const posted = await call(baseUrl, 'POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
     { seq: 1, type: 'llm_response_created' },
     { seq: 2, type: 'mcp_tool_pending', responses: [{ id: toolId, tool: { id: `${tool.server}-${tool.name}`, name: tool.name, serverName: tool.server, serverId: tool.server }, arguments: args, status: 'pending' }] },
-  ]);
+  ], who);
   if (posted.status !== 200) throw new Error(`chunks refused: ${JSON.stringify(posted.body)}`);
   return { messageId, toolCallId: governedToolCallId('default', sessionId, messageId, toolId), chunksSentAt };
 }

@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from './test-database.js';
 import { authorization, registerCredentials, TestCredentials } from './test-credentials.js';
 
 export interface LedgerUnderTest {
+  readonly app: INestApplication;
   readonly baseUrl: string;
   readonly database: TestDatabase;
   readonly credentials: TestCredentials;
@@ -26,6 +27,7 @@ export async function startLedger(env: Record<string, string> = {}): Promise<Led
   const baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   const credentials = registerCredentials(await TestCredentials.fromDataDir(baseUrl, config.dataDir));
   return {
+    app,
     baseUrl,
     database,
     credentials,

@@ -1,4 +1,3 @@
-import { expect } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -40,6 +39,11 @@ export class TestCredentials {
     return minted;
   }
 
+  /** Names a credential minted elsewhere (e.g. a JWT), so `authorization(baseUrl, name)` presents it. */
+  use(name: string, credential: string): void {
+    this.keys.set(name, Promise.resolve(credential));
+  }
+
   /** A fresh key every call (e.g. a second key of one subject). */
   async mint(name: string, { roles = ALL_ROLES_BUT_ADMIN, tenant, subject = name, expiresAt }: KeyOptions = {}): Promise<string> {
     const response = await fetch(`${this.baseUrl}/v1/admin/keys`, {
@@ -70,6 +74,9 @@ export function credentialsOf(baseUrl: string): TestCredentials {
 export async function authorization(baseUrl: string, who: string): Promise<Record<string, string>> {
   return { authorization: `Bearer ${await credentialsOf(baseUrl).key(who)}` };
 }
+
+/** Jest's global: importing `@jest/globals` fails outside Jest, and benchmarks use these credentials too. */
+declare const expect: typeof import('@jest/globals').expect;
 
 /** The actor recorded for the key named `name` (`key:<key id>:<name>`), for `toMatchObject`. */
 export const keyActor = (name: string) => expect.stringMatching(new RegExp(`^key:[a-z0-9]{16}:${name}$`));

@@ -1,20 +1,132 @@
 import path from 'node:path';
-import { createEventStoreDbEventLog, createPostgresEventLog } from '#event-log';
+import { parseArgs } from 'node:util';
+import { createEventStoreDbEventLog, createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
-import { loadConfig } from './config/ledger-config.js';
+import { ZodError } from 'zod';
+import { loadConfig, type LedgerConfig } from './config/ledger-config.js';
 import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from './database/embedded-postgres.js';
 import { runMigrations } from './database/migrations.js';
+import { ApiError } from './http/api-error.js';
+import { ApiKeyStore } from './identity/api-key-store.js';
+import { parseNewKey } from './identity/keys.controller.js';
+import { systemActor } from './identity/principal.js';
 import { rebuildReadModels } from './projections/read-model-projections.js';
+
+const USAGE = [
+  'usage: cli.js rebuild',
+  '       cli.js keys create --tenant <t> --roles <a,b> [--name <n>] [--subject <s>] [--expires-at <iso>]',
+  '       cli.js keys list [--tenant <t>]',
+  '       cli.js keys revoke <key id>',
+].join('\n');
+
+/** The command-line flag of each field of a new key, so a refusal names what the operator typed. */
+const FLAG_OF_FIELD: Record<string, string> = {
+  name: '--name', tenant: '--tenant', roles: '--roles', subject: '--subject', expiresAt: '--expires-at',
+};
 
 /**
  * The ledger's command line, on the same configuration as the service:
- *   node dist/apps/ledger/src/cli.js rebuild    rebuild the read models from the log and swap them in
+ *   rebuild        rebuild the read models from the log and swap them in
+ *   keys create    make an API key, printed once on stdout as JSON (the only place it ever appears)
+ *   keys list      the keys, without secrets
+ *   keys revoke    revoke a key; every instance refuses it within the key cache's lifetime
  * It can run beside a running service: it reuses the embedded server on the same data folder, and
- * waits for a rebuild the service is running to finish (one at a time, decision 0012).
+ * waits for a rebuild the service is running to finish (one at a time, decision 0012). Keys are
+ * made by the service's own ApiKeyStore, so creation and revocation are events with the actor
+ * `system:cli`.
  */
-async function main(command: string | undefined): Promise<void> {
-  if (command !== 'rebuild') throw new StartupError('usage: cli.js rebuild');
-  const config = loadConfig(process.env);
+async function main(args: readonly string[]): Promise<void> {
+  const [command, ...rest] = args;
+  if (command === 'rebuild' && rest.length === 0) return withStorage(loadConfig(process.env), rebuild);
+  if (command === 'keys') return withStorage(loadConfig(process.env), keysCommand(rest));
+  throw new StartupError(USAGE);
+}
+
+async function rebuild(pool: pg.Pool, eventLog: EventLog): Promise<void> {
+  for (const { name, result } of await rebuildReadModels(pool, eventLog)) {
+    const durationMs = Math.round(result.durationMs);
+    const position = Number(result.position);
+    console.log(JSON.stringify({ rebuilt: name, events: result.events, position, durationMs }));
+  }
+}
+
+/** Parses `keys …` in full before any database is touched, so bad arguments cost nothing. */
+function keysCommand(args: readonly string[]): (pool: pg.Pool, eventLog: EventLog) => Promise<void> {
+  const [action, ...rest] = args;
+  if (action === 'create') {
+    const { values } = parse(rest, {
+      tenant: { type: 'string' }, roles: { type: 'string' }, name: { type: 'string' },
+      subject: { type: 'string' }, 'expires-at': { type: 'string' },
+    });
+    const tenant = values.tenant;
+    if (tenant === undefined) throw new StartupError('--tenant is required');
+    if (values.roles === undefined) {
+      throw new StartupError('--roles is required (comma-separated, e.g. producer,reader)');
+    }
+    const input = newKey({
+      name: values.name ?? 'cli',
+      tenant,
+      roles: values.roles.split(',').map((role) => role.trim()),
+      ...(values.subject === undefined ? {} : { subject: values.subject }),
+      ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
+    });
+    return async (pool, eventLog) => {
+      const created = await new ApiKeyStore(pool, eventLog).create({ ...input, tenant }, systemActor('cli'));
+      console.log(JSON.stringify(created));
+    };
+  }
+  if (action === 'list') {
+    const { values } = parse(rest, { tenant: { type: 'string' } });
+    return async (pool, eventLog) => {
+      console.log(JSON.stringify({ keys: await new ApiKeyStore(pool, eventLog).list(values.tenant) }));
+    };
+  }
+  if (action === 'revoke') {
+    const [id] = parse(rest, {}, '<key id>').positionals as [string];
+    return async (pool, eventLog) => {
+      console.log(JSON.stringify(await new ApiKeyStore(pool, eventLog).revoke(id, undefined, systemActor('cli'))));
+    };
+  }
+  throw new StartupError(USAGE);
+}
+
+type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'] & {};
+
+/** Strict flags, and exactly one positional argument when `positional` names it. */
+function parse<O extends Options>(args: readonly string[], options: O, positional?: string) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: positional !== undefined });
+  } catch (error) {
+    // Node's message goes on about `--`; its first sentence names the flag.
+    throw new StartupError((error as Error).message.split('. ')[0]!);
+  }
+  if (positional !== undefined && parsed.positionals.length !== 1) throw new StartupError(`expected one ${positional}`);
+  return parsed;
+}
+
+/** The route's own validation, its refusal told in flags. */
+function newKey(input: Record<string, unknown>): ReturnType<typeof parseNewKey> {
+  try {
+    return parseNewKey(input, Date.now());
+  } catch (error) {
+    if (error instanceof ZodError) {
+      const issue = error.issues[0]!;
+      throw new StartupError(`${FLAG_OF_FIELD[String(issue.path[0])] ?? String(issue.path[0])}: ${issue.message}`);
+    }
+    if (error instanceof ApiError) {
+      const flag = FLAG_OF_FIELD[error.field ?? ''] ?? error.field;
+      throw new StartupError(`${flag}: ${error.message.replace(/^\w+: /, '')}`);
+    }
+    throw error;
+  }
+}
+
+/** The service's storage, as its configuration names it: the log, a pool on the read models, migrated. */
+async function withStorage(
+  config: LedgerConfig,
+  work: (pool: pg.Pool, eventLog: EventLog) => Promise<void>,
+): Promise<void> {
   const database: EmbeddedDatabase = config.databaseUrl
     ? { connectionString: config.databaseUrl, adopted: true, stop: async () => undefined }
     : await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
@@ -24,9 +136,7 @@ async function main(command: string | undefined): Promise<void> {
     : await createPostgresEventLog({ connectionString: database.connectionString });
   try {
     await runMigrations(database.connectionString);
-    for (const { name, result } of await rebuildReadModels(pool, eventLog)) {
-      console.log(JSON.stringify({ rebuilt: name, events: result.events, position: Number(result.position), durationMs: Math.round(result.durationMs) }));
-    }
+    await work(pool, eventLog);
   } finally {
     await eventLog.close();
     await pool.end();
@@ -34,7 +144,8 @@ async function main(command: string | undefined): Promise<void> {
   }
 }
 
-main(process.argv[2]).catch((error: unknown) => {
-  console.error(error instanceof StartupError ? `block-ledger: ${error.message}` : error);
+main(process.argv.slice(2)).catch((error: unknown) => {
+  const known = error instanceof StartupError || error instanceof ApiError;
+  console.error(known ? `block-ledger: ${error.message}` : error);
   process.exit(1);
 });

@@ -5,9 +5,10 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
-import { ApiErrorFilter, sendError } from './http/api-error.js';
+import { ApiError, ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
+import { PathIdsPipe } from './http/path-ids.pipe.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
@@ -17,12 +18,19 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const limit = options.config.maxBodyBytes;
   app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
   app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));
+  // A body no parser read would reach the routes as no body at all, and most fields are optional: refuse it.
+  app.use((request: Request, _response: Response, next: NextFunction) => {
+    const carriesBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    if (!carriesBody || request.body !== undefined) return next();
+    next(new ApiError(415, 'unsupported_media_type', 'send application/json (chunks also as application/x-ndjson)', 'content-type'));
+  });
   // Body-parser failures happen before Nest routes the request: answer them in the same shape.
   const logger = new NestLogger('HTTP');
   const metrics = app.get(LedgerMetrics);
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger, countRefusal));
   app.useGlobalFilters(new ApiErrorFilter(countRefusal));
+  app.useGlobalPipes(new PathIdsPipe());
   const document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Block Ledger').setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.').setVersion('1').build());
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;

@@ -29,7 +29,7 @@ const environment = z.object({
   LEDGER_GUARDIAN_ON_FAILURE: z.enum(['ask', 'deny', 'allow']).default('ask'),
   LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
   LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
-  LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(1_000),
+  LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(20_000),
   LEDGER_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(10_000),
   LEDGER_LIVE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
   LEDGER_OIDC_ISSUER: httpUrl.optional(),

@@ -91,6 +91,10 @@ function describeError(error: unknown): { status: number; body: { code: string; 
   if (parserError.type === 'entity.too.large') return { status: 413, body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)') };
   if (parserError.type === 'entity.parse.failed') return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
   if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500) return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
+  // A body that does not inflate as its Content-Encoding says: the parser passes on zlib's error as a 400 without a type.
+  if (parserError.status && parserError.status < 500 && (error as { expose?: boolean }).expose === true) {
+    return { status: parserError.status, body: withField('bad_request', 'the request body does not decode as its Content-Encoding says', '(body)') };
+  }
   if (error instanceof HttpException) return { status: error.getStatus(), body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message) };
   return { status: 500, body: withField('internal', 'internal error') };
 }

@@ -9,10 +9,13 @@ import { AuthenticationError, type Principal } from './principal.js';
 
 export type AuthenticatedRequest = Request & { principal?: Principal };
 
-/** `METHOD /path` as the router declared the route: the permission table's key. */
+/**
+ * `METHOD /path` as the router declared the route: the permission table's key. Express answers
+ * HEAD with the GET route's handler, so HEAD is judged as that GET.
+ */
 export function routeKey(request: Request): string {
   const path = (request.route as { path?: string } | undefined)?.path ?? request.path;
-  return `${request.method} ${path}`;
+  return `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
 }
 
 /**

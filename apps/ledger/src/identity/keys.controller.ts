@@ -6,7 +6,7 @@ import { CurrentPrincipal } from './current-principal.js';
 import { DEFAULT_TENANT, ROLES, TENANT_PATTERN, type Principal } from './principal.js';
 
 const tenant = z.string().regex(TENANT_PATTERN, 'lowercase letters, digits and -, at most 63');
-export const newKeyBody = z
+const newKeyBody = z
   .object({
     name: z.string().regex(/^[\w .@-]{1,100}$/, 'letters, digits, space and . _ @ -, at most 100'),
     tenant: tenant.optional(),
@@ -16,6 +16,15 @@ export const newKeyBody = z
   })
   .strict();
 const listQuery = z.object({ tenant: tenant.optional() }).strict();
+
+/** A new key's fields as the admin route and the command line accept them (ZodError or ApiError naming the field). */
+export function parseNewKey(input: unknown, now: number): z.infer<typeof newKeyBody> {
+  const parsed = newKeyBody.parse(input ?? {});
+  if (parsed.expiresAt !== undefined && Date.parse(parsed.expiresAt) <= now) {
+    throw new ApiError(400, 'invalid_request', 'expiresAt: must be in the future', 'expiresAt');
+  }
+  return parsed;
+}
 
 /**
  * Credentials. An admin manages its own tenant's keys; an admin of the default tenant (the
@@ -28,8 +37,7 @@ export class KeysController {
   @Post()
   @HttpCode(201)
   create(@Body() body: unknown, @CurrentPrincipal() principal: Principal) {
-    const input = newKeyBody.parse(body ?? {});
-    if (input.expiresAt !== undefined && Date.parse(input.expiresAt) <= Date.now()) throw new ApiError(400, 'invalid_request', 'expiresAt: must be in the future', 'expiresAt');
+    const input = parseNewKey(body, Date.now());
     return this.keys.create({ ...input, tenant: managedTenant(principal, input.tenant) ?? principal.tenant }, principal.actor);
   }
 

@@ -19,8 +19,18 @@ const ADMINS: readonly Role[] = ['admin'];
 
 export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'GET /health': 'public',
+  /**
+   * The Swagger UI serves the API's description, no data: its page, its script, the OpenAPI
+   * document as JSON and YAML (Express serves these directly; the guard never sees them).
+   */
   'GET /docs': 'public',
+  'GET /docs/': 'public',
+  'GET /docs/index.html': 'public',
+  'GET /docs/swagger-ui-init.js': 'public',
+  'GET /docs/docs/swagger-ui-init.js': 'public',
+  'GET /docs/LICENSE': 'public',
   'GET /docs/openapi.json': 'public',
+  'GET /docs-yaml': 'public',
   'GET /metrics': ADMINS,
 
   'POST /v1/sessions': PRODUCER,

@@ -12,7 +12,12 @@ import { LiveHub } from './live-hub.js';
 import { SseStream } from './sse-stream.js';
 
 const position = z.string().regex(/^\d+$/, 'must be a log position (a non-negative integer)').transform((value) => BigInt(value));
-const prefixes = z.string().max(2_000).transform((value) => value.split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix !== ''));
+/** Comma-separated prefixes; none given (`?types=`) filters nothing, rather than everything out. */
+const prefixes = z
+  .string()
+  .max(2_000)
+  .transform((value) => value.split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix !== ''))
+  .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
 const sessionLiveQuery = z.object({ from: position.optional() });
 const eventsLiveQuery = z.object({ from: position.optional(), types: prefixes.optional(), streams: prefixes.optional() });
@@ -40,17 +45,30 @@ export class LiveController implements BeforeApplicationShutdown {
     @Param('sid') sessionId: string, @Query() query: unknown, @Req() request: Request, @Res() response: Response, @CurrentPrincipal() principal: Principal,
   ): Promise<void> {
     const from = await this.resumePoint(request, sessionLiveQuery.parse(query).from);
-    this.admit(principal);
-    // A client coming from an instance that was ahead waits until this one has caught up.
-    if (from !== undefined && !(await this.hub.reach(from, CATCH_UP_TIMEOUT_MS))) {
-      throw new ApiError(503, 'live_feed_behind', `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`, 'Last-Event-ID');
-    }
+    const release = this.admit(principal);
     let stream: SseStream | undefined;
     let unwatch = () => {};
-    const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => (stream = this.open(principal, response, from, () => unwatch())));
-    if (!watching) throw new ApiError(404, 'session_not_found', 'no such session');
-    unwatch = watching.unwatch;
-    if (stream!.isClosed) unwatch();
+    try {
+      // A client coming from an instance that was ahead waits until this one has caught up.
+      if (from !== undefined && !(await this.hub.reach(from, CATCH_UP_TIMEOUT_MS))) {
+        const message = `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`;
+        throw new ApiError(503, 'live_feed_behind', message, 'Last-Event-ID');
+      }
+      const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => {
+        stream = this.open(response, from, () => {
+          release();
+          unwatch();
+        });
+        return stream;
+      });
+      if (!watching) throw new ApiError(404, 'session_not_found', 'no such session');
+      unwatch = watching.unwatch;
+      if (stream!.isClosed) unwatch();
+    } catch (error) {
+      // Nothing opened: the connection it was admitted for is given back.
+      if (!stream) release();
+      throw error;
+    }
   }
 
   /** Raw events across sessions, for auditors' tools: `?types=` and `?streams=` are comma-separated prefixes. Each client follows the log on its own, at its own pace. */
@@ -58,9 +76,12 @@ export class LiveController implements BeforeApplicationShutdown {
   async events(@Query() query: unknown, @Req() request: Request, @Res() response: Response, @CurrentPrincipal() principal: Principal): Promise<void> {
     const { from: fromQuery, types, streams } = eventsLiveQuery.parse(query);
     const from = (await this.resumePoint(request, fromQuery)) ?? (await this.eventLog.headPosition());
-    this.admit(principal);
+    const release = this.admit(principal);
     const subscription = this.eventLog.subscribeToAll({ fromPosition: from, filter: { eventTypePrefixes: types, streamPrefixes: streams } });
-    const stream = this.open(principal, response, from, () => void subscription.close());
+    const stream = this.open(response, from, () => {
+      release();
+      void subscription.close();
+    });
     try {
       for await (const batch of subscription) {
         // Every event carries its tenant; a client sees its own tenant's only, whatever prefixes it asked for.
@@ -78,20 +99,33 @@ export class LiveController implements BeforeApplicationShutdown {
     for (const stream of this.streams) stream.close('shutdown');
   }
 
-  /** Refuses a credential's live connection beyond its cap (checked before anything opens). */
-  private admit(principal: Principal): void {
-    if ((this.openPerCredential.get(principal.credentialId) ?? 0) < this.config.identity.liveConnectionsPerCredential) return;
-    throw new ApiError(429, 'too_many_live_connections', `this credential has ${this.config.identity.liveConnectionsPerCredential} live connections open already`, undefined, 'live_connections');
+  /**
+   * Takes one of the credential's live connections, or refuses it beyond the cap. Taken at once,
+   * before anything is awaited, so connections opened together cannot all pass a check made
+   * before any of them counted; the returned function gives it back (once).
+   */
+  private admit(principal: Principal): () => void {
+    const credential = principal.credentialId;
+    const cap = this.config.identity.liveConnectionsPerCredential;
+    const open = this.openPerCredential.get(credential) ?? 0;
+    if (open >= cap) {
+      const message = `this credential has ${cap} live connections open already`;
+      throw new ApiError(429, 'too_many_live_connections', message, undefined, 'live_connections');
+    }
+    this.openPerCredential.set(credential, open + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.openPerCredential.get(credential)! - 1;
+      if (left === 0) this.openPerCredential.delete(credential);
+      else this.openPerCredential.set(credential, left);
+    };
   }
 
-  private open(principal: Principal, response: Response, from: bigint | undefined, release: () => void): SseStream {
+  private open(response: Response, from: bigint | undefined, release: () => void): SseStream {
     this.metrics.liveClientOpened();
-    const credential = principal.credentialId;
-    this.openPerCredential.set(credential, (this.openPerCredential.get(credential) ?? 0) + 1);
     const stream = new SseStream(response, this.config.live, (reason) => {
-      const open = this.openPerCredential.get(credential)! - 1;
-      if (open === 0) this.openPerCredential.delete(credential);
-      else this.openPerCredential.set(credential, open);
       this.streams.delete(stream);
       this.metrics.liveClientClosed(reason);
       release();

@@ -43,6 +43,9 @@ export class SseStream {
     response.write('retry: 1000\n\n');
     this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), options.heartbeatMs);
     response.on('close', () => this.close('client_closed'));
+    // HEAD asks for the headers alone (the guard judges it as the GET): the stream ends with them.
+    // (Node ignores writes to a HEAD response meanwhile.)
+    if (response.req?.method === 'HEAD') setImmediate(() => this.close('client_closed'));
   }
 
   get isClosed(): boolean {
@@ -89,7 +92,7 @@ export class SseStream {
       this.response.end(frame('overflow', { reason: 'the client did not keep up; reconnect with Last-Event-ID', resumeFrom: this.lastId ?? null }, undefined));
       // If it does not even take that, let it go: it resumes from its own Last-Event-ID.
       setTimeout(() => this.response.destroy(), 5_000).unref();
-    } else if (reason === 'shutdown') this.response.end();
+    } else this.response.end();
     this.onClose(reason);
   }
 

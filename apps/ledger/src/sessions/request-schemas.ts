@@ -1,7 +1,8 @@
 import { storableJson } from '#core';
 import { z } from 'zod';
+import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
 
-const id = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits and . _ : - only');
+const id = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_CHARACTERS, 'letters, digits and . _ : - only');
 const position = z.coerce.bigint({ error: 'must be a log position (a non-negative integer)' }).nonnegative('must be a log position (a non-negative integer)');
 
 /** Subjects as credentials carry them: `subject:<name>`, `key:<id>` or `jwt:<issuer>#<sub>`. */

@@ -96,6 +96,11 @@ export interface MessageState {
   /** `null` until a dialect's first provider event: Cherry chunks, or nothing yet. */
   readonly dialect: DialectLog | null;
   readonly blocks: MessageBlocksState;
+  /**
+   * Log position of the event that last changed or moved each block: a block row's position,
+   * the same whether the projection folded the events in one batch or in many.
+   */
+  readonly blockPositions: ReadonlyMap<string, bigint>;
   /** Log position of the last event that changed this message (its chunks or its selected child). */
   readonly position: bigint;
 }
@@ -164,7 +169,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const message: MessageState = {
       id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
       selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null,
-      blocks: initialMessageBlocks(data.messageId), position: event.position,
+      blocks: initialMessageBlocks(data.messageId), blockPositions: new Map(), position: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     return selectPathTo({ ...state, messages: new Map(state.messages).set(message.id, message), position: event.position }, message.id, event.position);
@@ -179,7 +184,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
     const message = state.messages.get(messageId);
     if (!message) return state;
-    const next: MessageState = { ...message, blocks: evolveGovernedTool(message.blocks, update, event.recordedAt), position: event.position };
+    const next = withBlocks(message, evolveGovernedTool(message.blocks, update, event.recordedAt), event.position);
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   if (event.type.startsWith('chunk.')) {
@@ -188,16 +193,27 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (!message || stored.seq !== message.chunkDigests.length + 1) return state;
     const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored as StoredChunk);
     const next: MessageState = {
-      ...message,
+      ...withBlocks(message, evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }), event.position),
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
       snapshots,
       dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
-      blocks: evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }),
-      position: event.position,
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   return state;
+}
+
+/** The message with its blocks as of `position`: each block that is new, changed or moved is stamped with it. */
+function withBlocks(message: MessageState, blocks: MessageBlocksState, position: bigint): MessageState {
+  if (blocks === message.blocks) return { ...message, position };
+  const before = message.blocks.blocks;
+  let blockPositions: Map<string, bigint> | undefined;
+  blocks.blocks.forEach((block, index) => {
+    if (before[index] === block) return;
+    blockPositions ??= new Map(message.blockPositions);
+    blockPositions.set(block.id, position);
+  });
+  return { ...message, blocks, blockPositions: blockPositions ?? message.blockPositions, position };
 }
 
 /**

@@ -6,6 +6,8 @@
 export const DEFAULT_TENANT = 'default';
 
 export function tenantStreamId(prefix: string, tenant: string, id: string): string {
+  // An id with `/` would name another tenant's stream (the default tenant's names have no tenant part).
+  if (id.includes('/')) throw new RangeError('a stream id never holds "/": validate ids where they come in');
   return tenant === DEFAULT_TENANT ? `${prefix}${id}` : `${prefix}${tenant}/${id}`;
 }
 

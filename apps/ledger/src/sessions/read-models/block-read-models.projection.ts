@@ -76,7 +76,9 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
         content: message.content, status: messageStatus(message), created_at: message.createdAt, position: message.position.toString(),
       });
     }
-    for (const { block, index, message } of changed.blocks) blockRows.push(blockToRow(block, tenant, session.sessionId, index, message.position));
+    for (const { block, index, message } of changed.blocks) {
+      blockRows.push(blockToRow(block, tenant, session.sessionId, index, message.blockPositions.get(block.id) ?? message.position));
+    }
     for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });
   }
   if (removedBlocks.length > 0) {

@@ -1,0 +1,133 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+
+const CLI = path.resolve('dist/apps/ledger/src/cli.js');
+
+interface CliRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * `npm run keys` is `node dist/apps/ledger/src/cli.js keys …` (`npm test` builds first): the built
+ * command line on the database of a running ledger, whose keys it then lets in or out.
+ */
+describe('keys on the command line', () => {
+  let ledger: LedgerUnderTest;
+  let dataDir: string;
+
+  function cli(...args: string[]): Promise<CliRun> {
+    const database = ledger.database.connectionString;
+    const env = { ...process.env, DATABASE_URL: database, LEDGER_DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+    return new Promise((resolve) => {
+      execFile(process.execPath, [CLI, 'keys', ...args], { env }, (error, stdout, stderr) =>
+        resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
+      );
+    });
+  }
+
+  const get = (route: string, key: string) =>
+    fetch(`${ledger.baseUrl}${route}`, { headers: { authorization: `Bearer ${key}` } })
+      .then((response) => response.status);
+
+  /** Actors of the events on a key's credential stream, straight from the log. */
+  async function credentialEvents(keyId: string): Promise<{ type: string; actor: string }[]> {
+    const client = new pg.Client({ connectionString: ledger.database.connectionString });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        `SELECT type, actor FROM event_log_events WHERE stream_id LIKE '%' || $1 ORDER BY position`,
+        [keyId],
+      );
+      return rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  beforeAll(async () => {
+    ledger = await startLedger();
+    dataDir = await mkdtemp(path.join(tmpdir(), 'keys-cli-'));
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('creates a key the ledger accepts, lists it without its secret, and revokes it', async () => {
+    const flags = ['--tenant', 'acme', '--roles', 'producer,reader', '--name', 'ci bot', '--subject', 'ci'];
+    const created = await cli('create', ...flags);
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const lines = created.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const key = JSON.parse(lines[0]!);
+    expect(key).toMatchObject({
+      name: 'ci bot', tenant: 'acme', roles: ['producer', 'reader'], subject: 'ci',
+      createdBy: 'system:cli', revokedAt: null,
+      key: expect.stringMatching(/^blk_[a-z0-9]{16}_[A-Za-z0-9_-]{32}$/),
+    });
+    expect(await credentialEvents(key.id)).toEqual([{ type: 'credential.created', actor: 'system:cli' }]);
+
+    // The key works over HTTP as what it is: a producer and reader of tenant acme.
+    const opened = await fetch(`${ledger.baseUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'from a cli key' }),
+    });
+    expect(opened.status).toBe(201);
+    expect(await get('/v1/tool-calls', key.key)).toBe(403);
+
+    const listed = await cli('list', '--tenant', 'acme');
+    expect(listed.code).toBe(0);
+    const listedKey = expect.objectContaining({ id: key.id, suffix: key.key.slice(-4) });
+    expect(JSON.parse(listed.stdout).keys).toEqual([listedKey]);
+    expect(listed.stdout).not.toContain(key.key.split('_')[2]);
+
+    const revoked = await cli('revoke', key.id);
+    expect(revoked.code).toBe(0);
+    expect(JSON.parse(revoked.stdout)).toMatchObject({ id: key.id, revokedBy: 'system:cli' });
+    expect((await credentialEvents(key.id)).map((event) => event.actor)).toEqual(['system:cli', 'system:cli']);
+    // The ledger's key cache lets a revoked key through for at most a second; then it is refused.
+    const deadline = Date.now() + 5_000;
+    let status = await get('/v1/sessions/none', key.key);
+    while (status !== 401 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      status = await get('/v1/sessions/none', key.key);
+    }
+    expect(status).toBe(401);
+  });
+
+  it('refuses bad arguments with one line naming the flag, before touching the database', async () => {
+    const refusals: [string[], string][] = [
+      [['create', '--roles', 'reader'], '--tenant is required'],
+      [['create', '--tenant', 'acme'], '--roles is required'],
+      [['create', '--tenant', 'acme', '--roles', 'reader,superuser'], '--roles: '],
+      [['create', '--tenant', 'Not A Tenant', '--roles', 'reader'], '--tenant: '],
+      [['create', '--tenant', 'acme', '--roles', 'reader', '--expires-at', 'tomorrow'], '--expires-at: '],
+      [
+        ['create', '--tenant', 'acme', '--roles', 'reader', '--expires-at', '2001-01-01T00:00:00Z'],
+        '--expires-at: must be in the future',
+      ],
+      [['create', '--tenant', 'acme', '--roles', 'reader', '--role', 'admin'], "Unknown option '--role'"],
+      [['revoke'], 'expected one <key id>'],
+    ];
+    const before = await cli('list');
+    for (const [args, message] of refusals) {
+      const run = await cli(...args);
+      expect({ args, ...run }).toMatchObject({ args, code: 1, stdout: '' });
+      expect(run.stderr).toMatch(/^block-ledger: /);
+      expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringContaining(message)]);
+    }
+    expect((await cli('list')).stdout).toBe(before.stdout);
+  });
+
+  it('says so in one line when the key to revoke does not exist', async () => {
+    const run = await cli('revoke', 'abcdefabcdef0000');
+    expect(run).toMatchObject({ code: 1, stdout: '', stderr: 'block-ledger: no such key\n' });
+  });
+});
