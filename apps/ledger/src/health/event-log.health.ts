@@ -16,8 +16,9 @@ export class EventLogHealthIndicator {
   async check(key: string) {
     const indicator = this.health.check(key);
     try {
-      const { engine, headPosition, appendLockHeldMs, waitingWriters } = await this.eventLog.health();
-      const details = { engine, headPosition: headPosition.toString(), appendLockHeldMs, waitingWriters };
+      // Public: whether the log takes writes, never how much any tenant wrote (no head position, no queue lengths).
+      const { engine, appendLockHeldMs } = await this.eventLog.health();
+      const details = { engine, appendLockHeldMs };
       return (appendLockHeldMs ?? 0) > STALL_LIMIT_MS
         ? indicator.down({ ...details, message: `a writer has held the append lock for ${Math.round(appendLockHeldMs!)} ms; subscribers are stalled behind it` })
         : indicator.up(details);

@@ -4,8 +4,8 @@ import { ApiError } from '../http/api-error.js';
 import { Authenticator } from './authenticator.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
 import { IdentityProviderUnavailableError } from './jwt-verifier.js';
-import { PERMISSIONS } from './permissions.js';
-import { AuthenticationError, type Principal } from './principal.js';
+import { OPERATOR_ROUTES, PERMISSIONS } from './permissions.js';
+import { AuthenticationError, DEFAULT_TENANT, type Principal } from './principal.js';
 
 export type AuthenticatedRequest = Request & { principal?: Principal };
 
@@ -32,7 +32,8 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const rule = PERMISSIONS[routeKey(request)];
+    const route = routeKey(request);
+    const rule = PERMISSIONS[route];
     if (rule === undefined) throw new ApiError(403, 'forbidden', 'this route is not open to any credential');
     if (rule === 'public') return true;
     let principal: Principal;
@@ -45,6 +46,9 @@ export class AuthGuard implements CanActivate {
       throw error;
     }
     if (!rule.some((role) => principal.roles.has(role))) throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');
+    if (OPERATOR_ROUTES.has(route) && principal.tenant !== DEFAULT_TENANT) {
+      throw new ApiError(403, 'forbidden', 'this route acts on every tenant; it is for admins of the default tenant', undefined, 'tenant');
+    }
     const waitMs = this.rateLimiter.take(principal.credentialId);
     if (waitMs > 0) {
       context.switchToHttp().getResponse<Response>().setHeader('Retry-After', String(Math.ceil(waitMs / 1_000)));

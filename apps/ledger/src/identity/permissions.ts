@@ -17,6 +17,13 @@ const OVERSIGHT: readonly Role[] = ['reviewer', 'auditor'];
 const AUDITORS: readonly Role[] = ['auditor'];
 const ADMINS: readonly Role[] = ['admin'];
 
+/**
+ * Routes that act on every tenant at once (metrics count them all, a rebuild rebuilds them all):
+ * their roles count only on a credential of the default tenant, the operator's. Another tenant's
+ * admin would learn how busy the others are, or rebuild their read models.
+ */
+export const OPERATOR_ROUTES: ReadonlySet<string> = new Set(['GET /metrics', 'POST /v1/admin/rebuild']);
+
 export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'GET /health': 'public',
   /**

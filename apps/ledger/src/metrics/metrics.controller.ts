@@ -1,7 +1,4 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { CurrentPrincipal } from '../identity/current-principal.js';
-import { requireOperator } from '../identity/operator.js';
-import type { Principal } from '../identity/principal.js';
 import { LedgerMetrics } from './ledger-metrics.js';
 
 @Controller('metrics')
@@ -10,8 +7,7 @@ export class MetricsController {
 
   @Get()
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
-  scrape(@CurrentPrincipal() principal: Principal): Promise<string> {
-    requireOperator(principal);
+  scrape(): Promise<string> {
     return this.metrics.registry.metrics();
   }
 }
