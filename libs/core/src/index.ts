@@ -15,3 +15,8 @@ export * from './toolcall/toolcall-events.js';
 export * from './toolcall/toolcall-state-machine.js';
 export * from './tenancy/tenant-streams.js';
 export * from './toolcall/tool-result-encoding.js';
+export * from './dialects/dialect.js';
+export * from './dialects/dialects.js';
+export * from './dialects/openai-chat.js';
+export * from './dialects/anthropic-messages.js';
+export * from './dialects/ai-sdk-ui.js';

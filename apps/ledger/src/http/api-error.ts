@@ -30,6 +30,8 @@ const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   seq_gap: 409,
   seq_conflict: 409,
   not_a_writer: 403,
+  invalid_event: 400,
+  dialect_conflict: 409,
 };
 
 const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {

@@ -69,3 +69,13 @@ export const historyQuery = readPointQuery.extend({
 });
 
 export const pageQuery = z.object({ from: position.default(0n), limit: z.coerce.number().int().min(1).max(1_000).default(100) });
+
+/** The chunk route's dialect, and for a provider dialect the producer's number of the first event in the body. */
+export const dialectQuery = z.object({
+  dialect: z.string().default('cherry'),
+  seq: z
+    .string()
+    .regex(/^[1-9][0-9]{0,14}$/, 'must be a positive whole number')
+    .transform(Number)
+    .optional(),
+});

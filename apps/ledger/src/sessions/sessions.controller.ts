@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
+import {
+  DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf,
+} from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
-import { createMessageBody, createSessionBody, forkBody, grantBody, historyQuery, pageQuery, readPointQuery, selectionBody } from './request-schemas.js';
+import {
+  createMessageBody, createSessionBody, dialectQuery, forkBody, grantBody, historyQuery, pageQuery, readPointQuery, selectionBody,
+} from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
@@ -45,13 +49,35 @@ export class SessionsController {
     return { id, parentId: decision.parentId ?? null, position: Number(position) };
   }
 
+  /**
+   * Cherry chunks (each with its `seq`), or with `?dialect=openai|anthropic|ai-sdk&seq=N` a
+   * provider's stream events, numbered by the producer from N on, translated into chunks (ADR 0015).
+   */
   @Post(':sid/messages/:mid/chunks')
   @HttpCode(200)
-  async appendChunks(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query('dialect') dialect: string | undefined, @Req() request: Request, @CurrentPrincipal() principal: Principal) {
-    if (dialect !== undefined && dialect !== 'cherry') throw new ApiError(400, 'unsupported_dialect', `dialect ${JSON.stringify(dialect)} is not supported yet; use cherry`, 'dialect');
-    const chunks = parseChunks(chunkValues(request.body));
-    const { decision, position } = await this.run(principal, sessionId, { type: 'append_chunks', messageId, chunks });
-    return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
+  async appendChunks(
+    @Param('sid') sessionId: string,
+    @Param('mid') messageId: string,
+    @Query() query: unknown,
+    @Req() request: Request,
+    @CurrentPrincipal() principal: Principal,
+  ) {
+    const { dialect, seq } = dialectQuery.parse(query);
+    if (dialect !== 'cherry' && !isDialectName(dialect)) {
+      const rule = `dialect ${JSON.stringify(dialect)} is not supported; use cherry, ${DIALECT_NAMES.join(', ')}`;
+      throw new ApiError(400, 'unsupported_dialect', rule, 'dialect');
+    }
+    const values = batchValues(request.body);
+    if (dialect === 'cherry') {
+      const chunks = parseChunks(values);
+      return appended(await this.run(principal, sessionId, { type: 'append_chunks', messageId, chunks }));
+    }
+    if (seq === undefined) {
+      const rule = `seq: the ${dialect} dialect needs ?seq=, the number of the first event in the body`;
+      throw new ApiError(400, 'invalid_request', rule, 'seq');
+    }
+    const command = { type: 'append_dialect_events' as const, messageId, dialect, firstSeq: seq, events: values };
+    return appended(await this.run(principal, sessionId, command));
   }
 
   @Post(':sid/fork')
@@ -134,12 +160,19 @@ export class SessionsController {
   }
 }
 
+function appended({ decision, position }: CommandOutcome) {
+  return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
+}
+
 function authorOf(principal: Principal) {
   return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
 }
 
-/** The chunk batch from a JSON array or an NDJSON body; a malformed line is named by its number. */
-function chunkValues(body: unknown): unknown[] {
+/**
+ * The batch from a JSON array or an NDJSON body; a malformed line is named by its number. A bare
+ * `[DONE]` line (the end of an OpenAI stream, as its SSE `data:` carries it) is the string "[DONE]".
+ */
+function batchValues(body: unknown): unknown[] {
   if (Array.isArray(body)) {
     if (body.length === 0) throw new ApiError(400, 'empty_batch', 'the batch holds no chunk', '(body)');
     return body;
@@ -148,6 +181,7 @@ function chunkValues(body: unknown): unknown[] {
     const lines = body.split('\n');
     const values = lines.flatMap((line, index) => {
       if (line.trim() === '') return [];
+      if (line.trim() === '[DONE]') return ['[DONE]'];
       try {
         return [JSON.parse(line) as unknown];
       } catch {

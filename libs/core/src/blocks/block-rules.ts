@@ -76,7 +76,10 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       if (!state.openThinkingId) return state;
       const complete = chunk.type === 'thinking.complete';
       const changes: Partial<MessageBlock> = { content: chunk.text, status: complete ? 'success' : 'streaming', ...(chunk.thinking_millsec === undefined ? {} : { thinking_millsec: chunk.thinking_millsec }) };
-      const updated = update(state, state.openThinkingId, at, changes);
+      const signature = chunk.type === 'thinking.complete' ? chunk.signature : undefined;
+      const metadata = { ...blockOf(state, state.openThinkingId)?.metadata, signature };
+      const signed = signature === undefined ? changes : { ...changes, metadata };
+      const updated = update(state, state.openThinkingId, at, signed);
       return complete ? { ...updated, openThinkingId: undefined } : updated;
     }
 
@@ -265,6 +268,10 @@ function startBlock(state: MessageBlocksState, newId: string, at: string, fields
   if (!placeholderId) return { state: append(state, { id: newId, messageId: state.messageId, createdAt: at, ...fields }), id: newId };
   const blocks = state.blocks.map((block) => (block.id === placeholderId ? { id: block.id, messageId: block.messageId, createdAt: block.createdAt, updatedAt: at, ...fields } : block));
   return { state: { ...state, blocks, placeholderId: undefined }, id: placeholderId };
+}
+
+function blockOf(state: MessageBlocksState, blockId: string): MessageBlock | undefined {
+  return state.blocks.find((block) => block.id === blockId);
 }
 
 function append(state: MessageBlocksState, block: MessageBlock): MessageBlocksState {

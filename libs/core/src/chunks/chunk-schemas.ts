@@ -32,7 +32,12 @@ export const CHUNK_PAYLOADS = {
   'text.complete': { text: z.string(), chunk_id: z.number().int().optional() },
   'thinking.start': {},
   'thinking.delta': { text: z.string(), thinking_millsec: z.number().nonnegative().optional() },
-  'thinking.complete': { text: z.string(), thinking_millsec: z.number().nonnegative().optional() },
+  // `signature`: ours, not Cherry's; the provider's signature over the thinking (Anthropic), kept to send it back.
+  'thinking.complete': {
+    text: z.string(),
+    thinking_millsec: z.number().nonnegative().optional(),
+    signature: z.string().optional(),
+  },
   mcp_tool_streaming: toolChunk,
   mcp_tool_pending: toolChunk,
   mcp_tool_in_progress: toolChunk,
@@ -75,9 +80,10 @@ export class ChunkValidationError extends Error {
   constructor(
     readonly index: number,
     readonly field: string,
-    message: string,
+    /** What is wrong with the field. */
+    readonly rule: string,
   ) {
-    super(`chunks[${index}].${field}: ${message}`);
+    super(`chunks[${index}].${field}: ${rule}`);
   }
 }
 

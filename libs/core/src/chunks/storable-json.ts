@@ -25,9 +25,10 @@ function textProblem(text: string): string | undefined {
 
 /**
  * The first thing in a parsed JSON value that the ledger refuses to store: a string or an object
- * key with a NUL character or an unpaired surrogate, a `__proto__` key, or nesting deeper than
- * `maxDepth` (reported at the top-level field that holds them). Each client's input is checked
- * at the edge, so it can never fail a batch it shares with others.
+ * key with a NUL character or an unpaired surrogate, a `__proto__` key, a number beyond the double
+ * range (parsed as Infinity), or nesting deeper than `maxDepth` (reported at the top-level field
+ * that holds them). Each client's input is checked at the edge, so it can never fail a batch it
+ * shares with others.
  */
 export function findUnstorableJson(value: unknown, maxDepth = MAX_JSON_DEPTH): UnstorableJson | undefined {
   const visit = (current: unknown, path: (string | number)[]): UnstorableJson | undefined => {
@@ -35,6 +36,8 @@ export function findUnstorableJson(value: unknown, maxDepth = MAX_JSON_DEPTH): U
       const message = textProblem(current);
       return message ? { path, message } : undefined;
     }
+    // JSON.parse turns a number beyond the double range (1e400) into Infinity, which JSON cannot hold again.
+    if (typeof current === 'number') return Number.isFinite(current) ? undefined : { path, message: 'is not a finite number' };
     if (typeof current !== 'object' || current === null) return undefined;
     if (path.length >= maxDepth) {
       return { path: path.slice(0, 1), message: `nests arrays and objects deeper than ${maxDepth} levels` };

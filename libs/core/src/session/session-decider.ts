@@ -1,8 +1,14 @@
-import type { Chunk } from '../chunks/chunk-schemas.js';
-import { encodeChunk } from '../chunks/snapshot-text.js';
+import { ChunkValidationError, parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
+import { encodeChunk, type SnapshotState } from '../chunks/snapshot-text.js';
+import { findUnstorableJson } from '../chunks/storable-json.js';
+import { DialectError, fieldPath, type UnnumberedChunk } from '../dialects/dialect.js';
+import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { activePath } from './branch-tree.js';
-import { chunkDigest, type ChunkEventData, type MessageRole, type SessionEvent, type SessionEventOf, type SessionState } from './session-events.js';
+import {
+  chunkDigest, providerEventDigest, type ChunkEventData, type ChunkSource, type MessageRole, type MessageState,
+  type SessionEvent, type SessionEventOf, type SessionState,
+} from './session-events.js';
 
 /**
  * The session's commands and `decide`: checks the rules against the folded state and returns the
@@ -42,6 +48,17 @@ export type SessionCommand =
       readonly writers: readonly string[];
     }
   | { readonly type: 'append_chunks'; readonly messageId: string; readonly chunks: readonly Chunk[] }
+  /**
+   * Provider events in a producer dialect, numbered by the producer from `firstSeq` on (1 per
+   * message); each is translated into Cherry chunks, which the ledger numbers itself (ADR 0015).
+   */
+  | {
+      readonly type: 'append_dialect_events';
+      readonly messageId: string;
+      readonly dialect: DialectName;
+      readonly firstSeq: number;
+      readonly events: readonly unknown[];
+    }
   /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
   | ({ readonly type: 'update_tool_call'; readonly eventId: string } & SessionEventOf<'message.tool_call_updated'>['data']);
 
@@ -53,7 +70,7 @@ export interface DecidedEvent {
 
 export interface Decision {
   readonly events: readonly DecidedEvent[];
-  /** append_chunks: the seqs already recorded with the same content. */
+  /** append_chunks, append_dialect_events: the seqs already recorded with the same content. */
   readonly duplicateSeqs: readonly number[];
   /** create_message: the parent the message got. */
   readonly parentId?: string | null;
@@ -63,7 +80,7 @@ export class SessionError extends Error {
   constructor(
     readonly code:
       | 'session_not_found' | 'session_exists' | 'source_not_found' | 'message_not_found' | 'message_exists' | 'parent_not_found' | 'not_a_child'
-      | 'not_assistant' | 'seq_gap' | 'seq_conflict' | 'not_a_writer',
+      | 'not_assistant' | 'seq_gap' | 'seq_conflict' | 'not_a_writer' | 'invalid_event' | 'dialect_conflict',
     message: string,
     readonly field?: string,
   ) {
@@ -122,10 +139,12 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       return { events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }], duplicateSeqs: [] };
     }
     case 'append_chunks': {
-      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
-      const message = state.messages.get(command.messageId);
-      if (!message) throw new SessionError('message_not_found', `message ${command.messageId} is not in this session`);
-      if (message.role !== 'assistant') throw new SessionError('not_assistant', `chunks belong to assistant messages; ${command.messageId} is a ${message.role} message`);
+      const message = assistantMessage(state, command.messageId);
+      if (message.dialect) {
+        const { name } = message.dialect;
+        const rule = `message ${message.id} is recorded in the ${name} dialect; send its events with ?dialect=${name}`;
+        throw new SessionError('dialect_conflict', rule, 'dialect');
+      }
       const events: DecidedEvent[] = [];
       const duplicateSeqs: number[] = [];
       let snapshots = message.snapshots;
@@ -145,6 +164,8 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       });
       return { events, duplicateSeqs };
     }
+    case 'append_dialect_events':
+      return decideDialectEvents(command, assistantMessage(state, command.messageId));
     case 'update_tool_call': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       const { type: _type, eventId, ...data } = command;
@@ -152,4 +173,96 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       return { events: [{ id: eventId, event: { type: 'message.tool_call_updated', data } }], duplicateSeqs: [] };
     }
   }
+}
+
+function assistantMessage(state: SessionState, messageId: string): MessageState {
+  if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+  const message = state.messages.get(messageId);
+  if (!message) throw new SessionError('message_not_found', `message ${messageId} is not in this session`);
+  if (message.role !== 'assistant') {
+    const rule = `chunks belong to assistant messages; ${messageId} is a ${message.role} message`;
+    throw new SessionError('not_assistant', rule);
+  }
+  return message;
+}
+
+/**
+ * Each new provider event is translated with the translator's state rebuilt from the log; its
+ * chunks follow the message's recorded ones, and the first carries the event as its `source`
+ * (a `raw` chunk stands for an event that means no chunk, so every event is in the log). A
+ * repeated seq with the same event is a duplicate; one bad event refuses the whole batch.
+ */
+function decideDialectEvents(
+  command: Extract<SessionCommand, { type: 'append_dialect_events' }>,
+  message: MessageState,
+): Decision {
+  const { dialect, messageId } = command;
+  if (message.dialect ? message.dialect.name !== dialect : message.chunkDigests.length > 0) {
+    const recorded = message.dialect?.name ?? 'cherry';
+    const rule = `message ${messageId} is recorded in the ${recorded} dialect, not ${dialect}`;
+    throw new SessionError('dialect_conflict', rule, 'dialect');
+  }
+  const translator = translatorOf(dialect);
+  let translatorState = message.dialect?.state ?? translator.initial;
+  const digests = [...(message.dialect?.eventDigests ?? [])];
+  let snapshots: SnapshotState = message.snapshots;
+  let chunkSeq = message.chunkDigests.length;
+  const events: DecidedEvent[] = [];
+  const duplicateSeqs: number[] = [];
+  command.events.forEach((providerEvent, index) => {
+    const seq = command.firstSeq + index;
+    const unstorable = findUnstorableJson(providerEvent);
+    if (unstorable) throw invalidEvent(index, fieldPath(unstorable.path), unstorable.message);
+    const digest = providerEventDigest(providerEvent);
+    if (seq <= digests.length) {
+      if (digests[seq - 1] !== digest) {
+        const rule = `events[${index}]: seq ${seq} is already recorded with a different event`;
+        throw new SessionError('seq_conflict', rule, `events[${index}]`);
+      }
+      duplicateSeqs.push(seq);
+      return;
+    }
+    if (seq !== digests.length + 1) {
+      throw new SessionError('seq_gap', `events[${index}]: expected seq ${digests.length + 1}, got ${seq}`, 'seq');
+    }
+    const translated = translateEvent(dialect, translatorState, providerEvent, index);
+    translatorState = translated.state;
+    digests.push(digest);
+    const nothing: UnnumberedChunk = { type: 'raw', content: null };
+    const chunks = translated.chunks.length > 0 ? translated.chunks : [nothing];
+    chunks.forEach((unnumbered, position) => {
+      chunkSeq += 1;
+      const chunk = validChunk({ seq: chunkSeq, ...unnumbered }, index);
+      const encoded = encodeChunk(snapshots, chunk);
+      snapshots = encoded.state;
+      const source: ChunkSource = position === 0 ? { dialect, seq, event: providerEvent } : { dialect, seq };
+      const data = { messageId, ...encoded.stored, source } as ChunkEventData;
+      events.push({ id: nameUuid(`chunk:${messageId}:${chunkSeq}`), event: { type: `chunk.${chunk.type}`, data } });
+    });
+  });
+  return { events, duplicateSeqs };
+}
+
+function translateEvent(dialect: DialectName, state: unknown, providerEvent: unknown, index: number) {
+  try {
+    return translatorOf(dialect).translate(state, providerEvent);
+  } catch (error) {
+    if (error instanceof DialectError) throw invalidEvent(index, error.field, error.message);
+    throw error;
+  }
+}
+
+/** What a translator made, checked like a posted chunk (parsed tool arguments may hold what the log cannot store). */
+function validChunk(value: Record<string, unknown>, index: number): Chunk {
+  try {
+    return parseChunk(value, index);
+  } catch (error) {
+    if (!(error instanceof ChunkValidationError)) throw error;
+    throw invalidEvent(index, '', `translates to a ${String(value.type)} chunk whose ${error.field} ${error.rule}`);
+  }
+}
+
+function invalidEvent(index: number, field: string, message: string): SessionError {
+  const where = field === '' ? `events[${index}]` : `events[${index}].${field}`;
+  return new SessionError('invalid_event', `${where}: ${message}`, where);
 }

@@ -4,6 +4,7 @@ import { evolveBlocks, evolveGovernedTool, initialMessageBlocks, type GovernedTo
 import type { Chunk } from '../chunks/chunk-schemas.js';
 import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
+import { isDialectName, translatorOf, type DialectName } from '../dialects/dialects.js';
 
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
@@ -55,8 +56,26 @@ export type SessionEvent =
 
 export type SessionEventOf<Type extends SessionEvent['type']> = Extract<SessionEvent, { type: Type }>;
 
-/** A chunk event's data: the stored chunk (text snapshots as suffixes) and its message. */
-export type ChunkEventData = StoredChunk & { readonly messageId: string };
+/**
+ * A chunk event's data: the stored chunk (text snapshots as suffixes), its message, and for a
+ * chunk translated from a producer dialect, the provider event it came from (ADR 0015).
+ */
+export type ChunkEventData = StoredChunk & { readonly messageId: string; readonly source?: ChunkSource };
+
+/** The provider event behind a translated chunk; only the first chunk of each event holds the event itself. */
+export interface ChunkSource {
+  readonly dialect: DialectName;
+  /** The producer's number for the provider event, from 1 per message. */
+  readonly seq: number;
+  readonly event?: unknown;
+}
+
+/** A message recorded in a dialect: the translator's state after its recorded events, their digests by seq - 1. */
+export interface DialectLog {
+  readonly name: DialectName;
+  readonly state: unknown;
+  readonly eventDigests: readonly string[];
+}
 
 export const SESSION_STREAM_PREFIX = 'session-';
 export const sessionStreamId = (tenant: string, sessionId: string) => tenantStreamId(SESSION_STREAM_PREFIX, tenant, sessionId);
@@ -74,6 +93,8 @@ export interface MessageState {
   /** Digest of each recorded chunk, by seq - 1: a repeated seq must carry the same chunk. */
   readonly chunkDigests: readonly string[];
   readonly snapshots: SnapshotState;
+  /** `null` until a dialect's first provider event: Cherry chunks, or nothing yet. */
+  readonly dialect: DialectLog | null;
   readonly blocks: MessageBlocksState;
   /**
    * Log position of the event that last changed or moved each block: a block row's position,
@@ -122,6 +143,7 @@ export function mayWrite(state: OpenSession, subject: string): boolean {
 export const messageStatus = (message: MessageState) => (message.role === 'assistant' ? message.blocks.status : 'success');
 
 export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
+export const providerEventDigest = (event: unknown) => sha256Hex(canonicalJson(event)).slice(0, 32);
 
 /**
  * Total and never throws: an event that does not apply leaves the state as it is. A fork's
@@ -146,7 +168,8 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
     const message: MessageState = {
       id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
-      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, blocks: initialMessageBlocks(data.messageId), blockPositions: new Map(), position: event.position,
+      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null,
+      blocks: initialMessageBlocks(data.messageId), blockPositions: new Map(), position: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     return selectPathTo({ ...state, messages: new Map(state.messages).set(message.id, message), position: event.position }, message.id, event.position);
@@ -165,7 +188,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   if (event.type.startsWith('chunk.')) {
-    const { messageId, ...stored } = event.data as ChunkEventData;
+    const { messageId, source, ...stored } = event.data as ChunkEventData;
     const message = state.messages.get(messageId);
     if (!message || stored.seq !== message.chunkDigests.length + 1) return state;
     const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored as StoredChunk);
@@ -173,6 +196,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       ...withBlocks(message, evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }), event.position),
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
       snapshots,
+      dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
@@ -229,4 +253,19 @@ function select(state: OpenSession, parentId: string | null, childId: string, po
   const parent = state.messages.get(parentId)!;
   if (parent.selectedChildId === childId) return state;
   return { ...state, messages: new Map(state.messages).set(parentId, { ...parent, selectedChildId: childId, position }) };
+}
+
+/** The translator folds the recorded provider event again: its state is never stored, only rebuilt. */
+function advanceDialect(log: DialectLog | null, source: ChunkSource): DialectLog | null {
+  if (!isDialectName(source.dialect) || (log !== null && log.name !== source.dialect)) return log;
+  const translator = translatorOf(source.dialect);
+  const current = log ?? { name: source.dialect, state: translator.initial, eventDigests: [] };
+  if (source.seq !== current.eventDigests.length + 1) return log;
+  let state = current.state;
+  try {
+    state = translator.translate(current.state, source.event).state;
+  } catch {
+    // Unreachable for events the decider accepted; evolve stays total either way.
+  }
+  return { ...current, state, eventDigests: [...current.eventDigests, providerEventDigest(source.event)] };
 }

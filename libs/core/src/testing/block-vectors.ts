@@ -47,6 +47,7 @@ export function compareBlocks(blocks: readonly MessageBlock[], expected: readonl
       images: (block.metadata?.generateImageResponse as { images?: string[] } | undefined)?.images,
       citationBlockId: block.metadata?.citationBlockId,
       citationBlockSource: block.metadata?.citationBlockSource,
+      signature: block.metadata?.signature,
       error: block.error && Object.fromEntries(Object.keys((wanted.error as object | undefined) ?? {}).map((key) => [key, block.error![key]])),
     };
     return Object.fromEntries(Object.keys(wanted).map((key) => [key, fields[key]]));

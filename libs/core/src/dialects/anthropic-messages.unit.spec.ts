@@ -1,0 +1,4 @@
+import { describeDialect } from '../testing/dialect-suite.js';
+import { ANTHROPIC_REFUSALS, ANTHROPIC_STREAMS } from '../testing/dialect-streams.js';
+
+describeDialect('anthropic', ANTHROPIC_STREAMS, ANTHROPIC_REFUSALS);

@@ -1,0 +1,91 @@
+import { parseChunks } from '../chunks/chunk-schemas.js';
+import { SessionError } from '../session/session-decider.js';
+import { DialectRecording } from '../testing/dialect-recording.js';
+import { ANTHROPIC_STREAMS, OPENAI_STREAMS } from '../testing/dialect-streams.js';
+
+const [openAiText] = OPENAI_STREAMS;
+const events = openAiText!.events;
+
+function thrownBy(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe('provider events in the log (ADR 0015)', () => {
+  // A raw chunk stands for an event that means no chunk, so every provider event is in the log.
+  it('records every provider event as the source of its first chunk', () => {
+    const recording = new DialectRecording('anthropic');
+    const decision = recording.send(1, ANTHROPIC_STREAMS[0]!.events.slice(0, 3));
+    expect(
+      decision.events.map(({ event }) => [
+        event.type,
+        (event.data as { source: { seq: number; event?: unknown } }).source,
+      ]),
+    ).toEqual([
+      ['chunk.llm_response_created', { dialect: 'anthropic', seq: 1, event: ANTHROPIC_STREAMS[0]!.events[0] }],
+      ['chunk.text.start', { dialect: 'anthropic', seq: 2, event: ANTHROPIC_STREAMS[0]!.events[1] }],
+      ['chunk.raw', { dialect: 'anthropic', seq: 3, event: { type: 'ping' } }],
+    ]);
+  });
+
+  it('records a retried batch once, reporting duplicates; an overlapping one appends only what is new', () => {
+    const recording = new DialectRecording('openai');
+    const first = recording.send(1, events.slice(0, 3));
+    expect(recording.send(1, events.slice(0, 3))).toEqual({ events: [], duplicateSeqs: [1, 2, 3] });
+    const overlapping = recording.send(2, events.slice(1));
+    expect(overlapping.duplicateSeqs).toEqual([2, 3]);
+    expect(overlapping.events.length).toBeGreaterThan(0);
+    const whole = new DialectRecording('openai').sendAll(events).message;
+    expect(recording.message).toEqual(whole);
+    expect(first.events.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a repeated seq with another event (seq_conflict) and a gap (seq_gap), appending nothing', () => {
+    const recording = new DialectRecording('openai');
+    recording.send(1, events.slice(0, 2));
+    expect(thrownBy(() => recording.send(2, [events[2], events[3]]))).toMatchObject({
+      code: 'seq_conflict',
+      field: 'events[0]',
+    });
+    expect(thrownBy(() => recording.send(4, [events[3]]))).toMatchObject({ code: 'seq_gap', field: 'seq' });
+    expect(recording.message.dialect?.eventDigests).toHaveLength(2);
+  });
+
+  it('keeps one dialect per message: Cherry chunks or another dialect are a dialect_conflict', () => {
+    const recording = new DialectRecording('openai');
+    recording.send(1, events.slice(0, 2));
+    const { messageId } = recording;
+    const cherry = () =>
+      recording.decide({
+        type: 'append_chunks',
+        messageId,
+        chunks: parseChunks([{ seq: 3, type: 'raw', content: 1 }]),
+      });
+    expect(thrownBy(cherry)).toBeInstanceOf(SessionError);
+    expect(thrownBy(cherry)).toMatchObject({ code: 'dialect_conflict', field: 'dialect' });
+    const anthropic = () =>
+      recording.decide({
+        type: 'append_dialect_events',
+        messageId,
+        dialect: 'anthropic',
+        firstSeq: 3,
+        events: [{ type: 'ping' }],
+      });
+    expect(thrownBy(anthropic)).toMatchObject({ code: 'dialect_conflict', field: 'dialect' });
+
+    const cherryFirst = new DialectRecording('openai');
+    cherryFirst.decide({
+      type: 'append_chunks',
+      messageId,
+      chunks: parseChunks([{ seq: 1, type: 'llm_response_created' }]),
+    });
+    expect(thrownBy(() => cherryFirst.send(1, events.slice(0, 1)))).toMatchObject({
+      code: 'dialect_conflict',
+      field: 'dialect',
+    });
+  });
+});

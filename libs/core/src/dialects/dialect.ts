@@ -1,0 +1,82 @@
+import type { z } from 'zod';
+import type { Chunk } from '../chunks/chunk-schemas.js';
+
+/**
+ * A producer dialect: a provider's own stream format, translated into Cherry chunks by a small
+ * stateful fold. The translators are pure and deterministic, so the ledger can rebuild a
+ * translator's state by folding again the provider events it recorded (ADR 0015).
+ */
+export type UnnumberedChunk = Chunk extends infer C
+  ? C extends Chunk
+    ? { [K in keyof C as string extends K ? never : K extends 'seq' ? never : K]: C[K] }
+    : never
+  : never;
+
+export interface Translation<State> {
+  readonly state: State;
+  /** The Cherry chunks the event stands for, in order; the ledger numbers them. */
+  readonly chunks: readonly UnnumberedChunk[];
+}
+
+export interface Translator<State> {
+  readonly initial: State;
+  /** Throws `DialectError` when the event is malformed or does not fit the stream so far. */
+  translate(state: State, event: unknown): Translation<State>;
+}
+
+/** A provider event the dialect refuses; `field` is relative to the event ('' for the whole event). */
+export class DialectError extends Error {
+  override readonly name = 'DialectError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** `['choices', 0, 'delta']` → `choices[0].delta`. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((text, key) => {
+    if (typeof key === 'number') return `${text}[${key}]`;
+    return text === '' ? String(key) : `${text}.${String(key)}`;
+  }, '');
+}
+
+/** The event as `schema` reads it, or a `DialectError` naming the first field that does not fit. */
+export function parseEvent<T>(schema: z.ZodType<T>, event: unknown): T {
+  const result = schema.safeParse(event);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const keys = issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : [];
+  const message = issue.code === 'unrecognized_keys' ? 'is not a field of this event' : issue.message;
+  throw new DialectError(fieldPath([...issue.path, ...keys]), message);
+}
+
+/** Tool arguments once they are complete: a JSON object, or `undefined` when the text is not one. */
+export function completeArguments(text: string): Record<string, unknown> | undefined {
+  if (text.trim() === '') return {};
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A tool call as the tool chunks carry it. */
+export function toolResponse(
+  id: string,
+  name: string,
+  status: 'streaming' | 'pending' | 'invoking' | 'done' | 'error' | 'cancelled',
+  fields: { arguments?: unknown; partialArguments?: string; response?: unknown } = {},
+) {
+  return { id, toolCallId: id, tool: { name }, status, ...fields };
+}
+
+/** `next` after `step`: its state wins, the chunks add up. */
+export function followedBy<State>(step: Translation<State>, next: Translation<State>): Translation<State> {
+  return { state: next.state, chunks: [...step.chunks, ...next.chunks] };
+}
