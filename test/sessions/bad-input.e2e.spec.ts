@@ -255,7 +255,8 @@ describe('client ids named like Object.prototype members', () => {
     const completion = { seq: 1, type: 'mcp_tool_complete', responses: [call('done')] };
     const unannounced = await ledger.request('POST', chunks, [completion]);
     expect(unannounced.status).toBe(200);
-    expect((await ledger.request('GET', `${message}/${messageId}`)).body.blocks).toEqual([]);
+    const unchanged = await ledger.request('GET', `${message}/${messageId}?minPosition=${unannounced.body.position}`);
+    expect(unchanged.body.blocks).toEqual([]);
     // Announced, then completed: one tool block, finished.
     const announced = await ledger.request('POST', chunks, [
       { seq: 2, type: 'mcp_tool_pending', responses: [call('pending')] },
