@@ -53,7 +53,7 @@ interface StoredKey {
 }
 
 interface CachedKey {
-  readonly key: StoredKey | undefined;
+  readonly key: StoredKey;
   readonly readAt: number;
 }
 
@@ -63,6 +63,8 @@ const KEY_COLUMNS = `id, name, tenant, roles, subject, expires_at AS "expiresAt"
 @Injectable()
 export class ApiKeyStore {
   private readonly cache = new Map<string, CachedKey>();
+  /** Ids looked up and not found, apart: a flood of invented ids cannot push real keys out of the cache. */
+  private readonly unknownIds = new Map<string, number>();
   private readonly lastUsedWritten = new Map<string, number>();
 
   constructor(
@@ -145,18 +147,20 @@ export class ApiKeyStore {
   private async lookup(id: string, now: number): Promise<StoredKey | undefined> {
     const cached = this.cache.get(id);
     if (cached && now - cached.readAt < KEY_CACHE_MS) return cached.key;
+    if (now - (this.unknownIds.get(id) ?? -Infinity) < KEY_CACHE_MS) return undefined;
     const { rows } = await this.pool.query<KeyRecord & { salt: Buffer; secretHash: Buffer }>(
       `SELECT ${KEY_COLUMNS}, salt, secret_hash AS "secretHash" FROM api_keys WHERE id = $1`,
       [id],
     );
     const row = rows[0];
-    const key = row && { record: present(row), salt: row.salt, hash: row.secretHash, principal: principalOf(present(row)) };
     this.cache.delete(id);
-    this.cache.set(id, { key, readAt: now });
-    for (const [oldest] of this.cache) {
-      if (this.cache.size <= MAX_CACHED_KEYS) break;
-      this.cache.delete(oldest);
+    this.unknownIds.delete(id);
+    if (!row) {
+      remember(this.unknownIds, id, now);
+      return undefined;
     }
+    const key = { record: present(row), salt: row.salt, hash: row.secretHash, principal: principalOf(present(row)) };
+    remember(this.cache, id, { key, readAt: now });
     return key;
   }
 
@@ -165,6 +169,15 @@ export class ApiKeyStore {
     if (now - (this.lastUsedWritten.get(id) ?? 0) < LAST_USED_WRITE_INTERVAL_MS) return;
     this.lastUsedWritten.set(id, now);
     this.pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [id]).catch(() => this.lastUsedWritten.delete(id));
+  }
+}
+
+/** Adds an entry as the newest, dropping the oldest beyond the bound. */
+function remember<Value>(map: Map<string, Value>, id: string, value: Value): void {
+  map.set(id, value);
+  for (const [oldest] of map) {
+    if (map.size <= MAX_CACHED_KEYS) break;
+    map.delete(oldest);
   }
 }
 
