@@ -16,7 +16,13 @@ import { call, governanceFixture, PRODUCER, requestTool } from '../../test/suppo
 import { connectSse } from '../../test/support/sse-client.js';
 import { registerCredentials, TestCredentials } from '../../test/support/test-credentials.js';
 import {
-  formatRate, formatRatio, mintBenchKeys, openBenchDatabase, percentile, printTable, startLedgerProcess,
+  formatRate,
+  formatRatio,
+  mintBenchKeys,
+  openBenchDatabase,
+  percentile,
+  printTable,
+  startLedgerProcess,
 } from '../support/bench-database.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
@@ -43,9 +49,13 @@ async function main(): Promise<void> {
     await direct.call(tool, args);
     const directLatencies: number[] = [];
     for (let index = 0; index < SEQUENTIAL; index += 1) directLatencies.push(await timed(() => direct.call(tool, args)));
-    const directConcurrentMs = await timed(() => Promise.all(Array.from({ length: CONCURRENT }, async () => {
-      for (let index = 0; index < PER_PRODUCER; index += 1) await direct.call(tool, args);
-    })));
+    const directConcurrentMs = await timed(() =>
+      Promise.all(
+        Array.from({ length: CONCURRENT }, async () => {
+          for (let index = 0; index < PER_PRODUCER; index += 1) await direct.call(tool, args);
+        }),
+      ),
+    );
 
     /** One producer: a session watched live; each call is timed from its chunk POST to its result on the feed. */
     const producer = async (calls: number, latencies: number[]) => {
@@ -76,10 +86,22 @@ async function main(): Promise<void> {
     printTable(
       ['measure', 'direct MCP call', 'governed through the ledger', 'cost of governance'],
       [
-        ['latency p50, ms (one caller)', ms(percentile(directLatencies, 50)), ms(percentile(governedLatencies, 50)), formatRatio(percentile(governedLatencies, 50) / percentile(directLatencies, 50))],
-        ['latency p99, ms (one caller)', ms(percentile(directLatencies, 99)), ms(percentile(governedLatencies, 99)), formatRatio(percentile(governedLatencies, 99) / percentile(directLatencies, 99))],
         [
-          `calls/s (${CONCURRENT} callers)`, formatRate((CONCURRENT * PER_PRODUCER * 1_000) / directConcurrentMs), formatRate((CONCURRENT * PER_PRODUCER * 1_000) / governedConcurrentMs),
+          'latency p50, ms (one caller)',
+          ms(percentile(directLatencies, 50)),
+          ms(percentile(governedLatencies, 50)),
+          formatRatio(percentile(governedLatencies, 50) / percentile(directLatencies, 50)),
+        ],
+        [
+          'latency p99, ms (one caller)',
+          ms(percentile(directLatencies, 99)),
+          ms(percentile(governedLatencies, 99)),
+          formatRatio(percentile(governedLatencies, 99) / percentile(directLatencies, 99)),
+        ],
+        [
+          `calls/s (${CONCURRENT} callers)`,
+          formatRate((CONCURRENT * PER_PRODUCER * 1_000) / directConcurrentMs),
+          formatRate((CONCURRENT * PER_PRODUCER * 1_000) / governedConcurrentMs),
           formatRatio(governedConcurrentMs / directConcurrentMs),
         ],
       ],

@@ -4,7 +4,15 @@ import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { connectSse } from '../support/sse-client.js';
 import { authorization, keyActor } from '../support/test-credentials.js';
-import { call, governanceFixture, PRODUCER, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  call,
+  governanceFixture,
+  PRODUCER,
+  requestTool,
+  trail,
+  waitForToolCall,
+  type GovernanceFixture,
+} from '../support/governance-fixture.js';
 
 const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
 const awaiting = (toolCall: { status: string }) => toolCall.status === 'awaiting_approval';
@@ -53,39 +61,84 @@ describe('tool-call governance end to end over HTTP', () => {
 
   it('denied by the firewall: nothing runs, the block shows the denial as an error result', async () => {
     const source = path.join(fixture.workspace, 'hello.txt');
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_fw', { server: 'filesystem', name: 'move_file' }, { source, destination: `${source}.moved` });
+    const { messageId, toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_fw',
+      { server: 'filesystem', name: 'move_file' },
+      { source, destination: `${source}.moved` },
+    );
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'denied', 'completed']);
     expect(toolCall).toMatchObject({
-      outcome: 'denied', requestedBy: keyActor(PRODUCER), firewall: { verdict: 'deny', rule: 'tools.deny[0]: filesystem/move_file', policyVersion: 'e2e-1' }, decision: { approved: false, stage: 'firewall', by: 'firewall' },
+      outcome: 'denied',
+      requestedBy: keyActor(PRODUCER),
+      firewall: { verdict: 'deny', rule: 'tools.deny[0]: filesystem/move_file', policyVersion: 'e2e-1' },
+      decision: { approved: false, stage: 'firewall', by: 'firewall' },
     });
     expect(existsSync(source)).toBe(true);
     const block = await toolBlock(messageId, toolCall.position);
-    expect(block).toMatchObject({ status: 'error', toolId: 'call_fw', toolName: 'move_file', metadata: { rawMcpToolResponse: { status: 'error' }, governance: { status: 'denied', toolCallId } } });
+    expect(block).toMatchObject({
+      status: 'error',
+      toolId: 'call_fw',
+      toolName: 'move_file',
+      metadata: { rawMcpToolResponse: { status: 'error' }, governance: { status: 'denied', toolCallId } },
+    });
     expect(block.content.content[0].text).toContain('denied (firewall');
     // A path that would read differently once decoded is denied, never decoded and checked as a copy.
-    const outside = await requestTool(url(), sessionId, 'call_fw2', { server: 'filesystem', name: 'read_text_file' }, { path: `${fixture.workspace}/%2e%2e/%2e%2e/etc/passwd` });
+    const outside = await requestTool(
+      url(),
+      sessionId,
+      'call_fw2',
+      { server: 'filesystem', name: 'read_text_file' },
+      { path: `${fixture.workspace}/%2e%2e/%2e%2e/etc/passwd` },
+    );
     const outsideCall = await waitForToolCall(url(), outside.toolCallId, completed);
     expect(outsideCall).toMatchObject({ outcome: 'denied', firewall: { verdict: 'deny' } });
     expect(outsideCall.firewall.rule).toBe('paths.ambiguous: path holds a percent escape');
   });
 
   it('allowed and executed by the filesystem server: the MCP result is on the block and in the model history', async () => {
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_read', { server: 'filesystem', name: 'read_text_file' }, { path: path.join(fixture.workspace, 'hello.txt') });
+    const { messageId, toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_read',
+      { server: 'filesystem', name: 'read_text_file' },
+      { path: path.join(fixture.workspace, 'hello.txt') },
+    );
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approved', 'execution_started', 'execution_succeeded', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approved',
+      'execution_started',
+      'execution_succeeded',
+      'completed',
+    ]);
     expect(toolCall).toMatchObject({
-      outcome: 'succeeded', firewall: { verdict: 'allow' }, guardian: { risk: 'low', reviewer: 'llm:guardian-test', mode: 'enforce', failed: false, cacheHit: false },
-      decision: { approved: true, by: 'policy' }, execution: { result: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] } },
+      outcome: 'succeeded',
+      firewall: { verdict: 'allow' },
+      guardian: { risk: 'low', reviewer: 'llm:guardian-test', mode: 'enforce', failed: false, cacheHit: false },
+      decision: { approved: true, by: 'policy' },
+      execution: { result: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] } },
     });
     // Each step names who recorded it and chains to the one before.
     expect(toolCall.events[0]).toMatchObject({ actor: 'system:governance-saga', revision: 0 });
-    toolCall.events.slice(1).forEach((event: { prevHash: string }, index: number) => expect(event.prevHash).toBe(toolCall.events[index].hash));
+    toolCall.events
+      .slice(1)
+      .forEach((event: { prevHash: string }, index: number) => expect(event.prevHash).toBe(toolCall.events[index].hash));
     const block = await toolBlock(messageId, toolCall.position);
-    expect(block).toMatchObject({ status: 'success', content: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] }, metadata: { governance: { status: 'succeeded' } } });
+    expect(block).toMatchObject({
+      status: 'success',
+      content: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] },
+      metadata: { governance: { status: 'succeeded' } },
+    });
     // Whatever drives the model loop reads the result from the history.
     const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
-    const toolMessage = history.body.messages.find((message: { role: string; tool_call_id?: string }) => message.role === 'tool' && message.tool_call_id === 'call_read');
+    const toolMessage = history.body.messages.find(
+      (message: { role: string; tool_call_id?: string }) => message.role === 'tool' && message.tool_call_id === 'call_read',
+    );
     expect(JSON.parse(toolMessage.content)).toMatchObject({ content: [{ type: 'text', text: 'hello from the ledger' }], isError: false });
   });
 
@@ -93,15 +146,23 @@ describe('tool-call governance end to end over HTTP', () => {
     const target = path.join(fixture.workspace, 'approved.txt');
     const live = connectSse(`${url()}/v1/sessions/${sessionId}/live`);
     expect((await live.opened).status).toBe(200);
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_write', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'approved write' });
+    const { messageId, toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_write',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'approved write' },
+    );
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
     // The saga shows the wait on the block right after recording it.
     const pendingBlock = await blockShowing(messageId, waiting.position, 'awaiting_approval');
     expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
     // The queue (read model) lists it.
-    const queue = async () => (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
-    for (let tries = 0; !(await queue()).includes(toolCallId) && tries < 100; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    const queue = async () =>
+      (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
+    for (let tries = 0; !(await queue()).includes(toolCallId) && tries < 100; tries += 1)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await queue()).toContain(toolCallId);
 
     const { argumentsSha256 } = waiting;
@@ -111,32 +172,69 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(stale).toMatchObject({ status: 422, body: { error: { code: 'arguments_mismatch', field: 'argumentsSha256' } } });
     const malformed = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { comment: 'ok' }, 'alice');
     expect(malformed).toMatchObject({ status: 400, body: { error: { field: 'argumentsSha256' } } });
-    expect(trail(await waitForToolCall(url(), toolCallId, () => true))).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested']);
+    expect(trail(await waitForToolCall(url(), toolCallId, () => true))).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+    ]);
 
-    const approved = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256, comment: 'reviewed the path' }, 'alice');
-    expect(approved).toMatchObject({ status: 200, body: { decision: { approved: true, by: keyActor('alice'), comment: 'reviewed the path' } } });
+    const approved = await call(
+      url(),
+      'POST',
+      `/v1/tool-calls/${toolCallId}/approve`,
+      { argumentsSha256, comment: 'reviewed the path' },
+      'alice',
+    );
+    expect(approved).toMatchObject({
+      status: 200,
+      body: { decision: { approved: true, by: keyActor('alice'), comment: 'reviewed the path' } },
+    });
     const again = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256 }, 'bob');
     expect(again).toMatchObject({ status: 409, body: { error: { code: 'already_decided' } } });
 
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started', 'execution_succeeded', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'approved',
+      'execution_started',
+      'execution_succeeded',
+      'completed',
+    ]);
     expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.approved').actor).toEqual(keyActor('alice'));
     expect(readFileSync(target, 'utf8')).toBe('approved write');
     const block = await toolBlock(messageId, toolCall.position);
-    expect(block).toMatchObject({ status: 'success', metadata: { governance: { status: 'succeeded', decision: { by: keyActor('alice') } } } });
+    expect(block).toMatchObject({
+      status: 'success',
+      metadata: { governance: { status: 'succeeded', decision: { by: keyActor('alice') } } },
+    });
     // A producer following the session's live feed saw each move of the call.
-    const liveStatuses = () => live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
-    for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    const liveStatuses = () =>
+      live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
+    for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     live.close();
     expect(liveStatuses()).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
   });
 
   it('denied by a reviewer: the file is never written and the model reads the denial', async () => {
     const target = path.join(fixture.workspace, 'denied.txt');
-    const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_denied', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'should not exist' });
+    const { messageId, toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_denied',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'should not exist' },
+    );
     const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
     const denied = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'not today' }, 'bob');
-    expect(denied).toMatchObject({ status: 200, body: { status: 'denied', decision: { approved: false, by: keyActor('bob'), stage: 'reviewer' } } });
+    expect(denied).toMatchObject({
+      status: 200,
+      body: { status: 'denied', decision: { approved: false, by: keyActor('bob'), stage: 'reviewer' } },
+    });
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'denied', 'completed']);
     expect(existsSync(target)).toBe(false);
@@ -150,7 +248,13 @@ describe('tool-call governance end to end over HTTP', () => {
   it('two reviewers deciding at the same moment: exactly one decision is recorded', async () => {
     for (let round = 0; round < 3; round += 1) {
       const target = path.join(fixture.workspace, `race-${round}.txt`);
-      const { toolCallId } = await requestTool(url(), sessionId, `call_race_${round}`, { server: 'filesystem', name: 'write_file' }, { path: target, content: 'race' });
+      const { toolCallId } = await requestTool(
+        url(),
+        sessionId,
+        `call_race_${round}`,
+        { server: 'filesystem', name: 'write_file' },
+        { path: target, content: 'race' },
+      );
       const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
       const answers = await Promise.all([
         call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, 'alice'),
@@ -158,7 +262,9 @@ describe('tool-call governance end to end over HTTP', () => {
       ]);
       expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409]);
       const toolCall = await waitForToolCall(url(), toolCallId, completed);
-      const decisions = toolCall.events.filter((event: { type: string }) => event.type === 'toolcall.approved' || event.type === 'toolcall.denied');
+      const decisions = toolCall.events.filter(
+        (event: { type: string }) => event.type === 'toolcall.approved' || event.type === 'toolcall.denied',
+      );
       expect(decisions).toHaveLength(1);
       const winner = answers.find((answer) => answer.status === 200)!.body.decision.by;
       expect(decisions[0].actor).toBe(winner);
@@ -187,7 +293,9 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(whilePending.body.status).toBe('success');
     const pendingBlock = whilePending.body.blocks.find((block: { type: string }) => block.type === 'tool');
     expect(pendingBlock).toMatchObject({
-      status: 'pending', arguments: governedArgs, metadata: { governance: { status: 'awaiting_approval' } },
+      status: 'pending',
+      arguments: governedArgs,
+      metadata: { governance: { status: 'awaiting_approval' } },
     });
     expect(JSON.stringify(pendingBlock)).not.toContain('INVENTED');
 
@@ -197,7 +305,9 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(toolCall).toMatchObject({ outcome: 'denied', arguments: governedArgs });
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({
-      status: 'error', arguments: governedArgs, metadata: { governance: { status: 'denied' } },
+      status: 'error',
+      arguments: governedArgs,
+      metadata: { governance: { status: 'denied' } },
     });
     expect(JSON.stringify(block)).not.toContain('INVENTED');
     const history = (await call(url(), 'GET', `/v1/sessions/${sessionId}/history`)).body;
@@ -234,11 +344,26 @@ describe('tool-call governance end to end over HTTP', () => {
 
   it('bad input gets a 4xx naming the field and records nothing', async () => {
     expect(await call(url(), 'GET', '/v1/tool-calls?state=bogus')).toMatchObject({ status: 400, body: { error: { field: 'state' } } });
-    expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
-    const unknown = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/approve', { argumentsSha256: 'a'.repeat(64) }, 'alice');
+    expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_request' } },
+    });
+    const unknown = await call(
+      url(),
+      'POST',
+      '/v1/tool-calls/00000000-0000-4000-8000-000000000000/approve',
+      { argumentsSha256: 'a'.repeat(64) },
+      'alice',
+    );
     expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'toolcall_not_found' } } });
     expect(await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).toMatchObject({ status: 404 });
-    const extra = await call(url(), 'POST', '/v1/tool-calls/00000000-0000-4000-8000-000000000000/deny', { argumentsSha256: 'a'.repeat(64), approve: true }, 'alice');
+    const extra = await call(
+      url(),
+      'POST',
+      '/v1/tool-calls/00000000-0000-4000-8000-000000000000/deny',
+      { argumentsSha256: 'a'.repeat(64), approve: true },
+      'alice',
+    );
     expect(extra).toMatchObject({ status: 400, body: { error: { field: 'approve' } } });
     // Nothing of the refused requests was recorded.
     expect((await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).status).toBe(404);
@@ -281,18 +406,41 @@ describe('an unanswered approval expires', () => {
   it('after its stored deadline it counts as denied, and a late approval gets 409', async () => {
     const sessionId = (await call(ledger.baseUrl, 'POST', '/v1/sessions', {})).body.id;
     const target = path.join(fixture.workspace, 'late.txt');
-    const { messageId, toolCallId } = await requestTool(ledger.baseUrl, sessionId, 'call_late', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'too late' });
+    const { messageId, toolCallId } = await requestTool(
+      ledger.baseUrl,
+      sessionId,
+      'call_late',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'too late' },
+    );
     const waiting = await waitForToolCall(ledger.baseUrl, toolCallId, awaiting);
     const toolCall = await waitForToolCall(ledger.baseUrl, toolCallId, completed);
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'expired', 'denied', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'expired',
+      'denied',
+      'completed',
+    ]);
     const expired = toolCall.events.find((event: { type: string }) => event.type === 'toolcall.expired').data;
     expect(expired.deadline).toBe(waiting.approval.deadline);
     expect(Date.parse(expired.at)).toBeGreaterThanOrEqual(Date.parse(expired.deadline));
     expect(toolCall.decision).toMatchObject({ stage: 'expiry', by: 'expiry' });
-    const late = await call(ledger.baseUrl, 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: waiting.argumentsSha256 }, 'alice');
+    const late = await call(
+      ledger.baseUrl,
+      'POST',
+      `/v1/tool-calls/${toolCallId}/approve`,
+      { argumentsSha256: waiting.argumentsSha256 },
+      'alice',
+    );
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'already_decided' } } });
     expect(existsSync(target)).toBe(false);
     const message = await call(ledger.baseUrl, 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
-    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({ status: 'error', metadata: { governance: { status: 'denied', decision: { stage: 'expiry' } } } });
+    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({
+      status: 'error',
+      metadata: { governance: { status: 'denied', decision: { stage: 'expiry' } } },
+    });
   });
 });

@@ -2,7 +2,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { keyActor } from '../support/test-credentials.js';
-import { call, governanceFixture, PRODUCER, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  call,
+  governanceFixture,
+  PRODUCER,
+  requestTool,
+  trail,
+  waitForToolCall,
+  type GovernanceFixture,
+} from '../support/governance-fixture.js';
 
 const awaiting = (toolCall: { status: string }) => toolCall.status === 'awaiting_approval';
 const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
@@ -33,7 +41,13 @@ describe('separation of duties and four-eyes approvals', () => {
 
   it('the requester, by its key or another key of the same subject, neither approves nor denies', async () => {
     const target = path.join(fixture.workspace, 'self.txt');
-    const { toolCallId } = await requestTool(url(), sessionId, 'call_self', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'x' });
+    const { toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_self',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'x' },
+    );
     const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
     for (const who of [PRODUCER, 'producer-laptop']) {
       for (const decision of ['approve', 'deny']) {
@@ -49,13 +63,23 @@ describe('separation of duties and four-eyes approvals', () => {
 
   it('a tool the policy gives two approvals runs after two distinct reviewers; the same reviewer twice does not count', async () => {
     const target = path.join(fixture.workspace, 'four-eyes.txt');
-    const { toolCallId } = await requestTool(url(), sessionId, 'call_4eyes', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'two said yes' });
+    const { toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_4eyes',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'two said yes' },
+    );
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
     expect(waiting.approval).toMatchObject({ required: 2 });
-    const approve = (who: string) => call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: waiting.argumentsSha256 }, who);
+    const approve = (who: string) =>
+      call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: waiting.argumentsSha256 }, who);
 
     const first = await approve('alice');
-    expect(first).toMatchObject({ status: 200, body: { status: 'awaiting_approval', approval: { approvals: [{ by: keyActor('alice'), subject: 'subject:alice' }] } } });
+    expect(first).toMatchObject({
+      status: 200,
+      body: { status: 'awaiting_approval', approval: { approvals: [{ by: keyActor('alice'), subject: 'subject:alice' }] } },
+    });
     expect(await approve('alice')).toMatchObject({ status: 409, body: { error: { code: 'already_approved' } } });
     expect(await approve('alice-laptop')).toMatchObject({ status: 409, body: { error: { code: 'already_approved' } } });
     expect(existsSync(target)).toBe(false);
@@ -64,7 +88,15 @@ describe('separation of duties and four-eyes approvals', () => {
     expect(second).toMatchObject({ status: 200, body: { decision: { approved: true, by: keyActor('bob') } } });
     const done = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(done)).toEqual([
-      'requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approval_recorded', 'approved', 'execution_started', 'execution_succeeded', 'completed',
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'approval_recorded',
+      'approved',
+      'execution_started',
+      'execution_succeeded',
+      'completed',
     ]);
     expect(done.decision.approvals.map((approval: { subject: string }) => approval.subject)).toEqual(['subject:alice', 'subject:bob']);
     expect(readFileSync(target, 'utf8')).toBe('two said yes');
@@ -72,10 +104,19 @@ describe('separation of duties and four-eyes approvals', () => {
 
   it('with two approvals required, one denial ends the call', async () => {
     const target = path.join(fixture.workspace, 'denied.txt');
-    const { toolCallId } = await requestTool(url(), sessionId, 'call_4eyes_no', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'no' });
+    const { toolCallId } = await requestTool(
+      url(),
+      sessionId,
+      'call_4eyes_no',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'no' },
+    );
     const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
     expect((await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, 'alice')).status).toBe(200);
-    expect(await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'no' }, 'bob')).toMatchObject({ status: 200, body: { status: 'denied' } });
+    expect(await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'no' }, 'bob')).toMatchObject({
+      status: 200,
+      body: { status: 'denied' },
+    });
     const done = await waitForToolCall(url(), toolCallId, completed);
     expect(done.outcome).toBe('denied');
     expect(existsSync(target)).toBe(false);

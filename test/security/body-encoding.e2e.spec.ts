@@ -18,7 +18,11 @@ describe('attack: a body that does not inflate as its Content-Encoding says', ()
   });
 
   const post = (encoding: string, body: Uint8Array | string) =>
-    fetch(`${ledger.baseUrl}/v1/sessions`, { method: 'POST', headers: { authorization, 'content-type': 'application/json', 'content-encoding': encoding }, body });
+    fetch(`${ledger.baseUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json', 'content-encoding': encoding },
+      body,
+    });
 
   it.each(['gzip', 'deflate', 'br'])('%s that is not is a 400 naming the body', async (encoding) => {
     const response = await post(encoding, '{"id":"not-compressed"}');

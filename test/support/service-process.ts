@@ -21,7 +21,10 @@ export interface ServiceProcess {
 export function startService(env: Record<string, string>): ServiceProcess {
   let output = '';
   const dataDir = env.LEDGER_DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'block-ledger-service-'));
-  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, LOG_LEVEL: 'warn', ...env, LEDGER_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, LEDGER_DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -13,7 +13,12 @@ import type { GovernedRequest } from './tool-call-processor.js';
  * starts it — then hands each event to the `@nestjs/cqrs` saga. When an instance takes the lead
  * (first start, restart, failover) it resumes every call in the store from its stream.
  */
-export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBus, commandBus: CommandBus, pool: Pool): ProjectionDefinition {
+export function governanceSagaConsumer(
+  parts: GovernanceParts,
+  eventBus: EventBus,
+  commandBus: CommandBus,
+  pool: Pool,
+): ProjectionDefinition {
   const executor = parts.executor;
   const serves = (server: string) => executor?.serves(server) ?? false;
   return {
@@ -22,8 +27,11 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
     filter: { eventTypePrefixes: ['chunk.mcp_tool_pending', 'toolcall.'] },
     reset: () => undefined,
     async resume() {
-      const { rows } = await pool.query<{ tool_call_id: string; request: GovernedRequest }>('SELECT tool_call_id, request FROM governance_saga_open ORDER BY opened_at');
-      for (const { tool_call_id: toolCallId, request } of rows) void commandBus.execute(new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId }, request));
+      const { rows } = await pool.query<{ tool_call_id: string; request: GovernedRequest }>(
+        'SELECT tool_call_id, request FROM governance_saga_open ORDER BY opened_at',
+      );
+      for (const { tool_call_id: toolCallId, request } of rows)
+        void commandBus.execute(new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId }, request));
     },
     async handle(events, { client }) {
       const read = events.map((event) => new LogEventRead(event, governedRequests(event, serves)));
@@ -35,7 +43,9 @@ export function governanceSagaConsumer(parts: GovernanceParts, eventBus: EventBu
           [JSON.stringify(opened.map((request) => ({ id: request.toolCallId, request })))],
         );
       }
-      const completed = events.filter((event) => event.type === 'toolcall.completed').map((event) => parseToolCallStreamId(event.streamId)!.id);
+      const completed = events
+        .filter((event) => event.type === 'toolcall.completed')
+        .map((event) => parseToolCallStreamId(event.streamId)!.id);
       if (completed.length > 0) await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
       for (const event of read) eventBus.publish(event);
     },

@@ -1,6 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { CommandHandler, ofType, Saga, type ICommand, type ICommandHandler, type IEvent } from '@nestjs/cqrs';
-import { canonicalJson, governedToolCallId, parseSessionStreamId, parseToolCallStreamId, sha256Hex, type ChunkEventData, type McpToolResponse } from '#core';
+import {
+  canonicalJson,
+  governedToolCallId,
+  parseSessionStreamId,
+  parseToolCallStreamId,
+  sha256Hex,
+  type ChunkEventData,
+  type McpToolResponse,
+} from '#core';
 import type { RecordedEvent } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import { catchError, defer, EMPTY, from, mergeMap, type Observable } from 'rxjs';
@@ -37,10 +45,20 @@ export function governedRequests(event: RecordedEvent, serves: (server: string) 
     const server = serverOf(response);
     if (response.status !== 'pending' || server === undefined || !serves(server)) return [];
     const args = response.arguments ?? {};
-    return [{
-      toolCallId: governedToolCallId(tenant, sessionId, messageId, response.id), sessionId, messageId, toolId: response.id, tool: { server, name: response.tool.name },
-      arguments: args, argumentsSha256: sha256Hex(canonicalJson(args)), requestedBy: event.metadata.actor, tenant, causationId: event.id,
-    }];
+    return [
+      {
+        toolCallId: governedToolCallId(tenant, sessionId, messageId, response.id),
+        sessionId,
+        messageId,
+        toolId: response.id,
+        tool: { server, name: response.tool.name },
+        arguments: args,
+        argumentsSha256: sha256Hex(canonicalJson(args)),
+        requestedBy: event.metadata.actor,
+        tenant,
+        causationId: event.id,
+      },
+    ];
   });
 }
 

@@ -1,7 +1,13 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import {
-  nextSagaStep, SessionError, toolBlockUpdate, ToolCallError, type SagaStep, type ToolCallCommand, type ToolCallEventOf,
+  nextSagaStep,
+  SessionError,
+  toolBlockUpdate,
+  ToolCallError,
+  type SagaStep,
+  type ToolCallCommand,
+  type ToolCallEventOf,
   type ToolCallState,
 } from '#core';
 import { Logger } from 'nestjs-pino';
@@ -112,7 +118,9 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       if (state.status === 'absent') {
         if (!request) return;
         const { tenant: _tenant, causationId, ...data } = request;
-        state = (await this.step(() => this.toolCalls.execute(ref, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId }))) ?? (await this.toolCalls.load(ref)).state;
+        state =
+          (await this.step(() => this.toolCalls.execute(ref, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId }))) ??
+          (await this.toolCalls.load(ref)).state;
         continue;
       }
       await this.showOnBlock(state, tenant);
@@ -163,7 +171,14 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         this.metrics.recordToolCallStep('review', performance.now() - reviewStarted);
         const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
         const requiredApprovals = this.parts.firewall.requiredApprovals(tool, review.risk);
-        const command = { type: 'record_guardian' as const, review, onFailure: this.parts.guardianOnFailure, approvalDeadline, requiredApprovals, at: now() };
+        const command = {
+          type: 'record_guardian' as const,
+          review,
+          onFailure: this.parts.guardianOnFailure,
+          approvalDeadline,
+          requiredApprovals,
+          at: now(),
+        };
         return this.toolCalls.execute(id, command, as);
       }
       case 'await_decision':
@@ -187,7 +202,11 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         return this.recordResult(id, outcome, as);
       }
       case 'execution_in_doubt':
-        return this.toolCalls.execute(id, { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true }, as);
+        return this.toolCalls.execute(
+          id,
+          { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true },
+          as,
+        );
       case 'complete': {
         const completed = await this.toolCalls.execute(id, { type: 'complete' }, as);
         this.metrics.toolCallCompleted(state.outcome!);

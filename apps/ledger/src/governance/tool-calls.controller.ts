@@ -12,7 +12,17 @@ import { DecideToolCallCommand } from './decide-tool-call.handler.js';
 import { ToolCallRepository } from './toolcall-repository.js';
 import { toolCallView, trailView, type ToolCallView } from './tool-call-views.js';
 
-const STATUSES = ['requested', 'screened', 'awaiting_approval', 'ready', 'executing', 'succeeded', 'failed', 'denied', 'completed'] as const;
+const STATUSES = [
+  'requested',
+  'screened',
+  'awaiting_approval',
+  'ready',
+  'executing',
+  'succeeded',
+  'failed',
+  'denied',
+  'completed',
+] as const;
 
 const listQuery = z
   .object({
@@ -46,9 +56,12 @@ export class ToolCallsController {
   async list(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { state, sessionId, limit } = listQuery.parse(query);
     const { rows } = await this.pool.query<ToolCallView>(
-      `SELECT id, session_id AS "sessionId", message_id AS "messageId", tool_id AS "toolId", json_build_object('server', server, 'name', tool_name) AS tool, arguments,
-         arguments_sha256 AS "argumentsSha256", requested_by AS "requestedBy", status, outcome, firewall, guardian, approval, decision, execution, position::float8 AS position
-       FROM tool_calls WHERE tenant = $4 AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at, id LIMIT $3`,
+      `SELECT id, session_id AS "sessionId", message_id AS "messageId", tool_id AS "toolId",
+        json_build_object('server', server, 'name', tool_name) AS tool, arguments,
+         arguments_sha256 AS "argumentsSha256", requested_by AS "requestedBy", status, outcome, firewall, guardian,
+           approval, decision, execution, position::float8 AS position
+       FROM tool_calls WHERE tenant = $4 AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at,
+         id LIMIT $3`,
       [state ?? null, sessionId ?? null, limit, principal.tenant],
     );
     return { toolCalls: rows.map(decodeToolResults) };
@@ -76,9 +89,18 @@ export class ToolCallsController {
   private async decide(toolCallId: string, approve: boolean, body: unknown, principal: Principal) {
     const { argumentsSha256, comment } = decisionBody.parse(body ?? {});
     const command = {
-      type: 'decide' as const, approve, by: principal.actor, bySubject: principal.subject, comment: comment ?? null, argumentsSha256, at: new Date().toISOString(), eventId: randomUUID(),
+      type: 'decide' as const,
+      approve,
+      by: principal.actor,
+      bySubject: principal.subject,
+      comment: comment ?? null,
+      argumentsSha256,
+      at: new Date().toISOString(),
+      eventId: randomUUID(),
     };
-    const state: ToolCallState = await this.commandBus.execute(new DecideToolCallCommand({ tenant: principal.tenant, toolCallId }, command));
+    const state: ToolCallState = await this.commandBus.execute(
+      new DecideToolCallCommand({ tenant: principal.tenant, toolCallId }, command),
+    );
     return toolCallView(found(state));
   }
 }

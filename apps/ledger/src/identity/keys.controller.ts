@@ -11,7 +11,10 @@ const newKeyBody = z
     name: z.string().regex(/^[\w .@-]{1,100}$/, 'letters, digits, space and . _ @ -, at most 100'),
     tenant: tenant.optional(),
     roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length),
-    subject: z.string().regex(/^[\w.@:+-]{1,200}$/, 'letters, digits and . _ @ : + -, at most 200').optional(),
+    subject: z
+      .string()
+      .regex(/^[\w.@:+-]{1,200}$/, 'letters, digits and . _ @ : + -, at most 200')
+      .optional(),
     expiresAt: z.iso.datetime({ offset: true }).optional(),
   })
   .strict();
@@ -56,6 +59,7 @@ export class KeysController {
 /** The tenant an admin acts on: its own, or for the operator's admins any tenant asked for (undefined: all). */
 function managedTenant(principal: Principal, asked: string | undefined): string | undefined {
   if (principal.tenant === DEFAULT_TENANT) return asked;
-  if (asked !== undefined && asked !== principal.tenant) throw new ApiError(403, 'forbidden', 'an admin manages the keys of its own tenant', 'tenant', 'tenant');
+  if (asked !== undefined && asked !== principal.tenant)
+    throw new ApiError(403, 'forbidden', 'an admin manages the keys of its own tenant', 'tenant', 'tenant');
   return principal.tenant;
 }

@@ -79,15 +79,32 @@ export class LiveHub {
     return this.serialized(async () => {
       if (this.position > readAt) events = await this.eventLog.readStream(streamId);
       // Fold forward from the client's state, so unchanged messages and blocks stay the same objects and only real changes are sent.
-      const base = from === undefined ? initialSessionState : await foldSessionEvents(this.eventLog, initialSessionState, events.filter((event) => event.position <= from));
-      const current = await foldSessionEvents(this.eventLog, base, events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position));
+      const base =
+        from === undefined
+          ? initialSessionState
+          : await foldSessionEvents(
+              this.eventLog,
+              initialSessionState,
+              events.filter((event) => event.position <= from),
+            );
+      const current = await foldSessionEvents(
+        this.eventLog,
+        base,
+        events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position),
+      );
       const entry = this.watched.get(streamId) ?? { state: current, sinks: new Set() };
       return this.join(streamId, entry, base, openSink, current);
     });
   }
 
   /** Inside the serialized section: sends the difference from `base` and adds the sink. */
-  private join(streamId: string, entry: WatchedSession, base: SessionState, openSink: () => LiveSink, current = entry.state): { unwatch: () => void } | undefined {
+  private join(
+    streamId: string,
+    entry: WatchedSession,
+    base: SessionState,
+    openSink: () => LiveSink,
+    current = entry.state,
+  ): { unwatch: () => void } | undefined {
     if (current.status !== 'open') return undefined;
     const sink = openSink();
     this.watched.set(streamId, entry);
@@ -122,7 +139,10 @@ export class LiveHub {
   private async run(): Promise<void> {
     while (!this.stopped) {
       try {
-        this.subscription = this.eventLog.subscribeToAll({ fromPosition: this.position, filter: { streamPrefixes: [SESSION_STREAM_PREFIX] } });
+        this.subscription = this.eventLog.subscribeToAll({
+          fromPosition: this.position,
+          filter: { streamPrefixes: [SESSION_STREAM_PREFIX] },
+        });
         for await (const batch of this.subscription) {
           await this.serialized(() => this.apply(batch.events, batch.checkpoint));
           if (this.stopped) break;

@@ -11,12 +11,20 @@ import type { Principal } from '../identity/principal.js';
 import { LiveHub } from './live-hub.js';
 import { SseStream } from './sse-stream.js';
 
-const position = z.string().regex(/^\d+$/, 'must be a log position (a non-negative integer)').transform((value) => BigInt(value));
+const position = z
+  .string()
+  .regex(/^\d+$/, 'must be a log position (a non-negative integer)')
+  .transform((value) => BigInt(value));
 /** Comma-separated prefixes; none given (`?types=`) filters nothing, rather than everything out. */
 const prefixes = z
   .string()
   .max(2_000)
-  .transform((value) => value.split(',').map((prefix) => prefix.trim()).filter((prefix) => prefix !== ''))
+  .transform((value) =>
+    value
+      .split(',')
+      .map((prefix) => prefix.trim())
+      .filter((prefix) => prefix !== ''),
+  )
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
 const sessionLiveQuery = z.object({ from: position.optional() });
@@ -42,7 +50,11 @@ export class LiveController implements BeforeApplicationShutdown {
   /** Read-model changes of one session: `message`, `block`, `selection` events; without a resume point it starts with the whole session. */
   @Get('sessions/:sid/live')
   async session(
-    @Param('sid') sessionId: string, @Query() query: unknown, @Req() request: Request, @Res() response: Response, @CurrentPrincipal() principal: Principal,
+    @Param('sid') sessionId: string,
+    @Query() query: unknown,
+    @Req() request: Request,
+    @Res() response: Response,
+    @CurrentPrincipal() principal: Principal,
   ): Promise<void> {
     const from = await this.resumePoint(request, sessionLiveQuery.parse(query).from);
     const release = this.admit(principal);
@@ -73,11 +85,19 @@ export class LiveController implements BeforeApplicationShutdown {
 
   /** Raw events across sessions, for auditors' tools: `?types=` and `?streams=` are comma-separated prefixes. Each client follows the log on its own, at its own pace. */
   @Get('events/live')
-  async events(@Query() query: unknown, @Req() request: Request, @Res() response: Response, @CurrentPrincipal() principal: Principal): Promise<void> {
+  async events(
+    @Query() query: unknown,
+    @Req() request: Request,
+    @Res() response: Response,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<void> {
     const { from: fromQuery, types, streams } = eventsLiveQuery.parse(query);
     const from = (await this.resumePoint(request, fromQuery)) ?? (await this.eventLog.headPosition());
     const release = this.admit(principal);
-    const subscription = this.eventLog.subscribeToAll({ fromPosition: from, filter: { eventTypePrefixes: types, streamPrefixes: streams } });
+    const subscription = this.eventLog.subscribeToAll({
+      fromPosition: from,
+      filter: { eventTypePrefixes: types, streamPrefixes: streams },
+    });
     const stream = this.open(response, from, () => {
       release();
       void subscription.close();
@@ -86,7 +106,13 @@ export class LiveController implements BeforeApplicationShutdown {
       for await (const batch of subscription) {
         // Every event carries its tenant; a client sees its own tenant's only, whatever prefixes it asked for.
         const own = batch.events.filter((event) => event.metadata.tenant === principal.tenant);
-        if (own.length > 0) await stream.send(own.map((event) => ({ id: event.position, data: { ...event, revision: Number(event.revision), position: Number(event.position) } })));
+        if (own.length > 0)
+          await stream.send(
+            own.map((event) => ({
+              id: event.position,
+              data: { ...event, revision: Number(event.revision), position: Number(event.position) },
+            })),
+          );
         if (stream.isClosed) break;
       }
     } finally {
@@ -125,11 +151,16 @@ export class LiveController implements BeforeApplicationShutdown {
 
   private open(response: Response, from: bigint | undefined, release: () => void): SseStream {
     this.metrics.liveClientOpened();
-    const stream = new SseStream(response, this.config.live, (reason) => {
-      this.streams.delete(stream);
-      this.metrics.liveClientClosed(reason);
-      release();
-    }, from);
+    const stream = new SseStream(
+      response,
+      this.config.live,
+      (reason) => {
+        this.streams.delete(stream);
+        this.metrics.liveClientClosed(reason);
+        release();
+      },
+      from,
+    );
     this.streams.add(stream);
     return stream;
   }
@@ -140,11 +171,17 @@ export class LiveController implements BeforeApplicationShutdown {
     let resume = from;
     if (resume === undefined && typeof header === 'string' && header !== '') {
       const parsed = position.safeParse(header);
-      if (!parsed.success) throw new ApiError(400, 'invalid_last_event_id', 'Last-Event-ID must be a log position sent by this service', 'Last-Event-ID');
+      if (!parsed.success)
+        throw new ApiError(400, 'invalid_last_event_id', 'Last-Event-ID must be a log position sent by this service', 'Last-Event-ID');
       resume = parsed.data;
     }
     if (resume !== undefined && resume > (await this.eventLog.headPosition())) {
-      throw new ApiError(400, 'position_beyond_head', `position ${resume} is beyond the log's last event`, from !== undefined ? 'from' : 'Last-Event-ID');
+      throw new ApiError(
+        400,
+        'position_beyond_head',
+        `position ${resume} is beyond the log's last event`,
+        from !== undefined ? 'from' : 'Last-Event-ID',
+      );
     }
     return resume;
   }

@@ -1,6 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  decideSession, evolveSession, forkSession, initialSessionState, mayWrite, SessionError, sessionStreamId, type Decision, type SessionCommand, type SessionState,
+  decideSession,
+  evolveSession,
+  forkSession,
+  initialSessionState,
+  mayWrite,
+  SessionError,
+  sessionStreamId,
+  type Decision,
+  type SessionCommand,
+  type SessionState,
 } from '#core';
 import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -84,7 +93,11 @@ export class SessionRepository {
           authorize(command, state);
           const decision = decideSession(command, state);
           state = decision.events.reduce((current, { event }) => {
-            const envelope = { ...event, position: current.status === 'open' ? current.position : 0n, recordedAt: new Date().toISOString() };
+            const envelope = {
+              ...event,
+              position: current.status === 'open' ? current.position : 0n,
+              recordedAt: new Date().toISOString(),
+            };
             return command.type === 'fork_session' ? forkSession(command.source, envelope) : evolveSession(current, envelope);
           }, state);
           return { command, decision };
@@ -93,11 +106,21 @@ export class SessionRepository {
         }
       });
       const events = decided.flatMap((entry) =>
-        entry instanceof Error ? [] : entry.decision.events.map(({ id, event }) => ({
-          id, type: event.type, data: event.data, correlationId: session.sessionId, actor: entry.command.author.actor, tenant: session.tenant,
-        })),
+        entry instanceof Error
+          ? []
+          : entry.decision.events.map(({ id, event }) => ({
+              id,
+              type: event.type,
+              data: event.data,
+              correlationId: session.sessionId,
+              actor: entry.command.author.actor,
+              tenant: session.tenant,
+            })),
       );
-      if (events.length === 0) return decided.map((entry) => (entry instanceof Error ? entry : { decision: entry.decision, position: cachedPosition(cached.state) }));
+      if (events.length === 0)
+        return decided.map((entry) =>
+          entry instanceof Error ? entry : { decision: entry.decision, position: cachedPosition(cached.state) },
+        );
       try {
         await this.eventLog.append(sessionStreamId(session.tenant, session.sessionId), events, cached.revision);
       } catch (error) {
@@ -109,7 +132,10 @@ export class SessionRepository {
       return decided.map((entry) => {
         if (entry instanceof Error) return entry;
         const last = entry.decision.events.at(-1);
-        return { decision: entry.decision, position: last ? positionOf(fresh, last.id) ?? cachedPosition(fresh.state) : cachedPosition(fresh.state) };
+        return {
+          decision: entry.decision,
+          position: last ? (positionOf(fresh, last.id) ?? cachedPosition(fresh.state)) : cachedPosition(fresh.state),
+        };
       });
     }
   }
@@ -143,8 +169,15 @@ export class SessionRepository {
 function authorize(command: QueuedCommand, state: SessionState): void {
   const { subject, admin } = command.author;
   if (subject === null || state.status !== 'open') return;
-  const allowed = command.type === 'grant_writers' ? admin === true || state.owner === null || state.owner === subject : mayWrite(state, subject);
-  if (!allowed) throw new SessionError('not_a_writer', command.type === 'grant_writers' ? 'only the session\'s owner or an admin grants writers' : 'this credential may not write to this session');
+  const allowed =
+    command.type === 'grant_writers' ? admin === true || state.owner === null || state.owner === subject : mayWrite(state, subject);
+  if (!allowed)
+    throw new SessionError(
+      'not_a_writer',
+      command.type === 'grant_writers'
+        ? "only the session's owner or an admin grants writers"
+        : 'this credential may not write to this session',
+    );
 }
 
 function cachedPosition(state: SessionState): bigint {

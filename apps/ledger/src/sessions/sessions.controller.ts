@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import {
-  DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf,
-} from '#core';
+import { DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -11,7 +9,15 @@ import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
 import {
-  createMessageBody, createSessionBody, dialectQuery, forkBody, grantBody, historyQuery, pageQuery, readPointQuery, selectionBody,
+  createMessageBody,
+  createSessionBody,
+  dialectQuery,
+  forkBody,
+  grantBody,
+  historyQuery,
+  pageQuery,
+  readPointQuery,
+  selectionBody,
 } from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
@@ -34,7 +40,14 @@ export class SessionsController {
   async open(@Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const input = createSessionBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const command = { type: 'open_session' as const, sessionId: id, title: input.title ?? null, metadata: input.metadata ?? {}, owner: principal.subject, writers: input.writers ?? [] };
+    const command = {
+      type: 'open_session' as const,
+      sessionId: id,
+      title: input.title ?? null,
+      metadata: input.metadata ?? {},
+      owner: principal.subject,
+      writers: input.writers ?? [],
+    };
     const { position } = await this.run(principal, id, command);
     return { id, position: Number(position) };
   }
@@ -44,7 +57,14 @@ export class SessionsController {
   async createMessage(@Param('sid') sessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
-    const command = { type: 'create_message' as const, messageId: id, role: input.role, parentId: input.parentId, model: input.model ?? null, content: input.content ?? null };
+    const command = {
+      type: 'create_message' as const,
+      messageId: id,
+      role: input.role,
+      parentId: input.parentId,
+      model: input.model ?? null,
+      content: input.content ?? null,
+    };
     const { decision, position } = await this.run(principal, sessionId, command);
     return { id, parentId: decision.parentId ?? null, position: Number(position) };
   }
@@ -86,7 +106,12 @@ export class SessionsController {
     const input = forkBody.parse(body ?? {});
     const forkId = input.id ?? randomUUID();
     const request = {
-      forkId, sourceSessionId, atPosition: input.atPosition, messageId: input.messageId ?? null, title: input.title ?? null, metadata: input.metadata ?? null,
+      forkId,
+      sourceSessionId,
+      atPosition: input.atPosition,
+      messageId: input.messageId ?? null,
+      title: input.title ?? null,
+      metadata: input.metadata ?? null,
       writers: input.writers ?? [],
     };
     const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(principal.tenant, request, authorOf(principal)));
@@ -95,7 +120,12 @@ export class SessionsController {
   }
 
   @Put(':sid/messages/:mid/selection')
-  selectChild(@Param('sid') sessionId: string, @Param('mid') parentId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+  selectChild(
+    @Param('sid') sessionId: string,
+    @Param('mid') parentId: string,
+    @Body() body: unknown,
+    @CurrentPrincipal() principal: Principal,
+  ) {
     return this.select(principal, sessionId, parentId, body);
   }
 
@@ -111,7 +141,11 @@ export class SessionsController {
     const { writers } = grantBody.parse(body ?? {});
     const { position } = await this.run(principal, sessionId, { type: 'grant_writers', writers, eventId: randomUUID() });
     const session = await this.sessions.load({ tenant: principal.tenant, sessionId });
-    return { owner: session.status === 'open' ? session.owner : null, writers: session.status === 'open' ? session.writers : [], position: Number(position) };
+    return {
+      owner: session.status === 'open' ? session.owner : null,
+      writers: session.status === 'open' ? session.writers : [],
+      position: Number(position),
+    };
   }
 
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
@@ -128,11 +162,18 @@ export class SessionsController {
   @Get(':sid/history')
   history(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { format, includeThinking, ...point } = historyQuery.parse(query);
-    return this.queries.withSession({ tenant: principal.tenant, sessionId }, point, (snapshot) => historyView(snapshot, format, includeThinking));
+    return this.queries.withSession({ tenant: principal.tenant, sessionId }, point, (snapshot) =>
+      historyView(snapshot, format, includeThinking),
+    );
   }
 
   @Get(':sid/messages/:mid')
-  readMessage(@Param('sid') sessionId: string, @Param('mid') messageId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+  readMessage(
+    @Param('sid') sessionId: string,
+    @Param('mid') messageId: string,
+    @Query() query: unknown,
+    @CurrentPrincipal() principal: Principal,
+  ) {
     return this.queries.message({ tenant: principal.tenant, sessionId }, messageId, readPointQuery.parse(query));
   }
 
@@ -141,7 +182,8 @@ export class SessionsController {
     const { from, limit } = pageQuery.parse(query);
     const session = { tenant: principal.tenant, sessionId };
     const events = await readStreamAfterPosition(this.eventLog, sessionStreamId(session.tenant, sessionId), from, limit + 1);
-    if (events.length === 0 && (await this.sessions.load(session)).status !== 'open') throw new ApiError(404, 'session_not_found', 'no such session');
+    if (events.length === 0 && (await this.sessions.load(session)).status !== 'open')
+      throw new ApiError(404, 'session_not_found', 'no such session');
     const page = events.slice(0, limit);
     return {
       events: page.map((event) => ({ ...event, revision: Number(event.revision), position: Number(event.position) })),
@@ -191,5 +233,10 @@ function batchValues(body: unknown): unknown[] {
     if (values.length === 0) throw new ApiError(400, 'empty_batch', 'the batch holds no chunk', '(body)');
     return values;
   }
-  throw new ApiError(400, 'invalid_body', 'send a JSON array of chunks (application/json) or one chunk per line (application/x-ndjson)', '(body)');
+  throw new ApiError(
+    400,
+    'invalid_body',
+    'send a JSON array of chunks (application/json) or one chunk per line (application/x-ndjson)',
+    '(body)',
+  );
 }

@@ -6,8 +6,15 @@ import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { activePath } from './branch-tree.js';
 import {
-  chunkDigest, providerEventDigest, type ChunkEventData, type ChunkSource, type MessageRole, type MessageState,
-  type SessionEvent, type SessionEventOf, type SessionState,
+  chunkDigest,
+  providerEventDigest,
+  type ChunkEventData,
+  type ChunkSource,
+  type MessageRole,
+  type MessageState,
+  type SessionEvent,
+  type SessionEventOf,
+  type SessionState,
 } from './session-events.js';
 
 /**
@@ -16,9 +23,13 @@ import {
  */
 export type SessionCommand =
   | {
-      readonly type: 'open_session'; readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>>;
+      readonly type: 'open_session';
+      readonly sessionId: string;
+      readonly title: string | null;
+      readonly metadata: Readonly<Record<string, unknown>>;
       /** The subject of the credential that opens it, and the subjects it lets write too. */
-      readonly owner: string; readonly writers: readonly string[];
+      readonly owner: string;
+      readonly writers: readonly string[];
     }
   /** Lets more subjects write to the session (its owner or an admin decides; the caller checks who asks). */
   | { readonly type: 'grant_writers'; readonly writers: readonly string[]; readonly eventId: string }
@@ -79,8 +90,19 @@ export interface Decision {
 export class SessionError extends Error {
   constructor(
     readonly code:
-      | 'session_not_found' | 'session_exists' | 'source_not_found' | 'message_not_found' | 'message_exists' | 'parent_not_found' | 'not_a_child'
-      | 'not_assistant' | 'seq_gap' | 'seq_conflict' | 'not_a_writer' | 'invalid_event' | 'dialect_conflict',
+      | 'session_not_found'
+      | 'session_exists'
+      | 'source_not_found'
+      | 'message_not_found'
+      | 'message_exists'
+      | 'parent_not_found'
+      | 'not_a_child'
+      | 'not_assistant'
+      | 'seq_gap'
+      | 'seq_conflict'
+      | 'not_a_writer'
+      | 'invalid_event'
+      | 'dialect_conflict',
     message: string,
     readonly field?: string,
   ) {
@@ -94,10 +116,21 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     case 'open_session': {
       if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       return {
-        events: [{
-          id: nameUuid(`session:${command.sessionId}`),
-          event: { type: 'session.opened', data: { sessionId: command.sessionId, title: command.title, metadata: command.metadata, owner: command.owner, writers: command.writers } },
-        }],
+        events: [
+          {
+            id: nameUuid(`session:${command.sessionId}`),
+            event: {
+              type: 'session.opened',
+              data: {
+                sessionId: command.sessionId,
+                title: command.title,
+                metadata: command.metadata,
+                owner: command.owner,
+                writers: command.writers,
+              },
+            },
+          },
+        ],
         duplicateSeqs: [],
       };
     }
@@ -109,32 +142,57 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     }
     case 'create_message': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
-      if (state.messages.has(command.messageId)) throw new SessionError('message_exists', `message ${command.messageId} already exists`, 'id');
-      const parentId = command.parentId === undefined ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null) : command.parentId;
-      if (parentId !== null && !state.messages.has(parentId)) throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
+      if (state.messages.has(command.messageId))
+        throw new SessionError('message_exists', `message ${command.messageId} already exists`, 'id');
+      const parentId =
+        command.parentId === undefined ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null) : command.parentId;
+      if (parentId !== null && !state.messages.has(parentId))
+        throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
       const data = { messageId: command.messageId, role: command.role, parentId, model: command.model, content: command.content };
-      return { events: [{ id: nameUuid(`message:${command.messageId}`), event: { type: 'message.created', data } }], duplicateSeqs: [], parentId };
+      return {
+        events: [{ id: nameUuid(`message:${command.messageId}`), event: { type: 'message.created', data } }],
+        duplicateSeqs: [],
+        parentId,
+      };
     }
     case 'select_branch': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       const { parentId, childId } = command;
-      if (parentId !== null && !state.messages.has(parentId)) throw new SessionError('message_not_found', `message ${parentId} is not in this session`);
+      if (parentId !== null && !state.messages.has(parentId))
+        throw new SessionError('message_not_found', `message ${parentId} is not in this session`);
       if (state.messages.get(childId)?.parentId !== parentId) {
-        throw new SessionError('not_a_child', `message ${childId} is not ${parentId === null ? 'a top-level message' : `a child of ${parentId}`}`, 'childId');
+        throw new SessionError(
+          'not_a_child',
+          `message ${childId} is not ${parentId === null ? 'a top-level message' : `a child of ${parentId}`}`,
+          'childId',
+        );
       }
       const selected = parentId === null ? state.selectedRootId : state.messages.get(parentId)!.selectedChildId;
       if (selected === childId) return { events: [], duplicateSeqs: [] };
       // Selections may go back and forth, so the id comes with the command; a retry that finds its child selected records nothing.
-      return { events: [{ id: command.eventId, event: { type: 'message.branch_selected', data: { parentId, childId } } }], duplicateSeqs: [] };
+      return {
+        events: [{ id: command.eventId, event: { type: 'message.branch_selected', data: { parentId, childId } } }],
+        duplicateSeqs: [],
+      };
     }
     case 'fork_session': {
       if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       const { source, messageId } = command;
-      if (source.status !== 'open') throw new SessionError('source_not_found', `session ${command.sourceSessionId} did not exist at that position`);
-      if (messageId !== null && !source.messages.has(messageId)) throw new SessionError('message_not_found', `message ${messageId} is not in session ${command.sourceSessionId} at that position`, 'messageId');
+      if (source.status !== 'open')
+        throw new SessionError('source_not_found', `session ${command.sourceSessionId} did not exist at that position`);
+      if (messageId !== null && !source.messages.has(messageId))
+        throw new SessionError(
+          'message_not_found',
+          `message ${messageId} is not in session ${command.sourceSessionId} at that position`,
+          'messageId',
+        );
       const data = {
-        sessionId: command.sessionId, title: command.title ?? source.title, metadata: command.metadata ?? source.metadata,
-        source: { sessionId: command.sourceSessionId, position: source.position.toString(), messageId }, owner: command.owner, writers: command.writers,
+        sessionId: command.sessionId,
+        title: command.title ?? source.title,
+        metadata: command.metadata ?? source.metadata,
+        source: { sessionId: command.sourceSessionId, position: source.position.toString(), messageId },
+        owner: command.owner,
+        writers: command.writers,
       };
       return { events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }], duplicateSeqs: [] };
     }
@@ -151,16 +209,28 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       let recorded = message.chunkDigests.length;
       command.chunks.forEach((chunk, index) => {
         if (chunk.seq <= recorded) {
-          const known = chunk.seq <= message.chunkDigests.length ? message.chunkDigests[chunk.seq - 1] : chunkDigest(command.chunks.find((earlier) => earlier.seq === chunk.seq)!);
-          if (known !== chunkDigest(chunk)) throw new SessionError('seq_conflict', `chunks[${index}]: seq ${chunk.seq} is already recorded with different content`, `chunks[${index}].seq`);
+          const known =
+            chunk.seq <= message.chunkDigests.length
+              ? message.chunkDigests[chunk.seq - 1]
+              : chunkDigest(command.chunks.find((earlier) => earlier.seq === chunk.seq)!);
+          if (known !== chunkDigest(chunk))
+            throw new SessionError(
+              'seq_conflict',
+              `chunks[${index}]: seq ${chunk.seq} is already recorded with different content`,
+              `chunks[${index}].seq`,
+            );
           duplicateSeqs.push(chunk.seq);
           return;
         }
-        if (chunk.seq !== recorded + 1) throw new SessionError('seq_gap', `chunks[${index}]: expected seq ${recorded + 1}, got ${chunk.seq}`, `chunks[${index}].seq`);
+        if (chunk.seq !== recorded + 1)
+          throw new SessionError('seq_gap', `chunks[${index}]: expected seq ${recorded + 1}, got ${chunk.seq}`, `chunks[${index}].seq`);
         const encoded = encodeChunk(snapshots, chunk);
         snapshots = encoded.state;
         recorded += 1;
-        events.push({ id: nameUuid(`chunk:${command.messageId}:${chunk.seq}`), event: { type: `chunk.${chunk.type}`, data: { messageId: command.messageId, ...encoded.stored } as ChunkEventData } });
+        events.push({
+          id: nameUuid(`chunk:${command.messageId}:${chunk.seq}`),
+          event: { type: `chunk.${chunk.type}`, data: { messageId: command.messageId, ...encoded.stored } as ChunkEventData },
+        });
       });
       return { events, duplicateSeqs };
     }
@@ -169,7 +239,8 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     case 'update_tool_call': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       const { type: _type, eventId, ...data } = command;
-      if (!state.messages.has(data.messageId)) throw new SessionError('message_not_found', `message ${data.messageId} is not in this session`);
+      if (!state.messages.has(data.messageId))
+        throw new SessionError('message_not_found', `message ${data.messageId} is not in this session`);
       return { events: [{ id: eventId, event: { type: 'message.tool_call_updated', data } }], duplicateSeqs: [] };
     }
   }
@@ -192,10 +263,7 @@ function assistantMessage(state: SessionState, messageId: string): MessageState 
  * (a `raw` chunk stands for an event that means no chunk, so every event is in the log). A
  * repeated seq with the same event is a duplicate; one bad event refuses the whole batch.
  */
-function decideDialectEvents(
-  command: Extract<SessionCommand, { type: 'append_dialect_events' }>,
-  message: MessageState,
-): Decision {
+function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_dialect_events' }>, message: MessageState): Decision {
   const { dialect, messageId } = command;
   if (message.dialect ? message.dialect.name !== dialect : message.chunkDigests.length > 0) {
     const recorded = message.dialect?.name ?? 'cherry';

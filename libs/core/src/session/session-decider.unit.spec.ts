@@ -1,10 +1,21 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, SessionError, type Decision, type SessionCommand } from './session-decider.js';
 import { activePath, branchTree } from './branch-tree.js';
-import { evolveSession, forkSession, initialSessionState, mayWrite, type OpenSession, type SessionEvent, type SessionState } from './session-events.js';
+import {
+  evolveSession,
+  forkSession,
+  initialSessionState,
+  mayWrite,
+  type OpenSession,
+  type SessionEvent,
+  type SessionState,
+} from './session-events.js';
 
 function stateOf(...events: SessionEvent[]): SessionState {
-  return events.reduce<SessionState>((current, event, index) => evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' }), initialSessionState);
+  return events.reduce<SessionState>(
+    (current, event, index) => evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' }),
+    initialSessionState,
+  );
 }
 
 function given(...events: SessionEvent[]) {
@@ -30,43 +41,81 @@ function given(...events: SessionEvent[]) {
 }
 
 const opened: SessionEvent = { type: 'session.opened', data: { sessionId: 's1', title: null, metadata: {} } };
-const message = (messageId: string, role: 'user' | 'assistant', parentId: string | null): SessionEvent => ({ type: 'message.created', data: { messageId, role, parentId, model: null, content: null } });
+const message = (messageId: string, role: 'user' | 'assistant', parentId: string | null): SessionEvent => ({
+  type: 'message.created',
+  data: { messageId, role, parentId, model: null, content: null },
+});
 const chunks = (...values: Record<string, unknown>[]): Chunk[] => parseChunks(values.map((value, index) => ({ seq: index + 1, ...value })));
-const recorded = (messageId: string, list: Chunk[]) => given(opened, message('u1', 'user', null), message(messageId, 'assistant', 'u1')).when({ type: 'append_chunks', messageId, chunks: list });
+const recorded = (messageId: string, list: Chunk[]) =>
+  given(opened, message('u1', 'user', null), message(messageId, 'assistant', 'u1')).when({
+    type: 'append_chunks',
+    messageId,
+    chunks: list,
+  });
 
 describe('session decider', () => {
   it('opens a session once', () => {
-    given().when({ type: 'open_session', sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] }).then(({ events }) => {
-      expect(events.map((e) => e.event)).toEqual([{ type: 'session.opened', data: { sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] } }]);
-    });
-    given(opened).when({ type: 'open_session', sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: [] }).thenThrows('session_exists', 'id');
+    given()
+      .when({ type: 'open_session', sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] })
+      .then(({ events }) => {
+        expect(events.map((e) => e.event)).toEqual([
+          { type: 'session.opened', data: { sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] } },
+        ]);
+      });
+    given(opened)
+      .when({ type: 'open_session', sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: [] })
+      .thenThrows('session_exists', 'id');
   });
 
   it('grants writers once each; the owner and who may write already add nothing', () => {
-    const owned: SessionEvent = { type: 'session.opened', data: { sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] } };
-    given(owned).when({ type: 'grant_writers', writers: ['subject:alice', 'subject:bob', 'subject:carol'], eventId: 'e1' }).then(({ events }) => {
-      expect(events).toEqual([{ id: 'e1', event: { type: 'session.writers_granted', data: { writers: ['subject:carol'] } } }]);
-    });
-    given(owned).when({ type: 'grant_writers', writers: ['subject:bob'], eventId: 'e1' }).then(({ events }) => expect(events).toEqual([]));
+    const owned: SessionEvent = {
+      type: 'session.opened',
+      data: { sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] },
+    };
+    given(owned)
+      .when({ type: 'grant_writers', writers: ['subject:alice', 'subject:bob', 'subject:carol'], eventId: 'e1' })
+      .then(({ events }) => {
+        expect(events).toEqual([{ id: 'e1', event: { type: 'session.writers_granted', data: { writers: ['subject:carol'] } } }]);
+      });
+    given(owned)
+      .when({ type: 'grant_writers', writers: ['subject:bob'], eventId: 'e1' })
+      .then(({ events }) => expect(events).toEqual([]));
     const state = stateOf(owned, { type: 'session.writers_granted', data: { writers: ['subject:carol'] } }) as OpenSession;
-    expect(['subject:alice', 'subject:bob', 'subject:carol', 'subject:mallory'].map((subject) => mayWrite(state, subject))).toEqual([true, true, true, false]);
+    expect(['subject:alice', 'subject:bob', 'subject:carol', 'subject:mallory'].map((subject) => mayWrite(state, subject))).toEqual([
+      true,
+      true,
+      true,
+      false,
+    ]);
   });
 
   it('attaches a message without parentId to the active leaf, and null makes a top-level one', () => {
-    given(opened, message('u1', 'user', null)).when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: undefined, model: null, content: null }).then(({ parentId }) => expect(parentId).toBe('u1'));
-    given(opened, message('u1', 'user', null)).when({ type: 'create_message', messageId: 'u2', role: 'user', parentId: null, model: null, content: 'hi' }).then(({ parentId }) => expect(parentId).toBeNull());
-    given(opened).when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: 'nope', model: null, content: null }).thenThrows('parent_not_found', 'parentId');
-    given(opened, message('u1', 'user', null)).when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null }).thenThrows('message_exists', 'id');
-    given().when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null }).thenThrows('session_not_found');
+    given(opened, message('u1', 'user', null))
+      .when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: undefined, model: null, content: null })
+      .then(({ parentId }) => expect(parentId).toBe('u1'));
+    given(opened, message('u1', 'user', null))
+      .when({ type: 'create_message', messageId: 'u2', role: 'user', parentId: null, model: null, content: 'hi' })
+      .then(({ parentId }) => expect(parentId).toBeNull());
+    given(opened)
+      .when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: 'nope', model: null, content: null })
+      .thenThrows('parent_not_found', 'parentId');
+    given(opened, message('u1', 'user', null))
+      .when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null })
+      .thenThrows('message_exists', 'id');
+    given()
+      .when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null })
+      .thenThrows('session_not_found');
   });
 
   it('records chunks with deterministic ids and text deltas as suffixes', () => {
-    recorded('a1', chunks({ type: 'text.start' }, { type: 'text.delta', text: 'Hel' }, { type: 'text.delta', text: 'Hello' })).then(({ events, duplicateSeqs }) => {
-      expect(events.map((e) => e.event.type)).toEqual(['chunk.text.start', 'chunk.text.delta', 'chunk.text.delta']);
-      expect(events[2]!.event.data).toEqual({ messageId: 'a1', seq: 3, type: 'text.delta', append: 'lo' });
-      expect(duplicateSeqs).toEqual([]);
-      expect(new Set(events.map((e) => e.id)).size).toBe(3);
-    });
+    recorded('a1', chunks({ type: 'text.start' }, { type: 'text.delta', text: 'Hel' }, { type: 'text.delta', text: 'Hello' })).then(
+      ({ events, duplicateSeqs }) => {
+        expect(events.map((e) => e.event.type)).toEqual(['chunk.text.start', 'chunk.text.delta', 'chunk.text.delta']);
+        expect(events[2]!.event.data).toEqual({ messageId: 'a1', seq: 3, type: 'text.delta', append: 'lo' });
+        expect(duplicateSeqs).toEqual([]);
+        expect(new Set(events.map((e) => e.id)).size).toBe(3);
+      },
+    );
   });
 
   it('reports a retried batch as duplicates, refuses a gap naming the expected seq, and a repeat with other content', () => {
@@ -74,27 +123,56 @@ describe('session decider', () => {
     const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
     const decision = decideSession({ type: 'append_chunks', messageId: 'a1', chunks: first }, stateOf(...state));
     const after = [...state, ...decision.events.map((e) => e.event)];
-    given(...after).when({ type: 'append_chunks', messageId: 'a1', chunks: first }).then(({ events, duplicateSeqs }) => {
-      expect(events).toEqual([]);
-      expect(duplicateSeqs).toEqual([1, 2]);
-    });
-    given(...after).when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 4, type: 'text.complete', text: 'Hi' }]) }).thenThrows('seq_gap', 'chunks[0].seq');
-    given(...after).when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 2, type: 'text.delta', text: 'Ho' }]) }).thenThrows('seq_conflict', 'chunks[0].seq');
-    given(...after).when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 2, type: 'text.delta', text: 'Hi' }, { seq: 3, type: 'text.complete', text: 'Hi' }]) }).then(({ events, duplicateSeqs }) => {
-      expect(duplicateSeqs).toEqual([2]);
-      expect(events.map((e) => e.event.type)).toEqual(['chunk.text.complete']);
-    });
+    given(...after)
+      .when({ type: 'append_chunks', messageId: 'a1', chunks: first })
+      .then(({ events, duplicateSeqs }) => {
+        expect(events).toEqual([]);
+        expect(duplicateSeqs).toEqual([1, 2]);
+      });
+    given(...after)
+      .when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 4, type: 'text.complete', text: 'Hi' }]) })
+      .thenThrows('seq_gap', 'chunks[0].seq');
+    given(...after)
+      .when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 2, type: 'text.delta', text: 'Ho' }]) })
+      .thenThrows('seq_conflict', 'chunks[0].seq');
+    given(...after)
+      .when({
+        type: 'append_chunks',
+        messageId: 'a1',
+        chunks: parseChunks([
+          { seq: 2, type: 'text.delta', text: 'Hi' },
+          { seq: 3, type: 'text.complete', text: 'Hi' },
+        ]),
+      })
+      .then(({ events, duplicateSeqs }) => {
+        expect(duplicateSeqs).toEqual([2]);
+        expect(events.map((e) => e.event.type)).toEqual(['chunk.text.complete']);
+      });
   });
 
   it('takes chunks only for assistant messages that exist', () => {
-    given(opened, message('u1', 'user', null)).when({ type: 'append_chunks', messageId: 'u1', chunks: chunks({ type: 'text.start' }) }).thenThrows('not_assistant');
-    given(opened).when({ type: 'append_chunks', messageId: 'zz', chunks: chunks({ type: 'text.start' }) }).thenThrows('message_not_found');
+    given(opened, message('u1', 'user', null))
+      .when({ type: 'append_chunks', messageId: 'u1', chunks: chunks({ type: 'text.start' }) })
+      .thenThrows('not_assistant');
+    given(opened)
+      .when({ type: 'append_chunks', messageId: 'zz', chunks: chunks({ type: 'text.start' }) })
+      .thenThrows('message_not_found');
   });
 
   describe('branch trees', () => {
-    const tree = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'), message('u2', 'user', 'a1'), message('a2', 'assistant', 'u2')];
-    const pathOf = (state: SessionState) => activePath((state as OpenSession).selectedRootId, (state as OpenSession).messages).map((m) => m.id);
-    const select = (parentId: string | null, childId: string): SessionEvent => ({ type: 'message.branch_selected', data: { parentId, childId } });
+    const tree = [
+      opened,
+      message('u1', 'user', null),
+      message('a1', 'assistant', 'u1'),
+      message('u2', 'user', 'a1'),
+      message('a2', 'assistant', 'u2'),
+    ];
+    const pathOf = (state: SessionState) =>
+      activePath((state as OpenSession).selectedRootId, (state as OpenSession).messages).map((m) => m.id);
+    const select = (parentId: string | null, childId: string): SessionEvent => ({
+      type: 'message.branch_selected',
+      data: { parentId, childId },
+    });
 
     it('a new message under a parent that has children is a new branch and becomes the selected one', () => {
       const state = stateOf(...tree, message('a1b', 'assistant', 'u1'));
@@ -121,13 +199,23 @@ describe('session decider', () => {
 
     it('selects only an existing child of the named parent, and records nothing when it is already selected', () => {
       const branched = [...tree, message('a1b', 'assistant', 'u1')];
-      given(...branched).when({ type: 'select_branch', parentId: 'u1', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000001' }).then(({ events }) => {
-        expect(events).toEqual([{ id: '00000000-0000-4000-8000-000000000001', event: select('u1', 'a1') }]);
-      });
-      given(...branched).when({ type: 'select_branch', parentId: 'u1', childId: 'a1b', eventId: '00000000-0000-4000-8000-000000000002' }).then(({ events }) => expect(events).toEqual([]));
-      given(...branched).when({ type: 'select_branch', parentId: 'u1', childId: 'u2', eventId: '00000000-0000-4000-8000-000000000003' }).thenThrows('not_a_child', 'childId');
-      given(...branched).when({ type: 'select_branch', parentId: 'nope', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000004' }).thenThrows('message_not_found');
-      given(...branched).when({ type: 'select_branch', parentId: null, childId: 'a1', eventId: '00000000-0000-4000-8000-000000000005' }).thenThrows('not_a_child', 'childId');
+      given(...branched)
+        .when({ type: 'select_branch', parentId: 'u1', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000001' })
+        .then(({ events }) => {
+          expect(events).toEqual([{ id: '00000000-0000-4000-8000-000000000001', event: select('u1', 'a1') }]);
+        });
+      given(...branched)
+        .when({ type: 'select_branch', parentId: 'u1', childId: 'a1b', eventId: '00000000-0000-4000-8000-000000000002' })
+        .then(({ events }) => expect(events).toEqual([]));
+      given(...branched)
+        .when({ type: 'select_branch', parentId: 'u1', childId: 'u2', eventId: '00000000-0000-4000-8000-000000000003' })
+        .thenThrows('not_a_child', 'childId');
+      given(...branched)
+        .when({ type: 'select_branch', parentId: 'nope', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000004' })
+        .thenThrows('message_not_found');
+      given(...branched)
+        .when({ type: 'select_branch', parentId: null, childId: 'a1', eventId: '00000000-0000-4000-8000-000000000005' })
+        .thenThrows('not_a_child', 'childId');
     });
 
     it('a selection event that does not fit the tree changes nothing', () => {
@@ -137,57 +225,113 @@ describe('session decider', () => {
   });
 
   describe('forks', () => {
-    const source = stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'), message('a1b', 'assistant', 'u1'), message('u2', 'user', 'a1b'));
+    const source = stateOf(
+      opened,
+      message('u1', 'user', null),
+      message('a1', 'assistant', 'u1'),
+      message('a1b', 'assistant', 'u1'),
+      message('u2', 'user', 'a1b'),
+    );
     const fork = (messageId: string | null) => ({
-      type: 'fork_session' as const, sessionId: 'f1', title: null, metadata: null, sourceSessionId: 's1', source, messageId, owner: 'subject:alice', writers: [],
+      type: 'fork_session' as const,
+      sessionId: 'f1',
+      title: null,
+      metadata: null,
+      sourceSessionId: 's1',
+      source,
+      messageId,
+      owner: 'subject:alice',
+      writers: [],
     });
 
     it('records the source and its position, not its events; the fork holds the source tree under its own id', () => {
-      given().when(fork(null)).then(({ events }) => {
-        expect(events).toHaveLength(1);
-        expect(events[0]!.event).toEqual({
-          type: 'session.forked', data: { sessionId: 'f1', title: null, metadata: {}, source: { sessionId: 's1', position: '5', messageId: null }, owner: 'subject:alice', writers: [] },
+      given()
+        .when(fork(null))
+        .then(({ events }) => {
+          expect(events).toHaveLength(1);
+          expect(events[0]!.event).toEqual({
+            type: 'session.forked',
+            data: {
+              sessionId: 'f1',
+              title: null,
+              metadata: {},
+              source: { sessionId: 's1', position: '5', messageId: null },
+              owner: 'subject:alice',
+              writers: [],
+            },
+          });
+          const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
+          expect(forked).toMatchObject({
+            sessionId: 'f1',
+            position: 9n,
+            forkedFrom: { sessionId: 's1', position: '5' },
+            owner: 'subject:alice',
+          });
+          expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1b', 'u2']);
+          expect([...forked.messages.keys()]).toEqual(['u1', 'a1', 'a1b', 'u2']);
         });
-        const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
-        expect(forked).toMatchObject({ sessionId: 'f1', position: 9n, forkedFrom: { sessionId: 's1', position: '5' }, owner: 'subject:alice' });
-        expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1b', 'u2']);
-        expect([...forked.messages.keys()]).toEqual(['u1', 'a1', 'a1b', 'u2']);
-      });
     });
 
     it('at a message, keeps only the path ending there, which becomes the active leaf', () => {
-      given().when(fork('a1')).then(({ events }) => {
-        const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
-        expect([...forked.messages.keys()]).toEqual(['u1', 'a1']);
-        expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1']);
-        expect(forked.messages.get('a1')!.selectedChildId).toBeNull();
-      });
+      given()
+        .when(fork('a1'))
+        .then(({ events }) => {
+          const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
+          expect([...forked.messages.keys()]).toEqual(['u1', 'a1']);
+          expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1']);
+          expect(forked.messages.get('a1')!.selectedChildId).toBeNull();
+        });
     });
 
     it('refuses an existing fork id, a source absent at that position, and a message the source did not hold', () => {
-      given(opened).when({ ...fork(null), sessionId: 's1' }).thenThrows('session_exists', 'id');
-      given().when({ ...fork(null), source: initialSessionState }).thenThrows('source_not_found');
+      given(opened)
+        .when({ ...fork(null), sessionId: 's1' })
+        .thenThrows('session_exists', 'id');
+      given()
+        .when({ ...fork(null), source: initialSessionState })
+        .thenThrows('source_not_found');
       given().when(fork('zz')).thenThrows('message_not_found', 'messageId');
     });
   });
 
   describe('governed tool calls', () => {
-    const pending = chunks({ type: 'mcp_tool_pending', responses: [{ id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status: 'pending' }] });
+    const pending = chunks({
+      type: 'mcp_tool_pending',
+      responses: [{ id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status: 'pending' }],
+    });
     const withPending: SessionEvent[] = [
-      opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'),
-      ...decideSession({ type: 'append_chunks', messageId: 'a1', chunks: pending }, stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1'))).events.map(({ event }) => event),
+      opened,
+      message('u1', 'user', null),
+      message('a1', 'assistant', 'u1'),
+      ...decideSession(
+        { type: 'append_chunks', messageId: 'a1', chunks: pending },
+        stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')),
+      ).events.map(({ event }) => event),
     ];
     const update = (status: 'invoking' | 'done', response?: unknown): SessionCommand => ({
-      type: 'update_tool_call', eventId: `e-${status}`, messageId: 'a1', toolCallId: 't1',
-      response: { id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status, ...(response ? { response } : {}) },
+      type: 'update_tool_call',
+      eventId: `e-${status}`,
+      messageId: 'a1',
+      toolCallId: 't1',
+      response: {
+        id: 'call_1',
+        tool: { name: 'read_file', serverName: 'fs' },
+        arguments: { path: '/x' },
+        status,
+        ...(response ? { response } : {}),
+      },
       governance: { toolCallId: 't1', status: status === 'done' ? 'succeeded' : 'executing' },
     });
-    const toolBlock = (state: SessionState) => (state as OpenSession).messages.get('a1')!.blocks.blocks.find((block) => block.type === 'tool')!;
+    const toolBlock = (state: SessionState) =>
+      (state as OpenSession).messages.get('a1')!.blocks.blocks.find((block) => block.type === 'tool')!;
 
     it('moves the tool block through processing to success with the governance record, taking no producer seq', () => {
       const invoking = decideSession(update('invoking'), stateOf(...withPending)).events.map(({ event }) => event);
       const executing = stateOf(...withPending, ...invoking);
-      expect(toolBlock(executing)).toMatchObject({ status: 'processing', metadata: { governance: { status: 'executing' }, rawMcpToolResponse: { status: 'invoking' } } });
+      expect(toolBlock(executing)).toMatchObject({
+        status: 'processing',
+        metadata: { governance: { status: 'executing' }, rawMcpToolResponse: { status: 'invoking' } },
+      });
       const result = { content: [{ type: 'text', text: 'x' }], isError: false };
       const done = decideSession(update('done', result), executing).events.map(({ event }) => event);
       const finished = stateOf(...withPending, ...invoking, ...done);
@@ -199,7 +343,9 @@ describe('session decider', () => {
     });
 
     it('refuses an update for a message the session does not hold', () => {
-      given(...withPending).when({ ...update('invoking'), messageId: 'nope' } as SessionCommand).thenThrows('message_not_found');
+      given(...withPending)
+        .when({ ...update('invoking'), messageId: 'nope' } as SessionCommand)
+        .thenThrows('message_not_found');
       given().when(update('invoking')).thenThrows('session_not_found');
     });
   });

@@ -29,22 +29,54 @@ export type ToolCallEvent =
         readonly requestedBy: string;
       };
     }
-  | { readonly type: 'toolcall.firewall_evaluated'; readonly data: { readonly verdict: FirewallVerdict; readonly rule: string; readonly policyVersion: string } }
+  | {
+      readonly type: 'toolcall.firewall_evaluated';
+      readonly data: { readonly verdict: FirewallVerdict; readonly rule: string; readonly policyVersion: string };
+    }
   | {
       readonly type: 'toolcall.guardian_reviewed';
-      readonly data: { readonly risk: Risk; readonly rationale: string; readonly reviewer: string; readonly cacheHit: boolean; readonly mode: GuardianMode; readonly failed: boolean };
+      readonly data: {
+        readonly risk: Risk;
+        readonly rationale: string;
+        readonly reviewer: string;
+        readonly cacheHit: boolean;
+        readonly mode: GuardianMode;
+        readonly failed: boolean;
+      };
     }
   /** `required`: distinct reviewers whose approval the call needs (four-eyes); absent in events recorded before it existed = 1. */
-  | { readonly type: 'toolcall.approval_requested'; readonly data: { readonly reason: string; readonly deadline: string; readonly required?: number } }
+  | {
+      readonly type: 'toolcall.approval_requested';
+      readonly data: { readonly reason: string; readonly deadline: string; readonly required?: number };
+    }
   /** One reviewer's approval of a call that needs more than one; the call waits for the rest. */
   | { readonly type: 'toolcall.approval_recorded'; readonly data: ReviewerApproval }
-  | { readonly type: 'toolcall.approved'; readonly data: { readonly by: string; readonly at: string; readonly comment: string | null; readonly approvals?: readonly ReviewerApproval[] } }
-  | { readonly type: 'toolcall.denied'; readonly data: { readonly by: string; readonly at: string; readonly comment: string | null; readonly stage: 'firewall' | 'guardian' | 'reviewer' | 'expiry' } }
+  | {
+      readonly type: 'toolcall.approved';
+      readonly data: {
+        readonly by: string;
+        readonly at: string;
+        readonly comment: string | null;
+        readonly approvals?: readonly ReviewerApproval[];
+      };
+    }
+  | {
+      readonly type: 'toolcall.denied';
+      readonly data: {
+        readonly by: string;
+        readonly at: string;
+        readonly comment: string | null;
+        readonly stage: 'firewall' | 'guardian' | 'reviewer' | 'expiry';
+      };
+    }
   | { readonly type: 'toolcall.expired'; readonly data: { readonly deadline: string; readonly at: string } }
   | { readonly type: 'toolcall.execution_started'; readonly data: { readonly at: string } }
   /** `result` as stored: as it came, or wrapped when a JSON column could not hold it (`tool-result-encoding.ts`). */
   | { readonly type: 'toolcall.execution_succeeded'; readonly data: { readonly result: unknown; readonly durationMs: number } }
-  | { readonly type: 'toolcall.execution_failed'; readonly data: { readonly error: string; readonly durationMs: number | null; readonly unknownOutcome: boolean } }
+  | {
+      readonly type: 'toolcall.execution_failed';
+      readonly data: { readonly error: string; readonly durationMs: number | null; readonly unknownOutcome: boolean };
+    }
   | { readonly type: 'toolcall.completed'; readonly data: { readonly outcome: 'succeeded' | 'failed' | 'denied' } };
 
 /** A person's approval, with the subject it counts for (separation of duties counts subjects, not keys). */

@@ -11,7 +11,8 @@ import type { FirewallVerdict, ReviewerApproval, Risk, ToolCallEvent, ToolCallEv
  * executing → succeeded | failed; denied from the firewall, the guardian, a reviewer or expiry;
  * completed once the result went back to the session.
  */
-export type ToolCallStatus = 'requested' | 'screened' | 'awaiting_approval' | 'ready' | 'executing' | 'succeeded' | 'failed' | 'denied' | 'completed';
+export type ToolCallStatus =
+  'requested' | 'screened' | 'awaiting_approval' | 'ready' | 'executing' | 'succeeded' | 'failed' | 'denied' | 'completed';
 
 export interface ToolCallRecord {
   readonly request: ToolCallEventOf<'toolcall.requested'>['data'];
@@ -19,28 +20,57 @@ export interface ToolCallRecord {
   readonly guardian: ToolCallEventOf<'toolcall.guardian_reviewed'>['data'] | null;
   /** The request for a person's decision, with the approvals recorded so far while it waits for more reviewers. */
   readonly approval: (ToolCallEventOf<'toolcall.approval_requested'>['data'] & { readonly approvals?: readonly ReviewerApproval[] }) | null;
-  readonly decision: (ToolCallEventOf<'toolcall.approved'>['data'] & { readonly approved: true }) | (ToolCallEventOf<'toolcall.denied'>['data'] & { readonly approved: false }) | null;
-  readonly execution: { readonly startedAt: string; readonly result?: unknown; readonly error?: string; readonly durationMs?: number | null; readonly unknownOutcome?: boolean } | null;
+  readonly decision:
+    | (ToolCallEventOf<'toolcall.approved'>['data'] & { readonly approved: true })
+    | (ToolCallEventOf<'toolcall.denied'>['data'] & { readonly approved: false })
+    | null;
+  readonly execution: {
+    readonly startedAt: string;
+    readonly result?: unknown;
+    readonly error?: string;
+    readonly durationMs?: number | null;
+    readonly unknownOutcome?: boolean;
+  } | null;
 }
 
 export type ToolCallState =
   | { readonly status: 'absent' }
-  | (ToolCallRecord & { readonly status: ToolCallStatus; readonly outcome: 'succeeded' | 'failed' | 'denied' | null; readonly position: bigint });
+  | (ToolCallRecord & {
+      readonly status: ToolCallStatus;
+      readonly outcome: 'succeeded' | 'failed' | 'denied' | null;
+      readonly position: bigint;
+    });
 
 export const initialToolCallState: ToolCallState = { status: 'absent' };
 
 export const TERMINAL_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded', 'failed', 'denied', 'completed']);
 
 /** Total and never throws: an event that does not fit the current status leaves the state as it is. */
-export function evolveToolCall(state: ToolCallState, event: { readonly type: string; readonly data: unknown; readonly position: bigint }): ToolCallState {
+export function evolveToolCall(
+  state: ToolCallState,
+  event: { readonly type: string; readonly data: unknown; readonly position: bigint },
+): ToolCallState {
   const { position } = event;
   if (event.type === 'toolcall.requested') {
     if (state.status !== 'absent') return state;
     const request = event.data as ToolCallEventOf<'toolcall.requested'>['data'];
-    return { status: 'requested', request, firewall: null, guardian: null, approval: null, decision: null, execution: null, outcome: null, position };
+    return {
+      status: 'requested',
+      request,
+      firewall: null,
+      guardian: null,
+      approval: null,
+      decision: null,
+      execution: null,
+      outcome: null,
+      position,
+    };
   }
   if (state.status === 'absent') return state;
-  const to = (status: ToolCallStatus, changes: Partial<ToolCallRecord> & { outcome?: 'succeeded' | 'failed' | 'denied' } = {}): ToolCallState => ({ ...state, ...changes, status, position });
+  const to = (
+    status: ToolCallStatus,
+    changes: Partial<ToolCallRecord> & { outcome?: 'succeeded' | 'failed' | 'denied' } = {},
+  ): ToolCallState => ({ ...state, ...changes, status, position });
   switch (event.type) {
     case 'toolcall.firewall_evaluated': {
       if (state.status !== 'requested') return state;
@@ -52,10 +82,14 @@ export function evolveToolCall(state: ToolCallState, event: { readonly type: str
       return state.status === 'screened' ? to('awaiting_approval', { approval: event.data as ToolCallRecord['approval'] }) : state;
     case 'toolcall.approval_recorded':
       if (state.status !== 'awaiting_approval') return state;
-      return to('awaiting_approval', { approval: { ...state.approval!, approvals: [...(state.approval!.approvals ?? []), event.data as ReviewerApproval] } });
+      return to('awaiting_approval', {
+        approval: { ...state.approval!, approvals: [...(state.approval!.approvals ?? []), event.data as ReviewerApproval] },
+      });
     case 'toolcall.approved': {
       const data = event.data as ToolCallEventOf<'toolcall.approved'>['data'];
-      return state.status === 'screened' || state.status === 'awaiting_approval' ? to('ready', { decision: { ...data, approved: true } }) : state;
+      return state.status === 'screened' || state.status === 'awaiting_approval'
+        ? to('ready', { decision: { ...data, approved: true } })
+        : state;
     }
     case 'toolcall.denied': {
       const data = event.data as ToolCallEventOf<'toolcall.denied'>['data'];
@@ -69,12 +103,18 @@ export function evolveToolCall(state: ToolCallState, event: { readonly type: str
     case 'toolcall.execution_succeeded': {
       if (state.status !== 'executing') return state;
       const data = event.data as ToolCallEventOf<'toolcall.execution_succeeded'>['data'];
-      return to('succeeded', { execution: { ...state.execution!, result: data.result, durationMs: data.durationMs }, outcome: 'succeeded' });
+      return to('succeeded', {
+        execution: { ...state.execution!, result: data.result, durationMs: data.durationMs },
+        outcome: 'succeeded',
+      });
     }
     case 'toolcall.execution_failed': {
       if (state.status !== 'executing') return state;
       const data = event.data as ToolCallEventOf<'toolcall.execution_failed'>['data'];
-      return to('failed', { execution: { ...state.execution!, error: data.error, durationMs: data.durationMs, unknownOutcome: data.unknownOutcome }, outcome: 'failed' });
+      return to('failed', {
+        execution: { ...state.execution!, error: data.error, durationMs: data.durationMs, unknownOutcome: data.unknownOutcome },
+        outcome: 'failed',
+      });
     }
     case 'toolcall.completed':
       return state.status === 'succeeded' || state.status === 'failed' || state.status === 'denied' ? to('completed') : state;
@@ -92,7 +132,13 @@ export type GuardianFailurePolicy = 'ask' | 'deny' | 'allow';
 
 export type ToolCallCommand =
   | ({ readonly type: 'request' } & ToolCallEventOf<'toolcall.requested'>['data'])
-  | { readonly type: 'record_firewall'; readonly verdict: FirewallVerdict; readonly rule: string; readonly policyVersion: string; readonly at: string }
+  | {
+      readonly type: 'record_firewall';
+      readonly verdict: FirewallVerdict;
+      readonly rule: string;
+      readonly policyVersion: string;
+      readonly at: string;
+    }
   | {
       readonly type: 'record_guardian';
       readonly review: ToolCallEventOf<'toolcall.guardian_reviewed'>['data'];
@@ -103,21 +149,41 @@ export type ToolCallCommand =
       readonly at: string;
     }
   | {
-      readonly type: 'decide'; readonly approve: boolean; readonly comment: string | null; readonly argumentsSha256: string; readonly at: string; readonly eventId: string;
+      readonly type: 'decide';
+      readonly approve: boolean;
+      readonly comment: string | null;
+      readonly argumentsSha256: string;
+      readonly at: string;
+      readonly eventId: string;
       /** The deciding principal: its actor (recorded) and subject; and the subject behind the requester's actor. */
-      readonly by: string; readonly bySubject: string; readonly requesterSubject: string;
+      readonly by: string;
+      readonly bySubject: string;
+      readonly requesterSubject: string;
     }
   | { readonly type: 'expire'; readonly now: string }
   | { readonly type: 'start_execution'; readonly at: string }
   | { readonly type: 'record_result'; readonly ok: true; readonly result: unknown; readonly durationMs: number }
-  | { readonly type: 'record_result'; readonly ok: false; readonly error: string; readonly durationMs: number | null; readonly unknownOutcome: boolean }
+  | {
+      readonly type: 'record_result';
+      readonly ok: false;
+      readonly error: string;
+      readonly durationMs: number | null;
+      readonly unknownOutcome: boolean;
+    }
   | { readonly type: 'complete' };
 
 export class ToolCallError extends Error {
   constructor(
     readonly code:
-      | 'toolcall_not_found' | 'toolcall_exists' | 'wrong_state' | 'already_decided' | 'expired' | 'arguments_mismatch'
-      | 'self_approval' | 'not_due' | 'already_approved',
+      | 'toolcall_not_found'
+      | 'toolcall_exists'
+      | 'wrong_state'
+      | 'already_decided'
+      | 'expired'
+      | 'arguments_mismatch'
+      | 'self_approval'
+      | 'not_due'
+      | 'already_approved',
     message: string,
     readonly field?: string,
   ) {
@@ -142,14 +208,24 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
   if (state.status === 'absent') throw new ToolCallError('toolcall_not_found', 'no such tool call');
   const id = state.request.toolCallId;
   const expect = (...statuses: ToolCallState['status'][]) => {
-    if (!statuses.includes(state.status)) throw new ToolCallError('wrong_state', `tool call ${id} is ${state.status}; ${command.type} needs ${statuses.join(' or ')}`);
+    if (!statuses.includes(state.status))
+      throw new ToolCallError('wrong_state', `tool call ${id} is ${state.status}; ${command.type} needs ${statuses.join(' or ')}`);
   };
   switch (command.type) {
     case 'record_firewall': {
       expect('requested');
-      const evaluated = step(id, 'firewall', { type: 'toolcall.firewall_evaluated', data: { verdict: command.verdict, rule: command.rule, policyVersion: command.policyVersion } });
+      const evaluated = step(id, 'firewall', {
+        type: 'toolcall.firewall_evaluated',
+        data: { verdict: command.verdict, rule: command.rule, policyVersion: command.policyVersion },
+      });
       if (command.verdict !== 'deny') return [evaluated];
-      return [evaluated, step(id, 'decision', { type: 'toolcall.denied', data: { by: 'firewall', at: command.at, comment: `firewall rule ${command.rule}`, stage: 'firewall' } })];
+      return [
+        evaluated,
+        step(id, 'decision', {
+          type: 'toolcall.denied',
+          data: { by: 'firewall', at: command.at, comment: `firewall rule ${command.rule}`, stage: 'firewall' },
+        }),
+      ];
     }
     case 'record_guardian': {
       expect('screened');
@@ -159,18 +235,46 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       const enforcing = review.mode === 'enforce';
       const ask = (reason: string) => [
         reviewed,
-        step(id, 'approval', { type: 'toolcall.approval_requested', data: { reason, deadline: command.approvalDeadline, required: command.requiredApprovals } }),
+        step(id, 'approval', {
+          type: 'toolcall.approval_requested',
+          data: { reason, deadline: command.approvalDeadline, required: command.requiredApprovals },
+        }),
       ];
       if (state.firewall!.verdict === 'ask') return ask(`firewall rule ${state.firewall!.rule} asks a person`);
       if (enforcing && review.failed) {
         if (command.onFailure === 'ask') return ask(`the guardian failed: ${review.rationale}`);
-        if (command.onFailure === 'deny') return [reviewed, step(id, 'decision', { type: 'toolcall.denied', data: { by: 'guardian', at: command.at, comment: `the guardian failed: ${review.rationale}`, stage: 'guardian' } })];
+        if (command.onFailure === 'deny')
+          return [
+            reviewed,
+            step(id, 'decision', {
+              type: 'toolcall.denied',
+              data: { by: 'guardian', at: command.at, comment: `the guardian failed: ${review.rationale}`, stage: 'guardian' },
+            }),
+          ];
       }
-      if (enforcing && !review.failed && BLOCKING_RISKS.has(review.risk)) return ask(`the guardian rated the risk ${review.risk}: ${review.rationale}`);
-      return [reviewed, step(id, 'decision', { type: 'toolcall.approved', data: { by: 'policy', at: command.at, comment: `firewall ${state.firewall!.rule}; guardian ${review.mode}: ${review.failed ? 'failed' : review.risk}` } })];
+      if (enforcing && !review.failed && BLOCKING_RISKS.has(review.risk))
+        return ask(`the guardian rated the risk ${review.risk}: ${review.rationale}`);
+      return [
+        reviewed,
+        step(id, 'decision', {
+          type: 'toolcall.approved',
+          data: {
+            by: 'policy',
+            at: command.at,
+            comment: `firewall ${state.firewall!.rule}; guardian ${review.mode}: ${review.failed ? 'failed' : review.risk}`,
+          },
+        }),
+      ];
     }
     case 'decide': {
-      if (state.status === 'ready' || state.status === 'executing' || state.status === 'denied' || state.status === 'succeeded' || state.status === 'failed' || state.status === 'completed') {
+      if (
+        state.status === 'ready' ||
+        state.status === 'executing' ||
+        state.status === 'denied' ||
+        state.status === 'succeeded' ||
+        state.status === 'failed' ||
+        state.status === 'completed'
+      ) {
         throw new ToolCallError('already_decided', `tool call ${id} was already decided (${state.status})`);
       }
       expect('awaiting_approval');
@@ -179,7 +283,8 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       if (!command.approve) return [{ id: command.eventId, event: { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
       // Four-eyes: the call runs after the required number of distinct subjects approved; any denial ends it.
       const approvals = [...(state.approval!.approvals ?? []), { ...data, subject: command.bySubject }];
-      if (approvals.length < (state.approval!.required ?? 1)) return [{ id: command.eventId, event: { type: 'toolcall.approval_recorded', data: approvals.at(-1)! } }];
+      if (approvals.length < (state.approval!.required ?? 1))
+        return [{ id: command.eventId, event: { type: 'toolcall.approval_recorded', data: approvals.at(-1)! } }];
       return [{ id: command.eventId, event: { type: 'toolcall.approved', data: approvals.length > 1 ? { ...data, approvals } : data } }];
     }
     case 'expire': {
@@ -188,7 +293,10 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       if (Date.parse(command.now) < Date.parse(deadline)) throw new ToolCallError('not_due', `tool call ${id} expires at ${deadline}`);
       return [
         step(id, 'expired', { type: 'toolcall.expired', data: { deadline, at: command.now } }),
-        step(id, 'decision', { type: 'toolcall.denied', data: { by: 'expiry', at: command.now, comment: `no decision by ${deadline}`, stage: 'expiry' } }),
+        step(id, 'decision', {
+          type: 'toolcall.denied',
+          data: { by: 'expiry', at: command.now, comment: `no decision by ${deadline}`, stage: 'expiry' },
+        }),
       ];
     }
     case 'start_execution':
@@ -202,7 +310,10 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
               type: 'toolcall.execution_succeeded',
               data: { result: encodeToolResult(command.result), durationMs: command.durationMs },
             })
-          : step(id, 'execution_finished', { type: 'toolcall.execution_failed', data: { error: command.error, durationMs: command.durationMs, unknownOutcome: command.unknownOutcome } }),
+          : step(id, 'execution_finished', {
+              type: 'toolcall.execution_failed',
+              data: { error: command.error, durationMs: command.durationMs, unknownOutcome: command.unknownOutcome },
+            }),
       ];
     case 'complete':
       expect('succeeded', 'failed', 'denied');
@@ -238,7 +349,6 @@ function checkDecision(command: Extract<ToolCallCommand, { type: 'decide' }>, st
 function step(toolCallId: string, name: string, event: ToolCallEvent): ToolCallDecidedEvent {
   return { id: nameUuid(`toolcall:${toolCallId}:${name}`), event };
 }
-
 
 /**
  * A governed call's id: one per tool call of a message, so a repeated `mcp_tool_pending` starts
@@ -286,7 +396,18 @@ export function nextSagaStep(state: ToolCallState): SagaStep {
 /** The governance record a tool block carries in `metadata.governance`, and the approval queue shows. */
 export function governanceRecord(state: Exclude<ToolCallState, { status: 'absent' }>) {
   const { request, firewall, guardian, approval, decision, execution, status } = state;
-  return { toolCallId: request.toolCallId, status, tool: request.tool, argumentsSha256: request.argumentsSha256, requestedBy: request.requestedBy, firewall, guardian, approval, decision, execution };
+  return {
+    toolCallId: request.toolCallId,
+    status,
+    tool: request.tool,
+    argumentsSha256: request.argumentsSha256,
+    requestedBy: request.requestedBy,
+    firewall,
+    guardian,
+    approval,
+    decision,
+    execution,
+  };
 }
 
 /**
@@ -296,7 +417,12 @@ export function governanceRecord(state: Exclude<ToolCallState, { status: 'absent
  * first update comes as soon as the call is requested: from then on the block is the saga's.
  */
 const SHOWN_ON_BLOCK: ReadonlySet<ToolCallStatus> = new Set([
-  'requested', 'awaiting_approval', 'executing', 'succeeded', 'failed', 'denied',
+  'requested',
+  'awaiting_approval',
+  'executing',
+  'succeeded',
+  'failed',
+  'denied',
 ]);
 
 export function toolBlockUpdate(state: ToolCallState): { readonly eventId: string; readonly update: GovernedToolUpdate } | undefined {
@@ -305,7 +431,13 @@ export function toolBlockUpdate(state: ToolCallState): { readonly eventId: strin
   const raw = (status: 'pending' | 'invoking' | 'done' | 'error', response?: unknown) => ({
     eventId: nameUuid(`toolcall:${request.toolCallId}:block:${state.status}`),
     update: {
-      response: { id: request.toolId, tool: { name: request.tool.name, serverName: request.tool.server }, arguments: request.arguments, status, ...(response === undefined ? {} : { response }) },
+      response: {
+        id: request.toolId,
+        tool: { name: request.tool.name, serverName: request.tool.server },
+        arguments: request.arguments,
+        status,
+        ...(response === undefined ? {} : { response }),
+      },
       governance: governanceRecord(state),
     },
   });

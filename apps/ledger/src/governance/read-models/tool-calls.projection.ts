@@ -28,19 +28,41 @@ export function toolCallsProjection(): ProjectionDefinition {
         if (state.status === 'absent') continue;
         const { request } = state;
         rows.push({
-          tenant, id: toolCallId, session_id: request.sessionId, message_id: request.messageId, tool_id: request.toolId, server: request.tool.server, tool_name: request.tool.name,
-          arguments: request.arguments ?? null, arguments_sha256: request.argumentsSha256, requested_by: request.requestedBy, status: state.status, outcome: state.outcome,
-          firewall: state.firewall, guardian: state.guardian, approval: state.approval, decision: state.decision, execution: state.execution,
-          requested_at: stream[0]!.metadata.recordedAt, updated_at: last.metadata.recordedAt, position: last.position.toString(),
+          tenant,
+          id: toolCallId,
+          session_id: request.sessionId,
+          message_id: request.messageId,
+          tool_id: request.toolId,
+          server: request.tool.server,
+          tool_name: request.tool.name,
+          arguments: request.arguments ?? null,
+          arguments_sha256: request.argumentsSha256,
+          requested_by: request.requestedBy,
+          status: state.status,
+          outcome: state.outcome,
+          firewall: state.firewall,
+          guardian: state.guardian,
+          approval: state.approval,
+          decision: state.decision,
+          execution: state.execution,
+          requested_at: stream[0]!.metadata.recordedAt,
+          updated_at: last.metadata.recordedAt,
+          position: last.position.toString(),
         });
       }
       if (rows.length === 0) return;
       await client.query(
-        `INSERT INTO tool_calls (tenant, id, session_id, message_id, tool_id, server, tool_name, arguments, arguments_sha256, requested_by, status, outcome, firewall, guardian, approval, decision, execution, requested_at, updated_at, position)
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, session_id text, message_id text, tool_id text, server text, tool_name text, arguments jsonb, arguments_sha256 text,
-           requested_by text, status text, outcome text, firewall jsonb, guardian jsonb, approval jsonb, decision jsonb, execution jsonb, requested_at timestamptz, updated_at timestamptz, position bigint)
-         ON CONFLICT (tenant, id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome, firewall = excluded.firewall, guardian = excluded.guardian, approval = excluded.approval,
-           decision = excluded.decision, execution = excluded.execution, updated_at = excluded.updated_at, position = excluded.position
+        `INSERT INTO tool_calls (tenant, id, session_id, message_id, tool_id, server, tool_name, arguments,
+          arguments_sha256, requested_by, status, outcome, firewall, guardian, approval, decision, execution,
+          requested_at, updated_at, position)
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, session_id text, message_id text,
+           tool_id text, server text, tool_name text, arguments jsonb, arguments_sha256 text,
+           requested_by text, status text, outcome text, firewall jsonb, guardian jsonb, approval jsonb,
+           decision jsonb, execution jsonb, requested_at timestamptz, updated_at timestamptz, position bigint)
+         ON CONFLICT (tenant, id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
+           firewall = excluded.firewall, guardian = excluded.guardian, approval = excluded.approval,
+           decision = excluded.decision, execution = excluded.execution, updated_at = excluded.updated_at,
+             position = excluded.position
          WHERE tool_calls.position <= excluded.position`,
         [JSON.stringify(rows)],
       );

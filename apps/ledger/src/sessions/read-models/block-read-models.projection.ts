@@ -67,13 +67,29 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
     if (!changed) continue;
     const { session } = changed;
     sessionRows.push({
-      tenant, id: session.sessionId, title: session.title, metadata: session.metadata, created_at: session.createdAt, selected_root_id: session.selectedRootId,
-      forked_from: session.forkedFrom, position: session.position.toString(),
+      tenant,
+      id: session.sessionId,
+      title: session.title,
+      metadata: session.metadata,
+      created_at: session.createdAt,
+      selected_root_id: session.selectedRootId,
+      forked_from: session.forkedFrom,
+      position: session.position.toString(),
     });
     for (const { message, ordinal } of changed.messages) {
       messageRows.push({
-        tenant, id: message.id, session_id: session.sessionId, ordinal, role: message.role, parent_id: message.parentId, selected_child_id: message.selectedChildId, model: message.model,
-        content: message.content, status: messageStatus(message), created_at: message.createdAt, position: message.position.toString(),
+        tenant,
+        id: message.id,
+        session_id: session.sessionId,
+        ordinal,
+        role: message.role,
+        parent_id: message.parentId,
+        selected_child_id: message.selectedChildId,
+        model: message.model,
+        content: message.content,
+        status: messageStatus(message),
+        created_at: message.createdAt,
+        position: message.position.toString(),
       });
     }
     for (const { block, index, message } of changed.blocks) {
@@ -91,31 +107,44 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   if (sessionRows.length > 0) {
     await client.query(
       `INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, position)
-       SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from, position FROM jsonb_to_recordset($1::jsonb)
-         AS r(tenant text, id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text, forked_from jsonb, position bigint)
-       ON CONFLICT (tenant, id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata, selected_root_id = excluded.selected_root_id, position = excluded.position
+       SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from,
+         position FROM jsonb_to_recordset($1::jsonb)
+         AS r(tenant text, id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text,
+           forked_from jsonb, position bigint)
+       ON CONFLICT (tenant, id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata,
+         selected_root_id = excluded.selected_root_id, position = excluded.position
          WHERE sessions.position <= excluded.position`,
       [JSON.stringify(sessionRows)],
     );
   }
   if (messageRows.length > 0) {
     await client.query(
-      `INSERT INTO messages (tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position)
-       SELECT tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at, position FROM jsonb_to_recordset($1::jsonb)
-         AS r(tenant text, id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text, model text, content text, status text, created_at timestamptz, position bigint)
-       ON CONFLICT (tenant, session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id, status = excluded.status, position = excluded.position
+      `INSERT INTO messages (tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content,
+        status, created_at, position)
+       SELECT tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at,
+         position FROM jsonb_to_recordset($1::jsonb)
+         AS r(tenant text, id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text,
+           model text, content text, status text, created_at timestamptz, position bigint)
+       ON CONFLICT (tenant, session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id,
+         status = excluded.status, position = excluded.position
          WHERE messages.position <= excluded.position`,
       [JSON.stringify(messageRows)],
     );
   }
   if (blockRows.length > 0) {
     await client.query(
-      `INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
-       SELECT tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position
-         FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int, type text, status text, content jsonb, tool_id text, tool_name text,
-              arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz, updated_at timestamptz, position bigint)
-       ON CONFLICT (tenant, session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type, status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
-         tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response, metadata = excluded.metadata, error = excluded.error,
+      `INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id,
+        tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
+       SELECT tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments,
+         tool_response, metadata, error, extra, created_at, updated_at, position
+         FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int,
+           type text, status text, content jsonb, tool_id text, tool_name text,
+              arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz,
+              updated_at timestamptz, position bigint)
+       ON CONFLICT (tenant, session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type,
+         status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
+         tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response,
+           metadata = excluded.metadata, error = excluded.error,
          extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
        WHERE message_blocks.position <= excluded.position`,
       [JSON.stringify(blockRows)],

@@ -1,7 +1,10 @@
 import type { ForkSource } from '#core';
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** Read-model rows (schema: 1763800000002-block-read-models, 1763800000003-branch-trees, 1763800000005-identity). The projection writes them; queries read them. */
+/**
+ * Read-model rows (schema: 1763800000002-block-read-models, 1763800000003-branch-trees, 1763800000005-identity).
+ * The projection writes them; queries read them.
+ */
 @Entity('sessions')
 export class SessionRow {
   @PrimaryColumn('text') tenant!: string;
