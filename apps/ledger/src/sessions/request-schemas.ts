@@ -64,7 +64,7 @@ export const forkBody = storableJson(
 export const readPointQuery = z.object({ at: position.optional(), minPosition: position.optional() });
 
 export const historyQuery = readPointQuery.extend({
-  format: z.enum(['openai', 'anthropic']).default('openai'),
+  format: z.enum(['openai', 'anthropic', 'openai-responses']).default('openai'),
   includeThinking: z.enum(['true', 'false']).default('false').transform((value) => value === 'true'),
 });
 

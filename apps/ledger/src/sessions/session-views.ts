@@ -1,5 +1,5 @@
 import {
-  activePath, anthropicHistory, branchTree, childrenByParent, decodeToolResults, messageStatus, openAiHistory,
+  activePath, anthropicHistory, branchTree, childrenByParent, decodeToolResults, messageStatus, openAiHistory, responsesHistory,
   siblingsOf, type ForkSource, type MessageBlock, type MessageState, type OpenSession,
 } from '#core';
 
@@ -39,7 +39,7 @@ export interface SessionSnapshot {
   blocksOf(messageIds: readonly string[]): Promise<ReadonlyMap<string, readonly MessageBlock[]>>;
 }
 
-export type HistoryFormat = 'openai' | 'anthropic';
+export type HistoryFormat = 'openai' | 'anthropic' | 'openai-responses';
 
 /** The message shape: blocks in display order (Cherry Studio `MessageBlock`), tool results as they came. */
 export function messageView(message: MessageView): MessageView {
@@ -69,7 +69,13 @@ export function treeView(snapshot: SessionSnapshot) {
 
 export async function historyView(snapshot: SessionSnapshot, format: HistoryFormat, includeThinking: boolean) {
   const path = await activePathViews(snapshot);
-  const history = format === 'openai' ? { messages: openAiHistory(path, { includeThinking }) } : anthropicHistory(path, { includeThinking });
+  const options = { includeThinking };
+  const history =
+    format === 'openai'
+      ? { messages: openAiHistory(path, options) }
+      : format === 'anthropic'
+        ? anthropicHistory(path, options)
+        : responsesHistory(path, options);
   return { format, sessionId: snapshot.header.id, position: snapshot.header.position, ...history };
 }
 

@@ -192,7 +192,10 @@ function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, 
   if (chunkType !== 'mcp_tool_complete') {
     const status: BlockStatus = chunkType === 'mcp_tool_in_progress' || response.status === 'invoking' ? 'processing' : 'pending';
     if (existingId) return update(state, existingId, at, { ...fields, status });
-    const started = startBlock(state, newId, at, { type: 'tool', status, content: undefined, ...fields });
+    // A call that takes a response's placeholder over opens a round, which a history must keep apart from the last one's calls.
+    const opensRound = state.placeholderId === undefined ? {} : { opensRound: true };
+    const metadata = { ...fields.metadata, ...opensRound };
+    const started = startBlock(state, newId, at, { type: 'tool', status, content: undefined, ...fields, metadata });
     return { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
   }
   const failed = response.status === 'error';

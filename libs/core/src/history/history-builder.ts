@@ -1,26 +1,19 @@
-import type { MessageBlock } from '../blocks/message-block.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { decodeToolResults } from '../toolcall/tool-result-encoding.js';
+import { resultOf, turnOf, type HistoryMessage, type Round, type Turn } from './conversation.js';
 
 /**
- * The model history of an active path (DESIGN §5, seed ADR option 2): per round of an assistant
- * message, one assistant message with the round's text and its tool calls, then one result per
- * call, so the conversation can be sent back to a model as it happened.
- *
- * A round is the blocks up to and including its tool calls: a text or thinking block after a
- * tool block starts the next round. Citation, image, video and error blocks are display only.
- * Every tool call gets a result: its content (strings as they are, anything else as JSON), or
- * for a call that never finished or was denied, an error saying so. JSON is canonical (sorted
- * keys), so the history is the same whether read from the read models (jsonb) or the log.
+ * The model history of an active path (DESIGN §5, seed ADR option 2), in each provider's format:
+ * per round of an assistant message, the round's reasoning, text and tool calls, then one result
+ * per call, so the conversation can be sent back to a model as it happened. Every tool call gets
+ * a result: its content, or for a call that never finished or was denied, an error saying so.
+ * JSON is canonical (sorted keys), so the history is the same whether read from the read models
+ * (jsonb) or the log.
  */
-export interface HistoryMessage {
-  readonly role: string;
-  readonly content: string | null;
-  readonly blocks: readonly MessageBlock[];
-}
-
 export interface HistoryOptions {
-  /** Thinking goes in as `reasoning_content` (OpenAI-compatible servers) or thinking blocks (Anthropic). */
+  /**
+   * Reasoning goes back as `reasoning_content` (OpenAI-compatible servers), thinking blocks with
+   * their signatures (Anthropic) or reasoning items (Responses).
+   */
   readonly includeThinking: boolean;
 }
 
@@ -40,7 +33,8 @@ export interface OpenAiToolCall {
 /** Anthropic Messages API content blocks. */
 export type AnthropicBlock =
   | { type: 'text'; text: string }
-  | { type: 'thinking'; thinking: string }
+  | { type: 'thinking'; thinking: string; signature?: string }
+  | Readonly<Record<string, unknown>>
   | { type: 'tool_use'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
 
@@ -49,38 +43,51 @@ export interface AnthropicHistory {
   messages: { role: 'user' | 'assistant'; content: AnthropicBlock[] }[];
 }
 
-interface Round {
-  readonly text: string;
-  readonly thinking: string;
-  readonly tools: readonly ToolCall[];
+/** OpenAI Responses input items; system turns go to `instructions`. */
+export type ResponsesItem =
+  | { role: 'user'; content: string }
+  | { type: 'message'; role: 'assistant'; content: { type: 'output_text'; text: string }[] }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  | { type: 'function_call_output'; call_id: string; output: string }
+  | Readonly<Record<string, unknown>>;
+
+export interface ResponsesHistory {
+  instructions?: string;
+  input: ResponsesItem[];
 }
 
-interface ToolCall {
-  readonly id: string;
-  readonly name: string;
-  readonly arguments: unknown;
-  readonly result: string;
-  readonly isError: boolean;
+/** The conversation of a path of ledger messages. */
+export function conversationOf(path: readonly HistoryMessage[]): Turn[] {
+  return path.flatMap((message) => turnOf(message) ?? []);
 }
 
 export function openAiHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): OpenAiMessage[] {
-  return path.flatMap((message): OpenAiMessage[] => {
-    if (message.role === 'system') return [{ role: 'system', content: message.content ?? '' }];
-    if (message.role === 'user') return [{ role: 'user', content: message.content ?? '' }];
-    if (message.role !== 'assistant') return [];
-    return rounds(message).flatMap((round): OpenAiMessage[] => [
-      {
-        role: 'assistant',
-        content: round.text === '' ? null : round.text,
-        ...(round.tools.length > 0 ? { tool_calls: round.tools.map((tool) => ({ id: tool.id, type: 'function' as const, function: { name: tool.name, arguments: canonicalJson(tool.arguments ?? {}) } })) } : {}),
-        ...(includeThinking && round.thinking !== '' ? { reasoning_content: round.thinking } : {}),
-      },
-      ...round.tools.map((tool): OpenAiMessage => ({ role: 'tool', tool_call_id: tool.id, content: tool.result })),
-    ]);
+  return conversationOf(path).flatMap((turn): OpenAiMessage[] => {
+    if (turn.role !== 'assistant') return [{ role: turn.role, content: turn.content }];
+    return turn.rounds.flatMap((round): OpenAiMessage[] => {
+      const reasoning = round.thinking.map((part) => part.text).filter((text) => text !== '').join('\n\n');
+      return [
+        {
+          role: 'assistant',
+          content: round.text === '' ? null : round.text,
+          ...(round.tools.length > 0
+            ? {
+                tool_calls: round.tools.map((tool) => ({
+                  id: tool.id,
+                  type: 'function' as const,
+                  function: { name: tool.name, arguments: canonicalJson(tool.arguments) },
+                })),
+              }
+            : {}),
+          ...(includeThinking && reasoning !== '' ? { reasoning_content: reasoning } : {}),
+        },
+        ...round.tools.map((tool): OpenAiMessage => ({ role: 'tool', tool_call_id: tool.id, content: resultOf(tool).content })),
+      ];
+    });
   });
 }
 
-/** Consecutive turns of one role are merged, as the Messages API expects alternating turns; system messages go to `system`. */
+/** Consecutive turns of one role are merged, as the Messages API expects alternating turns; system turns go to `system`. */
 export function anthropicHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): AnthropicHistory {
   const system: string[] = [];
   const messages: AnthropicHistory['messages'] = [];
@@ -90,50 +97,57 @@ export function anthropicHistory(path: readonly HistoryMessage[], { includeThink
     if (last?.role === role) last.content.push(...content);
     else messages.push({ role, content });
   };
-  for (const message of path) {
-    if (message.role === 'system') system.push(message.content ?? '');
-    else if (message.role === 'user') push('user', [{ type: 'text', text: message.content ?? '' }]);
-    else if (message.role === 'assistant') {
-      for (const round of rounds(message)) {
+  for (const turn of conversationOf(path)) {
+    if (turn.role !== 'assistant') {
+      if (turn.role === 'system') system.push(turn.content);
+      else push('user', [{ type: 'text', text: turn.content }]);
+    } else {
+      for (const round of turn.rounds) {
         push('assistant', [
-          ...(includeThinking && round.thinking !== '' ? [{ type: 'thinking' as const, thinking: round.thinking }] : []),
+          ...(includeThinking ? anthropicThinking(round) : []),
           ...(round.text !== '' ? [{ type: 'text' as const, text: round.text }] : []),
-          ...round.tools.map((tool) => ({ type: 'tool_use' as const, id: tool.id, name: tool.name, input: tool.arguments ?? {} })),
+          ...round.tools.map((tool) => ({ type: 'tool_use' as const, id: tool.id, name: tool.name, input: tool.arguments })),
         ]);
-        push('user', round.tools.map((tool) => ({ type: 'tool_result' as const, tool_use_id: tool.id, content: tool.result, ...(tool.isError ? { is_error: true } : {}) })));
+        push(
+          'user',
+          round.tools.map((tool) => {
+            const { content, isError } = resultOf(tool);
+            return { type: 'tool_result' as const, tool_use_id: tool.id, content, ...(isError ? { is_error: true } : {}) };
+          }),
+        );
       }
     }
   }
   return { ...(system.length > 0 ? { system: system.join('\n\n') } : {}), messages };
 }
 
-/** The rounds of an assistant message that say or call something; a message created with whole `content` and no chunks is one round of text. */
-function rounds(message: HistoryMessage): Round[] {
-  if (message.blocks.length === 0) return message.content ? [{ text: message.content, thinking: '', tools: [] }] : [];
-  const grouped: { text: string[]; thinking: string[]; tools: ToolCall[] }[] = [];
-  let current: (typeof grouped)[number] | undefined;
-  for (const block of message.blocks) {
-    if (block.type !== 'main_text' && block.type !== 'thinking' && block.type !== 'tool') continue;
-    if (!current || (block.type !== 'tool' && current.tools.length > 0)) {
-      current = { text: [], thinking: [], tools: [] };
-      grouped.push(current);
+/** Responses input items; reasoning goes back as the reasoning items the provider sent (with their encrypted content). */
+export function responsesHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): ResponsesHistory {
+  const instructions: string[] = [];
+  const input: ResponsesItem[] = [];
+  for (const turn of conversationOf(path)) {
+    if (turn.role !== 'assistant') {
+      if (turn.role === 'system') instructions.push(turn.content);
+      else input.push({ role: 'user', content: turn.content });
+    } else {
+      for (const round of turn.rounds) {
+        if (includeThinking) input.push(...round.thinking.flatMap((part) => (part.item?.type === 'reasoning' ? [part.item] : [])));
+        if (round.text !== '') input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: round.text }] });
+        for (const tool of round.tools) {
+          input.push({ type: 'function_call', call_id: tool.id, name: tool.name, arguments: canonicalJson(tool.arguments) });
+        }
+        for (const tool of round.tools) input.push({ type: 'function_call_output', call_id: tool.id, output: resultOf(tool).content });
+      }
     }
-    if (block.type === 'tool') current.tools.push(toolCall(block));
-    else if (typeof block.content === 'string' && block.content !== '') (block.type === 'main_text' ? current.text : current.thinking).push(block.content);
   }
-  return grouped
-    .map((round) => ({ text: round.text.join('\n\n'), thinking: round.thinking.join('\n\n'), tools: round.tools }))
-    .filter((round) => round.text !== '' || round.tools.length > 0);
+  return { ...(instructions.length > 0 ? { instructions: instructions.join('\n\n') } : {}), input };
 }
 
-function toolCall(block: MessageBlock): ToolCall {
-  const base = { id: block.toolId ?? block.id, name: block.toolName ?? 'unknown_tool', arguments: block.arguments };
-  // A result the log stored wrapped goes to the model as it came.
-  const content = decodeToolResults(block.content);
-  if (content !== undefined && content !== null) {
-    const result = typeof content === 'string' ? content : canonicalJson(content);
-    return { ...base, result, isError: block.status === 'error' };
-  }
-  const raw = block.metadata?.rawMcpToolResponse as { status?: string } | undefined;
-  return { ...base, result: canonicalJson({ error: `the tool call did not complete (status: ${raw?.status ?? block.status})` }), isError: true };
+/** Thinking blocks as Anthropic sent them: with their signatures, and redacted ones as they came. */
+function anthropicThinking(round: Round): AnthropicBlock[] {
+  return round.thinking.flatMap((part): AnthropicBlock[] => {
+    if (part.item?.type === 'redacted_thinking') return [part.item];
+    if (part.text === '') return [];
+    return [{ type: 'thinking', thinking: part.text, ...(part.signature === undefined ? {} : { signature: part.signature }) }];
+  });
 }

@@ -1,7 +1,10 @@
-import { ChunkValidationError, parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
-import { encodeChunk, type SnapshotState } from '../chunks/snapshot-text.js';
+import type { Chunk } from '../chunks/chunk-schemas.js';
+import { encodeChunk } from '../chunks/snapshot-text.js';
 import { findUnstorableJson } from '../chunks/storable-json.js';
 import { DialectError, fieldPath, type UnnumberedChunk } from '../dialects/dialect.js';
+import { placeModelCall, type ModelCallCommand } from '../gateway/model-call-placement.js';
+import { chunkCursor, invalidEvent, numberChunk, type DecidedEvent } from './chunk-numbering.js';
+import { SessionError } from './session-error.js';
 import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { activePath } from './branch-tree.js';
@@ -70,14 +73,13 @@ export type SessionCommand =
       readonly firstSeq: number;
       readonly events: readonly unknown[];
     }
+  /** A model call through the gateway, placed in the tree from the conversation it sends (DESIGN §12). */
+  | ({ readonly type: 'record_model_call' } & ModelCallCommand)
   /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
   | ({ readonly type: 'update_tool_call'; readonly eventId: string } & SessionEventOf<'message.tool_call_updated'>['data']);
 
-/** An event to append, with its deterministic id (so a retried command is recorded once). */
-export interface DecidedEvent {
-  readonly id: string;
-  readonly event: SessionEvent;
-}
+export type { DecidedEvent } from './chunk-numbering.js';
+export { SessionError } from './session-error.js';
 
 export interface Decision {
   readonly events: readonly DecidedEvent[];
@@ -85,31 +87,10 @@ export interface Decision {
   readonly duplicateSeqs: readonly number[];
   /** create_message: the parent the message got. */
   readonly parentId?: string | null;
+  /** record_model_call: the message the answer goes to, and the provider seq of its first event. */
+  readonly answer?: { readonly messageId: string; readonly nextEventSeq: number };
 }
 
-export class SessionError extends Error {
-  constructor(
-    readonly code:
-      | 'session_not_found'
-      | 'session_exists'
-      | 'source_not_found'
-      | 'message_not_found'
-      | 'message_exists'
-      | 'parent_not_found'
-      | 'not_a_child'
-      | 'not_assistant'
-      | 'seq_gap'
-      | 'seq_conflict'
-      | 'not_a_writer'
-      | 'invalid_event'
-      | 'dialect_conflict',
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-    this.name = 'SessionError';
-  }
-}
 
 export function decideSession(command: SessionCommand, state: SessionState): Decision {
   switch (command.type) {
@@ -236,6 +217,10 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     }
     case 'append_dialect_events':
       return decideDialectEvents(command, assistantMessage(state, command.messageId));
+    case 'record_model_call': {
+      if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
+      return { ...placeModelCall(command, state), duplicateSeqs: [] };
+    }
     case 'update_tool_call': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       const { type: _type, eventId, ...data } = command;
@@ -265,7 +250,7 @@ function assistantMessage(state: SessionState, messageId: string): MessageState 
  */
 function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_dialect_events' }>, message: MessageState): Decision {
   const { dialect, messageId } = command;
-  if (message.dialect ? message.dialect.name !== dialect : message.chunkDigests.length > 0) {
+  if (message.dialect ? message.dialect.name !== dialect : message.producerChunks) {
     const recorded = message.dialect?.name ?? 'cherry';
     const rule = `message ${messageId} is recorded in the ${recorded} dialect, not ${dialect}`;
     throw new SessionError('dialect_conflict', rule, 'dialect');
@@ -273,8 +258,7 @@ function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_di
   const translator = translatorOf(dialect);
   let translatorState = message.dialect?.state ?? translator.initial;
   const digests = [...(message.dialect?.eventDigests ?? [])];
-  let snapshots: SnapshotState = message.snapshots;
-  let chunkSeq = message.chunkDigests.length;
+  let cursor = chunkCursor(message);
   const events: DecidedEvent[] = [];
   const duplicateSeqs: number[] = [];
   command.events.forEach((providerEvent, index) => {
@@ -299,13 +283,10 @@ function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_di
     const nothing: UnnumberedChunk = { type: 'raw', content: null };
     const chunks = translated.chunks.length > 0 ? translated.chunks : [nothing];
     chunks.forEach((unnumbered, position) => {
-      chunkSeq += 1;
-      const chunk = validChunk({ seq: chunkSeq, ...unnumbered }, index);
-      const encoded = encodeChunk(snapshots, chunk);
-      snapshots = encoded.state;
       const source: ChunkSource = position === 0 ? { dialect, seq, event: providerEvent } : { dialect, seq };
-      const data = { messageId, ...encoded.stored, source } as ChunkEventData;
-      events.push({ id: nameUuid(`chunk:${messageId}:${chunkSeq}`), event: { type: `chunk.${chunk.type}`, data } });
+      const numbered = numberChunk(cursor, unnumbered, source, index);
+      cursor = numbered.cursor;
+      events.push(numbered.event);
     });
   });
   return { events, duplicateSeqs };
@@ -320,17 +301,3 @@ function translateEvent(dialect: DialectName, state: unknown, providerEvent: unk
   }
 }
 
-/** What a translator made, checked like a posted chunk (parsed tool arguments may hold what the log cannot store). */
-function validChunk(value: Record<string, unknown>, index: number): Chunk {
-  try {
-    return parseChunk(value, index);
-  } catch (error) {
-    if (!(error instanceof ChunkValidationError)) throw error;
-    throw invalidEvent(index, '', `translates to a ${String(value.type)} chunk whose ${error.field} ${error.rule}`);
-  }
-}
-
-function invalidEvent(index: number, field: string, message: string): SessionError {
-  const where = field === '' ? `events[${index}]` : `events[${index}].${field}`;
-  return new SessionError('invalid_event', `${where}: ${message}`, where);
-}

@@ -62,12 +62,23 @@ export type SessionEventOf<Type extends SessionEvent['type']> = Extract<SessionE
  */
 export type ChunkEventData = StoredChunk & { readonly messageId: string; readonly source?: ChunkSource };
 
+/**
+ * Where a chunk came from when no producer posted it as a Cherry chunk: a provider event
+ * translated in a dialect, or what a gateway request said (a past turn, a tool's result).
+ */
+export type ChunkSource = DialectSource | RequestSource;
+
 /** The provider event behind a translated chunk; only the first chunk of each event holds the event itself. */
-export interface ChunkSource {
+export interface DialectSource {
   readonly dialect: DialectName;
   /** The producer's number for the provider event, from 1 per message. */
   readonly seq: number;
   readonly event?: unknown;
+}
+
+/** A chunk the ledger made from a gateway request's messages; the request is the client's, the numbering the ledger's. */
+export interface RequestSource {
+  readonly origin: 'request';
 }
 
 /** A message recorded in a dialect: the translator's state after its recorded events, their digests by seq - 1. */
@@ -95,6 +106,8 @@ export interface MessageState {
   readonly snapshots: SnapshotState;
   /** `null` until a dialect's first provider event: Cherry chunks, or nothing yet. */
   readonly dialect: DialectLog | null;
+  /** A producer posted Cherry chunks to it: no dialect may follow. */
+  readonly producerChunks: boolean;
   readonly blocks: MessageBlocksState;
   /**
    * Log position of the event that last changed or moved each block: a block row's position,
@@ -168,7 +181,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
     const message: MessageState = {
       id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
-      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null,
+      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null, producerChunks: false,
       blocks: initialMessageBlocks(data.messageId), blockPositions: new Map(), position: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
@@ -197,6 +210,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
       snapshots,
       dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
+      producerChunks: message.producerChunks || source === undefined,
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
@@ -256,7 +270,7 @@ function select(state: OpenSession, parentId: string | null, childId: string, po
 }
 
 /** The translator folds the recorded provider event again: its state is never stored, only rebuilt. */
-function advanceDialect(log: DialectLog | null, source: ChunkSource): DialectLog | null {
+function advanceDialect(log: DialectLog | null, source: DialectSource): DialectLog | null {
   if (!isDialectName(source.dialect) || (log !== null && log.name !== source.dialect)) return log;
   const translator = translatorOf(source.dialect);
   const current = log ?? { name: source.dialect, state: translator.initial, eventDigests: [] };

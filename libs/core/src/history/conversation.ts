@@ -1,0 +1,119 @@
+import type { MessageBlock } from '../blocks/message-block.js';
+import { canonicalJson } from '../hashing/canonical-json.js';
+import { decodeToolResults } from '../toolcall/tool-result-encoding.js';
+
+/**
+ * A conversation as a model sees it, whatever the provider's format: turns of the system, the
+ * user and the assistant. An assistant turn is one ledger message and holds its rounds (seed ADR
+ * option 2): what one model call said and called, with each call's result once it is known.
+ * Histories are rendered from it, and the gateway reads a provider request into it to find the
+ * request's place in the session's tree.
+ */
+export type Turn =
+  | { readonly role: 'system' | 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly rounds: readonly Round[] };
+
+export interface Round {
+  readonly text: string;
+  readonly thinking: readonly ThinkingPart[];
+  readonly tools: readonly ToolCallPart[];
+}
+
+/** Reasoning, with what the provider needs to accept it back: a signature, or its own item (Responses reasoning, redacted thinking). */
+export interface ThinkingPart {
+  readonly text: string;
+  readonly signature?: string;
+  readonly item?: Readonly<Record<string, unknown>>;
+}
+
+export interface ToolCallPart {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: unknown;
+  /** `undefined` while the call has no result. */
+  readonly result: ToolResult | undefined;
+  /** Why a call has no result, as its block says (`pending`, `cancelled`, …). */
+  readonly status: string;
+}
+
+export interface ToolResult {
+  /** Strings as they came, anything else as canonical JSON. */
+  readonly content: string;
+  readonly isError: boolean;
+}
+
+/** A ledger message as the history reads it: its role, its whole content, its blocks in display order. */
+export interface HistoryMessage {
+  readonly role: string;
+  readonly content: string | null;
+  readonly blocks: readonly MessageBlock[];
+}
+
+/** The turn a ledger message stands for; a tool-role message has none (its results live in the assistant's tool blocks). */
+export function turnOf(message: HistoryMessage): Turn | undefined {
+  if (message.role === 'system' || message.role === 'user') return { role: message.role, content: message.content ?? '' };
+  if (message.role !== 'assistant') return undefined;
+  if (message.blocks.length === 0) {
+    return { role: 'assistant', rounds: message.content ? [{ text: message.content, thinking: [], tools: [] }] : [] };
+  }
+  return { role: 'assistant', rounds: roundsOf(message.blocks) };
+}
+
+/**
+ * A round is the blocks up to and including its tool calls: a text or thinking block after a
+ * tool block starts the next round, and so does a call that opened a response (a round of calls
+ * only). Citation, image, video and error blocks are display only.
+ */
+function roundsOf(blocks: readonly MessageBlock[]): Round[] {
+  const rounds: { text: string[]; thinking: ThinkingPart[]; tools: ToolCallPart[] }[] = [];
+  let current: (typeof rounds)[number] | undefined;
+  for (const block of blocks) {
+    if (block.type !== 'main_text' && block.type !== 'thinking' && block.type !== 'tool') continue;
+    const opensRound = block.type === 'tool' ? block.metadata?.opensRound === true : current?.tools.length !== 0;
+    if (!current || (opensRound && (current.tools.length > 0 || current.text.length > 0))) {
+      current = { text: [], thinking: [], tools: [] };
+      rounds.push(current);
+    }
+    if (block.type === 'tool') current.tools.push(toolCallOf(block));
+    else if (block.type === 'thinking') {
+      const thinking = thinkingOf(block);
+      if (thinking) current.thinking.push(thinking);
+    } else if (typeof block.content === 'string' && block.content !== '') current.text.push(block.content);
+  }
+  return rounds
+    .map((round) => ({ text: round.text.join('\n\n'), thinking: round.thinking, tools: round.tools }))
+    .filter((round) => round.text !== '' || round.tools.length > 0);
+}
+
+function thinkingOf(block: MessageBlock): ThinkingPart | undefined {
+  const text = typeof block.content === 'string' ? block.content : '';
+  const signature = block.metadata?.signature;
+  const item = block.metadata?.reasoningItem;
+  if (text === '' && item === undefined) return undefined;
+  return {
+    text,
+    ...(typeof signature === 'string' ? { signature } : {}),
+    ...(item !== null && typeof item === 'object' ? { item: item as Record<string, unknown> } : {}),
+  };
+}
+
+function toolCallOf(block: MessageBlock): ToolCallPart {
+  const raw = block.metadata?.rawMcpToolResponse as { status?: string } | undefined;
+  const call = {
+    id: block.toolId ?? block.id,
+    name: block.toolName ?? 'unknown_tool',
+    arguments: block.arguments ?? {},
+    status: raw?.status ?? block.status,
+  };
+  // A result the log stored wrapped goes to the model as it came.
+  const content = decodeToolResults(block.content);
+  const finished = block.status === 'success' || block.status === 'error';
+  if (!finished || content === undefined || content === null) return { ...call, result: undefined };
+  const text = typeof content === 'string' ? content : canonicalJson(content);
+  return { ...call, result: { content: text, isError: block.status === 'error' } };
+}
+
+/** What a model is told of a call: its result, or for one that never finished, was denied or was cut off, an error saying so. */
+export function resultOf(call: ToolCallPart): ToolResult {
+  return call.result ?? { content: canonicalJson({ error: `the tool call did not complete (status: ${call.status})` }), isError: true };
+}
