@@ -225,6 +225,7 @@ export function retryAfterMs(headers: RetryAfterHeaders, now: number): number | 
   const value = headers.retryAfter?.trim();
   if (!value) return undefined;
   if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1_000);
-  const date = Date.parse(value);
+  // An HTTP date names its month; Date.parse alone would take '-5' for a year.
+  const date = /[A-Za-z]{3}/.test(value) ? Date.parse(value) : Number.NaN;
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
