@@ -110,7 +110,7 @@ export interface GatewayConfig {
   readonly upstreamsFile: string | undefined;
   /** Time allowed from sending a request upstream to its response headers; past it the next key is tried. */
   readonly upstreamTimeoutMs: number;
-  /** When the log cannot take a request as it arrives: refuse it with 503 before calling upstream, or pass it unrecorded. */
+  /** When the log cannot take a request as it arrives: refuse it (503) before calling upstream, or pass it on. */
   readonly onLogFailure: 'refuse' | 'pass';
 }
 

@@ -50,7 +50,8 @@ describe('OIDC configuration', () => {
 
 describe('gateway configuration', () => {
   it('has no upstreams file by default, a 60 s upstream timeout and refuses requests the log cannot take', () => {
-    expect(loadConfig({}).gateway).toEqual({ upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse' });
+    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse' };
+    expect(loadConfig({}).gateway).toEqual(defaults);
   });
 
   it('reads every variable, resolving the upstreams file', () => {
@@ -59,7 +60,8 @@ describe('gateway configuration', () => {
       LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: '5000',
       LEDGER_GATEWAY_ON_LOG_FAILURE: 'pass',
     }).gateway;
-    expect(gateway).toEqual({ upstreamsFile: path.resolve('config/upstreams.yaml'), upstreamTimeoutMs: 5_000, onLogFailure: 'pass' });
+    const upstreamsFile = path.resolve('config/upstreams.yaml');
+    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass' });
   });
 
   it.each<[NodeJS.ProcessEnv, string]>([

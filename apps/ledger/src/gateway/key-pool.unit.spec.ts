@@ -14,7 +14,8 @@ class ManualClock {
 }
 
 function upstreamWith(keys: { key: string; weight?: number }[]): Upstream {
-  return parseUpstreams({ upstreams: [{ name: 'main', protocol: 'openai', baseUrl: 'http://provider.test/v1', models: '*', keys }] }, {})[0]!;
+  const upstream = { name: 'main', protocol: 'openai', baseUrl: 'http://provider.test/v1', models: '*', keys };
+  return parseUpstreams({ upstreams: [upstream] }, {})[0]!;
 }
 
 function keyNamed(upstream: Upstream, value: string): UpstreamKey {
@@ -204,7 +205,8 @@ describe('KeyPool', () => {
     pool.report(upstream.keys[1]!, 'unauthorized');
     const text = await metrics.registry.metrics();
     const hashA = upstream.keys[0]!.hash;
-    expect(text).toContain(`ledger_gateway_upstream_key_cooldowns_total{upstream="main",key="${hashA}",reason="rate_limited"} 1`);
+    const cooldowns = 'ledger_gateway_upstream_key_cooldowns_total';
+    expect(text).toContain(`${cooldowns}{upstream="main",key="${hashA}",reason="rate_limited"} 1`);
     expect(text).toContain(`key="${upstream.keys[1]!.hash}",reason="unauthorized"} 1`);
     expect(text).not.toContain('secret');
   });

@@ -1,5 +1,6 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import { PassThrough, pipeline, type Readable } from 'node:stream';
 import type { AttemptOutcome, KeyPool, KeyPoolObserver } from './key-pool.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import type { Upstream, UpstreamKey } from './upstreams-config.js';
@@ -30,8 +31,11 @@ export interface UpstreamResponse {
   readonly status: number;
   /** As the provider sent them, hop-by-hop ones included: relay them through `clientResponseHeaders`. */
   readonly headers: IncomingHttpHeaders;
-  /** Read it to the end or destroy it; it errors when `signal` aborts mid-stream. */
-  readonly body: IncomingMessage;
+  /**
+   * The bytes as they come. Read it to the end or destroy it; it errors when `signal` aborts or the
+   * provider breaks off mid-stream. (Not the IncomingMessage itself: that holds the request, key included.)
+   */
+  readonly body: Readable;
   readonly upstream: string;
   /** The short hash of the key that got this answer. */
   readonly key: string;
@@ -60,7 +64,14 @@ type UpstreamAttemptObserver = Pick<UpstreamObserver, 'upstreamAttempt'>;
 
 // The client's headers the provider needs; everything else (its credentials, cookies, hop-by-hop
 // headers, forwarding and ledger headers) stays here.
-const FORWARDED_HEADERS = new Set(['content-type', 'accept', 'user-agent', 'anthropic-version', 'anthropic-beta', 'openai-beta']);
+const FORWARDED_HEADERS = new Set([
+  'content-type',
+  'accept',
+  'user-agent',
+  'anthropic-version',
+  'anthropic-beta',
+  'openai-beta',
+]);
 const FORWARDED_PREFIX = 'x-stainless-';
 const HOP_BY_HOP_HEADERS = new Set([
   'connection',
@@ -73,7 +84,9 @@ const HOP_BY_HOP_HEADERS = new Set([
   'upgrade',
 ]);
 
-type Attempt = { readonly kind: 'response'; readonly response: IncomingMessage } | { readonly kind: 'timeout' | 'network' | 'aborted' };
+type Attempt =
+  | { readonly kind: 'response'; readonly response: IncomingMessage }
+  | { readonly kind: 'timeout' | 'network' | 'aborted' };
 
 class HeadersTimeout extends Error {}
 
@@ -113,12 +126,16 @@ export class UpstreamCaller {
         continue;
       }
       const { response } = attempt;
-      pool.report(key, outcome, { retryAfter: header(response, 'retry-after'), retryAfterMs: header(response, 'retry-after-ms') });
+      pool.report(key, outcome, {
+        retryAfter: header(response, 'retry-after'),
+        retryAfterMs: header(response, 'retry-after-ms'),
+      });
       const answer: UpstreamResponse = {
         kind: 'response',
         status: response.statusCode!,
         headers: response.headers,
-        body: response,
+        // Errors reach the reader through the PassThrough, which pipeline destroys with them.
+        body: pipeline(response, new PassThrough(), () => {}),
         upstream: upstream.name,
         key: key.hash,
       };
@@ -171,16 +188,17 @@ export class UpstreamCaller {
 
 /** The provider's response headers a client may receive: hop-by-hop headers and cookies dropped. */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  return Object.fromEntries(
-    Object.entries(headers).filter(([name, value]) => value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && name !== 'set-cookie'),
-  );
+  const relayed = ([name, value]: [string, unknown]) =>
+    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && name !== 'set-cookie';
+  return Object.fromEntries(Object.entries(headers).filter(relayed));
 }
 
 function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: UpstreamRequest): OutgoingHttpHeaders {
   const headers: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(request.headers)) {
     const lowerName = name.toLowerCase();
-    if (value !== undefined && (FORWARDED_HEADERS.has(lowerName) || lowerName.startsWith(FORWARDED_PREFIX))) headers[lowerName] = value;
+    const forwarded = FORWARDED_HEADERS.has(lowerName) || lowerName.startsWith(FORWARDED_PREFIX);
+    if (forwarded && value !== undefined) headers[lowerName] = value;
   }
   // The recorder reads the bytes as they come: no compression.
   headers['accept-encoding'] = 'identity';

@@ -49,6 +49,6 @@ export class UpstreamPools {
 
   /** Keys that can be tried now, per upstream (the metrics gauge reads it at each scrape). */
   availableKeys(): { upstream: string; available: number }[] {
-    return this.upstreams.map((upstream) => ({ upstream: upstream.name, available: this.pool(upstream.name).availableCount() }));
+    return this.upstreams.map(({ name }) => ({ upstream: name, available: this.pool(name).availableCount() }));
   }
 }

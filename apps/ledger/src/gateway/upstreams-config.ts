@@ -59,7 +59,9 @@ const upstreamsSchema = z
   .superRefine(({ upstreams }, context) => {
     const seen = new Set<string>();
     upstreams.forEach(({ name }, index) => {
-      if (seen.has(name)) context.addIssue({ code: 'custom', path: ['upstreams', index, 'name'], message: `${name} is used twice` });
+      if (seen.has(name)) {
+        context.addIssue({ code: 'custom', path: ['upstreams', index, 'name'], message: `${name} is used twice` });
+      }
       seen.add(name);
     });
   });
@@ -90,7 +92,8 @@ export function parseUpstreams(document: unknown, env: NodeJS.ProcessEnv): Upstr
     });
     const repeated = keys.findIndex((key, index) => keys.findIndex((other) => other.hash === key.hash) !== index);
     if (repeated >= 0) {
-      throw new UpstreamsConfigError(`upstreams.${upstreamIndex}.keys.${repeated}.key: repeats an earlier key of ${upstream.name}`);
+      const field = `upstreams.${upstreamIndex}.keys.${repeated}.key`;
+      throw new UpstreamsConfigError(`${field}: repeats an earlier key of ${upstream.name}`);
     }
     return { ...upstream, baseUrl: upstream.baseUrl.replace(/\/+$/, ''), keys };
   });
@@ -112,11 +115,12 @@ export function loadUpstreams(file: string, env: NodeJS.ProcessEnv): Upstream[] 
   } catch (error) {
     throw new StartupError(`LEDGER_UPSTREAMS: the file cannot be read (${(error as NodeJS.ErrnoException).code})`);
   }
+  const yaml = /\.ya?ml$/i.test(file);
   try {
-    return parseUpstreams(/\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text), env);
+    return parseUpstreams(yaml ? parseYaml(text) : JSON.parse(text), env);
   } catch (error) {
     // YAML and JSON syntax errors quote the offending line, which may hold a key: name only the kind.
-    const reason = error instanceof UpstreamsConfigError ? error.message : `not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}`;
+    const reason = error instanceof UpstreamsConfigError ? error.message : `not valid ${yaml ? 'YAML' : 'JSON'}`;
     throw new StartupError(`LEDGER_UPSTREAMS: ${reason}`);
   }
 }

@@ -16,13 +16,25 @@ const openaiUpstream = (fields: Record<string, unknown> = {}) => ({
   keys: [{ key: SECRET, weight: 3 }, { key: '${SECOND_OPENAI_KEY}' }],
   ...fields,
 });
-const anthropicUpstream = { name: 'anthropic', protocol: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', models: '*', keys: [{ key: 'ak-1' }] };
+const anthropicUpstream = {
+  name: 'anthropic',
+  protocol: 'anthropic',
+  baseUrl: 'https://api.anthropic.com/v1',
+  models: '*',
+  keys: [{ key: 'ak-1' }],
+};
+const withKeys = (keys: unknown[]) => ({ upstreams: [openaiUpstream({ keys })] });
 const env = { SECOND_OPENAI_KEY: 'sk-from-the-environment' };
 
 describe('LEDGER_UPSTREAMS', () => {
   it('reads upstreams with weights (default 1), resolving ${ENV} keys from the environment', () => {
     const [openai, anthropic] = parseUpstreams({ upstreams: [openaiUpstream(), anthropicUpstream] }, env);
-    expect(openai).toMatchObject({ name: 'openai-main', protocol: 'openai', baseUrl: 'https://api.openai.com/v1', models: ['gpt-4o', 'gpt-4o-mini'] });
+    expect(openai).toMatchObject({
+      name: 'openai-main',
+      protocol: 'openai',
+      baseUrl: 'https://api.openai.com/v1',
+      models: ['gpt-4o', 'gpt-4o-mini'],
+    });
     expect(openai!.keys.map((key) => [key.value(), key.weight])).toEqual([
       [SECRET, 3],
       ['sk-from-the-environment', 1],
@@ -39,10 +51,8 @@ describe('LEDGER_UPSTREAMS', () => {
   });
 
   it('picks the first upstream listing the model, else the first taking any, else none', () => {
-    const upstreams = parseUpstreams(
-      { upstreams: [{ ...anthropicUpstream, name: 'any-1' }, openaiUpstream(), { ...anthropicUpstream, name: 'any-2' }] },
-      env,
-    );
+    const anyModel = (name: string) => ({ ...anthropicUpstream, name });
+    const upstreams = parseUpstreams({ upstreams: [anyModel('any-1'), openaiUpstream(), anyModel('any-2')] }, env);
     expect(upstreamFor(upstreams, 'gpt-4o')?.name).toBe('openai-main');
     expect(upstreamFor(upstreams, 'claude-sonnet-4-5')?.name).toBe('any-1');
     expect(upstreamFor(parseUpstreams({ upstreams: [openaiUpstream()] }, env), 'claude-sonnet-4-5')).toBeUndefined();
@@ -50,20 +60,36 @@ describe('LEDGER_UPSTREAMS', () => {
 
   it.each<[string, unknown, string]>([
     ['no upstreams', { upstreams: [] }, 'upstreams: '],
-    ['an unknown top-level field', { upstreams: [anthropicUpstream], providers: [] }, '(document): Unrecognized key: "providers"'],
-    ['an unknown upstream field', { upstreams: [{ ...anthropicUpstream, region: 'eu' }] }, 'upstreams.0: Unrecognized key: "region"'],
-    ['an unknown key field', { upstreams: [openaiUpstream({ keys: [{ key: SECRET, priority: 1 }] })] }, 'upstreams.0.keys.0: Unrecognized key'],
+    [
+      'an unknown top-level field',
+      { upstreams: [anthropicUpstream], providers: [] },
+      '(document): Unrecognized key: "providers"',
+    ],
+    [
+      'an unknown upstream field',
+      { upstreams: [{ ...anthropicUpstream, region: 'eu' }] },
+      'upstreams.0: Unrecognized key: "region"',
+    ],
+    ['an unknown key field', withKeys([{ key: SECRET, priority: 1 }]), 'upstreams.0.keys.0: Unrecognized key'],
     ['an unknown protocol', { upstreams: [openaiUpstream({ protocol: 'gemini' })] }, 'upstreams.0.protocol: '],
-    ['a base URL that is not http(s)', { upstreams: [openaiUpstream({ baseUrl: 'ftp://x.test/v1' })] }, 'upstreams.0.baseUrl: must be an http(s) URL'],
+    [
+      'a base URL that is not http(s)',
+      { upstreams: [openaiUpstream({ baseUrl: 'ftp://x.test/v1' })] },
+      'upstreams.0.baseUrl: must be an http(s) URL',
+    ],
     ['an empty model list', { upstreams: [openaiUpstream({ models: [] })] }, 'upstreams.0.models: '],
-    ['no keys', { upstreams: [openaiUpstream({ keys: [] })] }, 'upstreams.0.keys: '],
-    ['a zero weight', { upstreams: [openaiUpstream({ keys: [{ key: SECRET, weight: 0 }] })] }, 'upstreams.0.keys.0.weight: '],
-    ['a fractional weight', { upstreams: [openaiUpstream({ keys: [{ key: SECRET, weight: 1.5 }] })] }, 'upstreams.0.keys.0.weight: '],
-    ['an empty key', { upstreams: [openaiUpstream({ keys: [{ key: '' }] })] }, 'upstreams.0.keys.0.key: '],
-    ['a name used twice', { upstreams: [anthropicUpstream, anthropicUpstream] }, 'upstreams.1.name: anthropic is used twice'],
+    ['no keys', withKeys([]), 'upstreams.0.keys: '],
+    ['a zero weight', withKeys([{ key: SECRET, weight: 0 }]), 'upstreams.0.keys.0.weight: '],
+    ['a fractional weight', withKeys([{ key: SECRET, weight: 1.5 }]), 'upstreams.0.keys.0.weight: '],
+    ['an empty key', withKeys([{ key: '' }]), 'upstreams.0.keys.0.key: '],
+    [
+      'a name used twice',
+      { upstreams: [anthropicUpstream, anthropicUpstream] },
+      'upstreams.1.name: anthropic is used twice',
+    ],
     [
       'a key listed twice',
-      { upstreams: [openaiUpstream({ keys: [{ key: SECRET }, { key: SECRET, weight: 2 }] })] },
+      withKeys([{ key: SECRET }, { key: SECRET, weight: 2 }]),
       'upstreams.0.keys.1.key: repeats an earlier key of openai-main',
     ],
     [
@@ -99,7 +125,16 @@ describe('LEDGER_UPSTREAMS', () => {
     it('is JSON, or YAML when named .yaml or .yml', () => {
       const yaml = write(
         'upstreams.yaml',
-        ['upstreams:', '  - name: local', '    protocol: openai', '    baseUrl: http://127.0.0.1:8000/v1', '    models: "*"', '    keys:', '      - key: ${SECOND_OPENAI_KEY}', '        weight: 2'].join('\n'),
+        [
+          'upstreams:',
+          '  - name: local',
+          '    protocol: openai',
+          '    baseUrl: http://127.0.0.1:8000/v1',
+          '    models: "*"',
+          '    keys:',
+          '      - key: ${SECOND_OPENAI_KEY}',
+          '        weight: 2',
+        ].join('\n'),
       );
       const json = write('upstreams.json', JSON.stringify({ upstreams: [anthropicUpstream] }));
       expect(loadUpstreams(yaml, env)[0]!.keys[0]!.value()).toBe('sk-from-the-environment');
@@ -107,7 +142,7 @@ describe('LEDGER_UPSTREAMS', () => {
     });
 
     it.each<[string, string, string]>([
-      ['a field error', 'bad.json', JSON.stringify({ upstreams: [openaiUpstream({ keys: [{ key: SECRET, weight: -1 }] })] })],
+      ['a field error', 'bad.json', JSON.stringify(withKeys([{ key: SECRET, weight: -1 }]))],
       ['broken JSON that holds a key', 'broken.json', `{"upstreams": [{"keys": [{"key": "${SECRET}"}`],
       ['broken YAML that holds a key', 'broken.yml', `upstreams:\n  - keys:\n      - key: "${SECRET}\n    x: [`],
     ])('stops the start on %s, naming LEDGER_UPSTREAMS and never the key or the path', (_case, name, text) => {
@@ -118,7 +153,8 @@ describe('LEDGER_UPSTREAMS', () => {
     });
 
     it('stops the start when the file cannot be read, without its path', () => {
-      expect(() => loadUpstreams(path.join(folder, 'missing.json'), env)).toThrow('LEDGER_UPSTREAMS: the file cannot be read (ENOENT)');
+      const missing = path.join(folder, 'missing.json');
+      expect(() => loadUpstreams(missing, env)).toThrow('LEDGER_UPSTREAMS: the file cannot be read (ENOENT)');
     });
 
     it('is read again on reload: keys come and go, every key starts afresh, a bad file keeps the last one', () => {
@@ -129,7 +165,8 @@ describe('LEDGER_UPSTREAMS', () => {
       for (const key of pools.upstreamFor('gpt-4o')!.keys) pool.report(key, 'unauthorized');
       expect(pools.availableKeys()).toEqual([{ upstream: 'openai-main', available: 0 }]);
 
-      writeFileSync(file, JSON.stringify({ upstreams: [openaiUpstream({ keys: [{ key: SECRET }, { key: 'sk-new' }, { key: 'sk-newer' }] }), anthropicUpstream] }));
+      const threeKeys = openaiUpstream({ keys: [{ key: SECRET }, { key: 'sk-new' }, { key: 'sk-newer' }] });
+      writeFileSync(file, JSON.stringify({ upstreams: [threeKeys, anthropicUpstream] }));
       pools.reload();
       expect(pools.availableKeys()).toEqual([
         { upstream: 'openai-main', available: 3 },

@@ -71,7 +71,9 @@ export class LedgerMetrics {
 
   private readonly upstreamCooldowns = new Counter({
     name: 'ledger_gateway_upstream_key_cooldowns_total',
-    help: 'Upstream keys taken out of their pool, by upstream, key (short hash) and reason (rate_limited, failure_rate, unauthorized: until reload)',
+    help:
+      'Upstream keys taken out of their pool, by upstream, key (short hash) and reason ' +
+      '(rate_limited, failure_rate, unauthorized: until reload)',
     labelNames: ['upstream', 'key', 'reason'],
     registers: [this.registry],
   });
@@ -86,7 +88,9 @@ export class LedgerMetrics {
     // Cooldowns end with time, not with an event: the count is taken at each scrape.
     collect: () => {
       this.upstreamAvailableKeys.reset();
-      for (const { upstream, available } of this.upstreamKeysSource()) this.upstreamAvailableKeys.set({ upstream }, available);
+      for (const { upstream, available } of this.upstreamKeysSource()) {
+        this.upstreamAvailableKeys.set({ upstream }, available);
+      }
     },
   });
 
