@@ -152,6 +152,16 @@ describe('LEDGER_UPSTREAMS', () => {
       expect(() => loadUpstreams(file, env)).not.toThrow(new RegExp(`${SECRET}|${folder}`));
     });
 
+    it('holds the example in config/, which reads as documented', () => {
+      const keys = { OPENAI_API_KEY: 'sk-1', OPENAI_API_KEY_2: 'sk-2', ANTHROPIC_API_KEY: 'ak-1' };
+      const upstreams = loadUpstreams(path.resolve('config/upstreams.example.yaml'), keys);
+      expect(upstreamFor(upstreams, 'gpt-4o')?.keys.map((key) => [key.value(), key.weight])).toEqual([
+        ['sk-1', 2],
+        ['sk-2', 1],
+      ]);
+      expect(upstreamFor(upstreams, 'claude-sonnet-4-5')?.baseUrl).toBe('https://api.anthropic.com/v1');
+    });
+
     it('stops the start when the file cannot be read, without its path', () => {
       const missing = path.join(folder, 'missing.json');
       expect(() => loadUpstreams(missing, env)).toThrow('LEDGER_UPSTREAMS: the file cannot be read (ENOENT)');
