@@ -21,6 +21,9 @@ const environment = z.object({
   LEDGER_LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
   LEDGER_MCP_SERVERS: z.string().min(1).optional(),
   LEDGER_FIREWALL_POLICY: z.string().min(1).optional(),
+  LEDGER_UPSTREAMS: z.string().min(1).optional(),
+  LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  LEDGER_GATEWAY_ON_LOG_FAILURE: z.enum(['refuse', 'pass']).default('refuse'),
   LEDGER_GUARDIAN_MODE: z.enum(['off', 'monitor', 'enforce']).default('enforce'),
   LEDGER_GUARDIAN_BASE_URL: z.string().url().optional(),
   LEDGER_GUARDIAN_API_KEY: z.string().min(1).optional(),
@@ -63,6 +66,7 @@ export interface LedgerConfig {
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
   readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
   readonly governance: GovernanceConfig;
+  readonly gateway: GatewayConfig;
   readonly identity: IdentityConfig;
   /** Set: bearer JWTs from this OpenID provider are accepted as credentials. */
   readonly oidc: OidcConfig | undefined;
@@ -98,6 +102,16 @@ export interface GovernanceConfig {
   /** How long a call waits for a person before it expires (and counts as denied). */
   readonly approvalTimeoutMs: number;
   readonly mcpCallTimeoutMs: number;
+}
+
+/** The recording gateway. Without `upstreamsFile` it has no provider to call. */
+export interface GatewayConfig {
+  /** The `LEDGER_UPSTREAMS` file (JSON or YAML): the providers, their models and keys. */
+  readonly upstreamsFile: string | undefined;
+  /** Time allowed from sending a request upstream to its response headers; past it the next key is tried. */
+  readonly upstreamTimeoutMs: number;
+  /** When the log cannot take a request as it arrives: refuse it (503) before calling upstream, or pass it on. */
+  readonly onLogFailure: 'refuse' | 'pass';
 }
 
 /** Abuse limits per credential. */
@@ -154,6 +168,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       },
       approvalTimeoutMs: values.LEDGER_APPROVAL_TIMEOUT_MS,
       mcpCallTimeoutMs: values.LEDGER_MCP_CALL_TIMEOUT_MS,
+    },
+    gateway: {
+      upstreamsFile: values.LEDGER_UPSTREAMS && path.resolve(values.LEDGER_UPSTREAMS),
+      upstreamTimeoutMs: values.LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS,
+      onLogFailure: values.LEDGER_GATEWAY_ON_LOG_FAILURE,
     },
     identity: {
       rateLimit: { limit: values.LEDGER_RATE_LIMIT, windowMs: values.LEDGER_RATE_LIMIT_WINDOW_MS },

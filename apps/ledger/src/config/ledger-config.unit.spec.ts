@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { StartupError } from '../database/embedded-postgres.js';
 import { loadConfig } from './ledger-config.js';
 
@@ -43,6 +44,31 @@ describe('OIDC configuration', () => {
     ['a clock skew over 300 s', { LEDGER_OIDC_CLOCK_SKEW_S: '301' }, 'LEDGER_OIDC_CLOCK_SKEW_S'],
   ])('stops the start for %s, naming the variable', (_case, env, variable) => {
     expect(() => loadConfig(env)).toThrow(StartupError);
+    expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
+  });
+});
+
+describe('gateway configuration', () => {
+  it('has no upstreams file by default, a 60 s upstream timeout and refuses requests the log cannot take', () => {
+    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse' };
+    expect(loadConfig({}).gateway).toEqual(defaults);
+  });
+
+  it('reads every variable, resolving the upstreams file', () => {
+    const gateway = loadConfig({
+      LEDGER_UPSTREAMS: 'config/upstreams.yaml',
+      LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: '5000',
+      LEDGER_GATEWAY_ON_LOG_FAILURE: 'pass',
+    }).gateway;
+    const upstreamsFile = path.resolve('config/upstreams.yaml');
+    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass' });
+  });
+
+  it.each<[NodeJS.ProcessEnv, string]>([
+    [{ LEDGER_UPSTREAMS: '' }, 'LEDGER_UPSTREAMS'],
+    [{ LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: '50' }, 'LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS'],
+    [{ LEDGER_GATEWAY_ON_LOG_FAILURE: 'drop' }, 'LEDGER_GATEWAY_ON_LOG_FAILURE'],
+  ])('stops the start for %j, naming the variable', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
   });
 });

@@ -62,6 +62,38 @@ export class LedgerMetrics {
     registers: [this.registry],
   });
 
+  private readonly upstreamAttempts = new Counter({
+    name: 'ledger_gateway_upstream_attempts_total',
+    help: 'Gateway calls to an upstream provider, by upstream, key (short hash of the key) and outcome',
+    labelNames: ['upstream', 'key', 'outcome'],
+    registers: [this.registry],
+  });
+
+  private readonly upstreamCooldowns = new Counter({
+    name: 'ledger_gateway_upstream_key_cooldowns_total',
+    help:
+      'Upstream keys taken out of their pool, by upstream, key (short hash) and reason ' +
+      '(rate_limited, failure_rate, unauthorized: until reload)',
+    labelNames: ['upstream', 'key', 'reason'],
+    registers: [this.registry],
+  });
+
+  private upstreamKeysSource: () => Iterable<{ upstream: string; available: number }> = () => [];
+
+  private readonly upstreamAvailableKeys = new Gauge({
+    name: 'ledger_gateway_upstream_available_keys',
+    help: 'Keys of each upstream that can be tried now (neither cooling nor disabled)',
+    labelNames: ['upstream'],
+    registers: [this.registry],
+    // Cooldowns end with time, not with an event: the count is taken at each scrape.
+    collect: () => {
+      this.upstreamAvailableKeys.reset();
+      for (const { upstream, available } of this.upstreamKeysSource()) {
+        this.upstreamAvailableKeys.set({ upstream }, available);
+      }
+    },
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
@@ -91,5 +123,18 @@ export class LedgerMetrics {
 
   recordToolCallStep(step: 'review' | 'execute', durationMs: number): void {
     this.toolCallStepSeconds.observe({ step }, durationMs / 1_000);
+  }
+
+  upstreamAttempt(upstream: string, key: string, outcome: string): void {
+    this.upstreamAttempts.inc({ upstream, key, outcome });
+  }
+
+  upstreamKeyCooled(upstream: string, key: string, reason: string): void {
+    this.upstreamCooldowns.inc({ upstream, key, reason });
+  }
+
+  /** Where the available-keys gauge reads from (the gateway's UpstreamPools). */
+  watchUpstreamKeys(source: () => Iterable<{ upstream: string; available: number }>): void {
+    this.upstreamKeysSource = source;
   }
 }

@@ -1,0 +1,230 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import https from 'node:https';
+import { PassThrough, pipeline, type Readable } from 'node:stream';
+import type { AttemptOutcome, KeyPool, KeyPoolObserver } from './key-pool.js';
+import type { UpstreamPools } from './upstream-pools.js';
+import type { Upstream, UpstreamKey } from './upstreams-config.js';
+
+/** Where the caller reports each attempt (LedgerMetrics). Keys are named by their short hash. */
+export interface UpstreamObserver extends KeyPoolObserver {
+  upstreamAttempt(upstream: string, key: string, outcome: AttemptOutcome): void;
+}
+
+export interface UpstreamRequest {
+  /** The path under the provider's `/v1`, query included: `/chat/completions`, `/messages?beta=true`. */
+  readonly path: string;
+  /** The client's headers (lower-case names, as node gives them); only provider headers are passed on. */
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  /** Keeps the session on one key while it is healthy, so provider prompt caches hit. */
+  readonly sessionId: string | undefined;
+  /** The client going away: aborts the attempt under way, before or after the response headers. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * What the provider answered, unconsumed: a success, a client error (4xx other than 401/403/429),
+ * or, once no other key could be tried, the last 429 or 5xx exactly as it came.
+ */
+export interface UpstreamResponse {
+  readonly kind: 'response';
+  readonly status: number;
+  /** As the provider sent them, hop-by-hop ones included: relay them through `clientResponseHeaders`. */
+  readonly headers: IncomingHttpHeaders;
+  /**
+   * The bytes as they come. Read it to the end or destroy it; it errors when `signal` aborts or the
+   * provider breaks off mid-stream. (Not the IncomingMessage itself: that holds the request, key included.)
+   */
+  readonly body: Readable;
+  readonly upstream: string;
+  /** The short hash of the key that got this answer. */
+  readonly key: string;
+}
+
+/**
+ * No answer to relay: every key is cooling or disabled (429 when the soonest key back was rate
+ * limited, else 503), or the last attempt found no server (502) or no answer in time (504).
+ */
+export interface UpstreamUnavailable {
+  readonly kind: 'unavailable';
+  readonly status: 429 | 502 | 503 | 504;
+  /** Whole seconds until a key comes back; `undefined` when none will before a reload. */
+  readonly retryAfterSeconds: number | undefined;
+}
+
+export type UpstreamResult = UpstreamResponse | UpstreamUnavailable | { readonly kind: 'aborted' };
+
+export interface UpstreamCallerOptions {
+  /** Time allowed from sending the request to the response headers (`LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS`). */
+  readonly timeoutMs: number;
+  readonly observer?: UpstreamAttemptObserver;
+}
+
+type UpstreamAttemptObserver = Pick<UpstreamObserver, 'upstreamAttempt'>;
+
+// The client's headers the provider needs; everything else (its credentials, cookies, hop-by-hop
+// headers, forwarding and ledger headers) stays here.
+const FORWARDED_HEADERS = new Set([
+  'content-type',
+  'accept',
+  'user-agent',
+  'anthropic-version',
+  'anthropic-beta',
+  'openai-beta',
+]);
+const FORWARDED_PREFIX = 'x-stainless-';
+const HOP_BY_HOP_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+type Attempt =
+  | { readonly kind: 'response'; readonly response: IncomingMessage }
+  | { readonly kind: 'timeout' | 'network' | 'aborted' };
+
+class HeadersTimeout extends Error {}
+
+/**
+ * Sends a client's request to an upstream with a key from its pool. A failed attempt (429, 401/403,
+ * 5xx, no connection, no headers in time) is retried on another key — each key at most once per
+ * request, and always before a byte has reached the client, since only the final answer is returned.
+ */
+export class UpstreamCaller {
+  private readonly agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+  constructor(
+    private readonly pools: UpstreamPools,
+    private readonly options: UpstreamCallerOptions,
+  ) {}
+
+  async call(upstream: Upstream, request: UpstreamRequest): Promise<UpstreamResult> {
+    const pool = this.pools.pool(upstream.name);
+    const tried = new Set<string>();
+    let refusal: UpstreamResponse | undefined;
+    let lastFailure: 'timeout' | 'network' | undefined;
+    for (;;) {
+      if (request.signal.aborted) return this.aborted(refusal);
+      const key = pool.pick(request.sessionId, tried);
+      if (!key) break;
+      // Another key will answer instead: the refusal held so far is not needed.
+      refusal?.body.resume();
+      refusal = undefined;
+      tried.add(key.hash);
+      const attempt = await this.attempt(upstream, key, request);
+      if (attempt.kind === 'aborted') return this.aborted(undefined);
+      const outcome = attempt.kind === 'response' ? outcomeOf(attempt.response.statusCode!) : attempt.kind;
+      this.options.observer?.upstreamAttempt(upstream.name, key.hash, outcome);
+      if (attempt.kind !== 'response') {
+        pool.report(key, outcome);
+        lastFailure = attempt.kind;
+        continue;
+      }
+      const { response } = attempt;
+      pool.report(key, outcome, {
+        retryAfter: header(response, 'retry-after'),
+        retryAfterMs: header(response, 'retry-after-ms'),
+      });
+      const answer: UpstreamResponse = {
+        kind: 'response',
+        status: response.statusCode!,
+        headers: response.headers,
+        // Errors reach the reader through the PassThrough, which pipeline destroys with them.
+        body: pipeline(response, new PassThrough(), () => {}),
+        upstream: upstream.name,
+        key: key.hash,
+      };
+      if (outcome === 'ok' || outcome === 'client_error') return answer;
+      lastFailure = undefined;
+      // A 401/403 is about the gateway's key, not the client's, and its body may quote the key.
+      if (outcome === 'unauthorized') response.resume();
+      else refusal = answer;
+    }
+    return refusal ?? unavailable(pool, lastFailure);
+  }
+
+  /** Closes the kept-alive connections to the providers. */
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+
+  private aborted(refusal: UpstreamResponse | undefined): UpstreamResult {
+    refusal?.body.destroy();
+    return { kind: 'aborted' };
+  }
+
+  private attempt(upstream: Upstream, key: UpstreamKey, request: UpstreamRequest): Promise<Attempt> {
+    const url = new URL(upstream.baseUrl + request.path);
+    const secure = url.protocol === 'https:';
+    return new Promise((resolve) => {
+      const outgoing = (secure ? https : http).request(url, {
+        method: 'POST',
+        headers: upstreamHeaders(upstream, key, request),
+        agent: secure ? this.agents.https : this.agents.http,
+        signal: request.signal,
+      });
+      const timer = setTimeout(() => outgoing.destroy(new HeadersTimeout()), this.options.timeoutMs);
+      outgoing.once('response', (response) => {
+        clearTimeout(timer);
+        resolve({ kind: 'response', response });
+      });
+      // Kept for the request's whole life: an abort after the headers errors it again, and an
+      // unheard 'error' would end the process. Resolving twice is harmless.
+      outgoing.on('error', (error) => {
+        clearTimeout(timer);
+        if (request.signal.aborted) resolve({ kind: 'aborted' });
+        else resolve({ kind: error instanceof HeadersTimeout ? 'timeout' : 'network' });
+      });
+      outgoing.end(request.body);
+    });
+  }
+}
+
+/** The provider's response headers a client may receive: hop-by-hop headers and cookies dropped. */
+export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const relayed = ([name, value]: [string, unknown]) =>
+    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && name !== 'set-cookie';
+  return Object.fromEntries(Object.entries(headers).filter(relayed));
+}
+
+function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: UpstreamRequest): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    const lowerName = name.toLowerCase();
+    const forwarded = FORWARDED_HEADERS.has(lowerName) || lowerName.startsWith(FORWARDED_PREFIX);
+    if (forwarded && value !== undefined) headers[lowerName] = value;
+  }
+  // The recorder reads the bytes as they come: no compression.
+  headers['accept-encoding'] = 'identity';
+  headers['content-length'] = request.body.length;
+  if (upstream.protocol === 'openai') headers.authorization = `Bearer ${key.value()}`;
+  else headers['x-api-key'] = key.value();
+  return headers;
+}
+
+function outcomeOf(status: number): AttemptOutcome {
+  if (status === 429) return 'rate_limited';
+  if (status === 401 || status === 403) return 'unauthorized';
+  if (status >= 500) return 'server_error';
+  if (status >= 400) return 'client_error';
+  return 'ok';
+}
+
+function header(response: IncomingMessage, name: string): string | undefined {
+  const value = response.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function unavailable(pool: KeyPool, lastFailure: 'timeout' | 'network' | undefined): UpstreamUnavailable {
+  // `undefined`: a key is available but was already tried for this request.
+  const out = pool.unavailable();
+  const retryAfterSeconds = out?.retryAfterMs === undefined ? undefined : Math.ceil(out.retryAfterMs / 1_000);
+  if (lastFailure) return { kind: 'unavailable', status: lastFailure === 'timeout' ? 504 : 502, retryAfterSeconds };
+  return { kind: 'unavailable', status: out?.reason === 'rate_limited' ? 429 : 503, retryAfterSeconds };
+}
