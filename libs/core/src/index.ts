@@ -18,5 +18,6 @@ export * from './toolcall/tool-result-encoding.js';
 export * from './dialects/dialect.js';
 export * from './dialects/dialects.js';
 export * from './dialects/openai-chat.js';
+export * from './dialects/openai-responses.js';
 export * from './dialects/anthropic-messages.js';
 export * from './dialects/ai-sdk-ui.js';
