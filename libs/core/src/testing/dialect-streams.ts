@@ -446,6 +446,39 @@ export const AI_SDK_STREAMS: readonly DialectStream[] = [
     },
   },
   {
+    name: 'a tool the client runs: the stream finishes awaiting its output, the next stream continues the message',
+    events: [
+      { type: 'start', messageId: 'msg-oLxbWfB6b1zjG1Ce' },
+      { type: 'start-step' },
+      { type: 'tool-input-start', toolCallId: 'call_c', toolName: 'ask_location' },
+      { type: 'tool-input-delta', toolCallId: 'call_c', inputTextDelta: '{}' },
+      { type: 'tool-input-available', toolCallId: 'call_c', toolName: 'ask_location', input: {} },
+      { type: 'finish-step' },
+      { type: 'finish', finishReason: 'tool-calls' },
+      { type: 'start', messageId: 'msg-oLxbWfB6b1zjG1Ce' },
+      { type: 'start-step' },
+      { type: 'text-start', id: 'txt-2' },
+      { type: 'text-delta', id: 'txt-2', delta: 'You are in Paris.' },
+      { type: 'text-end', id: 'txt-2' },
+      { type: 'finish-step' },
+      { type: 'finish', finishReason: 'stop' },
+    ],
+    expected: {
+      blocks: [
+        {
+          type: 'tool',
+          status: 'success',
+          toolId: 'call_c',
+          toolName: 'ask_location',
+          arguments: {},
+          rawStatus: 'pending',
+        },
+        { type: 'main_text', status: 'success', content: 'You are in Paris.' },
+      ],
+      messageStatus: 'success',
+    },
+  },
+  {
     name: 'an error part mid-stream, then the finish the SDK still writes',
     events: [
       { type: 'start' },
