@@ -1051,6 +1051,8 @@ export const ANTHROPIC_STREAMS: readonly DialectStream[] = [
   ...ANTHROPIC_RESPONSES,
   twoRounds(ANTHROPIC_RESPONSES[2]!, ANTHROPIC_RESPONSES[1]!),
 ];
+/** A Responses tool round, then the next call's answer, for a message recorded round by round. */
+export const OPENAI_RESPONSES_ROUNDS = [RESPONSES_TOOL_ROUND, RESPONSES_TEXT] as const;
 export const OPENAI_RESPONSES_STREAMS: readonly DialectStream[] = [
   ...OPENAI_RESPONSES_RESPONSES,
   twoRounds(RESPONSES_TOOL_ROUND, RESPONSES_TEXT),
