@@ -1,6 +1,10 @@
 import { DIALECT_NAMES, type DialectName } from '../../libs/core/src/index.js';
 import { compareBlocks } from '../../libs/core/src/testing/block-vectors.js';
-import { DIALECT_REFUSALS, DIALECT_STREAMS } from '../../libs/core/src/testing/dialect-streams.js';
+import {
+  DIALECT_REFUSALS,
+  DIALECT_STREAMS,
+  OPENAI_RESPONSES_ROUNDS,
+} from '../../libs/core/src/testing/dialect-streams.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 describe('producer dialects on the chunk route', () => {
@@ -86,6 +90,38 @@ describe('producer dialects on the chunk route', () => {
       expect(after.body.events).toEqual(before.body.events);
     },
   );
+
+  it('records a message round by round: a tool round leaves it open, the next call completes it', async () => {
+    const { sessionId, messageId, route } = await assistantMessage();
+    const [toolRound, answer] = OPENAI_RESPONSES_ROUNDS;
+    const messageAt = async (position: string) => {
+      const path = `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`;
+      const read = await ledger.request('GET', path);
+      expect(read.status).toBe(200);
+      return read.body;
+    };
+
+    const first = await ledger.request('POST', `${route}?dialect=openai-responses&seq=1`, toolRound.events);
+    expect(first).toMatchObject({ status: 200, body: { duplicates: 0 } });
+    const open = await messageAt(first.body.position);
+    expect(open.status).toBe('processing');
+    const [openBlocks, openWanted] = compareBlocks(open.blocks, toolRound.expected.blocks);
+    expect(openBlocks).toEqual(openWanted);
+    const log = await ledger.request('GET', `/v1/sessions/${sessionId}/events`);
+    const chunkTypes = log.body.events
+      .map((event: { type: string }) => event.type)
+      .filter((type: string) => type.startsWith('chunk.'));
+    expect(chunkTypes.at(-1)).toBe('chunk.llm_response_complete');
+
+    const next = toolRound.events.length + 1;
+    const second = await ledger.request('POST', `${route}?dialect=openai-responses&seq=${next}`, answer.events);
+    expect(second).toMatchObject({ status: 200, body: { duplicates: 0 } });
+    const done = await messageAt(second.body.position);
+    expect(done.status).toBe('success');
+    const settled = toolRound.expected.blocks.map((block) => ({ ...block, status: 'success' }));
+    const [actual, wanted] = compareBlocks(done.blocks, [...settled, ...answer.expected.blocks]);
+    expect(actual).toEqual(wanted);
+  });
 
   it('refuses a number JSON cannot hold again (1e400 parses as Infinity) with a 400, not a failure to hash it', async () => {
     const { route } = await assistantMessage();

@@ -19,6 +19,7 @@ export * from './toolcall/tool-result-encoding.js';
 export * from './dialects/dialect.js';
 export * from './dialects/dialects.js';
 export * from './dialects/openai-chat.js';
+export * from './dialects/openai-responses.js';
 export * from './dialects/anthropic-messages.js';
 export * from './dialects/ai-sdk-ui.js';
 export * from './gateway/model-call-request.js';

@@ -70,7 +70,7 @@ export class SessionsController {
   }
 
   /**
-   * Cherry chunks (each with its `seq`), or with `?dialect=openai|anthropic|ai-sdk&seq=N` a
+   * Cherry chunks (each with its `seq`), or with `?dialect=<a name in DIALECTS>&seq=N` a
    * provider's stream events, numbered by the producer from N on, translated into chunks (ADR 0015).
    */
   @Post(':sid/messages/:mid/chunks')

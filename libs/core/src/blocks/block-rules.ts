@@ -76,9 +76,9 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       if (!state.openThinkingId) return state;
       const complete = chunk.type === 'thinking.complete';
       const changes: Partial<MessageBlock> = { content: chunk.text, status: complete ? 'success' : 'streaming', ...(chunk.thinking_millsec === undefined ? {} : { thinking_millsec: chunk.thinking_millsec }) };
-      const signature = chunk.type === 'thinking.complete' ? chunk.signature : undefined;
-      const metadata = { ...blockOf(state, state.openThinkingId)?.metadata, signature };
-      const signed = signature === undefined ? changes : { ...changes, metadata };
+      const kept = chunk.type === 'thinking.complete' ? keptReasoning(chunk) : {};
+      const metadata = { ...blockOf(state, state.openThinkingId)?.metadata, ...kept };
+      const signed = Object.keys(kept).length === 0 ? changes : { ...changes, metadata };
       const updated = update(state, state.openThinkingId, at, signed);
       return complete ? { ...updated, openThinkingId: undefined } : updated;
     }
@@ -130,6 +130,18 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     case 'llm_response_complete':
       return state;
   }
+}
+
+/** `thinking.complete` fields a history sends back to the provider, by the block metadata key that keeps them. */
+const KEPT_REASONING = { signature: 'signature', item: 'reasoningItem' } as const;
+
+function keptReasoning(chunk: ChunkOf<'thinking.complete'>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(KEPT_REASONING).flatMap(([field, key]) => {
+      const value = chunk[field as keyof typeof KEPT_REASONING];
+      return value === undefined ? [] : [[key, value]];
+    }),
+  );
 }
 
 /** A governed tool call's progress, written by the governance saga rather than the producer. */

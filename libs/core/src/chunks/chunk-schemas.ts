@@ -32,11 +32,14 @@ export const CHUNK_PAYLOADS = {
   'text.complete': { text: z.string(), chunk_id: z.number().int().optional() },
   'thinking.start': {},
   'thinking.delta': { text: z.string(), thinking_millsec: z.number().nonnegative().optional() },
-  // `signature`: ours, not Cherry's; the provider's signature over the thinking (Anthropic), kept to send it back.
+  // Ours, not Cherry's, kept so a history can send the reasoning back: `signature`, the provider's signature
+  // over the thinking (Anthropic); `item`, the provider's reasoning item as it came (a Responses `reasoning`
+  // item with its encrypted content, an Anthropic `redacted_thinking` block).
   'thinking.complete': {
     text: z.string(),
     thinking_millsec: z.number().nonnegative().optional(),
     signature: z.string().optional(),
+    item: loose.optional(),
   },
   mcp_tool_streaming: toolChunk,
   mcp_tool_pending: toolChunk,

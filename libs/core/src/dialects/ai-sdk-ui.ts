@@ -3,6 +3,7 @@ import {
   DialectError,
   followedBy,
   parseEvent,
+  responseEnd,
   toolResponse,
   type Translation,
   type Translator,
@@ -14,7 +15,10 @@ import {
  * chunks. Part names and fields follow `uiMessageChunkSchema` in vercel/ai
  * `packages/ai/src/ui-message-stream/ui-message-chunks.ts` (AI SDK 5 and later). Each step of a
  * multi-step tool loop after the first opens a new round (`llm_response_created`), as Cherry does
- * after every tool round. Sources, files, data parts and metadata are recorded and change no block.
+ * after every tool round. A stream that finishes while a tool call waits for its output (a tool
+ * the client runs, `useChat` with `addToolResult`) ends a tool round: the stream that continues
+ * the same message after the client ran it starts over. Sources, files, data parts and metadata
+ * are recorded and change no block.
  */
 interface OpenPart {
   readonly id: string;
@@ -29,8 +33,11 @@ interface ToolCall {
 }
 
 export interface AiSdkUiState {
-  /** `failed`: an `error` part came; only `finish-step` and `finish` may follow. */
-  readonly phase: 'before' | 'streaming' | 'failed' | 'ended';
+  /**
+   * `failed`: an `error` part came, only `finish-step` and `finish` may follow; `round-ended`: a
+   * tool round finished, the stream that continues the message may start.
+   */
+  readonly phase: 'before' | 'streaming' | 'failed' | 'round-ended' | 'ended';
   readonly finishedSteps: number;
   readonly text: OpenPart | undefined;
   readonly reasoning: OpenPart | undefined;
@@ -95,9 +102,11 @@ const nothing = (state: AiSdkUiState): Step => ({ state, chunks: [] });
 
 export const aiSdkUiTranslator: Translator<AiSdkUiState> = {
   initial: { phase: 'before', finishedSteps: 0, text: undefined, reasoning: undefined, tools: {} },
-  translate(state, event) {
+  translate(current, event) {
     const part = parsePart(event);
-    if (state.phase === 'ended') throw new DialectError('type', 'the stream has already ended');
+    if (current.phase === 'ended') throw new DialectError('type', 'the stream has already ended');
+    // After a tool round, the stream that continues the message starts over.
+    const state = current.phase === 'round-ended' ? aiSdkUiTranslator.initial : current;
     if (state.phase === 'failed') {
       if (part.type === 'finish-step' || part.type === 'finish') {
         return nothing({ ...state, phase: part.type === 'finish' ? 'ended' : 'failed' });
@@ -214,7 +223,11 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
         throw new DialectError('type', `finish while the input of tool call ${streaming[0]} never became available`);
       }
       const response = part.finishReason === undefined ? {} : { finishReason: part.finishReason };
-      return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'block_complete', response }] };
+      const toolRound = Object.values(state.tools).some((tool) => tool.stage === 'available');
+      return {
+        state: { ...state, phase: toolRound ? 'round-ended' : 'ended' },
+        chunks: [responseEnd(toolRound, response)],
+      };
     }
     case 'error':
       return { state: { ...state, phase: 'failed' }, chunks: [{ type: 'error', error: { message: part.errorText } }] };

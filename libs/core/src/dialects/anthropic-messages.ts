@@ -4,7 +4,10 @@ import {
   DialectError,
   followedBy,
   parseEvent,
+  responseEnd,
   toolResponse,
+  translateStandIns,
+  type StandIn,
   type Translation,
   type Translator,
 } from './dialect.js';
@@ -12,19 +15,23 @@ import {
 /**
  * Anthropic Messages streaming (the `data:` payloads of the SSE stream) → Cherry chunks.
  * Content blocks stream one after another by `index`: `text`, `thinking` (its `signature_delta`
- * is kept on `thinking.complete`, so the history can send it back), `redacted_thinking`
- * (recorded as a `raw` chunk) and `tool_use` (its `input_json_delta` pieces must form a JSON
- * object by `content_block_stop`). `message_stop` completes the message with the stop reason
- * and usage that `message_start` and `message_delta` reported.
+ * is kept on `thinking.complete`, so the history can send it back), `redacted_thinking` (an
+ * empty thinking block keeping the provider's block as `item`, to send back too) and `tool_use`
+ * (its `input_json_delta` pieces must form a JSON object by `content_block_stop`). `message_stop`
+ * ends the response with the stop reason and usage that `message_start` and `message_delta`
+ * reported; a `tool_use` stop ends a tool round, and the next call's `message_start` starts over
+ * in the same message. A whole `message` (a call without `stream`) is translated as the events
+ * that would stream it.
  */
 type ContentBlock =
   | { readonly kind: 'text'; readonly text: string }
   | { readonly kind: 'thinking'; readonly text: string; readonly signature: string | undefined }
   | { readonly kind: 'tool_use'; readonly id: string; readonly name: string; readonly json: string }
-  | { readonly kind: 'redacted_thinking' };
+  | { readonly kind: 'redacted_thinking'; readonly item: Readonly<Record<string, unknown>> };
 
 export interface AnthropicMessagesState {
-  readonly phase: 'before' | 'streaming' | 'stopping' | 'ended';
+  /** `round-ended`: a tool round ended, the next round may start. */
+  readonly phase: 'before' | 'streaming' | 'stopping' | 'round-ended' | 'ended';
   /** How many content blocks have started; the open one, if any, is the last. */
   readonly started: number;
   readonly open: ContentBlock | undefined;
@@ -57,6 +64,14 @@ const blockDelta = z.discriminatedUnion('type', [
 ]);
 
 const streamEvent = z.discriminatedUnion('type', [
+  z
+    .object({
+      type: z.literal('message'),
+      content: z.array(contentBlock),
+      stop_reason: z.string().nullish(),
+      usage: usage.optional(),
+    })
+    .passthrough(),
   z
     .object({ type: z.literal('message_start'), message: z.object({ usage: usage.optional() }).passthrough() })
     .passthrough(),
@@ -94,25 +109,55 @@ export const anthropicMessagesTranslator: Translator<AnthropicMessagesState> = {
     const event = parseEvent(streamEvent, raw);
     if (event.type === 'ping') return { state, chunks: [] };
     if (state.phase === 'ended') throw new DialectError('type', 'the stream has already ended');
+    // After a tool round, the next call's response starts over.
+    const round = state.phase === 'round-ended' ? anthropicMessagesTranslator.initial : state;
     if (event.type === 'error') {
       const failure = { name: event.error.type, message: event.error.message };
-      return { state: { ...state, phase: 'ended', open: undefined }, chunks: [{ type: 'error', error: failure }] };
+      return { state: { ...round, phase: 'ended', open: undefined }, chunks: [{ type: 'error', error: failure }] };
     }
+    if (event.type === 'message' || event.type === 'message_start') {
+      if (round.phase !== 'before') throw new DialectError('type', `${event.type} comes once, first`);
+    }
+    if (event.type === 'message') return translateStandIns(anthropicMessagesTranslator, round, messageStandIns(event));
     if (event.type === 'message_start') {
-      if (state.phase !== 'before') throw new DialectError('type', 'message_start comes once, first');
       return {
-        state: { ...state, phase: 'streaming', usage: { ...event.message.usage } },
+        state: { ...round, phase: 'streaming', usage: { ...event.message.usage } },
         chunks: [{ type: 'llm_response_created' }],
       };
     }
-    if (state.phase === 'before') throw new DialectError('type', `${event.type} before message_start`);
-    return translateInMessage(state, event);
+    if (round.phase === 'before') throw new DialectError('type', `${event.type} before message_start`);
+    return translateInMessage(round, event);
   },
 };
 
+/** The events that would stream a whole message: each block whole at its start, a tool's input as one delta. */
+function messageStandIns(message: Extract<StreamEvent, { type: 'message' }>): StandIn[] {
+  const blocks = message.content.flatMap((block, index): StandIn[] => {
+    const field = `content[${index}]`;
+    if (block.type !== 'tool_use') {
+      return [
+        { event: { type: 'content_block_start', index, content_block: block }, field },
+        { event: { type: 'content_block_stop', index }, field },
+      ];
+    }
+    const delta = { type: 'input_json_delta', partial_json: JSON.stringify(block.input) };
+    return [
+      { event: { type: 'content_block_start', index, content_block: { ...block, input: {} } }, field },
+      { event: { type: 'content_block_delta', index, delta }, field: `${field}.input` },
+      { event: { type: 'content_block_stop', index }, field },
+    ];
+  });
+  return [
+    { event: { type: 'message_start', message: { usage: message.usage } }, field: 'type' },
+    ...blocks,
+    { event: { type: 'message_delta', delta: { stop_reason: message.stop_reason } }, field: 'stop_reason' },
+    { event: { type: 'message_stop' }, field: 'stop_reason' },
+  ];
+}
+
 function translateInMessage(
   state: AnthropicMessagesState,
-  event: Exclude<StreamEvent, { type: 'ping' | 'error' | 'message_start' }>,
+  event: Exclude<StreamEvent, { type: 'ping' | 'error' | 'message_start' | 'message' }>,
 ): Step {
   switch (event.type) {
     case 'content_block_start':
@@ -139,7 +184,11 @@ function translateInMessage(
         throw new DialectError('type', `message_stop while content block ${state.started - 1} is still open`);
       }
       const response = { stop_reason: state.stopReason, usage: state.usage };
-      return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'block_complete', response }] };
+      const toolRound = state.stopReason === 'tool_use';
+      return {
+        state: { ...state, phase: toolRound ? 'round-ended' : 'ended' },
+        chunks: [responseEnd(toolRound, response)],
+      };
     }
   }
 }
@@ -164,8 +213,8 @@ function startBlock(state: AnthropicMessagesState, event: Extract<StreamEvent, {
     }
     case 'redacted_thinking':
       return {
-        state: { ...next, open: { kind: 'redacted_thinking' } },
-        chunks: [{ type: 'raw', content: { anthropic: block } }],
+        state: { ...next, open: { kind: 'redacted_thinking', item: block } },
+        chunks: [{ type: 'thinking.start' }],
       };
     case 'tool_use': {
       const response = toolResponse(block.id, block.name, 'streaming', { partialArguments: '' });
@@ -223,7 +272,7 @@ function stopBlock(state: AnthropicMessagesState, index: number): Step {
         ],
       };
     case 'redacted_thinking':
-      return { state: closed, chunks: [] };
+      return { state: closed, chunks: [{ type: 'thinking.complete', text: '', item: open.item }] };
     case 'tool_use': {
       const args = completeArguments(open.json);
       if (!args) {

@@ -80,3 +80,39 @@ export function toolResponse(
 export function followedBy<State>(step: Translation<State>, next: Translation<State>): Translation<State> {
   return { state: next.state, chunks: [...step.chunks, ...next.chunks] };
 }
+
+/** A stream event standing in for part of a whole (non-streaming) response, and the response field it comes from. */
+export interface StandIn {
+  readonly event: unknown;
+  readonly field: string;
+}
+
+/**
+ * A whole response translated as the stream events that would have carried it, so it gives the
+ * chunks its stream would; a refusal names the response's own field, not the stand-in's.
+ */
+export function translateStandIns<State>(
+  translator: Translator<State>,
+  state: State,
+  standIns: readonly StandIn[],
+): Translation<State> {
+  return standIns.reduce<Translation<State>>(
+    (step, { event, field }) => {
+      try {
+        return followedBy(step, translator.translate(step.state, event));
+      } catch (error) {
+        if (error instanceof DialectError) throw new DialectError(field, error.message);
+        throw error;
+      }
+    },
+    { state, chunks: [] },
+  );
+}
+
+/**
+ * How a response ends: one that ends in tool calls is a tool round, and the message stays open
+ * for the round after the client runs the tools (ADR 0015); any other end completes the message.
+ */
+export function responseEnd(toolRound: boolean, response: Record<string, unknown>): UnnumberedChunk {
+  return toolRound ? { type: 'llm_response_complete', response } : { type: 'block_complete', response };
+}

@@ -2,10 +2,12 @@ import { aiSdkUiTranslator } from './ai-sdk-ui.js';
 import { anthropicMessagesTranslator } from './anthropic-messages.js';
 import type { Translator } from './dialect.js';
 import { openAiChatTranslator } from './openai-chat.js';
+import { openAiResponsesTranslator } from './openai-responses.js';
 
 /** The producer dialects the chunk route accepts besides Cherry chunks, by their `?dialect=` name. */
 export const DIALECTS = {
   openai: openAiChatTranslator,
+  'openai-responses': openAiResponsesTranslator,
   anthropic: anthropicMessagesTranslator,
   'ai-sdk': aiSdkUiTranslator,
 } as const;

@@ -4,7 +4,10 @@ import {
   DialectError,
   followedBy,
   parseEvent,
+  responseEnd,
   toolResponse,
+  translateStandIns,
+  type StandIn,
   type Translation,
   type Translator,
   type UnnumberedChunk,
@@ -15,8 +18,10 @@ import {
  * SSE stream, `[DONE]` included) → Cherry chunks. One choice (n=1) is recorded. Reasoning comes
  * as `delta.reasoning_content` (DeepSeek, vLLM, many compatible servers), text as `delta.content`,
  * tool calls as `delta.tool_calls` whose `function.arguments` stream in pieces per `index`.
- * The message completes at the first chunk carrying `usage` after a `finish_reason`
- * (`stream_options.include_usage`), or at `[DONE]`.
+ * The response ends at the first chunk carrying `usage` after a `finish_reason`
+ * (`stream_options.include_usage`), or at `[DONE]`. A response with tool calls ends a tool round:
+ * the next call's stream (or whole `chat.completion`) starts over in the same message. A whole
+ * `chat.completion` (a call without `stream`) is translated as the chunks that would stream it.
  */
 interface OpenAiTool {
   readonly id: string;
@@ -25,8 +30,11 @@ interface OpenAiTool {
 }
 
 export interface OpenAiChatState {
-  /** `finished`: a choice finished, usage may follow; `ended`: nothing but `[DONE]` may follow. */
-  readonly phase: 'before' | 'streaming' | 'finished' | 'ended';
+  /**
+   * `finished`: a choice finished, usage may follow; `round-ended`: a tool round ended, the next
+   * round may start; `ended`: nothing but `[DONE]` may follow.
+   */
+  readonly phase: 'before' | 'streaming' | 'finished' | 'round-ended' | 'ended';
   /** The open text part's accumulated text. */
   readonly text: string | undefined;
   readonly reasoning: string | undefined;
@@ -79,6 +87,42 @@ const streamError = z
   })
   .passthrough();
 
+/** A whole (non-streaming) response: `choices[0].message` holds what the chunks' deltas would. */
+const completion = z
+  .object({
+    object: z.literal('chat.completion'),
+    choices: z
+      .array(
+        z
+          .object({
+            index: z.number().int().nonnegative(),
+            message: z
+              .object({
+                content: z.string().nullish(),
+                refusal: z.string().nullish(),
+                reasoning_content: z.string().nullish(),
+                tool_calls: z
+                  .array(
+                    z
+                      .object({
+                        id: z.string().min(1),
+                        type: z.literal('function').optional(),
+                        function: z.object({ name: z.string().min(1), arguments: z.string() }).passthrough(),
+                      })
+                      .passthrough(),
+                  )
+                  .nullish(),
+              })
+              .passthrough(),
+            finish_reason: z.string().nullish(),
+          })
+          .passthrough(),
+      )
+      .length(1, 'holds one choice: only n=1 is recorded'),
+    usage: z.object({}).passthrough().nullish(),
+  })
+  .passthrough();
+
 type CompletionChunk = z.infer<typeof completionChunk>;
 type Step = Translation<OpenAiChatState>;
 
@@ -87,9 +131,11 @@ export const openAiChatTranslator: Translator<OpenAiChatState> = {
   translate(state, event) {
     if (event === '[DONE]') return streamDone(state);
     if (typeof event !== 'object' || event === null || Array.isArray(event)) {
-      throw new DialectError('', 'must be a chat.completion.chunk object, an error object or "[DONE]"');
+      throw new DialectError('', 'must be a chat.completion(.chunk) object, an error object or "[DONE]"');
     }
     if (state.phase === 'ended') throw new DialectError('', 'the stream has already ended');
+    // After a tool round, the next call's response starts over.
+    const round = state.phase === 'round-ended' ? openAiChatTranslator.initial : state;
     if ('error' in event && !('object' in event)) {
       const { error } = parseEvent(streamError, event);
       const failure = {
@@ -97,11 +143,41 @@ export const openAiChatTranslator: Translator<OpenAiChatState> = {
         message: error.message,
         ...(error.code == null ? {} : { code: error.code }),
       };
-      return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'error', error: failure }] };
+      return { state: { ...round, phase: 'ended' }, chunks: [{ type: 'error', error: failure }] };
     }
-    return translateChunk(state, parseEvent(completionChunk, event));
+    if ((event as { object?: unknown }).object === 'chat.completion') {
+      const whole = parseEvent(completion, event);
+      if (round.phase !== 'before') throw new DialectError('object', 'a whole chat.completion comes before any chunk');
+      return translateStandIns(openAiChatTranslator, round, completionStandIns(whole));
+    }
+    return translateChunk(round, parseEvent(completionChunk, event));
   },
 };
+
+/** The chunks that would stream a whole response: one delta per part, then the finish with the usage. */
+function completionStandIns({ choices: [choice], usage }: z.infer<typeof completion>): StandIn[] {
+  const { message, finish_reason: finishReason } = choice!;
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  });
+  const field = 'choices[0].message';
+  const parts: StandIn[] = [{ event: chunk({ role: 'assistant' }), field }];
+  if (message.reasoning_content) parts.push({ event: chunk({ reasoning_content: message.reasoning_content }), field });
+  if (message.content || message.refusal) {
+    parts.push({ event: chunk({ content: message.content, refusal: message.refusal }), field: `${field}.content` });
+  }
+  (message.tool_calls ?? []).forEach((call, index) => {
+    const delta = { tool_calls: [{ index, id: call.id, type: 'function', function: call.function }] };
+    parts.push({ event: chunk(delta), field: `${field}.tool_calls[${index}]` });
+  });
+  const end = 'choices[0].finish_reason';
+  return [
+    ...parts,
+    { event: { ...chunk({}, finishReason ?? null), usage }, field: end },
+    { event: '[DONE]', field: end },
+  ];
+}
 
 function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step {
   let step: Step = { state: initial, chunks: [] };
@@ -198,11 +274,15 @@ function finish(state: OpenAiChatState, finishReason: string | null, field: stri
 
 function complete(state: OpenAiChatState, usage: unknown): Step {
   const response = { finish_reason: state.finishReason, ...(usage === undefined ? {} : { usage }) };
-  return { state: { ...state, phase: 'ended' }, chunks: [{ type: 'block_complete', response }] };
+  const toolRound = state.tools.length > 0 || state.finishReason === 'tool_calls';
+  return {
+    state: { ...state, phase: toolRound ? 'round-ended' : 'ended' },
+    chunks: [responseEnd(toolRound, response)],
+  };
 }
 
 function streamDone(state: OpenAiChatState): Step {
-  if (state.phase === 'ended') return { state, chunks: [] };
+  if (state.phase === 'ended' || state.phase === 'round-ended') return { state, chunks: [] };
   if (state.phase === 'before') throw new DialectError('', 'the stream ended before any chunk');
   const finished = state.phase === 'finished' ? { state, chunks: [] } : finish(state, null, '');
   return followedBy(finished, complete(finished.state, undefined));

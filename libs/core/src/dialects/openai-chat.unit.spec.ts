@@ -1,8 +1,8 @@
 import { describeDialect } from '../testing/dialect-suite.js';
-import { OPENAI_REFUSALS, OPENAI_STREAMS } from '../testing/dialect-streams.js';
+import { OPENAI_REFUSALS, OPENAI_STREAMS, OPENAI_WHOLE } from '../testing/dialect-streams.js';
 import { openAiChatTranslator } from './openai-chat.js';
 
-describeDialect('openai', OPENAI_STREAMS, OPENAI_REFUSALS);
+describeDialect('openai', OPENAI_STREAMS, OPENAI_REFUSALS, OPENAI_WHOLE);
 
 const chunk = (delta: Record<string, unknown>) => ({
   object: 'chat.completion.chunk',

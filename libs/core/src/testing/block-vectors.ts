@@ -48,6 +48,7 @@ export function compareBlocks(blocks: readonly MessageBlock[], expected: readonl
       citationBlockId: block.metadata?.citationBlockId,
       citationBlockSource: block.metadata?.citationBlockSource,
       signature: block.metadata?.signature,
+      reasoningItem: block.metadata?.reasoningItem,
       error: block.error && Object.fromEntries(Object.keys((wanted.error as object | undefined) ?? {}).map((key) => [key, block.error![key]])),
     };
     return Object.fromEntries(Object.keys(wanted).map((key) => [key, fields[key]]));

@@ -1,17 +1,19 @@
-import type { DialectName } from '../dialects/dialects.js';
+import type { Translation } from '../dialects/dialect.js';
+import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { SessionError } from '../session/session-decider.js';
 import { compareBlocks } from './block-vectors.js';
 import { DialectRecording } from './dialect-recording.js';
-import type { DialectStream, RefusedStream } from './dialect-streams.js';
+import type { DialectStream, RefusedStream, WholeResponses } from './dialect-streams.js';
 
 /**
  * The checks every translator passes: its streams give the expected blocks however they are
- * batched, and bad input is refused naming its field.
+ * batched, a whole response gives what its stream gives, and bad input is refused naming its field.
  */
 export function describeDialect(
   dialect: DialectName,
   streams: readonly DialectStream[],
   refused: readonly RefusedStream[],
+  wholes: WholeResponses = { responses: [], afterToolRound: [] },
 ): void {
   describe.each(streams)(`${dialect}: $name`, (stream) => {
     it('gives the blocks a Cherry producer of the same answer would get', () => {
@@ -30,6 +32,8 @@ export function describeDialect(
     });
   });
 
+  if (wholes.responses.length > 0) describeWholeResponses(dialect, wholes);
+
   describe.each(refused)(`${dialect} refuses $name`, ({ events, field }) => {
     it(`with invalid_event naming ${field}, appending nothing`, () => {
       const recording = new DialectRecording(dialect);
@@ -43,6 +47,35 @@ export function describeDialect(
       expect(thrown).toMatchObject({ code: 'invalid_event', field });
       expect((thrown as Error).message.startsWith(`${field}: `)).toBe(true);
       expect(recording.message.chunkDigests).toEqual([]);
+    });
+  });
+}
+
+/** A whole (non-streaming) response gives the chunks, and so the blocks, its stream gives. */
+function describeWholeResponses(dialect: DialectName, wholes: WholeResponses): void {
+  const translator = translatorOf(dialect);
+  const fold = (events: readonly unknown[], state = translator.initial) =>
+    events.reduce<Translation<unknown>>(
+      (step, event) => {
+        const next = translator.translate(step.state, event);
+        return { state: next.state, chunks: [...step.chunks, ...next.chunks] };
+      },
+      { state, chunks: [] },
+    );
+
+  describe.each(wholes.responses)(`${dialect}: a whole response, $name`, ({ whole, stream }) => {
+    it('translates to the chunks of the stream that carries the same answer, first or after a tool round', () => {
+      expect(translator.translate(translator.initial, whole).chunks).toEqual(fold(stream).chunks);
+      const afterRound = fold(wholes.afterToolRound).state;
+      expect(translator.translate(afterRound, whole).chunks).toEqual(fold(stream, afterRound).chunks);
+    });
+
+    it('is recorded as one provider event, giving the blocks its stream gives', () => {
+      const blocksOf = (events: readonly unknown[]) => {
+        const { blocks } = new DialectRecording(dialect).sendAll(events).message;
+        return { status: blocks.status, blocks: blocks.blocks.map(({ id, createdAt, updatedAt, ...block }) => block) };
+      };
+      expect(blocksOf([whole])).toEqual(blocksOf(stream));
     });
   });
 }
