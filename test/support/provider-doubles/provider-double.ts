@@ -90,7 +90,7 @@ export async function startProviderDouble(options: { readonly keys: readonly str
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0];
     const protocol = protocols.find((candidate) => candidate.path === path);
-    const raw = await readBody(req);
+    const raw = Buffer.concat(await req.toArray()).toString('utf8');
     const key = protocol?.keyOf(req.headers);
     const exchange = recordExchange(path, key, req.headers, raw, res);
     exchanges.push(exchange);
@@ -113,6 +113,7 @@ export async function startProviderDouble(options: { readonly keys: readonly str
     const request: DoubleRequest = { protocol: protocol.name, path, headers: req.headers, body: exchange.body };
     const reply = scripts.next(request, key);
     if (reply.firstByteDelayMs) await delay(reply.firstByteDelayMs);
+    if (res.destroyed) return;
     if (isRefusal(reply)) return sendError(exchange, protocol, reply);
     return sendAnswer(res, exchange, protocol, reply);
   }
@@ -144,16 +145,17 @@ export async function startProviderDouble(options: { readonly keys: readonly str
       [protocol.requestIdHeader]: requestId,
     });
     const events = failing ? rendered.events.slice(0, answer.failAfterChunks) : rendered.events;
-    for (const [index, event] of events.entries()) {
-      if (index > 0 && answer.chunkDelayMs) await delay(answer.chunkDelayMs);
+    const frames = events.map(frame);
+    if (failing) frames.push(frame(protocol.streamError(errorMessage, events.length)));
+    // Unpaced events leave in one tick anyway: corked, they leave in one write instead of hundreds.
+    const paced = (answer.chunkDelayMs ?? 0) > 0;
+    if (!paced) res.cork();
+    for (const [index, text] of frames.entries()) {
+      if (index > 0 && paced) await delay(answer.chunkDelayMs);
       if (res.destroyed) return;
-      exchange.write(frame(event));
+      exchange.write(text);
     }
-    if (failing) {
-      if (answer.chunkDelayMs) await delay(answer.chunkDelayMs);
-      if (res.destroyed) return;
-      exchange.write(frame(protocol.streamError(errorMessage, events.length)));
-    }
+    if (!paced) res.uncork();
     exchange.end();
   }
 
@@ -270,13 +272,4 @@ function parseJson(raw: string): any {
   } catch {
     return undefined;
   }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

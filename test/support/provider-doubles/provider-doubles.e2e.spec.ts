@@ -3,7 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { startProviderDouble, type ProviderDouble } from './provider-double.js';
+import { startProviderDouble, type ProviderDouble } from './index.js';
 
 // The doubles the gateway tests run against, driven here by the official clients directly: if a
 // client accepts what a double sends and a double refuses what the real API refuses, a gateway
