@@ -81,6 +81,10 @@ function validate(body: any, headers: IncomingHttpHeaders): void {
       );
     }
     blocksOf(message).forEach((block: any, blockIndex: number) => {
+      if (block?.type === 'thinking' && typeof block.signature !== 'string') {
+        const param = `messages.${index}.content.${blockIndex}.thinking.signature`;
+        throw new InvalidRequest(`${param}: Field required`, param);
+      }
       if (block?.type === 'thinking' && block.signature !== thinkingSignature(block.thinking ?? '')) {
         throw new InvalidRequest(
           `messages.${index}.content.${blockIndex}: Invalid \`signature\` in \`thinking\` block`,

@@ -257,6 +257,11 @@ describe('provider doubles', () => {
       await expect(client.messages.create({ ...request, messages: [user, altered, results] })).rejects.toThrow(
         /Invalid `signature`/,
       );
+      const { signature: _dropped, ...unsigned } = first.content[0] as Anthropic.ThinkingBlock;
+      const withoutSignature = { role: 'assistant' as const, content: [unsigned, ...first.content.slice(1)] };
+      await expect(
+        client.messages.create({ ...request, messages: [user, withoutSignature as Anthropic.MessageParam, results] }),
+      ).rejects.toThrow(/messages\.1\.content\.0\.thinking\.signature: Field required/);
     });
 
     it('refuses a history whose roles do not alternate or whose tool_result answers nothing', async () => {
@@ -326,32 +331,47 @@ describe('provider doubles', () => {
       expect(answered.choices[0].message.content).toBe('fine');
     });
 
-    it('an unknown key gets 401 as AuthenticationError from both SDKs, and a scripted 401 or 403 too', async () => {
+    it('an unknown key gets 401 as AuthenticationError from both SDKs', async () => {
+      const messages = [{ role: 'user' as const, content: 'x' }];
+      await expect(openai('key-unknown').chat.completions.create({ model: 'm', messages })).rejects.toBeInstanceOf(
+        OpenAI.AuthenticationError,
+      );
       await expect(
-        openai('key-unknown').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
-      ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-      await expect(
-        anthropic('key-unknown').messages.create({
-          model: 'm',
-          max_tokens: 5,
-          messages: [{ role: 'user', content: 'x' }],
-        }),
+        anthropic('key-unknown').messages.create({ model: 'm', max_tokens: 5, messages }),
       ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
-      double.script([{ status: 401 }, { status: 403 }], { key: 'key-b' });
-      const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'x' }];
-      await expect(anthropic('key-b').messages.create({ model: 'm', max_tokens: 5, messages })).rejects.toBeInstanceOf(
-        Anthropic.AuthenticationError,
-      );
-      await expect(anthropic('key-b').messages.create({ model: 'm', max_tokens: 5, messages })).rejects.toBeInstanceOf(
-        Anthropic.PermissionDeniedError,
-      );
-      expect(double.exchanges.at(-1)!.sentBytes.toString()).toBe(
-        JSON.stringify({
-          type: 'error',
-          error: { type: 'permission_error', message: 'This key is not allowed to use this model.' },
-        }),
-      );
+      expect(double.exchanges.at(-1)).toMatchObject({ key: 'key-unknown', status: 401 });
     });
+
+    it.each([
+      [400, 'BadRequestError'],
+      [401, 'AuthenticationError'],
+      [403, 'PermissionDeniedError'],
+      [429, 'RateLimitError'],
+      [500, 'InternalServerError'],
+      [503, 'InternalServerError'],
+    ] as const)(
+      "a scripted %i surfaces as %s in both SDKs, with each provider's error body",
+      async (status, errorClass) => {
+        double.script([
+          { status, message: 'scripted refusal' },
+          { status, message: 'scripted refusal' },
+        ]);
+        const messages = [{ role: 'user' as const, content: 'x' }];
+        const openAiError = await openai()
+          .chat.completions.create({ model: 'm', messages })
+          .catch((error: unknown) => error);
+        expect(openAiError).toBeInstanceOf(OpenAI[errorClass]);
+        expect(openAiError).toMatchObject({ status, error: { message: 'scripted refusal', type: expect.any(String) } });
+        const anthropicError = await anthropic()
+          .messages.create({ model: 'm', max_tokens: 5, messages })
+          .catch((error: unknown) => error);
+        expect(anthropicError).toBeInstanceOf(Anthropic[errorClass]);
+        expect(JSON.parse(double.exchanges.at(-1)!.sentBytes.toString())).toEqual({
+          type: 'error',
+          error: { type: expect.stringMatching(/_error$/), message: 'scripted refusal' },
+        });
+      },
+    );
 
     it('a scripted function answers per request; an unscripted call gets a 500 that says so', async () => {
       double.script((request, key) => ({ text: `${request.protocol} ${request.body.model} ${key}` }), { key: 'key-b' });
