@@ -9,6 +9,7 @@ import { ApiError, ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
+import { GATEWAY_PATH } from './gateway/provider-errors.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
@@ -16,6 +17,8 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   app.useLogger(app.get(Logger));
   applyServerLimits(app.getHttpServer(), options.config.http);
   const limit = options.config.maxBodyBytes;
+  // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.
+  app.use(GATEWAY_PATH, express.raw({ limit: options.config.gateway.maxRequestBytes, type: () => true }));
   app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
   app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));
   // A body no parser read would reach the routes as no body at all, and most fields are optional: refuse it.

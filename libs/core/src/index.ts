@@ -25,3 +25,4 @@ export * from './dialects/ai-sdk-ui.js';
 export * from './gateway/model-call-request.js';
 export * from './gateway/provider-requests.js';
 export * from './gateway/model-call-placement.js';
+export * from './gateway/sse-events.js';

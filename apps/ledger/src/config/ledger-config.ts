@@ -24,6 +24,9 @@ const environment = z.object({
   LEDGER_UPSTREAMS: z.string().min(1).optional(),
   LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   LEDGER_GATEWAY_ON_LOG_FAILURE: z.enum(['refuse', 'pass']).default('refuse'),
+  LEDGER_GATEWAY_MAX_REQUEST_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
+  LEDGER_GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
+  LEDGER_GATEWAY_RECORD_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
   LEDGER_GUARDIAN_MODE: z.enum(['off', 'monitor', 'enforce']).default('enforce'),
   LEDGER_GUARDIAN_BASE_URL: z.string().url().optional(),
   LEDGER_GUARDIAN_API_KEY: z.string().min(1).optional(),
@@ -112,6 +115,11 @@ export interface GatewayConfig {
   readonly upstreamTimeoutMs: number;
   /** When the log cannot take a request as it arrives: refuse it (503) before calling upstream, or pass it on. */
   readonly onLogFailure: 'refuse' | 'pass';
+  /** A model call's request body, and a whole (non-streaming) answer, at most. */
+  readonly maxRequestBytes: number;
+  readonly maxResponseBytes: number;
+  /** How long the end of an answer waits for its record before the client's response ends anyway. */
+  readonly recordWaitMs: number;
 }
 
 /** Abuse limits per credential. */
@@ -173,6 +181,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       upstreamsFile: values.LEDGER_UPSTREAMS && path.resolve(values.LEDGER_UPSTREAMS),
       upstreamTimeoutMs: values.LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS,
       onLogFailure: values.LEDGER_GATEWAY_ON_LOG_FAILURE,
+      maxRequestBytes: values.LEDGER_GATEWAY_MAX_REQUEST_BYTES,
+      maxResponseBytes: values.LEDGER_GATEWAY_MAX_RESPONSE_BYTES,
+      recordWaitMs: values.LEDGER_GATEWAY_RECORD_WAIT_MS,
     },
     identity: {
       rateLimit: { limit: values.LEDGER_RATE_LIMIT, windowMs: values.LEDGER_RATE_LIMIT_WINDOW_MS },

@@ -50,7 +50,8 @@ describe('OIDC configuration', () => {
 
 describe('gateway configuration', () => {
   it('has no upstreams file by default, a 60 s upstream timeout and refuses requests the log cannot take', () => {
-    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse' };
+    const sizes = { maxRequestBytes: 33_554_432, maxResponseBytes: 33_554_432 };
+    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse', ...sizes, recordWaitMs: 5_000 };
     expect(loadConfig({}).gateway).toEqual(defaults);
   });
 
@@ -59,15 +60,21 @@ describe('gateway configuration', () => {
       LEDGER_UPSTREAMS: 'config/upstreams.yaml',
       LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: '5000',
       LEDGER_GATEWAY_ON_LOG_FAILURE: 'pass',
+      LEDGER_GATEWAY_MAX_REQUEST_BYTES: '2048',
+      LEDGER_GATEWAY_MAX_RESPONSE_BYTES: '4096',
+      LEDGER_GATEWAY_RECORD_WAIT_MS: '0',
     }).gateway;
     const upstreamsFile = path.resolve('config/upstreams.yaml');
-    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass' });
+    const sizes = { maxRequestBytes: 2_048, maxResponseBytes: 4_096 };
+    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass', ...sizes, recordWaitMs: 0 });
   });
 
   it.each<[NodeJS.ProcessEnv, string]>([
     [{ LEDGER_UPSTREAMS: '' }, 'LEDGER_UPSTREAMS'],
     [{ LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: '50' }, 'LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS'],
     [{ LEDGER_GATEWAY_ON_LOG_FAILURE: 'drop' }, 'LEDGER_GATEWAY_ON_LOG_FAILURE'],
+    [{ LEDGER_GATEWAY_MAX_REQUEST_BYTES: '10' }, 'LEDGER_GATEWAY_MAX_REQUEST_BYTES'],
+    [{ LEDGER_GATEWAY_RECORD_WAIT_MS: '-1' }, 'LEDGER_GATEWAY_RECORD_WAIT_MS'],
   ])('stops the start for %j, naming the variable', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
   });

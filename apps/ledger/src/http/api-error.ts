@@ -1,8 +1,9 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
-import { ChunkValidationError, SessionError, ToolCallError } from '#core';
+import { ChunkValidationError, ModelCallRequestError, SessionError, ToolCallError } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
 import type { Response } from 'express';
 import { ZodError } from 'zod';
+import { errorShapeOf, providerErrorBody } from '../gateway/provider-errors.js';
 
 /** A 4xx the client can act on: `{ error: { code, message, field? } }`. */
 export class ApiError extends Error {
@@ -71,10 +72,13 @@ export function sendError(response: Response, error: unknown, logger: Pick<Logge
     response.end();
     return;
   }
-  response.status(status).json({ error: body });
+  // The gateway's clients are provider SDKs: they read errors in their provider's shape.
+  const shape = errorShapeOf(response.req.path);
+  response.status(status).json(shape ? providerErrorBody(shape, { status, ...body }) : { error: body });
 }
 
 function describeError(error: unknown): { status: number; body: { code: string; message: string; field?: string } } {
+  if (error instanceof ModelCallRequestError) return { status: 400, body: withField('invalid_request', `${error.field || '(body)'}: ${error.message}`, error.field || '(body)') };
   if (error instanceof ApiError) return { status: error.status, body: withField(error.code, error.message, error.field) };
   if (error instanceof SessionError) return { status: SESSION_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
   if (error instanceof ToolCallError) return { status: TOOLCALL_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };

@@ -26,6 +26,10 @@ export const OPERATOR_ROUTES: ReadonlySet<string> = new Set(['GET /metrics', 'PO
 
 export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'GET /health': 'public',
+  // The recording gateway: a model call records into the caller's sessions, as a chunk POST does.
+  'POST /gateway/openai/v1/chat/completions': PRODUCER,
+  'POST /gateway/openai/v1/responses': PRODUCER,
+  'POST /gateway/anthropic/v1/messages': PRODUCER,
   /**
    * The Swagger UI serves the API's description, no data: its page, its script, the OpenAPI
    * document as JSON and YAML (Express serves these directly; the guard never sees them).

@@ -78,6 +78,18 @@ export class LedgerMetrics {
     registers: [this.registry],
   });
 
+  private readonly unrecordedEvents = new Counter({
+    name: 'ledger_gateway_unrecorded_events_total',
+    help: 'Provider events the gateway relayed to a client but could not record (each answer that lost some is marked)',
+    registers: [this.registry],
+  });
+
+  private readonly recordingFailures = new Counter({
+    name: 'ledger_gateway_recording_failures_total',
+    help: 'Gateway records the log refused or could not take (a request placement, a batch of events, an ending)',
+    registers: [this.registry],
+  });
+
   private upstreamKeysSource: () => Iterable<{ upstream: string; available: number }> = () => [];
 
   private readonly upstreamAvailableKeys = new Gauge({
@@ -137,4 +149,10 @@ export class LedgerMetrics {
   watchUpstreamKeys(source: () => Iterable<{ upstream: string; available: number }>): void {
     this.upstreamKeysSource = source;
   }
+
+  /** What the gateway could not record: events lost from answers, and records that failed (the service log says why). */
+  readonly gatewayRecording = {
+    unrecordedEvents: (count: number) => this.unrecordedEvents.inc(count),
+    recordingFailed: (_error: unknown) => this.recordingFailures.inc(),
+  };
 }

@@ -1,7 +1,8 @@
 import { evolveBlocks, initialMessageBlocks } from '../blocks/block-rules.js';
 import { parseChunks } from '../chunks/chunk-schemas.js';
 import { loadBlockVectors, numberedChunks } from '../testing/block-vectors.js';
-import { anthropicHistory, openAiHistory, type HistoryMessage } from './history-builder.js';
+import type { HistoryMessage } from './conversation.js';
+import { anthropicHistory, openAiHistory } from './history-builder.js';
 
 /** An assistant message folded from a vector's chunks with the real block reducer. */
 function assistantFrom(file: string): HistoryMessage {

@@ -75,6 +75,8 @@ export type SessionCommand =
     }
   /** A model call through the gateway, placed in the tree from the conversation it sends (DESIGN §12). */
   | ({ readonly type: 'record_model_call' } & ModelCallCommand)
+  /** The gateway's account of how an answer it relayed ended badly: the client left (the message pauses) or the record has a gap. */
+  | { readonly type: 'record_answer_failure'; readonly messageId: string; readonly error: { readonly name: string; readonly message: string } }
   /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
   | ({ readonly type: 'update_tool_call'; readonly eventId: string } & SessionEventOf<'message.tool_call_updated'>['data']);
 
@@ -217,6 +219,11 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     }
     case 'append_dialect_events':
       return decideDialectEvents(command, assistantMessage(state, command.messageId));
+    case 'record_answer_failure': {
+      const message = assistantMessage(state, command.messageId);
+      const { event } = numberChunk(chunkCursor(message), { type: 'error', error: command.error }, { origin: 'gateway' }, 0);
+      return { events: [event], duplicateSeqs: [] };
+    }
     case 'record_model_call': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       return { ...placeModelCall(command, state), duplicateSeqs: [] };

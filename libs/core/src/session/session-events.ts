@@ -66,7 +66,7 @@ export type ChunkEventData = StoredChunk & { readonly messageId: string; readonl
  * Where a chunk came from when no producer posted it as a Cherry chunk: a provider event
  * translated in a dialect, or what a gateway request said (a past turn, a tool's result).
  */
-export type ChunkSource = DialectSource | RequestSource;
+export type ChunkSource = DialectSource | LedgerSource;
 
 /** The provider event behind a translated chunk; only the first chunk of each event holds the event itself. */
 export interface DialectSource {
@@ -76,9 +76,12 @@ export interface DialectSource {
   readonly event?: unknown;
 }
 
-/** A chunk the ledger made from a gateway request's messages; the request is the client's, the numbering the ledger's. */
-export interface RequestSource {
-  readonly origin: 'request';
+/**
+ * A chunk the ledger made and numbered: from what a gateway request's messages say (`request`), or
+ * the gateway's own account of an answer it relayed (`gateway`: cut off, not fully recorded).
+ */
+export interface LedgerSource {
+  readonly origin: 'request' | 'gateway';
 }
 
 /** A message recorded in a dialect: the translator's state after its recorded events, their digests by seq - 1. */

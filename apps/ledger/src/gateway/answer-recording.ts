@@ -1,0 +1,117 @@
+import { SessionError, type DialectName, type ModelCallRequest } from '#core';
+import type { SessionAuthor, SessionRef, SessionRepository } from '../sessions/session-repository.js';
+
+/** What the gateway reports of its records (LedgerMetrics). */
+export interface RecordingObserver {
+  /** Provider events the log did not take (the message is marked when the log takes anything again). */
+  unrecordedEvents(count: number): void;
+  recordingFailed(error: unknown): void;
+}
+
+export interface AnswerPlace {
+  readonly messageId: string;
+  readonly nextEventSeq: number;
+  /** Log position of the request's record. */
+  readonly position: bigint;
+}
+
+/**
+ * One model call's record, beside the stream the client reads: the request's place in the tree
+ * first, then the provider's events in batches — whatever arrived while the last append was under
+ * way goes in the next — and at the end, how the answer ended if it did not end well. A record
+ * lost on the way is counted, and marked on the message as an error, never left silent.
+ */
+export class AnswerRecording {
+  private readonly placed: Promise<AnswerPlace | undefined>;
+  private buffered: unknown[] = [];
+  private appending: Promise<void> | undefined;
+  private nextSeq = 0;
+  private unrecorded = 0;
+
+  constructor(
+    private readonly sessions: SessionRepository,
+    private readonly session: SessionRef,
+    private readonly author: SessionAuthor,
+    private readonly dialect: DialectName,
+    private readonly observer: RecordingObserver,
+    request: ModelCallRequest,
+    answerMessageId: string,
+    opensSession: boolean,
+  ) {
+    this.placed = this.placeRequest(request, answerMessageId, opensSession);
+  }
+
+  push(events: readonly unknown[]): void {
+    if (events.length === 0) return;
+    this.buffered.push(...events);
+    this.appending ??= this.drain();
+  }
+
+  /** Everything pushed is appended (or counted lost); then `failure`, or the gap a loss left, is recorded on the message. */
+  async finish(failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
+    while (this.appending) await this.appending;
+    const place = await this.placed;
+    const gap = this.unrecorded > 0 ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` } : undefined;
+    const error = gap ?? failure;
+    if (!place || !error) return place;
+    try {
+      const { position } = await this.sessions.execute(this.session, { type: 'record_answer_failure', messageId: place.messageId, error }, this.author);
+      return { ...place, position };
+    } catch (recordError) {
+      this.observer.recordingFailed(recordError);
+      return place;
+    }
+  }
+
+  private async placeRequest(request: ModelCallRequest, answerMessageId: string, opensSession: boolean): Promise<AnswerPlace | undefined> {
+    try {
+      if (opensSession) await this.open();
+      const command = { type: 'record_model_call' as const, request, dialect: this.dialect, answerMessageId };
+      const { decision, position } = await this.sessions.execute(this.session, command, this.author);
+      this.nextSeq = decision.answer!.nextEventSeq;
+      return { ...decision.answer!, position };
+    } catch (error) {
+      this.observer.recordingFailed(error);
+      return undefined;
+    }
+  }
+
+  /** A session named by a header is created on first use; another call may have created it meanwhile. */
+  private async open(): Promise<void> {
+    const { sessionId } = this.session;
+    const owner = this.author.subject!;
+    const command = { type: 'open_session' as const, sessionId, title: null, metadata: { recordedBy: 'gateway' }, owner, writers: [] };
+    try {
+      await this.sessions.execute(this.session, command, this.author);
+    } catch (error) {
+      if (!(error instanceof SessionError && error.code === 'session_exists')) throw error;
+    }
+  }
+
+  private async drain(): Promise<void> {
+    const place = await this.placed;
+    while (this.buffered.length > 0) {
+      const events = this.buffered;
+      this.buffered = [];
+      if (!place || this.unrecorded > 0) {
+        this.lose(events.length);
+        continue;
+      }
+      try {
+        const command = { type: 'append_dialect_events' as const, messageId: place.messageId, dialect: this.dialect, firstSeq: this.nextSeq, events };
+        await this.sessions.execute(this.session, command, this.author);
+        this.nextSeq += events.length;
+      } catch (error) {
+        // Later events would not translate without these: the rest of the answer is counted lost.
+        this.observer.recordingFailed(error);
+        this.lose(events.length);
+      }
+    }
+    this.appending = undefined;
+  }
+
+  private lose(count: number): void {
+    this.unrecorded += count;
+    this.observer.unrecordedEvents(count);
+  }
+}

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  mayWrite,
+  placeModelCall,
+  readModelCallRequest,
+  SseEventReader,
+  type DialectName,
+  type GatewayProtocol,
+  type ModelCallRequest,
+  type SessionState,
+} from '#core';
+import type { Request, Response } from 'express';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
+import { ApiError } from '../http/api-error.js';
+import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
+import type { Principal } from '../identity/principal.js';
+import { LedgerMetrics } from '../metrics/ledger-metrics.js';
+import { SessionRepository, type SessionRef } from '../sessions/session-repository.js';
+import { AnswerRecording, type AnswerPlace } from './answer-recording.js';
+import { UpstreamCaller, clientResponseHeaders, type UpstreamResponse } from './upstream-caller.js';
+import { UpstreamPools } from './upstream-pools.js';
+
+export const SESSION_HEADER = 'x-ledger-session';
+
+/** Each protocol's route prefix on the gateway, and the dialect its answers are recorded in. */
+const PROTOCOLS: Record<GatewayProtocol, { readonly prefix: string; readonly dialect: DialectName }> = {
+  'openai-chat': { prefix: '/gateway/openai/v1', dialect: 'openai' },
+  'openai-responses': { prefix: '/gateway/openai/v1', dialect: 'openai-responses' },
+  'anthropic-messages': { prefix: '/gateway/anthropic/v1', dialect: 'anthropic' },
+};
+
+/**
+ * The recording gateway (DESIGN §12): a model call goes to the provider through the key pool and
+ * its answer back to the client byte for byte, as it arrives; beside the stream, the call is
+ * placed in the session's tree and the provider's events are appended to the answer's message.
+ * Nothing is recorded for a call no model answered (a refusal, an unknown model, an upstream error
+ * before the answer began).
+ */
+@Injectable()
+export class ModelCallProxy {
+  private readonly logger = new Logger('Gateway');
+
+  constructor(
+    private readonly sessions: SessionRepository,
+    private readonly pools: UpstreamPools,
+    private readonly caller: UpstreamCaller,
+    private readonly metrics: LedgerMetrics,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+  ) {}
+
+  async handle(protocol: GatewayProtocol, principal: Principal, request: Request, response: Response): Promise<void> {
+    const call = readModelCallRequest(protocol, jsonBody(request.body));
+    const upstream = this.pools.upstreamFor(call.model);
+    if (!upstream) throw new ApiError(404, 'model_not_found', `the model ${JSON.stringify(call.model)} is not served by this gateway`, 'model');
+    const session: SessionRef = { tenant: principal.tenant, sessionId: sessionIdOf(request) };
+    const state = await this.sessionBeforeCall(session);
+    if (state?.status === 'open' && !mayWrite(state, principal.subject)) {
+      throw new ApiError(403, 'not_a_writer', 'this credential may not write to this session', undefined, 'not_a_writer');
+    }
+    const answerMessageId = randomUUID();
+    const abort = new AbortController();
+    response.on('close', () => abort.abort());
+    const result = await this.caller.call(upstream, {
+      path: request.originalUrl.slice(PROTOCOLS[protocol].prefix.length),
+      headers: request.headers,
+      body: request.body as Buffer,
+      sessionId: session.sessionId,
+      signal: abort.signal,
+    });
+    if (result.kind === 'aborted') return;
+    if (result.kind === 'unavailable') {
+      if (result.retryAfterSeconds !== undefined) response.setHeader('retry-after', String(result.retryAfterSeconds));
+      const message = result.status === 429 ? 'every upstream key is rate limited' : 'no upstream could answer';
+      throw new ApiError(result.status, 'upstream_unavailable', message);
+    }
+    if (result.status < 200 || result.status >= 300) return relay(result, response);
+    if (state === undefined) return relay(result, response);
+    const recording = new AnswerRecording(this.sessions, session, authorOf(principal), PROTOCOLS[protocol].dialect, this.metrics.gatewayRecording, call, answerMessageId, state.status !== 'open');
+    const planned = state.status === 'open' ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state) : answerMessageId;
+    response.setHeader('x-ledger-session', session.sessionId);
+    response.setHeader('x-ledger-message', planned);
+    if (call.stream) return this.stream(result, response, recording, state);
+    return this.whole(result, response, recording);
+  }
+
+  /**
+   * The session as the log has it now. The read is the log's health check too: when it fails the
+   * call is refused before any upstream is asked (or, with `pass`, relayed unrecorded: `undefined`).
+   */
+  private async sessionBeforeCall(session: SessionRef): Promise<SessionState | undefined> {
+    try {
+      return await this.sessions.load(session);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'the event log cannot take a model call');
+      this.metrics.gatewayRecording.recordingFailed(error);
+      if (this.config.gateway.onLogFailure === 'pass') return undefined;
+      throw new ApiError(503, 'log_unavailable', 'the ledger cannot record this call now; retry later');
+    }
+  }
+
+  /** The answer's message as the state read before the call places it (the record decides again when it appends). */
+  private plannedAnswer(call: ModelCallRequest, dialect: DialectName, answerMessageId: string, state: Extract<SessionState, { status: 'open' }>): string {
+    try {
+      return placeModelCall({ request: call, dialect, answerMessageId }, state).answer.messageId;
+    } catch {
+      return answerMessageId;
+    }
+  }
+
+  /** Bytes go to the client as they come; the events they carry go to the record beside them. */
+  private stream(result: UpstreamResponse, response: Response, recording: AnswerRecording, state: SessionState): Promise<void> {
+    response.writeHead(result.status, { ...clientResponseHeaders(result.headers), 'x-ledger-position': String(state.status === 'open' ? state.position : 0n) });
+    response.flushHeaders();
+    const reader = new SseEventReader();
+    return new Promise<void>((resolve) => {
+      let settled = false;
+      const settle = (failure?: { name: string; message: string }) => {
+        if (settled) return;
+        settled = true;
+        recording.push(reader.end());
+        void recording.finish(failure).then(() => resolve(), () => resolve());
+      };
+      result.body.on('data', (bytes: Buffer) => {
+        recording.push(reader.push(bytes));
+        if (!response.write(bytes)) {
+          result.body.pause();
+          response.once('drain', () => result.body.resume());
+        }
+      });
+      result.body.on('end', () => {
+        settle();
+        // The client's stream ends once its record is in the log (or given up on), so a read after it sees the answer.
+        void this.bounded(recording).then(() => response.end());
+      });
+      result.body.on('error', () => {
+        if (response.writableEnded || response.destroyed) return settle({ name: 'AbortError', message: 'the client disconnected before the answer ended' });
+        settle({ name: 'UpstreamError', message: 'the upstream connection broke off before the answer ended' });
+        response.destroy();
+      });
+      response.on('close', () => {
+        if (!response.writableFinished) settle({ name: 'AbortError', message: 'the client disconnected before the answer ended' });
+      });
+    });
+  }
+
+  /** A whole answer: recorded first, so the response can name the position of its record. */
+  private async whole(result: UpstreamResponse, response: Response, recording: AnswerRecording): Promise<void> {
+    const body = await readAll(result.body, this.config.gateway.maxResponseBytes);
+    try {
+      recording.push([JSON.parse(body.toString('utf8')) as unknown]);
+    } catch {
+      recording.push([]);
+    }
+    const place = await this.bounded(recording);
+    const headers = clientResponseHeaders(result.headers);
+    response.writeHead(result.status, { ...headers, ...(place ? { 'x-ledger-position': String(place.position) } : {}) });
+    response.end(body);
+  }
+
+  private bounded(recording: AnswerRecording): Promise<AnswerPlace | undefined> {
+    const waited = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), this.config.gateway.recordWaitMs).unref());
+    return Promise.race([recording.finish(), waited]);
+  }
+}
+
+function relay(result: UpstreamResponse, response: Response): void {
+  response.writeHead(result.status, clientResponseHeaders(result.headers));
+  result.body.pipe(response);
+}
+
+function jsonBody(body: unknown): unknown {
+  if (!Buffer.isBuffer(body) || body.length === 0) throw new ApiError(400, 'invalid_request', 'the request body must be a JSON object', '(body)');
+  try {
+    return JSON.parse(body.toString('utf8')) as unknown;
+  } catch {
+    throw new ApiError(400, 'malformed_json', 'the request body is not valid JSON', '(body)');
+  }
+}
+
+/** The session the header names (created on first use), or a new one for this call alone. */
+function sessionIdOf(request: Request): string {
+  const named = request.headers[SESSION_HEADER];
+  if (named === undefined) return randomUUID();
+  if (typeof named !== 'string' || named.length > ID_MAX_LENGTH || !ID_CHARACTERS.test(named)) {
+    throw new ApiError(400, 'invalid_request', `X-Ledger-Session: letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`, 'X-Ledger-Session');
+  }
+  return named;
+}
+
+function authorOf(principal: Principal) {
+  return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
+}
+
+async function readAll(body: Readable, limit: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of body) {
+    size += (part as Buffer).length;
+    if (size > limit) {
+      body.destroy();
+      throw new ApiError(502, 'upstream_response_too_large', `the upstream's answer exceeds ${limit} bytes`);
+    }
+    parts.push(part as Buffer);
+  }
+  return Buffer.concat(parts);
+}
