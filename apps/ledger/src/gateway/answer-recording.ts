@@ -27,6 +27,8 @@ export class AnswerRecording {
   private appending: Promise<void> | undefined;
   private nextSeq = 0;
   private unrecorded = 0;
+  /** Position of the record's last event so far. */
+  private position = 0n;
 
   constructor(
     private readonly sessions: SessionRepository,
@@ -47,20 +49,24 @@ export class AnswerRecording {
     this.appending ??= this.drain();
   }
 
-  /** Everything pushed is appended (or counted lost); then `failure`, or the gap a loss left, is recorded on the message. */
+  /**
+   * Everything pushed is appended (or counted lost); then `failure`, or the gap a loss left, is
+   * recorded on the message. Resolves to the answer's place as of its record's last event.
+   */
   async finish(failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
     while (this.appending) await this.appending;
     const place = await this.placed;
     const gap = this.unrecorded > 0 ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` } : undefined;
     const error = gap ?? failure;
-    if (!place || !error) return place;
-    try {
-      const { position } = await this.sessions.execute(this.session, { type: 'record_answer_failure', messageId: place.messageId, error }, this.author);
-      return { ...place, position };
-    } catch (recordError) {
-      this.observer.recordingFailed(recordError);
-      return place;
+    if (place && error) {
+      try {
+        const command = { type: 'record_answer_failure' as const, messageId: place.messageId, error };
+        this.position = (await this.sessions.execute(this.session, command, this.author)).position;
+      } catch (recordError) {
+        this.observer.recordingFailed(recordError);
+      }
     }
+    return place && { ...place, position: this.position };
   }
 
   private async placeRequest(request: ModelCallRequest, answerMessageId: string, opensSession: boolean): Promise<AnswerPlace | undefined> {
@@ -69,6 +75,7 @@ export class AnswerRecording {
       const command = { type: 'record_model_call' as const, request, dialect: this.dialect, answerMessageId };
       const { decision, position } = await this.sessions.execute(this.session, command, this.author);
       this.nextSeq = decision.answer!.nextEventSeq;
+      this.position = position;
       return { ...decision.answer!, position };
     } catch (error) {
       this.observer.recordingFailed(error);
@@ -99,7 +106,7 @@ export class AnswerRecording {
       }
       try {
         const command = { type: 'append_dialect_events' as const, messageId: place.messageId, dialect: this.dialect, firstSeq: this.nextSeq, events };
-        await this.sessions.execute(this.session, command, this.author);
+        this.position = (await this.sessions.execute(this.session, command, this.author)).position;
         this.nextSeq += events.length;
       } catch (error) {
         // Later events would not translate without these: the rest of the answer is counted lost.

@@ -21,14 +21,15 @@ import { SessionRepository, type SessionRef } from '../sessions/session-reposito
 import { AnswerRecording, type AnswerPlace } from './answer-recording.js';
 import { UpstreamCaller, clientResponseHeaders, type UpstreamResponse } from './upstream-caller.js';
 import { UpstreamPools } from './upstream-pools.js';
+import type { UpstreamProtocol } from './upstreams-config.js';
 
 export const SESSION_HEADER = 'x-ledger-session';
 
 /** Each protocol's route prefix on the gateway, and the dialect its answers are recorded in. */
-const PROTOCOLS: Record<GatewayProtocol, { readonly prefix: string; readonly dialect: DialectName }> = {
-  'openai-chat': { prefix: '/gateway/openai/v1', dialect: 'openai' },
-  'openai-responses': { prefix: '/gateway/openai/v1', dialect: 'openai-responses' },
-  'anthropic-messages': { prefix: '/gateway/anthropic/v1', dialect: 'anthropic' },
+const PROTOCOLS: Record<GatewayProtocol, { readonly prefix: string; readonly upstream: UpstreamProtocol; readonly dialect: DialectName }> = {
+  'openai-chat': { prefix: '/gateway/openai/v1', upstream: 'openai', dialect: 'openai' },
+  'openai-responses': { prefix: '/gateway/openai/v1', upstream: 'openai', dialect: 'openai-responses' },
+  'anthropic-messages': { prefix: '/gateway/anthropic/v1', upstream: 'anthropic', dialect: 'anthropic' },
 };
 
 /**
@@ -52,7 +53,7 @@ export class ModelCallProxy {
 
   async handle(protocol: GatewayProtocol, principal: Principal, request: Request, response: Response): Promise<void> {
     const call = readModelCallRequest(protocol, jsonBody(request.body));
-    const upstream = this.pools.upstreamFor(call.model);
+    const upstream = this.pools.upstreamFor(call.model, PROTOCOLS[protocol].upstream);
     if (!upstream) throw new ApiError(404, 'model_not_found', `the model ${JSON.stringify(call.model)} is not served by this gateway`, 'model');
     const session: SessionRef = { tenant: principal.tenant, sessionId: sessionIdOf(request) };
     const state = await this.sessionBeforeCall(session);

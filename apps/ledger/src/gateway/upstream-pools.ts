@@ -1,5 +1,5 @@
 import { KeyPool, type KeyPoolOptions } from './key-pool.js';
-import { loadUpstreams, upstreamFor, type Upstream } from './upstreams-config.js';
+import { loadUpstreams, upstreamFor, type Upstream, type UpstreamProtocol } from './upstreams-config.js';
 
 /** The configured upstreams and one key pool each; `reload()` re-reads the configuration. */
 export class UpstreamPools {
@@ -20,8 +20,8 @@ export class UpstreamPools {
   }
 
   /** The first upstream that lists `model`, else the first that takes any model. */
-  upstreamFor(model: string): Upstream | undefined {
-    return upstreamFor(this.upstreams, model);
+  upstreamFor(model: string, protocol?: UpstreamProtocol): Upstream | undefined {
+    return upstreamFor(this.upstreams, model, protocol);
   }
 
   /** The pool of a configured upstream (by name; throws for one the configuration does not hold). */

@@ -126,9 +126,11 @@ export function loadUpstreams(file: string, env: NodeJS.ProcessEnv): Upstream[] 
 }
 
 /** The first upstream that lists `model`, else the first that takes any model (`'*'`). */
-export function upstreamFor(upstreams: readonly Upstream[], model: string): Upstream | undefined {
+export function upstreamFor(upstreams: readonly Upstream[], model: string, protocol?: UpstreamProtocol): Upstream | undefined {
+  // A route speaks one protocol: an upstream of the other cannot answer it.
+  const speaking = protocol === undefined ? upstreams : upstreams.filter((upstream) => upstream.protocol === protocol);
   return (
-    upstreams.find((upstream) => upstream.models !== '*' && upstream.models.includes(model)) ??
-    upstreams.find((upstream) => upstream.models === '*')
+    speaking.find((upstream) => upstream.models !== '*' && upstream.models.includes(model)) ??
+    speaking.find((upstream) => upstream.models === '*')
   );
 }

@@ -113,7 +113,25 @@ function toolCallOf(block: MessageBlock): ToolCallPart {
   return { ...call, result: { content: text, isError: block.status === 'error' } };
 }
 
-/** What a model is told of a call: its result, or for one that never finished, was denied or was cut off, an error saying so. */
-export function resultOf(call: ToolCallPart): ToolResult {
+/**
+ * What a model is told of a call: its result, or for one that never finished, was denied or was
+ * cut off, an error saying so. Calls the conversation's last round still waits on have none yet:
+ * whoever continues the conversation brings their results.
+ */
+export function resultOf(call: ToolCallPart): ToolResult | undefined {
+  if (call.status === AWAITED) return undefined;
   return call.result ?? { content: canonicalJson({ error: `the tool call did not complete (status: ${call.status})` }), isError: true };
+}
+
+const AWAITED = 'awaited';
+const OPEN_CALL_STATUSES = new Set(['pending', 'streaming', 'invoking', 'processing']);
+
+/** The conversation of a path of ledger messages; the open calls of its last round are awaited, not failed. */
+export function conversationOf(path: readonly HistoryMessage[]): Turn[] {
+  const turns = path.flatMap((message) => turnOf(message) ?? []);
+  const last = turns.at(-1);
+  const lastRound = last?.role === 'assistant' ? last.rounds.at(-1) : undefined;
+  if (!last || !lastRound) return turns;
+  const tools = lastRound.tools.map((tool) => (tool.result === undefined && OPEN_CALL_STATUSES.has(tool.status) ? { ...tool, status: AWAITED } : tool));
+  return [...turns.slice(0, -1), { role: 'assistant', rounds: [...(last as { rounds: readonly Round[] }).rounds.slice(0, -1), { ...lastRound, tools }] }];
 }

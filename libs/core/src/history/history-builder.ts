@@ -1,5 +1,5 @@
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { resultOf, turnOf, type HistoryMessage, type Round, type Turn } from './conversation.js';
+import { conversationOf, resultOf, type HistoryMessage, type Round } from './conversation.js';
 
 /**
  * The model history of an active path (DESIGN §5, seed ADR option 2), in each provider's format:
@@ -56,11 +56,6 @@ export interface ResponsesHistory {
   input: ResponsesItem[];
 }
 
-/** The conversation of a path of ledger messages. */
-export function conversationOf(path: readonly HistoryMessage[]): Turn[] {
-  return path.flatMap((message) => turnOf(message) ?? []);
-}
-
 export function openAiHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): OpenAiMessage[] {
   return conversationOf(path).flatMap((turn): OpenAiMessage[] => {
     if (turn.role !== 'assistant') return [{ role: turn.role, content: turn.content }];
@@ -81,7 +76,10 @@ export function openAiHistory(path: readonly HistoryMessage[], { includeThinking
             : {}),
           ...(includeThinking && reasoning !== '' ? { reasoning_content: reasoning } : {}),
         },
-        ...round.tools.map((tool): OpenAiMessage => ({ role: 'tool', tool_call_id: tool.id, content: resultOf(tool).content })),
+        ...round.tools.flatMap((tool): OpenAiMessage[] => {
+          const result = resultOf(tool);
+          return result ? [{ role: 'tool', tool_call_id: tool.id, content: result.content }] : [];
+        }),
       ];
     });
   });
@@ -110,9 +108,10 @@ export function anthropicHistory(path: readonly HistoryMessage[], { includeThink
         ]);
         push(
           'user',
-          round.tools.map((tool) => {
-            const { content, isError } = resultOf(tool);
-            return { type: 'tool_result' as const, tool_use_id: tool.id, content, ...(isError ? { is_error: true } : {}) };
+          round.tools.flatMap((tool) => {
+            const result = resultOf(tool);
+            if (!result) return [];
+            return [{ type: 'tool_result' as const, tool_use_id: tool.id, content: result.content, ...(result.isError ? { is_error: true } : {}) }];
           }),
         );
       }
@@ -136,7 +135,10 @@ export function responsesHistory(path: readonly HistoryMessage[], { includeThink
         for (const tool of round.tools) {
           input.push({ type: 'function_call', call_id: tool.id, name: tool.name, arguments: canonicalJson(tool.arguments) });
         }
-        for (const tool of round.tools) input.push({ type: 'function_call_output', call_id: tool.id, output: resultOf(tool).content });
+        for (const tool of round.tools) {
+          const result = resultOf(tool);
+          if (result) input.push({ type: 'function_call_output', call_id: tool.id, output: result.content });
+        }
       }
     }
   }

@@ -92,7 +92,8 @@ function given(...steps: Step[]) {
     const history = openAiHistory([{ role: 'assistant', content: null, blocks: message.blocks.blocks }], {
       includeThinking: false,
     });
-    return { block, message, toolResult: history.find((entry) => entry.role === 'tool')!.content };
+    // A call still awaited has no result in the history yet.
+    return { block, message, toolResult: history.find((entry) => entry.role === 'tool')?.content ?? '' };
   };
   type Outcome = ReturnType<typeof then>;
   return {
