@@ -130,6 +130,12 @@ export class UpstreamCaller {
         retryAfter: header(response, 'retry-after'),
         retryAfterMs: header(response, 'retry-after-ms'),
       });
+      lastFailure = undefined;
+      if (outcome === 'unauthorized') {
+        // About the gateway's key, not the client's, and its body may quote the key: never relayed.
+        response.resume();
+        continue;
+      }
       const answer: UpstreamResponse = {
         kind: 'response',
         status: response.statusCode!,
@@ -140,10 +146,7 @@ export class UpstreamCaller {
         key: key.hash,
       };
       if (outcome === 'ok' || outcome === 'client_error') return answer;
-      lastFailure = undefined;
-      // A 401/403 is about the gateway's key, not the client's, and its body may quote the key.
-      if (outcome === 'unauthorized') response.resume();
-      else refusal = answer;
+      refusal = answer;
     }
     return refusal ?? unavailable(pool, lastFailure);
   }
