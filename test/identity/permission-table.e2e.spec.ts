@@ -40,6 +40,11 @@ interface Example {
   readonly status: number;
 }
 
+/** The refusal's code: ours, OpenAI's (`error.code`), or read off Anthropic's error type, which is all its shape has. */
+const ANTHROPIC_REFUSALS: Record<string, string> = { authentication_error: 'unauthenticated', permission_error: 'forbidden' };
+const errorCodeOf = (body: any): string | undefined =>
+  body?.type === 'error' ? ANTHROPIC_REFUSALS[body.error?.type] : body?.error?.code;
+
 const SWAGGER_UI = { status: 200 };
 const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /health': () => ({ status: 200 }),
@@ -53,6 +58,14 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /docs/openapi.json': () => SWAGGER_UI,
   'GET /docs-yaml': () => SWAGGER_UI,
   'GET /metrics': () => ({ status: 200 }),
+
+  // No upstream is configured here: an allowed caller gets as far as the model lookup.
+  'POST /gateway/openai/v1/chat/completions': () => ({ body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, status: 404 }),
+  'POST /gateway/openai/v1/responses': () => ({ body: { model: 'm', input: 'hi' }, status: 404 }),
+  'POST /gateway/anthropic/v1/messages': () => ({
+    body: { model: 'm', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+    status: 404,
+  }),
 
   'POST /v1/sessions': () => ({ body: {}, status: 201 }),
   'POST /v1/sessions/:sid/messages': () => ({ body: { role: 'user', content: 'one more' }, status: 201 }),
@@ -229,8 +242,8 @@ describe('the permission table against the live router', () => {
     const check = (label: string, answer: Probed, status: number, code?: string) => {
       const problems = [
         answer.status !== status && `status ${answer.status} (expected ${status})`,
-        code !== undefined && answer.body?.error?.code !== code
-          && `error code ${answer.body?.error?.code} (expected ${code})`,
+        code !== undefined && errorCodeOf(answer.body) !== code
+          && `error code ${errorCodeOf(answer.body)} (expected ${code})`,
         status >= 400 && typeof answer.body?.error?.message !== 'string' && 'no error body',
         status === 401 && !/^Bearer\b/.test(answer.headers.get('www-authenticate') ?? '')
           && 'no WWW-Authenticate: Bearer',

@@ -46,6 +46,7 @@ export class GatewayModule implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     private readonly pools: UpstreamPools,
+    private readonly caller: UpstreamCaller,
     @Inject(Logger) private readonly logger: Logger,
     @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
   ) {}
@@ -56,5 +57,6 @@ export class GatewayModule implements OnModuleInit, OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     process.off('SIGHUP', this.reload);
+    this.caller.close();
   }
 }
