@@ -33,20 +33,27 @@ export interface ClientOptions {
   readonly captureBytes?: boolean;
 }
 
-export async function startGateway({ keysPerUpstream = 1, env = {} }: { keysPerUpstream?: number; env?: Record<string, string> } = {}): Promise<GatewayFixture> {
+export interface GatewayOptions {
+  readonly keysPerUpstream?: number;
+  /** The models the OpenAI upstream serves (default any). */
+  readonly openAiModels?: readonly string[];
+  readonly env?: Record<string, string>;
+}
+
+export async function startGateway({ keysPerUpstream = 1, openAiModels, env = {} }: GatewayOptions = {}): Promise<GatewayFixture> {
   const openAiKeys = Array.from({ length: keysPerUpstream }, (_, index) => `sk-upstream-openai-${index + 1}`);
   const anthropicKeys = Array.from({ length: keysPerUpstream }, (_, index) => `sk-ant-upstream-${index + 1}`);
   const double = await startProviderDouble({ keys: [...openAiKeys, ...anthropicKeys] });
   const folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-'));
   const upstreamsFile = path.join(folder, 'upstreams.json');
-  const upstream = (name: string, protocol: string, keys: readonly string[]) => ({
+  const upstream = (name: string, protocol: string, keys: readonly string[], models: readonly string[] | '*' = '*') => ({
     name,
     protocol,
     baseUrl: `${double.baseUrl}/v1`,
-    models: '*',
+    models,
     keys: keys.map((key) => ({ key })),
   });
-  const upstreams = [upstream('openai-double', 'openai', openAiKeys), upstream('anthropic-double', 'anthropic', anthropicKeys)];
+  const upstreams = [upstream('openai-double', 'openai', openAiKeys, openAiModels), upstream('anthropic-double', 'anthropic', anthropicKeys)];
   await writeFile(upstreamsFile, JSON.stringify({ upstreams }));
   const ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile, ...env });
   const received: Buffer[] = [];

@@ -84,6 +84,13 @@ export class ProjectionRunner {
         await this.pause(lock);
         continue;
       }
+      // The lock's connection can die while it waits between batches (a database restart): without a
+      // listener that would crash the process; with it, the leader steps down and takes the lock anew.
+      let broken: Error | undefined;
+      lock.on('error', (error) => {
+        broken = error;
+        void this.subscription?.close();
+      });
       try {
         const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [lockKey.toString()]);
         if (!rows[0]!.leader) {
@@ -100,7 +107,7 @@ export class ProjectionRunner {
       } catch (error) {
         await this.pause(error as Error);
       } finally {
-        lock.release();
+        lock.release(broken);
       }
     }
   }
