@@ -27,6 +27,7 @@ const environment = z.object({
   LEDGER_GATEWAY_MAX_REQUEST_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
   LEDGER_GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
   LEDGER_GATEWAY_RECORD_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
+  LEDGER_GATEWAY_RECORD_BATCH_MS: z.coerce.number().int().min(0).max(10_000).default(50),
   LEDGER_GUARDIAN_MODE: z.enum(['off', 'monitor', 'enforce']).default('enforce'),
   LEDGER_GUARDIAN_BASE_URL: z.string().url().optional(),
   LEDGER_GUARDIAN_API_KEY: z.string().min(1).optional(),
@@ -120,6 +121,8 @@ export interface GatewayConfig {
   readonly maxResponseBytes: number;
   /** How long the end of an answer waits for its record before the client's response ends anyway. */
   readonly recordWaitMs: number;
+  /** An answer's events are appended at most once per this many milliseconds while it streams. */
+  readonly recordBatchMs: number;
 }
 
 /** Abuse limits per credential. */
@@ -184,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       maxRequestBytes: values.LEDGER_GATEWAY_MAX_REQUEST_BYTES,
       maxResponseBytes: values.LEDGER_GATEWAY_MAX_RESPONSE_BYTES,
       recordWaitMs: values.LEDGER_GATEWAY_RECORD_WAIT_MS,
+      recordBatchMs: values.LEDGER_GATEWAY_RECORD_BATCH_MS,
     },
     identity: {
       rateLimit: { limit: values.LEDGER_RATE_LIMIT, windowMs: values.LEDGER_RATE_LIMIT_WINDOW_MS },

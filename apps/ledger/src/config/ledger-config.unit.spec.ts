@@ -51,7 +51,7 @@ describe('OIDC configuration', () => {
 describe('gateway configuration', () => {
   it('has no upstreams file by default, a 60 s upstream timeout and refuses requests the log cannot take', () => {
     const sizes = { maxRequestBytes: 33_554_432, maxResponseBytes: 33_554_432 };
-    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse', ...sizes, recordWaitMs: 5_000 };
+    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse', ...sizes, recordWaitMs: 5_000, recordBatchMs: 50 };
     expect(loadConfig({}).gateway).toEqual(defaults);
   });
 
@@ -63,10 +63,11 @@ describe('gateway configuration', () => {
       LEDGER_GATEWAY_MAX_REQUEST_BYTES: '2048',
       LEDGER_GATEWAY_MAX_RESPONSE_BYTES: '4096',
       LEDGER_GATEWAY_RECORD_WAIT_MS: '0',
+      LEDGER_GATEWAY_RECORD_BATCH_MS: '10',
     }).gateway;
     const upstreamsFile = path.resolve('config/upstreams.yaml');
     const sizes = { maxRequestBytes: 2_048, maxResponseBytes: 4_096 };
-    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass', ...sizes, recordWaitMs: 0 });
+    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass', ...sizes, recordWaitMs: 0, recordBatchMs: 10 });
   });
 
   it.each<[NodeJS.ProcessEnv, string]>([

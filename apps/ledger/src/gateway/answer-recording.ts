@@ -15,16 +15,24 @@ export interface AnswerPlace {
   readonly position: bigint;
 }
 
+export interface RecordingOptions {
+  /** The call names a session that does not exist yet: the record opens it. */
+  readonly opensSession: boolean;
+  /** Events are appended at most once per this many milliseconds while the answer streams. */
+  readonly batchMs: number;
+}
+
 /**
  * One model call's record, beside the stream the client reads: the request's place in the tree
- * first, then the provider's events in batches — whatever arrived while the last append was under
- * way goes in the next — and at the end, how the answer ended if it did not end well. A record
- * lost on the way is counted, and marked on the message as an error, never left silent.
+ * first, then the provider's events in batches — one append per `batchMs` at most, holding
+ * whatever arrived meanwhile — and at the end, how the answer ended if it did not end well. A
+ * record lost on the way is counted, and marked on the message as an error, never left silent.
  */
 export class AnswerRecording {
   private readonly placed: Promise<AnswerPlace | undefined>;
   private buffered: unknown[] = [];
   private appending: Promise<void> | undefined;
+  private nextBatch: NodeJS.Timeout | undefined;
   private nextSeq = 0;
   private unrecorded = 0;
   /** Position of the record's last event so far. */
@@ -38,15 +46,15 @@ export class AnswerRecording {
     private readonly observer: RecordingObserver,
     request: ModelCallRequest,
     answerMessageId: string,
-    opensSession: boolean,
+    private readonly options: RecordingOptions,
   ) {
-    this.placed = this.placeRequest(request, answerMessageId, opensSession);
+    this.placed = this.placeRequest(request, answerMessageId, options.opensSession);
   }
 
   push(events: readonly unknown[]): void {
     if (events.length === 0) return;
     this.buffered.push(...events);
-    this.appending ??= this.drain();
+    if (!this.appending) this.nextBatch ??= setTimeout(() => this.appendBuffered(), this.options.batchMs);
   }
 
   /**
@@ -54,7 +62,7 @@ export class AnswerRecording {
    * recorded on the message. Resolves to the answer's place as of its record's last event.
    */
   async finish(failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
-    while (this.appending) await this.appending;
+    for (this.appendBuffered(); this.appending; this.appendBuffered()) await this.appending;
     const place = await this.placed;
     const gap = this.unrecorded > 0 ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` } : undefined;
     const error = gap ?? failure;
@@ -95,26 +103,30 @@ export class AnswerRecording {
     }
   }
 
-  private async drain(): Promise<void> {
+  /** Starts appending what is buffered, unless an append is under way (its end schedules the next). */
+  private appendBuffered(): void {
+    clearTimeout(this.nextBatch);
+    this.nextBatch = undefined;
+    if (this.appending || this.buffered.length === 0) return;
+    this.appending = this.append(this.buffered).finally(() => {
+      this.appending = undefined;
+      if (this.buffered.length > 0) this.nextBatch ??= setTimeout(() => this.appendBuffered(), this.options.batchMs);
+    });
+    this.buffered = [];
+  }
+
+  private async append(events: readonly unknown[]): Promise<void> {
     const place = await this.placed;
-    while (this.buffered.length > 0) {
-      const events = this.buffered;
-      this.buffered = [];
-      if (!place || this.unrecorded > 0) {
-        this.lose(events.length);
-        continue;
-      }
-      try {
-        const command = { type: 'append_dialect_events' as const, messageId: place.messageId, dialect: this.dialect, firstSeq: this.nextSeq, events };
-        this.position = (await this.sessions.execute(this.session, command, this.author)).position;
-        this.nextSeq += events.length;
-      } catch (error) {
-        // Later events would not translate without these: the rest of the answer is counted lost.
-        this.observer.recordingFailed(error);
-        this.lose(events.length);
-      }
+    if (!place || this.unrecorded > 0) return this.lose(events.length);
+    try {
+      const command = { type: 'append_dialect_events' as const, messageId: place.messageId, dialect: this.dialect, firstSeq: this.nextSeq, events };
+      this.position = (await this.sessions.execute(this.session, command, this.author)).position;
+      this.nextSeq += events.length;
+    } catch (error) {
+      // Later events would not translate without these: the rest of the answer is counted lost.
+      this.observer.recordingFailed(error);
+      this.lose(events.length);
     }
-    this.appending = undefined;
   }
 
   private lose(count: number): void {

@@ -42,6 +42,12 @@ const PROTOCOLS: Record<GatewayProtocol, { readonly prefix: string; readonly ups
 @Injectable()
 export class ModelCallProxy {
   private readonly logger = new Logger('Gateway');
+  /** Whether the log took the last record this gateway tried; until it fails, sessions cached here skip the log read. */
+  private logHealthy = true;
+  private readonly recordingObserver = {
+    unrecordedEvents: (count: number) => this.metrics.gatewayRecording.unrecordedEvents(count),
+    recordingFailed: (error: unknown) => this.recordingFailed(error),
+  };
 
   constructor(
     private readonly sessions: SessionRepository,
@@ -56,7 +62,7 @@ export class ModelCallProxy {
     const upstream = this.pools.upstreamFor(call.model, PROTOCOLS[protocol].upstream);
     if (!upstream) throw new ApiError(404, 'model_not_found', `the model ${JSON.stringify(call.model)} is not served by this gateway`, 'model');
     const session: SessionRef = { tenant: principal.tenant, sessionId: sessionIdOf(request) };
-    const state = await this.sessionBeforeCall(session);
+    const state = await this.sessionBeforeCall(session, principal);
     if (state?.status === 'open' && !mayWrite(state, principal.subject)) {
       throw new ApiError(403, 'not_a_writer', 'this credential may not write to this session', undefined, 'not_a_writer');
     }
@@ -78,7 +84,10 @@ export class ModelCallProxy {
     }
     if (result.status < 200 || result.status >= 300) return relay(result, response);
     if (state === undefined) return relay(result, response);
-    const recording = new AnswerRecording(this.sessions, session, authorOf(principal), PROTOCOLS[protocol].dialect, this.metrics.gatewayRecording, call, answerMessageId, state.status !== 'open');
+    const recording = new AnswerRecording(this.sessions, session, authorOf(principal), PROTOCOLS[protocol].dialect, this.recordingObserver, call, answerMessageId, {
+      opensSession: state.status !== 'open',
+      batchMs: this.config.gateway.recordBatchMs,
+    });
     const planned = state.status === 'open' ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state) : answerMessageId;
     response.setHeader('x-ledger-session', session.sessionId);
     response.setHeader('x-ledger-message', planned);
@@ -87,18 +96,29 @@ export class ModelCallProxy {
   }
 
   /**
-   * The session as the log has it now. The read is the log's health check too: when it fails the
-   * call is refused before any upstream is asked (or, with `pass`, relayed unrecorded: `undefined`).
+   * The session before the call. A session this instance has folded recently is taken as cached
+   * when its writers already admit the caller (they only grow) and the log took the last record;
+   * otherwise the log is read, which is its health check too: when it fails the call is refused
+   * before any upstream is asked (or, with `pass`, relayed unrecorded: `undefined`).
    */
-  private async sessionBeforeCall(session: SessionRef): Promise<SessionState | undefined> {
+  private async sessionBeforeCall(session: SessionRef, principal: Principal): Promise<SessionState | undefined> {
+    const cached = this.sessions.cached(session);
+    if (this.logHealthy && cached?.status === 'open' && mayWrite(cached, principal.subject)) return cached;
     try {
-      return await this.sessions.load(session);
+      const state = await this.sessions.load(session);
+      this.logHealthy = true;
+      return state;
     } catch (error) {
       this.logger.warn({ err: error }, 'the event log cannot take a model call');
-      this.metrics.gatewayRecording.recordingFailed(error);
+      this.recordingFailed(error);
       if (this.config.gateway.onLogFailure === 'pass') return undefined;
       throw new ApiError(503, 'log_unavailable', 'the ledger cannot record this call now; retry later');
     }
+  }
+
+  private recordingFailed(error: unknown): void {
+    this.logHealthy = false;
+    this.metrics.gatewayRecording.recordingFailed(error);
   }
 
   /** The answer's message as the state read before the call places it (the record decides again when it appends). */

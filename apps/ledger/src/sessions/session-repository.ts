@@ -79,6 +79,14 @@ export class SessionRepository {
     return (await this.refresh(session)).state;
   }
 
+  /**
+   * The session as this instance last folded it, without asking the log: possibly behind, never
+   * wrong about what only grows (its owner and writers). `undefined` when not cached.
+   */
+  cached(session: SessionRef): SessionState | undefined {
+    return this.cache.get(sessionStreamId(session.tenant, session.sessionId))?.state;
+  }
+
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
   loadAt(session: SessionRef, position: bigint): Promise<SessionState> {
     return sessionAt(this.eventLog, session, position);
