@@ -55,6 +55,13 @@ const toolCallDelta = z
   })
   .passthrough();
 
+/** What a chunk's `delta` streams and a whole response's `message` holds. */
+const messageText = {
+  content: z.string().nullish(),
+  refusal: z.string().nullish(),
+  reasoning_content: z.string().nullish(),
+};
+
 const completionChunk = z
   .object({
     object: z.literal('chat.completion.chunk'),
@@ -63,12 +70,7 @@ const completionChunk = z
         .object({
           index: z.number().int().nonnegative(),
           delta: z
-            .object({
-              content: z.string().nullish(),
-              refusal: z.string().nullish(),
-              reasoning_content: z.string().nullish(),
-              tool_calls: z.array(toolCallDelta).nullish(),
-            })
+            .object({ ...messageText, tool_calls: z.array(toolCallDelta).nullish() })
             .passthrough()
             .optional(),
           finish_reason: z.string().nullish(),
@@ -98,9 +100,7 @@ const completion = z
             index: z.number().int().nonnegative(),
             message: z
               .object({
-                content: z.string().nullish(),
-                refusal: z.string().nullish(),
-                reasoning_content: z.string().nullish(),
+                ...messageText,
                 tool_calls: z
                   .array(
                     z

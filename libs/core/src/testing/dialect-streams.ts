@@ -45,6 +45,26 @@ function twoRounds(toolRound: DialectStream, next: DialectStream): DialectStream
   };
 }
 
+/** What an error mid-text gives: the partial text fails, an error block follows, the message fails. */
+function failedMidText(partial: string, error: Record<string, unknown>): DialectStream['expected'] {
+  return {
+    blocks: [
+      { type: 'main_text', status: 'error', content: partial },
+      { type: 'error', status: 'success', error },
+    ],
+    messageStatus: 'error',
+  };
+}
+
+/** The blocks of a tool round that called get_weather and get_time, awaiting their results. */
+function pendingWeatherAndTime(weatherId: string, timeId: string): Record<string, unknown>[] {
+  const pending = { type: 'tool', status: 'pending', rawStatus: 'pending' };
+  return [
+    { ...pending, toolId: weatherId, toolName: 'get_weather', arguments: { city: 'Paris' } },
+    { ...pending, toolId: timeId, toolName: 'get_time', arguments: { tz: 'CET' } },
+  ];
+}
+
 /** A Chat Completions chunk with the envelope fields the API sends on every chunk. */
 function completion(delta: Record<string, unknown>, finishReason: string | null = null): Record<string, unknown> {
   return {
@@ -156,22 +176,7 @@ const OPENAI_RESPONSES: readonly DialectStream[] = [
     expected: {
       blocks: [
         { type: 'main_text', status: 'success', content: 'Checking both.' },
-        {
-          type: 'tool',
-          status: 'pending',
-          toolId: 'call_DdmO9pD3xa9XTPNJ32zg2hcA',
-          toolName: 'get_weather',
-          arguments: { city: 'Paris' },
-          rawStatus: 'pending',
-        },
-        {
-          type: 'tool',
-          status: 'pending',
-          toolId: 'call_ABe7dQfG0vwJ7Tz2jP5LpS1k',
-          toolName: 'get_time',
-          arguments: { tz: 'CET' },
-          rawStatus: 'pending',
-        },
+        ...pendingWeatherAndTime('call_DdmO9pD3xa9XTPNJ32zg2hcA', 'call_ABe7dQfG0vwJ7Tz2jP5LpS1k'),
       ],
       messageStatus: 'processing',
     },
@@ -190,17 +195,10 @@ const OPENAI_RESPONSES: readonly DialectStream[] = [
         },
       },
     ],
-    expected: {
-      blocks: [
-        { type: 'main_text', status: 'error', content: 'Partial ans' },
-        {
-          type: 'error',
-          status: 'success',
-          error: { name: 'server_error', message: 'The server had an error while processing your request.' },
-        },
-      ],
-      messageStatus: 'error',
-    },
+    expected: failedMidText('Partial ans', {
+      name: 'server_error',
+      message: 'The server had an error while processing your request.',
+    }),
   },
 ];
 
@@ -224,6 +222,12 @@ const blockStart = (index: number, contentBlock: Record<string, unknown>) => ({
 });
 const blockDelta = (index: number, delta: Record<string, unknown>) => ({ type: 'content_block_delta', index, delta });
 const blockStop = (index: number) => ({ type: 'content_block_stop', index });
+/** A text block streamed in one delta. */
+const textBlock = (index: number, text: string) => [
+  blockStart(index, { type: 'text', text: '' }),
+  blockDelta(index, { type: 'text_delta', text }),
+  blockStop(index),
+];
 const messageDelta = (stopReason: string, outputTokens: number) => ({
   type: 'message_delta',
   delta: { stop_reason: stopReason, stop_sequence: null },
@@ -259,9 +263,7 @@ const ANTHROPIC_RESPONSES: readonly DialectStream[] = [
       blockDelta(0, { type: 'thinking_delta', thinking: ' using the Euclidean algorithm.' }),
       blockDelta(0, { type: 'signature_delta', signature: SIGNATURE }),
       blockStop(0),
-      blockStart(1, { type: 'text', text: '' }),
-      blockDelta(1, { type: 'text_delta', text: 'The GCD is 21.' }),
-      blockStop(1),
+      ...textBlock(1, 'The GCD is 21.'),
       messageDelta('end_turn', 120),
       { type: 'message_stop' },
     ],
@@ -299,22 +301,7 @@ const ANTHROPIC_RESPONSES: readonly DialectStream[] = [
     expected: {
       blocks: [
         { type: 'main_text', status: 'success', content: "I'll check both." },
-        {
-          type: 'tool',
-          status: 'pending',
-          toolId: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6',
-          toolName: 'get_weather',
-          arguments: { city: 'Paris' },
-          rawStatus: 'pending',
-        },
-        {
-          type: 'tool',
-          status: 'pending',
-          toolId: 'toolu_02Bq8cvLJ1pXEa3g7HkYtN2s',
-          toolName: 'get_time',
-          arguments: { tz: 'CET' },
-          rawStatus: 'pending',
-        },
+        ...pendingWeatherAndTime('toolu_01T1x1fJ34qAmk2tNTrN7Up6', 'toolu_02Bq8cvLJ1pXEa3g7HkYtN2s'),
       ],
       messageStatus: 'processing',
     },
@@ -325,9 +312,7 @@ const ANTHROPIC_RESPONSES: readonly DialectStream[] = [
       MESSAGE_START,
       blockStart(0, REDACTED),
       blockStop(0),
-      blockStart(1, { type: 'text', text: '' }),
-      blockDelta(1, { type: 'text_delta', text: 'Done.' }),
-      blockStop(1),
+      ...textBlock(1, 'Done.'),
       messageDelta('end_turn', 30),
       { type: 'message_stop' },
     ],
@@ -347,17 +332,11 @@ const ANTHROPIC_RESPONSES: readonly DialectStream[] = [
       blockDelta(0, { type: 'text_delta', text: 'Partial' }),
       { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
     ],
-    expected: {
-      blocks: [
-        { type: 'main_text', status: 'error', content: 'Partial' },
-        { type: 'error', status: 'success', error: { name: 'overloaded_error', message: 'Overloaded' } },
-      ],
-      messageStatus: 'error',
-    },
+    expected: failedMidText('Partial', { name: 'overloaded_error', message: 'Overloaded' }),
   },
 ];
 
-export const AI_SDK_STREAMS: readonly DialectStream[] = [
+const AI_SDK_RESPONSES: readonly DialectStream[] = [
   {
     name: 'text',
     events: [
@@ -446,7 +425,7 @@ export const AI_SDK_STREAMS: readonly DialectStream[] = [
     },
   },
   {
-    name: 'a tool the client runs: the stream finishes awaiting its output, the next stream continues the message',
+    name: 'a tool the client runs: the stream finishes awaiting its output, a tool round',
     events: [
       { type: 'start', messageId: 'msg-oLxbWfB6b1zjG1Ce' },
       { type: 'start-step' },
@@ -455,27 +434,10 @@ export const AI_SDK_STREAMS: readonly DialectStream[] = [
       { type: 'tool-input-available', toolCallId: 'call_c', toolName: 'ask_location', input: {} },
       { type: 'finish-step' },
       { type: 'finish', finishReason: 'tool-calls' },
-      { type: 'start', messageId: 'msg-oLxbWfB6b1zjG1Ce' },
-      { type: 'start-step' },
-      { type: 'text-start', id: 'txt-2' },
-      { type: 'text-delta', id: 'txt-2', delta: 'You are in Paris.' },
-      { type: 'text-end', id: 'txt-2' },
-      { type: 'finish-step' },
-      { type: 'finish', finishReason: 'stop' },
     ],
     expected: {
-      blocks: [
-        {
-          type: 'tool',
-          status: 'success',
-          toolId: 'call_c',
-          toolName: 'ask_location',
-          arguments: {},
-          rawStatus: 'pending',
-        },
-        { type: 'main_text', status: 'success', content: 'You are in Paris.' },
-      ],
-      messageStatus: 'success',
+      blocks: [{ type: 'tool', status: 'pending', toolId: 'call_c', toolName: 'ask_location', rawStatus: 'pending' }],
+      messageStatus: 'processing',
     },
   },
   {
@@ -489,13 +451,7 @@ export const AI_SDK_STREAMS: readonly DialectStream[] = [
       { type: 'finish-step' },
       { type: 'finish' },
     ],
-    expected: {
-      blocks: [
-        { type: 'main_text', status: 'error', content: 'Partial' },
-        { type: 'error', status: 'success', error: { message: 'Rate limit exceeded' } },
-      ],
-      messageStatus: 'error',
-    },
+    expected: failedMidText('Partial', { message: 'Rate limit exceeded' }),
   },
 ];
 
@@ -930,22 +886,7 @@ const RESPONSES_TOOL_ROUND: DialectStream = {
   expected: {
     blocks: [
       { type: 'thinking', status: 'success', content: '', reasoningItem: responsesUnsummarized.item },
-      {
-        type: 'tool',
-        status: 'pending',
-        toolId: 'call_DdmO9pD3xa9XTPNJ32zg2hcA',
-        toolName: 'get_weather',
-        arguments: { city: 'Paris' },
-        rawStatus: 'pending',
-      },
-      {
-        type: 'tool',
-        status: 'pending',
-        toolId: 'call_ABe7dQfG0vwJ7Tz2jP5LpS1k',
-        toolName: 'get_time',
-        arguments: { tz: 'CET' },
-        rawStatus: 'pending',
-      },
+      ...pendingWeatherAndTime('call_DdmO9pD3xa9XTPNJ32zg2hcA', 'call_ABe7dQfG0vwJ7Tz2jP5LpS1k'),
     ],
     messageStatus: 'processing',
   },
@@ -1007,17 +948,7 @@ const OPENAI_RESPONSES_RESPONSES: readonly DialectStream[] = [
         },
       }),
     ],
-    expected: {
-      blocks: [
-        { type: 'main_text', status: 'error', content: 'Partial' },
-        {
-          type: 'error',
-          status: 'success',
-          error: { name: 'server_error', message: 'The model failed to generate a response.' },
-        },
-      ],
-      messageStatus: 'error',
-    },
+    expected: failedMidText('Partial', { name: 'server_error', message: 'The model failed to generate a response.' }),
   },
   {
     name: 'an error event mid-stream',
@@ -1029,20 +960,14 @@ const OPENAI_RESPONSES_RESPONSES: readonly DialectStream[] = [
         param: null,
       }),
     ],
-    expected: {
-      blocks: [
-        { type: 'main_text', status: 'error', content: 'Partial' },
-        {
-          type: 'error',
-          status: 'success',
-          error: { name: 'rate_limit_exceeded', message: 'Rate limit reached for gpt-5.' },
-        },
-      ],
-      messageStatus: 'error',
-    },
+    expected: failedMidText('Partial', { name: 'rate_limit_exceeded', message: 'Rate limit reached for gpt-5.' }),
   },
 ];
 
+export const AI_SDK_STREAMS: readonly DialectStream[] = [
+  ...AI_SDK_RESPONSES,
+  twoRounds(AI_SDK_RESPONSES[3]!, AI_SDK_RESPONSES[0]!),
+];
 export const OPENAI_STREAMS: readonly DialectStream[] = [
   ...OPENAI_RESPONSES,
   twoRounds(OPENAI_RESPONSES[2]!, OPENAI_RESPONSES[1]!),
@@ -1130,9 +1055,7 @@ export const ANTHROPIC_WHOLE: WholeResponses = {
         blockDelta(0, { type: 'thinking_delta', thinking: 'Euclid it is.' }),
         blockDelta(0, { type: 'signature_delta', signature: SIGNATURE }),
         blockStop(0),
-        blockStart(1, { type: 'text', text: '' }),
-        blockDelta(1, { type: 'text_delta', text: 'The GCD is 21.' }),
-        blockStop(1),
+        ...textBlock(1, 'The GCD is 21.'),
         messageDelta('end_turn', 120),
         { type: 'message_stop' },
       ],
