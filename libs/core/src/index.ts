@@ -20,3 +20,7 @@ export * from './dialects/dialects.js';
 export * from './dialects/openai-chat.js';
 export * from './dialects/anthropic-messages.js';
 export * from './dialects/ai-sdk-ui.js';
+export * from './verifiable-log/merkle-tree.js';
+export * from './verifiable-log/signed-note.js';
+export * from './verifiable-log/checkpoint.js';
+export * from './verifiable-log/chain-check.js';
