@@ -13,6 +13,7 @@ import { SessionsModule } from './sessions/sessions.module.js';
 import { LiveModule } from './live/live.module.js';
 import { GovernanceModule } from './governance/governance.module.js';
 import { IdentityModule } from './identity/identity.module.js';
+import { VerifiableLogModule } from './verifiable-log/verifiable-log.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -39,6 +40,7 @@ export class AppModule {
         AdminModule,
         LiveModule,
         GovernanceModule,
+        VerifiableLogModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

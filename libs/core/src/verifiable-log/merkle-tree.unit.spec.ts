@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import {
   CompactRange, consistencyProofRanges, EMPTY_TREE_ROOT, inclusionProofRanges, leafHash, nodeMap, rangeHash, treeRoot,
   verifyConsistency, verifyInclusion, type Hash, type NodeId,
 } from './merkle-tree.js';
+import { naiveConsistencyProof, naiveInclusionProof, naiveRoot } from '../testing/naive-merkle.js';
 
 /** transparency-dev/merkle's published RFC 6962 probes: one happy path and its mutations per case. */
 interface Probes {
@@ -21,27 +21,6 @@ const b64 = (value: string) => Buffer.from(value, 'base64');
 /** The eight leaves of RFC 6962's reference tests, whose tree the probes describe. */
 const REFERENCE_LEAVES = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f']
   .map((hex) => Buffer.from(hex, 'hex'));
-
-/** A second, naive RFC 9162 §2.1 implementation straight from the definitions, over leaf data. */
-const sha = (...parts: Uint8Array[]) => parts.reduce((hash, part) => hash.update(part), createHash('sha256')).digest();
-const k = (n: number) => 2 ** Math.ceil(Math.log2(n) - 1);
-const mth = (d: Uint8Array[]): Hash => {
-  if (d.length === 0) return sha();
-  if (d.length === 1) return sha(Buffer.from([0]), d[0]!);
-  return sha(Buffer.from([1]), mth(d.slice(0, k(d.length))), mth(d.slice(k(d.length))));
-};
-const naivePath = (m: number, d: Uint8Array[]): Hash[] => {
-  if (d.length === 1) return [];
-  const split = k(d.length);
-  return m < split ? [...naivePath(m, d.slice(0, split)), mth(d.slice(split))] : [...naivePath(m - split, d.slice(split)), mth(d.slice(0, split))];
-};
-const naiveSubproof = (m: number, d: Uint8Array[], b: boolean): Hash[] => {
-  if (m === d.length) return b ? [] : [mth(d)];
-  const split = k(d.length);
-  return m <= split
-    ? [...naiveSubproof(m, d.slice(0, split), b), mth(d.slice(split))]
-    : [...naiveSubproof(m - split, d.slice(split), false), mth(d.slice(0, split))];
-};
 
 function storeOf(leaves: Uint8Array[]) {
   const range = CompactRange.empty();
@@ -88,21 +67,21 @@ describe('RFC 9162 Merkle tree', () => {
   it('agrees with a naive implementation on every proof of trees up to 40 leaves', () => {
     const leaves = Array.from({ length: 40 }, (_, i) => Buffer.from(`event ${i}`));
     const { range, lookup } = storeOf(leaves);
-    expect(range.root()).toEqual(mth(leaves));
+    expect(range.root()).toEqual(naiveRoot(leaves));
     for (let size = 1; size <= leaves.length; size++) {
       const tree = leaves.slice(0, size);
       const root = treeRoot(BigInt(size), lookup);
-      expect(root).toEqual(mth(tree));
+      expect(root).toEqual(naiveRoot(tree));
       for (let m = 0; m < size; m++) {
         const proof = inclusionProofRanges(BigInt(m), BigInt(size)).map((r) => rangeHash(r, lookup));
-        expect(proof).toEqual(naivePath(m, tree));
+        expect(proof).toEqual(naiveInclusionProof(m, tree));
         verifyInclusion(leafHash(tree[m]!), BigInt(m), BigInt(size), proof, root);
         expect(() => verifyInclusion(leafHash(Buffer.from('other')), BigInt(m), BigInt(size), proof, root)).toThrow();
       }
       for (let m = 1; m <= size; m++) {
         const proof = consistencyProofRanges(BigInt(m), BigInt(size)).map((r) => rangeHash(r, lookup));
-        expect(proof).toEqual(m === size ? [] : naiveSubproof(m, tree, true));
-        verifyConsistency(BigInt(m), BigInt(size), proof, mth(leaves.slice(0, m)), root);
+        expect(proof).toEqual(naiveConsistencyProof(m, tree));
+        verifyConsistency(BigInt(m), BigInt(size), proof, naiveRoot(leaves.slice(0, m)), root);
       }
     }
   });
@@ -112,7 +91,7 @@ describe('RFC 9162 Merkle tree', () => {
     const rewritten = leaves.map((leaf, i) => (i === 4 ? Buffer.from('rewritten') : leaf));
     const { lookup } = storeOf(rewritten);
     const proof = consistencyProofRanges(7n, 13n).map((r) => rangeHash(r, lookup));
-    expect(() => verifyConsistency(7n, 13n, proof, mth(leaves.slice(0, 7)), mth(rewritten))).toThrow(/first root/);
+    expect(() => verifyConsistency(7n, 13n, proof, naiveRoot(leaves.slice(0, 7)), naiveRoot(rewritten))).toThrow(/first root/);
   });
 
   it('picks up a stored tree where it stopped', () => {
@@ -120,7 +99,7 @@ describe('RFC 9162 Merkle tree', () => {
     const { lookup } = storeOf(leaves.slice(0, 11));
     const resumed = CompactRange.of(11n, lookup);
     for (const leaf of leaves.slice(11)) resumed.append(leafHash(leaf));
-    expect(resumed.root()).toEqual(mth(leaves));
+    expect(resumed.root()).toEqual(naiveRoot(leaves));
     expect(CompactRange.empty().root()).toEqual(EMPTY_TREE_ROOT);
   });
 });

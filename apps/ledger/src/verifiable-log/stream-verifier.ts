@@ -1,0 +1,142 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  chainBreak, firstChainBreak, leafHash, openCheckpoint, parseVerifierKey, sessionStreamId, toolCallStreamId, verifyInclusion,
+  type ChainBreak, type ChainedEvent, type Checkpoint, type SessionEventOf,
+} from '#core';
+import type { EventLog, RecordedEvent } from '#event-log';
+import type pg from 'pg';
+import { PG_POOL } from '../database/database.module.js';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { ApiError } from '../http/api-error.js';
+import { leavesOfStream } from './merkle-store.js';
+import { LogForkError, VerifiableLog } from './verifiable-log.js';
+
+/** A stream as far as the checked object includes it: a fork's source only up to the fork point. */
+export interface IncludedStream {
+  readonly streamId: string;
+  readonly events: readonly RecordedEvent[];
+  readonly upToPosition?: bigint;
+}
+
+export interface VerifyReport {
+  readonly ok: boolean;
+  readonly checkedEvents: number;
+  readonly streams: readonly { readonly stream: string; readonly events: number; readonly headHash: string | null }[];
+  readonly checkpoint: { readonly treeSize: string; readonly rootHash: string; readonly note: string };
+  readonly firstBroken?: ChainBreak;
+}
+
+export function chainedEvent(event: RecordedEvent): ChainedEvent {
+  return { streamId: event.streamId, revision: event.revision, id: event.id, type: event.type, data: event.data, position: event.position, ...event.metadata };
+}
+
+/**
+ * Recomputes every hash chain a session or a tool call involves, and checks each event against
+ * the Merkle log: its leaf holds the event's hash, and its inclusion proof leads to the root of a
+ * checkpoint signed with the service's key. The first break (lowest position) is reported.
+ */
+@Injectable()
+export class StreamVerifier {
+  private readonly verifier;
+
+  constructor(
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
+    @Inject(VerifiableLog) private readonly log: VerifiableLog,
+  ) {
+    this.verifier = parseVerifierKey(log.key.verifierKey);
+  }
+
+  async verifySession(tenant: string, sessionId: string): Promise<VerifyReport> {
+    const streams = await this.sessionStreams(tenant, sessionId);
+    if (streams[0]!.events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
+    return this.verify(streams);
+  }
+
+  async verifyToolCall(tenant: string, toolCallId: string): Promise<VerifyReport> {
+    const streamId = toolCallStreamId(tenant, toolCallId);
+    const events = await this.eventLog.readStream(streamId);
+    if (events.length === 0) throw new ApiError(404, 'toolcall_not_found', 'no such tool call', 'id');
+    return this.verify([{ streamId, events }]);
+  }
+
+  /** The session's stream, a fork's source up to the fork point (recursively), and the streams of the tool calls they name. */
+  async sessionStreams(tenant: string, sessionId: string, upToPosition?: bigint): Promise<IncludedStream[]> {
+    const streamId = sessionStreamId(tenant, sessionId);
+    const events = (await this.eventLog.readStream(streamId)).filter((event) => upToPosition === undefined || event.position <= upToPosition);
+    const streams: IncludedStream[] = [{ streamId, events, upToPosition }];
+    const [first] = events;
+    if (first?.type === 'session.forked') {
+      const { source } = first.data as SessionEventOf<'session.forked'>['data'];
+      streams.push(...(await this.sessionStreams(tenant, source.sessionId, BigInt(source.position))));
+    }
+    const toolCallIds = new Set(events.filter((event) => event.type === 'message.tool_call_updated')
+      .map((event) => (event.data as SessionEventOf<'message.tool_call_updated'>['data']).toolCallId));
+    for (const toolCallId of toolCallIds) {
+      const toolStream = toolCallStreamId(tenant, toolCallId);
+      const toolEvents = (await this.eventLog.readStream(toolStream)).filter((event) => upToPosition === undefined || event.position <= upToPosition);
+      streams.push({ streamId: toolStream, events: toolEvents, upToPosition });
+    }
+    return streams;
+  }
+
+  async verify(streams: readonly IncludedStream[]): Promise<VerifyReport> {
+    const events = streams.flatMap((stream) => stream.events);
+    const lastPosition = events.reduce((max, event) => (event.position > max ? event.position : max), 0n);
+    const { stored, checkpoint } = await this.checkpointFor(lastPosition);
+    const proofs = await this.log.inclusionProofs(events.map((event) => event.position), checkpoint.treeSize);
+    const breaks: ChainBreak[] = [];
+    for (const stream of streams) {
+      const chained = stream.events.map(chainedEvent);
+      const chainBroken = firstChainBreak(chained);
+      if (chainBroken) breaks.push(chainBroken);
+      breaks.push(...(await this.leafBreaks(stream, chained)));
+      for (const event of chained) {
+        const proof = proofs.get(event.position);
+        if (!proof) {
+          breaks.push(chainBreak(event, 'not_in_checkpoint', `a leaf below ${checkpoint.treeSize}`, 'none'));
+          continue;
+        }
+        try {
+          verifyInclusion(leafHash(Buffer.from(event.hash, 'hex')), proof.leafIndex, checkpoint.treeSize, proof.hashes, checkpoint.rootHash);
+        } catch (error) {
+          breaks.push(chainBreak(event, 'not_in_checkpoint', checkpoint.rootHash.toString('base64'), (error as Error).message));
+        }
+      }
+    }
+    const firstBroken = breaks.reduce<ChainBreak | undefined>((first, next) => (!first || BigInt(next.position) < BigInt(first.position) ? next : first), undefined);
+    return {
+      ok: !firstBroken,
+      checkedEvents: events.length,
+      streams: streams.map((stream) => ({ stream: stream.streamId, events: stream.events.length, headHash: stream.events.at(-1)?.metadata.hash ?? null })),
+      checkpoint: { treeSize: String(checkpoint.treeSize), rootHash: checkpoint.rootHash.toString('base64'), note: stored.note },
+      ...(firstBroken && { firstBroken }),
+    };
+  }
+
+  /** Events against the leaves the consumer recorded for their stream: an event removed, or one whose hash is not its leaf's. */
+  private async leafBreaks(stream: IncludedStream, events: readonly ChainedEvent[]): Promise<ChainBreak[]> {
+    const byPosition = new Map(events.map((event) => [event.position, event]));
+    const leaves = await leavesOfStream(this.pool, stream.streamId, stream.upToPosition);
+    const breaks: ChainBreak[] = [];
+    for (const leaf of leaves) {
+      const event = byPosition.get(leaf.position);
+      const at = { streamId: leaf.streamId, revision: leaf.revision, position: leaf.position } as ChainedEvent;
+      if (!event) breaks.push(chainBreak(at, 'missing_event', leaf.eventHash, 'none'));
+      else if (event.hash !== leaf.eventHash) breaks.push(chainBreak(event, 'not_in_log', leaf.eventHash, event.hash));
+    }
+    const logged = new Set(leaves.map((leaf) => leaf.position));
+    for (const event of events) if (!logged.has(event.position)) breaks.push(chainBreak(event, 'not_in_log', 'a leaf', 'none'));
+    return breaks;
+  }
+
+  /** A checkpoint covering the events, its signature checked with the service's own key; the last one signed if the tree contradicts it. */
+  private async checkpointFor(position: bigint): Promise<{ stored: { note: string }; checkpoint: Checkpoint }> {
+    const stored = await this.log.checkpointCovering(position).catch(async (error: unknown) => {
+      const latest = error instanceof LogForkError ? await this.log.checkpoint() : undefined;
+      if (!latest) throw error;
+      return latest;
+    });
+    return { stored, checkpoint: openCheckpoint(stored.note, this.verifier) };
+  }
+}
