@@ -74,6 +74,7 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /v1/events/live': () => ({ query: '?types=&streams=', status: 200 }),
   'GET /v1/sessions/:sid/verify': () => ({ status: 200 }),
   'GET /v1/tool-calls/:id/verify': () => ({ status: 200 }),
+  'GET /v1/sessions/:sid/export': () => ({ status: 200 }),
   'GET /v1/log/key': () => ({ status: 200 }),
   'GET /v1/log/checkpoint': () => ({ status: 200 }),
   'GET /v1/log/proof/inclusion': () => ({ query: '?position=1&treeSize=1', status: 200 }),

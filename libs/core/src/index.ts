@@ -24,3 +24,4 @@ export * from './verifiable-log/merkle-tree.js';
 export * from './verifiable-log/signed-note.js';
 export * from './verifiable-log/checkpoint.js';
 export * from './verifiable-log/chain-check.js';
+export * from './verifiable-log/export-bundle.js';

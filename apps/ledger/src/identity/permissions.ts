@@ -59,6 +59,7 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'GET /v1/events/live': AUDITORS,
   'GET /v1/sessions/:sid/verify': AUDITORS,
   'GET /v1/tool-calls/:id/verify': AUDITORS,
+  'GET /v1/sessions/:sid/export': AUDITORS,
 
   /**
    * The transparency log spans every tenant (decision 0017): its checkpoints and proofs are for

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  chainBreak, firstChainBreak, leafHash, openCheckpoint, parseVerifierKey, sessionStreamId, toolCallStreamId, verifyInclusion,
-  type ChainBreak, type ChainedEvent, type Checkpoint, type SessionEventOf,
+  chainBreak, firstChainBreak, includedStreamsOf, leafHash, openCheckpoint, parseVerifierKey, toolCallStreamId, verifyInclusion,
+  type ChainBreak, type ChainedEvent, type Checkpoint,
 } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import type pg from 'pg';
@@ -60,24 +60,19 @@ export class StreamVerifier {
     return this.verify([{ streamId, events }]);
   }
 
-  /** The session's stream, a fork's source up to the fork point (recursively), and the streams of the tool calls they name. */
-  async sessionStreams(tenant: string, sessionId: string, upToPosition?: bigint): Promise<IncludedStream[]> {
-    const streamId = sessionStreamId(tenant, sessionId);
-    const events = (await this.eventLog.readStream(streamId)).filter((event) => upToPosition === undefined || event.position <= upToPosition);
-    const streams: IncludedStream[] = [{ streamId, events, upToPosition }];
-    const [first] = events;
-    if (first?.type === 'session.forked') {
-      const { source } = first.data as SessionEventOf<'session.forked'>['data'];
-      streams.push(...(await this.sessionStreams(tenant, source.sessionId, BigInt(source.position))));
+  /** The streams the session's events include (see `includedStreamsOf`), read from the log until none is missing. */
+  async sessionStreams(tenant: string, sessionId: string): Promise<IncludedStream[]> {
+    const read = new Map<string, readonly RecordedEvent[]>();
+    for (;;) {
+      const included = includedStreamsOf(tenant, sessionId, (streamId) => read.get(streamId) ?? []);
+      const missing = included.filter(({ streamId }) => !read.has(streamId));
+      if (missing.length === 0) {
+        return included.map(({ streamId, upToPosition }) => ({
+          streamId, upToPosition, events: read.get(streamId)!.filter((event) => upToPosition === undefined || event.position <= upToPosition),
+        }));
+      }
+      for (const { streamId } of missing) read.set(streamId, await this.eventLog.readStream(streamId));
     }
-    const toolCallIds = new Set(events.filter((event) => event.type === 'message.tool_call_updated')
-      .map((event) => (event.data as SessionEventOf<'message.tool_call_updated'>['data']).toolCallId));
-    for (const toolCallId of toolCallIds) {
-      const toolStream = toolCallStreamId(tenant, toolCallId);
-      const toolEvents = (await this.eventLog.readStream(toolStream)).filter((event) => upToPosition === undefined || event.position <= upToPosition);
-      streams.push({ streamId: toolStream, events: toolEvents, upToPosition });
-    }
-    return streams;
   }
 
   async verify(streams: readonly IncludedStream[]): Promise<VerifyReport> {

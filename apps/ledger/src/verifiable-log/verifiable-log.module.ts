@@ -11,6 +11,7 @@ import { loadLogSigningKey } from './log-signing-key.js';
 import { merkleLogConsumer } from './merkle-log.consumer.js';
 import { LogForkError, VerifiableLog } from './verifiable-log.js';
 import { VerifyController } from './verify.controller.js';
+import { SessionExporter } from './session-export.js';
 import { StreamVerifier } from './stream-verifier.js';
 
 const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
@@ -23,6 +24,7 @@ const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
   controllers: [LogController, VerifyController],
   providers: [
     StreamVerifier,
+    SessionExporter,
     {
       provide: MERKLE_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger],
