@@ -1,6 +1,6 @@
 import {
-  consistencyProofRanges, inclusionProofRanges, openCheckpoint, parseVerifierKey, rangeHash, signCheckpoint,
-  treeRoot, verifyConsistency, type Hash, type LeafRange,
+  consistencyProofRanges, inclusionProofRanges, MerkleProofError, openCheckpoint, parseVerifierKey, rangeHash, rangesAroundLeaves,
+  rootWithLeaves, signCheckpoint, treeRoot, verifyConsistency, type Checkpoint, type Hash, type LeafRange,
 } from '#core';
 import type { Pool } from 'pg';
 import { inTransaction } from '../database/transaction.js';
@@ -117,6 +117,18 @@ export class VerifiableLog {
       leaf.position,
       { position: leaf.position, leafIndex: leaf.leafIndex, treeSize, hashes: paths[i]!.map((range) => rangeHash(range, lookup)) },
     ]));
+  }
+
+  /** Whether the tree of `checkpoint` holds every one of `leaves` (leaf hash by index): one pass, no proof each. */
+  async includesAll(leaves: ReadonlyMap<bigint, Hash>, checkpoint: Checkpoint): Promise<boolean> {
+    const lookup = await fetchRangeNodes(this.pool, rangesAroundLeaves([...leaves.keys()], checkpoint.treeSize));
+    try {
+      return rootWithLeaves(leaves, checkpoint.treeSize, lookup).equals(checkpoint.rootHash);
+    } catch (error) {
+      // A stored node is missing: the tree was tampered with, which the proofs of each event will name.
+      if (error instanceof MerkleProofError) return false;
+      throw error;
+    }
   }
 
   async consistencyProof(from: bigint, to: bigint): Promise<Hash[]> {

@@ -132,6 +132,42 @@ export function nodeMap(nodes: Iterable<readonly [NodeId, Hash]>): NodeLookup {
   return (node) => byKey.get(nodeKey(node));
 }
 
+/**
+ * The root of the tree of `size` leaves computed from `leaves` (by index) and, for every part of
+ * the tree holding none of them, a stored hash: one pass for many leaves, where an inclusion
+ * proof each would hash every path again. Equal to a signed root, it proves them all included.
+ */
+export function rootWithLeaves(leaves: ReadonlyMap<bigint, Hash>, size: bigint, lookup: NodeLookup): Hash {
+  return walkAround([...leaves.keys()].sort(compareBigInt), size, (range) => rangeHash(range, lookup), (index) => leaves.get(index)!);
+}
+
+/** The ranges whose stored hashes `rootWithLeaves` needs. */
+export function rangesAroundLeaves(indexes: readonly bigint[], size: bigint): LeafRange[] {
+  const ranges: LeafRange[] = [];
+  walkAround([...indexes].sort(compareBigInt), size, (range) => (ranges.push(range), EMPTY_TREE_ROOT), () => EMPTY_TREE_ROOT);
+  return ranges;
+}
+
+function compareBigInt(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** RFC 9162's MTH recursion over `[0, size)`, descending only into subtrees that hold one of the sorted `indexes`. */
+function walkAround(indexes: readonly bigint[], size: bigint, around: (range: LeafRange) => Hash, leaf: (index: bigint) => Hash): Hash {
+  if (size === 0n) return EMPTY_TREE_ROOT;
+  const walk = (start: bigint, end: bigint, lo: number, hi: number): Hash => {
+    if (lo === hi) return around({ start, end });
+    if (end - start === 1n) return leaf(indexes[lo]!);
+    const middle = start + splitPoint(end - start);
+    let split = lo;
+    while (split < hi && indexes[split]! < middle) split += 1;
+    return nodeHash(walk(start, middle, lo, split), walk(middle, end, split, hi));
+  };
+  const inside = indexes.filter((index) => index >= 0n && index < size);
+  if (inside.length !== indexes.length) throw new MerkleProofError(`a leaf index is outside a tree of ${size}`);
+  return walk(0n, size, 0, indexes.length);
+}
+
 /** RFC 9162 §2.1.3.2: does `proof` put `leaf` at `index` under `root` of a tree of `size`? Throws why not. */
 export function verifyInclusion(leaf: Uint8Array, index: bigint, size: bigint, proof: readonly Uint8Array[], root: Uint8Array): void {
   if (index < 0n || index >= size) throw new MerkleProofError(`leaf index ${index} is outside a tree of ${size}`);

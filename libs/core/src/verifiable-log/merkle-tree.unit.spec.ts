@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import {
-  CompactRange, consistencyProofRanges, EMPTY_TREE_ROOT, inclusionProofRanges, leafHash, nodeMap, rangeHash, treeRoot,
-  verifyConsistency, verifyInclusion, type Hash, type NodeId,
+  CompactRange, consistencyProofRanges, EMPTY_TREE_ROOT, inclusionProofRanges, leafHash, nodeMap, nodesForRanges, rangeHash,
+  rangesAroundLeaves, rootWithLeaves, treeRoot, verifyConsistency, verifyInclusion, type Hash, type NodeId,
 } from './merkle-tree.js';
 import { naiveConsistencyProof, naiveInclusionProof, naiveRoot } from '../testing/naive-merkle.js';
 
@@ -83,6 +83,20 @@ describe('RFC 9162 Merkle tree', () => {
         expect(proof).toEqual(naiveConsistencyProof(m, tree));
         verifyConsistency(BigInt(m), BigInt(size), proof, naiveRoot(leaves.slice(0, m)), root);
       }
+    }
+  });
+
+  it('computes the root around any set of leaves from stored subtrees, and a changed leaf changes it', () => {
+    const leaves = Array.from({ length: 37 }, (_, i) => Buffer.from(`event ${i}`));
+    const { lookup } = storeOf(leaves);
+    const root = naiveRoot(leaves);
+    for (const picked of [[0], [36], [3, 4, 5, 30], leaves.map((_, i) => i), [7, 8, 9, 10, 11, 12, 13, 14, 15, 16]]) {
+      const ours = new Map(picked.map((i) => [BigInt(i), leafHash(leaves[i]!)]));
+      expect(rootWithLeaves(ours, 37n, lookup)).toEqual(root);
+      const ranges = rangesAroundLeaves([...ours.keys()], 37n);
+      expect(rootWithLeaves(ours, 37n, nodeMap(nodesForRanges(ranges).map((node) => [node, lookup(node)!])))).toEqual(root);
+      ours.set(BigInt(picked[0]!), leafHash(Buffer.from('changed')));
+      expect(rootWithLeaves(ours, 37n, lookup)).not.toEqual(root);
     }
   });
 
