@@ -168,28 +168,50 @@ function walkAround(indexes: readonly bigint[], size: bigint, around: (range: Le
   return walk(0n, size, 0, indexes.length);
 }
 
+/** The two indexes RFC 9162's verification algorithms climb the tree with: the node's (`fn`) and the last node's (`sn`). */
+class ProofWalk {
+  constructor(
+    public fn: bigint,
+    public sn: bigint,
+  ) {}
+
+  get atRoot(): boolean {
+    return this.sn === 0n;
+  }
+
+  /** The next proof hash goes on the left: the node is a right child, or the last one of its level. */
+  get hasLeftSibling(): boolean {
+    return (this.fn & 1n) === 1n || this.fn === this.sn;
+  }
+
+  up(): void {
+    this.fn >>= 1n;
+    this.sn >>= 1n;
+  }
+
+  /** Past the levels where the last node has no right sibling. */
+  climbLeftEdge(): void {
+    while ((this.fn & 1n) === 0n && this.fn !== 0n) this.up();
+  }
+}
+
 /** RFC 9162 §2.1.3.2: does `proof` put `leaf` at `index` under `root` of a tree of `size`? Throws why not. */
 export function verifyInclusion(leaf: Uint8Array, index: bigint, size: bigint, proof: readonly Uint8Array[], root: Uint8Array): void {
   if (index < 0n || index >= size) throw new MerkleProofError(`leaf index ${index} is outside a tree of ${size}`);
   if (leaf.length !== HASH_BYTES) throw new MerkleProofError('a leaf hash is 32 bytes');
-  let fn = index;
-  let sn = size - 1n;
+  const walk = new ProofWalk(index, size - 1n);
   let r: Uint8Array = leaf;
   for (const p of proof) {
-    if (sn === 0n) throw new MerkleProofError('inclusion proof is too long');
-    if ((fn & 1n) === 1n || fn === sn) {
+    if (walk.atRoot) throw new MerkleProofError('inclusion proof is too long');
+    if (walk.hasLeftSibling) {
       r = nodeHash(p, r);
-      while ((fn & 1n) === 0n && fn !== 0n) {
-        fn >>= 1n;
-        sn >>= 1n;
-      }
+      walk.climbLeftEdge();
     } else {
       r = nodeHash(r, p);
     }
-    fn >>= 1n;
-    sn >>= 1n;
+    walk.up();
   }
-  if (sn !== 0n) throw new MerkleProofError('inclusion proof is too short');
+  if (!walk.atRoot) throw new MerkleProofError('inclusion proof is too short');
   if (!Buffer.from(r).equals(root)) throw new MerkleProofError('inclusion proof does not lead to the root');
 }
 
@@ -207,30 +229,22 @@ export function verifyConsistency(
   }
   if (proof.length === 0) throw new MerkleProofError('consistency proof is empty');
   const path = isPowerOfTwo(first) ? [firstRoot, ...proof] : [...proof];
-  let fn = first - 1n;
-  let sn = second - 1n;
-  while ((fn & 1n) === 1n) {
-    fn >>= 1n;
-    sn >>= 1n;
-  }
+  const walk = new ProofWalk(first - 1n, second - 1n);
+  while ((walk.fn & 1n) === 1n) walk.up();
   let fr: Uint8Array = path[0]!;
   let sr: Uint8Array = path[0]!;
   for (const c of path.slice(1)) {
-    if (sn === 0n) throw new MerkleProofError('consistency proof is too long');
-    if ((fn & 1n) === 1n || fn === sn) {
+    if (walk.atRoot) throw new MerkleProofError('consistency proof is too long');
+    if (walk.hasLeftSibling) {
       fr = nodeHash(c, fr);
       sr = nodeHash(c, sr);
-      while ((fn & 1n) === 0n && fn !== 0n) {
-        fn >>= 1n;
-        sn >>= 1n;
-      }
+      walk.climbLeftEdge();
     } else {
       sr = nodeHash(sr, c);
     }
-    fn >>= 1n;
-    sn >>= 1n;
+    walk.up();
   }
-  if (sn !== 0n) throw new MerkleProofError('consistency proof is too short');
+  if (!walk.atRoot) throw new MerkleProofError('consistency proof is too short');
   if (!Buffer.from(fr).equals(firstRoot)) throw new MerkleProofError('consistency proof does not lead to the first root');
   if (!Buffer.from(sr).equals(secondRoot)) throw new MerkleProofError('consistency proof does not lead to the second root');
 }
