@@ -8,7 +8,12 @@ import { BundleError, ed25519PrivateKey, openCheckpoint, parseVerifierKey, signC
 import type { EventLog } from '#event-log';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { verifySessionBundle } from '../../apps/ledger/src/verifiable-log/offline-verifier.js';
-import { governanceFixture, requestTool, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  governanceFixture,
+  requestTool,
+  waitForToolCall,
+  type GovernanceFixture,
+} from '../support/governance-fixture.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { keyActor } from '../support/test-credentials.js';
 import { probe } from '../support/probe.js';
@@ -30,7 +35,9 @@ describe('session export bundles', () => {
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'export-'));
     keyFile = path.join(dir, 'signing.pem');
-    await writeFile(keyFile, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+    await writeFile(keyFile, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }), {
+      mode: 0o600,
+    });
     fixture = await governanceFixture();
     ledger = await startLedger(fixture.env({ LEDGER_SIGNING_KEY: keyFile, LEDGER_CHECKPOINT_INTERVAL_MS: '200' }));
     auditor = await ledger.credentials.key('export-auditor', { roles: ['auditor'] });
@@ -45,18 +52,40 @@ describe('session export bundles', () => {
   const exportOf = (sessionId: string, query = '', credential = auditor) =>
     probe(ledger.baseUrl, 'GET', `/v1/sessions/${sessionId}/export${query}`, { credential });
 
-  /** A session with a tool call the firewall denies, and a fork of it after the call: the bundle holds three streams. */
+  /**
+   * A session with a tool call the firewall denies, and a fork of it after the call: the bundle holds
+   * three streams.
+   */
   async function recordForkedSession(sessionId: string): Promise<string> {
     expect((await ledger.request('POST', '/v1/sessions', { id: sessionId }, undefined, 'producer-1')).status).toBe(201);
-    const { toolCallId } = await requestTool(ledger.baseUrl, sessionId, 'call_1', { server: 'filesystem', name: 'move_file' }, {
-      source: path.join(fixture.workspace, 'hello.txt'), destination: path.join(fixture.workspace, 'moved.txt'),
-    });
+    const { toolCallId } = await requestTool(
+      ledger.baseUrl,
+      sessionId,
+      'call_1',
+      { server: 'filesystem', name: 'move_file' },
+      {
+        source: path.join(fixture.workspace, 'hello.txt'),
+        destination: path.join(fixture.workspace, 'moved.txt'),
+      },
+    );
     await waitForToolCall(ledger.baseUrl, toolCallId, (toolCall) => toolCall.status === 'completed');
     const head = (await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`)).at(-1)!.position;
     const forkId = `${sessionId}-fork`;
-    const fork = await ledger.request('POST', `/v1/sessions/${sessionId}/fork`, { id: forkId, atPosition: String(head) }, undefined, 'producer-1');
+    const fork = await ledger.request(
+      'POST',
+      `/v1/sessions/${sessionId}/fork`,
+      { id: forkId, atPosition: String(head) },
+      undefined,
+      'producer-1',
+    );
     expect(fork.status).toBe(201);
-    const reply = await ledger.request('POST', `/v1/sessions/${forkId}/messages`, { role: 'user', content: 'and then?' }, undefined, 'producer-1');
+    const reply = await ledger.request(
+      'POST',
+      `/v1/sessions/${forkId}/messages`,
+      { role: 'user', content: 'and then?' },
+      undefined,
+      'producer-1',
+    );
     expect(reply.status).toBe(201);
     return forkId;
   }
@@ -68,14 +97,20 @@ describe('session export bundles', () => {
     return answer.body as string;
   }
 
-  it('verifies offline with the key alone, folds to what the read routes show, and is recorded as an event', async () => {
+  it('verifies offline with the key alone, folds as the read routes show, and is recorded as an event', async () => {
     const forkId = await recordForkedSession('exported');
     const last = (await ledger.request('GET', `/v1/sessions/${forkId}`)).body.position;
     const bundle = await bundleOf(forkId);
     const verified = await verifySessionBundle(bundle, vkey);
-    expect(verified.manifest).toMatchObject({ sessionId: forkId, tenant: 'default', exporter: keyActor('export-auditor') });
+    expect(verified.manifest).toMatchObject({
+      sessionId: forkId,
+      tenant: 'default',
+      exporter: keyActor('export-auditor'),
+    });
     expect(verified.streams.map((stream) => stream.stream)).toEqual([
-      `session-${forkId}`, 'session-exported', expect.stringMatching(/^toolcall-/),
+      `session-${forkId}`,
+      'session-exported',
+      expect.stringMatching(/^toolcall-/),
     ]);
     expect(bundle.trimEnd().split('\n')).toHaveLength(verified.manifest.events + 2);
     // As a read of the log at the export's last event shows it.
@@ -93,7 +128,7 @@ describe('session export bundles', () => {
     });
   });
 
-  it('fails a bundle with one byte changed on any line, a line removed, two swapped, the tail cut, or a foreign event', async () => {
+  it('fails on a byte changed on any line, a line removed, two swapped, the tail cut, a foreign event', async () => {
     const bundle = await bundleOf(await recordForkedSession('tampered'));
     const lines = bundle.trimEnd().split('\n');
     const failure = async (text: string) => {
@@ -114,11 +149,17 @@ describe('session export bundles', () => {
       const error = await failure(joined(lines.map((other, i) => (i === index ? changed : other))));
       expect({ index, line: error.line }).toEqual({ index, line: index + 1 });
     }
-    expect(await failure(joined(lines.filter((_, i) => i !== 3)))).toMatchObject({ line: 4, reason: expect.stringMatching(/out of order/) });
+    expect(await failure(joined(lines.filter((_, i) => i !== 3)))).toMatchObject({
+      line: 4,
+      reason: expect.stringMatching(/out of order/),
+    });
     const swapped = [...lines];
     [swapped[2], swapped[3]] = [swapped[3]!, swapped[2]!];
     expect(await failure(joined(swapped))).toMatchObject({ line: 3, reason: expect.stringMatching(/out of order/) });
-    expect(await failure(joined(lines.slice(0, -2)))).toMatchObject({ line: lines.length - 2, reason: expect.stringMatching(/^type/) });
+    expect(await failure(joined(lines.slice(0, -2)))).toMatchObject({
+      line: lines.length - 2,
+      reason: expect.stringMatching(/^type/),
+    });
     expect(await failure(bundle.slice(0, bundle.length - 40))).toBeInstanceOf(BundleError);
 
     const other = (await bundleOf('exported-fork')).trimEnd().split('\n');
@@ -126,7 +167,7 @@ describe('session export bundles', () => {
     expect(await failure(joined(foreign))).toMatchObject({ line: 3, reason: expect.stringMatching(/out of order/) });
   });
 
-  it('fails a checkpoint or a manifest signed by another key, and checks consistency with an older checkpoint', async () => {
+  it('fails a checkpoint or manifest signed by another key; checks consistency with an older checkpoint', async () => {
     const older = (await probe(ledger.baseUrl, 'GET', '/v1/log/checkpoint', { credential: auditor })).body as string;
     const sessionId = await recordForkedSession('pinned');
     const olderSize = openCheckpoint(older, parseVerifierKey(vkey)).treeSize;
@@ -140,20 +181,27 @@ describe('session export bundles', () => {
     const checkpoint = JSON.parse(lines.at(-1)!);
     const resigned = openCheckpoint(checkpoint.note, parseVerifierKey(vkey));
     const forgedCheckpoint = JSON.stringify({ ...checkpoint, note: signCheckpoint(resigned, impostor) });
-    await expect(verifySessionBundle(`${[...lines.slice(0, -1), forgedCheckpoint].join('\n')}\n`, vkey))
-      .rejects.toMatchObject({ line: lines.length, reason: expect.stringMatching(/^checkpoint signature/) });
+    await expect(
+      verifySessionBundle(`${[...lines.slice(0, -1), forgedCheckpoint].join('\n')}\n`, vkey),
+    ).rejects.toMatchObject({ line: lines.length, reason: expect.stringMatching(/^checkpoint signature/) });
     const manifestText = JSON.parse(lines[0]!).note.split('\n\n')[0];
     const forgedManifest = JSON.stringify({ type: 'manifest', note: signNote(`${manifestText}\n`, impostor) });
-    await expect(verifySessionBundle(`${[forgedManifest, ...lines.slice(1)].join('\n')}\n`, vkey))
-      .rejects.toMatchObject({ line: 1, reason: expect.stringMatching(/^manifest signature/) });
+    await expect(
+      verifySessionBundle(`${[forgedManifest, ...lines.slice(1)].join('\n')}\n`, vkey),
+    ).rejects.toMatchObject({ line: 1, reason: expect.stringMatching(/^manifest signature/) });
 
     // An older checkpoint of another history (signed with the log's own key, as a rebuilt log would be).
     const logKey = { name: impostor.name, privateKey: ed25519PrivateKey(await readFile(keyFile, 'utf8')) };
-    const otherHistory = signCheckpoint({ ...openCheckpoint(older, parseVerifierKey(vkey)), rootHash: Buffer.alloc(32, 1) }, logKey);
-    await expect(verifySessionBundle(bundle, vkey, otherHistory))
-      .rejects.toMatchObject({ reason: expect.stringMatching(/does not extend the older checkpoint/) });
-    await expect(verifySessionBundle(await bundleOf(sessionId), vkey, older))
-      .rejects.toMatchObject({ reason: expect.stringMatching(/no consistency proof from tree size/) });
+    const otherHistory = signCheckpoint(
+      { ...openCheckpoint(older, parseVerifierKey(vkey)), rootHash: Buffer.alloc(32, 1) },
+      logKey,
+    );
+    await expect(verifySessionBundle(bundle, vkey, otherHistory)).rejects.toMatchObject({
+      reason: expect.stringMatching(/does not extend the older checkpoint/),
+    });
+    await expect(verifySessionBundle(await bundleOf(sessionId), vkey, older)).rejects.toMatchObject({
+      reason: expect.stringMatching(/no consistency proof from tree size/),
+    });
   });
 
   it('runs as `npm run verify`: the session on stdout, or the failing line on stderr and exit code 1', async () => {
@@ -163,11 +211,18 @@ describe('session export bundles', () => {
     await writeFile(bundleFile, bundle);
     await writeFile(keyPath, `${vkey}\n`);
     const { stdout } = await run(process.execPath, [VERIFY_CLI, bundleFile, '--key', keyPath]);
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, sessionId: 'cli-fork', session: { id: 'cli-fork' }, tree: { id: 'cli-fork' } });
+    expect(JSON.parse(stdout)).toMatchObject({
+      ok: true,
+      sessionId: 'cli-fork',
+      session: { id: 'cli-fork' },
+      tree: { id: 'cli-fork' },
+    });
 
     const lines = bundle.trimEnd().split('\n');
     await writeFile(bundleFile, `${[...lines.slice(0, 2), ...lines.slice(3)].join('\n')}\n`);
-    const failed = await run(process.execPath, [VERIFY_CLI, bundleFile, '--key', vkey]).catch((error: { code: number; stderr: string }) => error);
+    const failed = await run(process.execPath, [VERIFY_CLI, bundleFile, '--key', vkey]).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
     expect(failed).toMatchObject({ code: 1, stderr: expect.stringMatching(/^.*cli\.ndjson line \d+: /) });
   });
 
@@ -175,10 +230,18 @@ describe('session export bundles', () => {
     await recordForkedSession('refused');
     const reader = await ledger.credentials.key('export-reader', { roles: ['reader', 'producer', 'reviewer'] });
     expect((await exportOf('refused', '', reader)).status).toBe(403);
-    expect((await exportOf('no-such-session')).body).toMatchObject({ error: { code: 'session_not_found', field: 'sid' } });
-    expect((await exportOf('refused', '?since=abc')).body).toMatchObject({ error: { code: 'invalid_request', field: 'since' } });
-    expect((await exportOf('refused', '?since=0')).body).toMatchObject({ error: { code: 'invalid_request', field: 'since' } });
-    expect((await exportOf('refused', '?since=99999999999')).body).toMatchObject({ error: { code: 'beyond_checkpoint', field: 'since' } });
+    expect((await exportOf('no-such-session')).body).toMatchObject({
+      error: { code: 'session_not_found', field: 'sid' },
+    });
+    expect((await exportOf('refused', '?since=abc')).body).toMatchObject({
+      error: { code: 'invalid_request', field: 'since' },
+    });
+    expect((await exportOf('refused', '?since=0')).body).toMatchObject({
+      error: { code: 'invalid_request', field: 'since' },
+    });
+    expect((await exportOf('refused', '?since=99999999999')).body).toMatchObject({
+      error: { code: 'beyond_checkpoint', field: 'since' },
+    });
     const log = ledger.app.get<EventLog>(EVENT_LOG);
     expect(await log.readStream('export-refused')).toEqual([]);
     expect(await log.readStream('export-no-such-session')).toEqual([]);

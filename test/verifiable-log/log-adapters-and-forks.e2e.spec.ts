@@ -3,7 +3,12 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  ed25519PrivateKey, openCheckpoint, parseVerifierKey, signCheckpoint, verifyConsistency, type Checkpoint,
+  ed25519PrivateKey,
+  openCheckpoint,
+  parseVerifierKey,
+  signCheckpoint,
+  verifyConsistency,
+  type Checkpoint,
 } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import pg from 'pg';
@@ -17,7 +22,10 @@ async function recordSession(ledger: LedgerUnderTest, sessionId: string, message
   let position = 0;
   expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
   for (let i = 0; i < messages; i++) {
-    const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: `message ${i}` });
+    const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, {
+      role: 'user',
+      content: `message ${i}`,
+    });
     position = created.body.position;
   }
   return position;
@@ -41,7 +49,10 @@ describe('the Merkle log on EventStoreDB', () => {
   let ledger: LedgerUnderTest;
   beforeAll(async () => {
     double = await startEventStoreDouble();
-    ledger = await startLedger({ EVENTSTORE_CONNECTION_STRING: double.connectionString, LEDGER_CHECKPOINT_INTERVAL_MS: '100' });
+    ledger = await startLedger({
+      EVENTSTORE_CONNECTION_STRING: double.connectionString,
+      LEDGER_CHECKPOINT_INTERVAL_MS: '100',
+    });
   });
   afterAll(async () => {
     await ledger?.close();
@@ -52,7 +63,10 @@ describe('the Merkle log on EventStoreDB', () => {
     await recordSession(ledger, 'on-esdb');
     const report = await ledger.request('GET', '/v1/sessions/on-esdb/verify');
     expect(report).toMatchObject({ status: 200, body: { ok: true, checkedEvents: 4 } });
-    const checkpoint = openCheckpoint(report.body.checkpoint.note, parseVerifierKey((await probe(ledger.baseUrl, 'GET', '/v1/log/key')).body));
+    const checkpoint = openCheckpoint(
+      report.body.checkpoint.note,
+      parseVerifierKey((await probe(ledger.baseUrl, 'GET', '/v1/log/key')).body),
+    );
     const events = await allEvents(ledger);
     expect(Number(checkpoint.treeSize)).toBeLessThanOrEqual(events.length);
     expect(checkpoint.rootHash).toEqual(naiveRoot(leavesOf(events).slice(0, Number(checkpoint.treeSize))));
@@ -72,8 +86,14 @@ describe('a log rebuilt with changes', () => {
   beforeAll(async () => {
     keyDir = await mkdtemp(path.join(tmpdir(), 'log-key-'));
     keyFile = path.join(keyDir, 'signing.pem');
-    await writeFile(keyFile, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
-    ledger = await startLedger({ LEDGER_SIGNING_KEY: keyFile, LEDGER_LOG_ORIGIN: 'ledger.test/rebuilt', LEDGER_CHECKPOINT_INTERVAL_MS: '100' });
+    await writeFile(keyFile, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }), {
+      mode: 0o600,
+    });
+    ledger = await startLedger({
+      LEDGER_SIGNING_KEY: keyFile,
+      LEDGER_LOG_ORIGIN: 'ledger.test/rebuilt',
+      LEDGER_CHECKPOINT_INTERVAL_MS: '100',
+    });
     db = new pg.Client({ connectionString: ledger.database.connectionString });
     await db.connect();
   });
@@ -94,7 +114,10 @@ describe('a log rebuilt with changes', () => {
     // The rebuild: one early event's hash changes, the tree tables are emptied and the consumer's checkpoint reset.
     const changed = (await allEvents(ledger))[1]!;
     await db.query('BEGIN');
-    await db.query('UPDATE event_log_events SET hash = $2 WHERE position = $1', [changed.position.toString(), randomBytes(32).toString('hex')]);
+    await db.query('UPDATE event_log_events SET hash = $2 WHERE position = $1', [
+      changed.position.toString(),
+      randomBytes(32).toString('hex'),
+    ]);
     await db.query('DELETE FROM log_nodes');
     await db.query('DELETE FROM log_leaves');
     await db.query(`UPDATE projection_checkpoints SET position = 0 WHERE name = 'merkle-log'`);
@@ -107,18 +130,36 @@ describe('a log rebuilt with changes', () => {
     });
 
     const after = await ledger.request('GET', '/v1/sessions/after/verify');
-    expect(after.body).toMatchObject({ ok: false, checkpoint: { treeSize: String(pinned.treeSize) }, firstBroken: { reason: 'not_in_checkpoint' } });
-    expect((await probe(ledger.baseUrl, 'GET', '/v1/log/checkpoint', { credential: await ledger.credentials.key('client') })).body)
-      .toBe(before.body.checkpoint.note);
+    expect(after.body).toMatchObject({
+      ok: false,
+      checkpoint: { treeSize: String(pinned.treeSize) },
+      firstBroken: { reason: 'not_in_checkpoint' },
+    });
+    expect(
+      (await probe(ledger.baseUrl, 'GET', '/v1/log/checkpoint', { credential: await ledger.credentials.key('client') }))
+        .body,
+    ).toBe(before.body.checkpoint.note);
 
     const rebuiltRoot = naiveRoot(leavesOf(events));
     const privateKey = ed25519PrivateKey(await readFile(keyFile, 'utf8'));
-    const forged = openCheckpoint(signCheckpoint({ origin: verifier.name, treeSize: BigInt(events.length), rootHash: rebuiltRoot }, {
-      name: verifier.name, privateKey,
-    }), verifier);
-    const proof = await ledger.request('GET', `/v1/log/proof/consistency?from=${pinned.treeSize}&to=${forged.treeSize}`);
+    const forged = openCheckpoint(
+      signCheckpoint(
+        { origin: verifier.name, treeSize: BigInt(events.length), rootHash: rebuiltRoot },
+        {
+          name: verifier.name,
+          privateKey,
+        },
+      ),
+      verifier,
+    );
+    const proof = await ledger.request(
+      'GET',
+      `/v1/log/proof/consistency?from=${pinned.treeSize}&to=${forged.treeSize}`,
+    );
     expect(proof.status).toBe(200);
     const hashes = (proof.body.hashes as string[]).map((hash) => Buffer.from(hash, 'base64'));
-    expect(() => verifyConsistency(pinned.treeSize, forged.treeSize, hashes, pinned.rootHash, forged.rootHash)).toThrow(/first root/);
+    expect(() => verifyConsistency(pinned.treeSize, forged.treeSize, hashes, pinned.rootHash, forged.rootHash)).toThrow(
+      /first root/,
+    );
   });
 });

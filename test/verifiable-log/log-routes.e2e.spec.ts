@@ -1,6 +1,4 @@
-import {
-  leafHash, openCheckpoint, parseVerifierKey, verifyConsistency, verifyInclusion, type Checkpoint,
-} from '#core';
+import { leafHash, openCheckpoint, parseVerifierKey, verifyConsistency, verifyInclusion, type Checkpoint } from '#core';
 import pg from 'pg';
 import { naiveConsistencyProof, naiveInclusionProof, naiveRoot } from '../../libs/core/src/testing/naive-merkle.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
@@ -25,12 +23,16 @@ describe('the verifiable log routes', () => {
     await ledger?.close();
   });
 
-  const get = (path: string, credential: string | null = auditor) => probe(ledger.baseUrl, 'GET', path, { credential: credential ?? undefined });
+  const get = (path: string, credential: string | null = auditor) =>
+    probe(ledger.baseUrl, 'GET', path, { credential: credential ?? undefined });
 
   async function record(sessionId: string, messages: number): Promise<number> {
     let position = (await ledger.request('POST', '/v1/sessions', { id: sessionId })).body.position as number;
     for (let i = 0; i < messages; i++) {
-      const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: `message ${i}` });
+      const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, {
+        role: 'user',
+        content: `message ${i}`,
+      });
       expect(created.status).toBe(201);
       position = created.body.position;
     }
@@ -53,7 +55,9 @@ describe('the verifiable log routes', () => {
   /** The latest checkpoint, once it covers every event up to `position`. */
   async function checkpointCovering(position: number): Promise<{ note: string; checkpoint: Checkpoint }> {
     const vkey = await verifier();
-    const { rows } = await db.query<{ count: string }>('SELECT count(*) FROM event_log_events WHERE position <= $1', [position]);
+    const { rows } = await db.query<{ count: string }>('SELECT count(*) FROM event_log_events WHERE position <= $1', [
+      position,
+    ]);
     return eventually(`a checkpoint covers position ${position}`, async () => {
       const answer = await get('/v1/log/checkpoint');
       const checkpoint = openCheckpoint(answer.body, vkey);
@@ -84,7 +88,10 @@ describe('the verifiable log routes', () => {
     const { rows } = await db.query<{ position: string }>('SELECT position FROM event_log_events ORDER BY position');
     for (const [index, { position }] of rows.slice(0, size2).entries()) {
       const inclusion = await get(`/v1/log/proof/inclusion?position=${position}&treeSize=${size2}`);
-      expect(inclusion).toMatchObject({ status: 200, body: { position, leafIndex: String(index), treeSize: String(size2) } });
+      expect(inclusion).toMatchObject({
+        status: 200,
+        body: { position, leafIndex: String(index), treeSize: String(size2) },
+      });
       const proof = (inclusion.body.hashes as string[]).map((hash) => Buffer.from(hash, 'base64'));
       expect(proof).toEqual(naiveInclusionProof(index, leaves.slice(0, size2)));
       verifyInclusion(leafHash(leaves[index]!), BigInt(index), BigInt(size2), proof, second.checkpoint.rootHash);
@@ -95,7 +102,11 @@ describe('the verifiable log routes', () => {
     expect((await get('/v1/log/key', null)).status).toBe(200);
     const reader = await ledger.credentials.key('log-reader', { roles: ['reader', 'producer', 'reviewer'] });
     const otherTenantAuditor = await ledger.credentials.key('globex-auditor', { tenant: 'globex', roles: ['auditor'] });
-    for (const path of ['/v1/log/checkpoint', '/v1/log/proof/inclusion?position=1&treeSize=1', '/v1/log/proof/consistency?from=1&to=1']) {
+    for (const path of [
+      '/v1/log/checkpoint',
+      '/v1/log/proof/inclusion?position=1&treeSize=1',
+      '/v1/log/proof/consistency?from=1&to=1',
+    ]) {
       expect({ path, status: (await get(path, null)).status }).toEqual({ path, status: 401 });
       expect({ path, status: (await get(path, reader)).status }).toEqual({ path, status: 403 });
       expect({ path, status: (await get(path, otherTenantAuditor)).status }).toEqual({ path, status: 200 });

@@ -3,14 +3,20 @@ import { parseArgs } from 'node:util';
 import { BundleError, NoteError } from '#core';
 import { verifySessionBundle } from './verifiable-log/offline-verifier.js';
 
-const USAGE = 'usage: npm run verify -- <bundle.ndjson> --key <verifier key, or a file holding it> [--since <older checkpoint file>]';
+const USAGE =
+  'usage: npm run verify -- <bundle.ndjson> --key <verifier key, or a file holding it>' +
+  ' [--since <older checkpoint file>]';
 
 /**
  * The auditor's offline check of an export bundle (decision 0017): exit 0 and the session's
  * blocks and tree as JSON on stdout, or exit 1 and the failing line and reason on stderr.
  */
 async function main(args: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args, allowPositionals: true, options: { key: { type: 'string' }, since: { type: 'string' } } });
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { key: { type: 'string' }, since: { type: 'string' } },
+  });
   if (positionals.length !== 1 || !values.key) throw new UsageError(USAGE);
   const [bundleFile] = positionals as [string];
   const key = values.key.includes('+') ? values.key : (await readFile(values.key, 'utf8')).trim();
@@ -20,17 +26,27 @@ async function main(args: string[]): Promise<void> {
     throw error;
   });
   const { manifest, checkpoint, session, tree } = verified;
-  console.log(JSON.stringify({
-    ok: true,
-    sessionId: manifest.sessionId,
-    tenant: manifest.tenant,
-    exporter: manifest.exporter,
-    exportedAt: manifest.exportedAt,
-    events: manifest.events,
-    checkpoint: { origin: checkpoint.origin, treeSize: String(checkpoint.treeSize), rootHash: checkpoint.rootHash.toString('base64') },
-    session,
-    tree,
-  }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        ok: true,
+        sessionId: manifest.sessionId,
+        tenant: manifest.tenant,
+        exporter: manifest.exporter,
+        exportedAt: manifest.exportedAt,
+        events: manifest.events,
+        checkpoint: {
+          origin: checkpoint.origin,
+          treeSize: String(checkpoint.treeSize),
+          rootHash: checkpoint.rootHash.toString('base64'),
+        },
+        session,
+        tree,
+      },
+      null,
+      2,
+    ),
+  );
 }
 
 class UsageError extends Error {}

@@ -39,7 +39,9 @@ export async function loadLogSigningKey(config: VerifiableLogConfig, dataDir: st
   } catch {
     throw new StartupError('LEDGER_SIGNING_KEY: the signing key is not an Ed25519 private key in PKCS #8 PEM');
   }
-  const fingerprint = createHash('sha256').update(createPublicKey(privateKey).export({ format: 'der', type: 'spki' })).digest('hex');
+  const fingerprint = createHash('sha256')
+    .update(createPublicKey(privateKey).export({ format: 'der', type: 'spki' }))
+    .digest('hex');
   const signer = { name: config.origin ?? `block-ledger/${fingerprint.slice(0, 16)}`, privateKey };
   const verifierKey = verifierKeyOf(signer);
   return { signer, verifierKey, keyId: verifierKey.split('+')[1]! };

@@ -4,7 +4,11 @@ import { z } from 'zod';
 import { ApiError } from '../http/api-error.js';
 import { VerifiableLog } from './verifiable-log.js';
 
-const count = (what: string) => z.string().regex(/^(0|[1-9][0-9]{0,17})$/, `must be ${what} (a whole number)`).transform(BigInt);
+const count = (what: string) =>
+  z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,17})$/, `must be ${what} (a whole number)`)
+    .transform(BigInt);
 const checkpointQuery = z.object({ treeSize: count('a tree size').optional() });
 const inclusionQuery = z.object({ position: count('a log position'), treeSize: count('a tree size').optional() });
 const consistencyQuery = z.object({ from: count('a tree size'), to: count('a tree size') });
@@ -29,7 +33,8 @@ export class LogController {
   async checkpoint(@Query() query: unknown, @Res({ passthrough: true }) response: Response): Promise<string> {
     const { treeSize } = checkpointQuery.parse(query);
     const checkpoint = await this.log.checkpoint(treeSize);
-    if (!checkpoint) throw new ApiError(404, 'checkpoint_not_found', 'no checkpoint was signed at this tree size', 'treeSize');
+    if (!checkpoint)
+      throw new ApiError(404, 'checkpoint_not_found', 'no checkpoint was signed at this tree size', 'treeSize');
     return asText(response, checkpoint.note);
   }
 
@@ -44,14 +49,26 @@ export class LogController {
     const treeSize = asked ?? (await this.latestSize());
     await this.checkSize(treeSize, 'treeSize');
     const proof = (await this.log.inclusionProofs([position], treeSize)).get(position);
-    if (!proof) throw new ApiError(404, 'not_in_tree', `no event at this position is in the tree of ${treeSize} leaves`, 'position');
-    return { position: String(position), leafIndex: String(proof.leafIndex), treeSize: String(treeSize), hashes: base64(proof.hashes) };
+    if (!proof)
+      throw new ApiError(
+        404,
+        'not_in_tree',
+        `no event at this position is in the tree of ${treeSize} leaves`,
+        'position',
+      );
+    return {
+      position: String(position),
+      leafIndex: String(proof.leafIndex),
+      treeSize: String(treeSize),
+      hashes: base64(proof.hashes),
+    };
   }
 
   @Get('proof/consistency')
   async consistency(@Query() query: unknown) {
     const { from, to } = consistencyQuery.parse(query);
-    if (from === 0n) throw new ApiError(400, 'invalid_request', 'from: every tree extends the empty one; ask from 1 on', 'from');
+    if (from === 0n)
+      throw new ApiError(400, 'invalid_request', 'from: every tree extends the empty one; ask from 1 on', 'from');
     if (to < from) throw new ApiError(400, 'invalid_request', 'to: must not be below from', 'to');
     await this.checkSize(to, 'to');
     return { from: String(from), to: String(to), hashes: base64(await this.log.consistencyProof(from, to)) };
@@ -64,7 +81,8 @@ export class LogController {
   }
 
   private async checkSize(size: bigint, field: string): Promise<void> {
-    if (size === 0n) throw new ApiError(400, 'invalid_request', `${field}: the empty tree holds nothing to prove`, field);
+    if (size === 0n)
+      throw new ApiError(400, 'invalid_request', `${field}: the empty tree holds nothing to prove`, field);
     const current = await this.log.treeSize();
     if (size > current) throw new ApiError(422, 'beyond_tree', `${field}: the tree holds ${current} leaves`, field);
   }

@@ -28,7 +28,13 @@ export function merkleLogConsumer(): ProjectionDefinition {
       for (const event of events) {
         if (event.position <= tree.lastPosition) continue;
         const { hash } = event.metadata;
-        leaves.push({ leafIndex: tree.range.treeSize, position: event.position, streamId: event.streamId, revision: event.revision, eventHash: hash });
+        leaves.push({
+          leafIndex: tree.range.treeSize,
+          position: event.position,
+          streamId: event.streamId,
+          revision: event.revision,
+          eventHash: hash,
+        });
         nodes.push(...tree.range.append(leafHash(Buffer.from(hash, 'hex'))));
         tree.lastPosition = event.position;
       }

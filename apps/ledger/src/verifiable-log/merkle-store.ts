@@ -1,7 +1,10 @@
 import { nodeMap, nodesForRanges, type Hash, type LeafRange, type NodeId, type NodeLookup } from '#core';
 import type { Pool, PoolClient } from 'pg';
 
-/** The Merkle log's tables (migration 1763800000006): reads and writes shared by the consumer, the signer and the proofs. */
+/**
+ * The Merkle log's tables (migration 1763800000006): reads and writes shared by the consumer, the
+ * signer and the proofs.
+ */
 export type Queryable = Pool | PoolClient;
 
 export interface StoredLeaf {
@@ -24,12 +27,15 @@ export async function treeHead(db: Queryable): Promise<{ size: bigint; lastPosit
   const { rows } = await db.query<{ leaf_index: string; position: string }>(
     'SELECT leaf_index, position FROM log_leaves ORDER BY leaf_index DESC LIMIT 1',
   );
-  return rows[0] ? { size: BigInt(rows[0].leaf_index) + 1n, lastPosition: BigInt(rows[0].position) } : { size: 0n, lastPosition: 0n };
+  return rows[0]
+    ? { size: BigInt(rows[0].leaf_index) + 1n, lastPosition: BigInt(rows[0].position) }
+    : { size: 0n, lastPosition: 0n };
 }
 
 export async function fetchNodes(db: Queryable, nodes: readonly NodeId[]): Promise<NodeLookup> {
   const { rows } = await db.query<{ level: number; node_index: string; hash: Buffer }>(
-    'SELECT level, node_index, hash FROM log_nodes WHERE (level, node_index) IN (SELECT * FROM unnest($1::smallint[], $2::bigint[]))',
+    `SELECT level, node_index, hash FROM log_nodes
+      WHERE (level, node_index) IN (SELECT * FROM unnest($1::smallint[], $2::bigint[]))`,
     [nodes.map((node) => node.level), nodes.map((node) => node.index.toString())],
   );
   return nodeMap(rows.map((row) => [{ level: row.level, index: BigInt(row.node_index) }, row.hash] as const));
@@ -40,13 +46,20 @@ export function fetchRangeNodes(db: Queryable, ranges: readonly LeafRange[]): Pr
   return fetchNodes(db, nodesForRanges(ranges));
 }
 
-export async function insertLeaves(client: PoolClient, leaves: readonly StoredLeaf[], nodes: readonly (readonly [NodeId, Hash])[]): Promise<void> {
+export async function insertLeaves(
+  client: PoolClient,
+  leaves: readonly StoredLeaf[],
+  nodes: readonly (readonly [NodeId, Hash])[],
+): Promise<void> {
   await client.query(
     `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
      SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
     [
-      leaves.map((leaf) => leaf.leafIndex.toString()), leaves.map((leaf) => leaf.position.toString()),
-      leaves.map((leaf) => leaf.streamId), leaves.map((leaf) => leaf.revision.toString()), leaves.map((leaf) => leaf.eventHash),
+      leaves.map((leaf) => leaf.leafIndex.toString()),
+      leaves.map((leaf) => leaf.position.toString()),
+      leaves.map((leaf) => leaf.streamId),
+      leaves.map((leaf) => leaf.revision.toString()),
+      leaves.map((leaf) => leaf.eventHash),
     ],
   );
   await client.query(
@@ -56,7 +69,9 @@ export async function insertLeaves(client: PoolClient, leaves: readonly StoredLe
 }
 
 export async function leavesAtPositions(db: Queryable, positions: readonly bigint[]): Promise<Map<bigint, StoredLeaf>> {
-  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE position = ANY($1::bigint[])`, [positions.map(String)]);
+  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE position = ANY($1::bigint[])`, [
+    positions.map(String),
+  ]);
   return new Map(rows.map((row) => [BigInt(row.position), leafOf(row)]));
 }
 
@@ -82,7 +97,10 @@ export async function checkpointAt(db: Queryable, treeSize?: bigint): Promise<St
 
 export async function insertCheckpoint(client: PoolClient, checkpoint: StoredCheckpoint): Promise<void> {
   await client.query('INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)', [
-    checkpoint.treeSize.toString(), checkpoint.rootHash, checkpoint.keyId, checkpoint.note,
+    checkpoint.treeSize.toString(),
+    checkpoint.rootHash,
+    checkpoint.keyId,
+    checkpoint.note,
   ]);
 }
 
@@ -91,7 +109,10 @@ const SELECT_LEAVES = 'SELECT leaf_index, position, stream_id, revision, event_h
 
 function leafOf(row: LeafRow): StoredLeaf {
   return {
-    leafIndex: BigInt(row.leaf_index), position: BigInt(row.position), streamId: row.stream_id,
-    revision: BigInt(row.revision), eventHash: row.event_hash,
+    leafIndex: BigInt(row.leaf_index),
+    position: BigInt(row.position),
+    streamId: row.stream_id,
+    revision: BigInt(row.revision),
+    eventHash: row.event_hash,
   };
 }

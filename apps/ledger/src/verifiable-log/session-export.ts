@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  BUNDLE_VERSION, bundleCheckpointLine, bundleEventLine, bundleManifestLine, tenantStreamId, type BundleManifest,
+  BUNDLE_VERSION,
+  bundleCheckpointLine,
+  bundleEventLine,
+  bundleManifestLine,
+  tenantStreamId,
+  type BundleManifest,
 } from '#core';
 import { ANY, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -10,7 +15,10 @@ import type { Principal } from '../identity/principal.js';
 import { chainedEvent, StreamVerifier } from './stream-verifier.js';
 import { VerifiableLog } from './verifiable-log.js';
 
-/** Each session's exports are recorded in a stream of their own: who exported what, when, proven against which checkpoint. */
+/**
+ * Each session's exports are recorded in a stream of their own: who exported what, when, proven
+ * against which checkpoint.
+ */
 export const EXPORT_STREAM_PREFIX = 'export-';
 
 /**
@@ -34,11 +42,25 @@ export class SessionExporter {
     const lastPosition = events.reduce((max, event) => (event.position > max ? event.position : max), 0n);
     const checkpoint = await this.log.checkpointCovering(lastPosition);
     if (since !== undefined && since > checkpoint.treeSize) {
-      throw new ApiError(422, 'beyond_checkpoint', `since: the bundle's checkpoint holds ${checkpoint.treeSize} leaves`, 'since');
+      throw new ApiError(
+        422,
+        'beyond_checkpoint',
+        `since: the bundle's checkpoint holds ${checkpoint.treeSize} leaves`,
+        'since',
+      );
     }
-    const proofs = await this.log.inclusionProofs(events.map((event) => event.position), checkpoint.treeSize);
+    const proofs = await this.log.inclusionProofs(
+      events.map((event) => event.position),
+      checkpoint.treeSize,
+    );
     const unproven = events.find((event) => !proofs.has(event.position));
-    if (unproven) throw new ApiError(409, 'not_in_log', 'an event of this session is not in the signed log: run the verify route', 'sid');
+    if (unproven)
+      throw new ApiError(
+        409,
+        'not_in_log',
+        'an event of this session is not in the signed log: run the verify route',
+        'sid',
+      );
     const manifest: BundleManifest = {
       version: BUNDLE_VERSION,
       sessionId,
@@ -56,16 +78,29 @@ export class SessionExporter {
       keyId: this.log.key.keyId,
       treeSize: String(checkpoint.treeSize),
     };
-    const consistency = since === undefined || since === checkpoint.treeSize
-      ? undefined
-      : { from: since, hashes: await this.log.consistencyProof(since, checkpoint.treeSize) };
-    await this.eventLog.append(tenantStreamId(EXPORT_STREAM_PREFIX, principal.tenant, sessionId), [{
-      id: randomUUID(),
-      type: 'session.exported',
-      data: { sessionId, exportedAt: manifest.exportedAt, events: manifest.events, treeSize: manifest.treeSize, streams: manifest.streams.map(({ stream, headHash }) => ({ stream, headHash })) },
-      actor: principal.actor,
-      tenant: principal.tenant,
-    }], ANY);
+    const consistency =
+      since === undefined || since === checkpoint.treeSize
+        ? undefined
+        : { from: since, hashes: await this.log.consistencyProof(since, checkpoint.treeSize) };
+    await this.eventLog.append(
+      tenantStreamId(EXPORT_STREAM_PREFIX, principal.tenant, sessionId),
+      [
+        {
+          id: randomUUID(),
+          type: 'session.exported',
+          data: {
+            sessionId,
+            exportedAt: manifest.exportedAt,
+            events: manifest.events,
+            treeSize: manifest.treeSize,
+            streams: manifest.streams.map(({ stream, headHash }) => ({ stream, headHash })),
+          },
+          actor: principal.actor,
+          tenant: principal.tenant,
+        },
+      ],
+      ANY,
+    );
     return [
       bundleManifestLine(manifest, this.log.key.signer),
       ...events.map((event) => {

@@ -1,7 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
-  chainBreak, firstChainBreak, includedStreamsOf, leafHash, openCheckpoint, parseVerifierKey, toolCallStreamId, verifyInclusion,
-  type ChainBreak, type ChainedEvent, type Checkpoint,
+  chainBreak,
+  firstChainBreak,
+  includedStreamsOf,
+  leafHash,
+  openCheckpoint,
+  parseVerifierKey,
+  toolCallStreamId,
+  verifyInclusion,
+  type ChainBreak,
+  type ChainedEvent,
+  type Checkpoint,
 } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import type pg from 'pg';
@@ -27,7 +36,15 @@ export interface VerifyReport {
 }
 
 export function chainedEvent(event: RecordedEvent): ChainedEvent {
-  return { streamId: event.streamId, revision: event.revision, id: event.id, type: event.type, data: event.data, position: event.position, ...event.metadata };
+  return {
+    streamId: event.streamId,
+    revision: event.revision,
+    id: event.id,
+    type: event.type,
+    data: event.data,
+    position: event.position,
+    ...event.metadata,
+  };
 }
 
 /**
@@ -68,7 +85,9 @@ export class StreamVerifier {
       const missing = included.filter(({ streamId }) => !read.has(streamId));
       if (missing.length === 0) {
         return included.map(({ streamId, upToPosition }) => ({
-          streamId, upToPosition, events: read.get(streamId)!.filter((event) => upToPosition === undefined || event.position <= upToPosition),
+          streamId,
+          upToPosition,
+          events: read.get(streamId)!.filter((event) => upToPosition === undefined || event.position <= upToPosition),
         }));
       }
       for (const { streamId } of missing) read.set(streamId, await this.eventLog.readStream(streamId));
@@ -87,12 +106,23 @@ export class StreamVerifier {
       breaks.push(...(await this.leafBreaks(stream, chained)));
     }
     breaks.push(...(await this.checkpointBreaks(events, checkpoint)));
-    const firstBroken = breaks.reduce<ChainBreak | undefined>((first, next) => (!first || BigInt(next.position) < BigInt(first.position) ? next : first), undefined);
+    const firstBroken = breaks.reduce<ChainBreak | undefined>(
+      (first, next) => (!first || BigInt(next.position) < BigInt(first.position) ? next : first),
+      undefined,
+    );
     return {
       ok: !firstBroken,
       checkedEvents: events.length,
-      streams: streams.map((stream) => ({ stream: stream.streamId, events: stream.events.length, headHash: stream.events.at(-1)?.metadata.hash ?? null })),
-      checkpoint: { treeSize: String(checkpoint.treeSize), rootHash: checkpoint.rootHash.toString('base64'), note: stored.note },
+      streams: streams.map((stream) => ({
+        stream: stream.streamId,
+        events: stream.events.length,
+        headHash: stream.events.at(-1)?.metadata.hash ?? null,
+      })),
+      checkpoint: {
+        treeSize: String(checkpoint.treeSize),
+        rootHash: checkpoint.rootHash.toString('base64'),
+        note: stored.note,
+      },
       ...(firstBroken && { firstBroken }),
     };
   }
@@ -102,26 +132,47 @@ export class StreamVerifier {
    * against its root, and only when that fails, each by its inclusion proof, to name which.
    */
   private async checkpointBreaks(events: readonly ChainedEvent[], checkpoint: Checkpoint): Promise<ChainBreak[]> {
-    const leaves = await leavesAtPositions(this.pool, events.map((event) => event.position));
-    const isInTree = (event: ChainedEvent) => (leaves.get(event.position)?.leafIndex ?? checkpoint.treeSize) < checkpoint.treeSize;
+    const leaves = await leavesAtPositions(
+      this.pool,
+      events.map((event) => event.position),
+    );
+    const isInTree = (event: ChainedEvent) =>
+      (leaves.get(event.position)?.leafIndex ?? checkpoint.treeSize) < checkpoint.treeSize;
     const inTree = events.filter(isInTree);
-    const breaks = events.filter((event) => !isInTree(event))
+    const breaks = events
+      .filter((event) => !isInTree(event))
       .map((event) => chainBreak(event, 'not_in_checkpoint', `a leaf below ${checkpoint.treeSize}`, 'none'));
-    const leafHashes = new Map(inTree.map((event) => [leaves.get(event.position)!.leafIndex, leafHash(Buffer.from(event.hash, 'hex'))]));
+    const leafHashes = new Map(
+      inTree.map((event) => [leaves.get(event.position)!.leafIndex, leafHash(Buffer.from(event.hash, 'hex'))]),
+    );
     if (await this.log.includesAll(leafHashes, checkpoint)) return breaks;
-    const proofs = await this.log.inclusionProofs(inTree.map((event) => event.position), checkpoint.treeSize);
+    const proofs = await this.log.inclusionProofs(
+      inTree.map((event) => event.position),
+      checkpoint.treeSize,
+    );
     for (const event of inTree) {
       const proof = proofs.get(event.position)!;
       try {
-        verifyInclusion(leafHash(Buffer.from(event.hash, 'hex')), proof.leafIndex, checkpoint.treeSize, proof.hashes, checkpoint.rootHash);
+        verifyInclusion(
+          leafHash(Buffer.from(event.hash, 'hex')),
+          proof.leafIndex,
+          checkpoint.treeSize,
+          proof.hashes,
+          checkpoint.rootHash,
+        );
       } catch (error) {
-        breaks.push(chainBreak(event, 'not_in_checkpoint', checkpoint.rootHash.toString('base64'), (error as Error).message));
+        breaks.push(
+          chainBreak(event, 'not_in_checkpoint', checkpoint.rootHash.toString('base64'), (error as Error).message),
+        );
       }
     }
     return breaks;
   }
 
-  /** Events against the leaves the consumer recorded for their stream: an event removed, or one whose hash is not its leaf's. */
+  /**
+   * Events against the leaves the consumer recorded for their stream: an event removed, or one whose
+   * hash is not its leaf's.
+   */
   private async leafBreaks(stream: IncludedStream, events: readonly ChainedEvent[]): Promise<ChainBreak[]> {
     const byPosition = new Map(events.map((event) => [event.position, event]));
     const leaves = await leavesOfStream(this.pool, stream.streamId, stream.upToPosition);
@@ -133,11 +184,15 @@ export class StreamVerifier {
       else if (event.hash !== leaf.eventHash) breaks.push(chainBreak(event, 'not_in_log', leaf.eventHash, event.hash));
     }
     const logged = new Set(leaves.map((leaf) => leaf.position));
-    for (const event of events) if (!logged.has(event.position)) breaks.push(chainBreak(event, 'not_in_log', 'a leaf', 'none'));
+    for (const event of events)
+      if (!logged.has(event.position)) breaks.push(chainBreak(event, 'not_in_log', 'a leaf', 'none'));
     return breaks;
   }
 
-  /** A checkpoint covering the events, its signature checked with the service's own key; the last one signed if the tree contradicts it. */
+  /**
+   * A checkpoint covering the events, its signature checked with the service's own key; the last one
+   * signed if the tree contradicts it.
+   */
   private async checkpointFor(position: bigint): Promise<{ stored: { note: string }; checkpoint: Checkpoint }> {
     const stored = await this.log.checkpointCovering(position).catch(async (error: unknown) => {
       const latest = error instanceof LogForkError ? await this.log.checkpoint() : undefined;

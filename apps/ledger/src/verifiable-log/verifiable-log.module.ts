@@ -67,7 +67,8 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
     try {
       await this.log.signLatest();
     } catch (error) {
-      if (error instanceof LogForkError) this.logger.error({ err: error }, 'refusing to sign a checkpoint: the stored tree contradicts a signed one');
+      if (error instanceof LogForkError)
+        this.logger.error({ err: error }, 'refusing to sign a checkpoint: the stored tree contradicts a signed one');
       else this.logger.warn({ err: error }, 'signing a checkpoint failed; retrying at the next interval');
     }
   }

@@ -1,6 +1,18 @@
 import {
-  consistencyProofRanges, inclusionProofRanges, MerkleProofError, openCheckpoint, parseVerifierKey, rangeHash, rangesAroundLeaves,
-  rootWithLeaves, signCheckpoint, treeRoot, verifyConsistency, type Checkpoint, type Hash, type LeafRange,
+  consistencyProofRanges,
+  inclusionProofRanges,
+  MerkleProofError,
+  openCheckpoint,
+  parseVerifierKey,
+  rangeHash,
+  rangesAroundLeaves,
+  rootWithLeaves,
+  signCheckpoint,
+  treeRoot,
+  verifyConsistency,
+  type Checkpoint,
+  type Hash,
+  type LeafRange,
 } from '#core';
 import type { Pool } from 'pg';
 import { inTransaction } from '../database/transaction.js';
@@ -8,7 +20,13 @@ import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { ApiError } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
 import {
-  checkpointAt, fetchRangeNodes, insertCheckpoint, leavesAtPositions, treeHead, type Queryable, type StoredCheckpoint,
+  checkpointAt,
+  fetchRangeNodes,
+  insertCheckpoint,
+  leavesAtPositions,
+  treeHead,
+  type Queryable,
+  type StoredCheckpoint,
 } from './merkle-store.js';
 
 /** The stored tree does not extend the last signed checkpoint: it was rewritten or rolled back. Nothing is signed. */
@@ -46,7 +64,10 @@ export class VerifiableLog {
     this.verifier = parseVerifierKey(key.verifierKey);
   }
 
-  /** Signs the tree as it stands, unless the latest checkpoint already covers it. One signer at a time across instances. */
+  /**
+   * Signs the tree as it stands, unless the latest checkpoint already covers it. One signer at a time
+   * across instances.
+   */
   signLatest(): Promise<StoredCheckpoint> {
     return inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
@@ -54,7 +75,9 @@ export class VerifiableLog {
       const { size } = await treeHead(client);
       if (latest && latest.treeSize === size) return latest;
       if (latest && latest.treeSize > size) {
-        throw new LogForkError(`the tree holds ${size} leaves but checkpoint ${latest.treeSize} was signed: it was rolled back`);
+        throw new LogForkError(
+          `the tree holds ${size} leaves but checkpoint ${latest.treeSize} was signed: it was rolled back`,
+        );
       }
       const rootRanges = size === 0n ? [] : [{ start: 0n, end: size }];
       const from = latest?.treeSize ?? 0n;
@@ -63,7 +86,13 @@ export class VerifiableLog {
       const rootHash = treeRoot(size, lookup);
       if (latest && from > 0n) {
         try {
-          verifyConsistency(from, size, proofRanges.map((range) => rangeHash(range, lookup)), this.signedRoot(latest), rootHash);
+          verifyConsistency(
+            from,
+            size,
+            proofRanges.map((range) => rangeHash(range, lookup)),
+            this.signedRoot(latest),
+            rootHash,
+          );
         } catch (error) {
           throw new LogForkError(`the tree does not extend checkpoint ${from}: ${(error as Error).message}`);
         }
@@ -76,7 +105,9 @@ export class VerifiableLog {
 
   /** The root a checkpoint's signature vouches for (our key's), or the stored one for a key since rotated out. */
   private signedRoot(checkpoint: StoredCheckpoint): Hash {
-    return checkpoint.keyId === this.key.keyId ? openCheckpoint(checkpoint.note, this.verifier).rootHash : checkpoint.rootHash;
+    return checkpoint.keyId === this.key.keyId
+      ? openCheckpoint(checkpoint.note, this.verifier).rootHash
+      : checkpoint.rootHash;
   }
 
   private sign(treeSize: bigint, rootHash: Hash): string {
@@ -87,7 +118,10 @@ export class VerifiableLog {
     return checkpointAt(this.pool, treeSize);
   }
 
-  /** A signed checkpoint whose tree holds every event up to `position`: waits for the consumer, signs one if none does. */
+  /**
+   * A signed checkpoint whose tree holds every event up to `position`: waits for the consumer, signs
+   * one if none does.
+   */
   async checkpointCovering(position: bigint): Promise<StoredCheckpoint> {
     if (!(await this.consumer.waitForPosition(position, CONSUMER_WAIT_MS))) {
       throw new ApiError(503, 'log_behind', 'the Merkle log has not reached these events yet; retry shortly');
@@ -99,7 +133,8 @@ export class VerifiableLog {
   /** How many leaves the tree holds up to and including `position`. */
   private async leafCount(position: bigint): Promise<bigint> {
     const { rows } = await this.pool.query<{ leaves: string | null }>(
-      'SELECT max(leaf_index) + 1 AS leaves FROM log_leaves WHERE position <= $1', [position.toString()],
+      'SELECT max(leaf_index) + 1 AS leaves FROM log_leaves WHERE position <= $1',
+      [position.toString()],
     );
     return BigInt(rows[0]?.leaves ?? 0);
   }
@@ -108,15 +143,29 @@ export class VerifiableLog {
     return (await treeHead(this.pool)).size;
   }
 
-  /** Inclusion proofs of the events at `positions` in the tree of `treeSize` leaves; positions without a leaf are left out. */
-  async inclusionProofs(positions: readonly bigint[], treeSize: bigint, db: Queryable = this.pool): Promise<Map<bigint, InclusionProof>> {
+  /**
+   * Inclusion proofs of the events at `positions` in the tree of `treeSize` leaves; positions without
+   * a leaf are left out.
+   */
+  async inclusionProofs(
+    positions: readonly bigint[],
+    treeSize: bigint,
+    db: Queryable = this.pool,
+  ): Promise<Map<bigint, InclusionProof>> {
     const leaves = [...(await leavesAtPositions(db, positions)).values()].filter((leaf) => leaf.leafIndex < treeSize);
     const paths = leaves.map((leaf) => inclusionProofRanges(leaf.leafIndex, treeSize));
     const lookup = await fetchRangeNodes(db, paths.flat());
-    return new Map(leaves.map((leaf, i) => [
-      leaf.position,
-      { position: leaf.position, leafIndex: leaf.leafIndex, treeSize, hashes: paths[i]!.map((range) => rangeHash(range, lookup)) },
-    ]));
+    return new Map(
+      leaves.map((leaf, i) => [
+        leaf.position,
+        {
+          position: leaf.position,
+          leafIndex: leaf.leafIndex,
+          treeSize,
+          hashes: paths[i]!.map((range) => rangeHash(range, lookup)),
+        },
+      ]),
+    );
   }
 
   /** Whether the tree of `checkpoint` holds every one of `leaves` (leaf hash by index): one pass, no proof each. */

@@ -7,10 +7,17 @@ import { SessionExporter } from './session-export.js';
 import { StreamVerifier } from './stream-verifier.js';
 
 const exportQuery = z.object({
-  since: z.string().regex(/^[1-9][0-9]{0,17}$/, 'must be the tree size of a checkpoint you hold (a positive whole number)').transform(BigInt).optional(),
+  since: z
+    .string()
+    .regex(/^[1-9][0-9]{0,17}$/, 'must be the tree size of a checkpoint you hold (a positive whole number)')
+    .transform(BigInt)
+    .optional(),
 });
 
-/** The auditor's checks of one session or tool call against its chains and the signed Merkle log, and session exports. */
+/**
+ * The auditor's checks of one session or tool call against its chains and the signed Merkle log, and
+ * session exports.
+ */
 @Controller('v1')
 export class VerifyController {
   constructor(
@@ -28,10 +35,16 @@ export class VerifyController {
     return this.verifier.verifyToolCall(principal.tenant, toolCallId);
   }
 
-  /** NDJSON, one line at a time; built (and the export recorded) before the first line is sent, so a refusal is a plain 4xx. */
+  /**
+   * NDJSON, one line at a time; built (and the export recorded) before the first line is sent, so a
+   * refusal is a plain 4xx.
+   */
   @Get('sessions/:sid/export')
   async exportSession(
-    @Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal, @Res() response: Response,
+    @Param('sid') sessionId: string,
+    @Query() query: unknown,
+    @CurrentPrincipal() principal: Principal,
+    @Res() response: Response,
   ): Promise<void> {
     const { since } = exportQuery.parse(query);
     const lines = await this.exporter.export(principal, sessionId, since, new Date());

@@ -17,7 +17,9 @@ export function naiveRoot(d: readonly Uint8Array[]): Buffer {
 export function naiveInclusionProof(m: number, d: readonly Uint8Array[]): Buffer[] {
   if (d.length === 1) return [];
   const k = split(d.length);
-  return m < k ? [...naiveInclusionProof(m, d.slice(0, k)), naiveRoot(d.slice(k))] : [...naiveInclusionProof(m - k, d.slice(k)), naiveRoot(d.slice(0, k))];
+  return m < k
+    ? [...naiveInclusionProof(m, d.slice(0, k)), naiveRoot(d.slice(k))]
+    : [...naiveInclusionProof(m - k, d.slice(k)), naiveRoot(d.slice(0, k))];
 }
 
 export function naiveConsistencyProof(m: number, d: readonly Uint8Array[]): Buffer[] {

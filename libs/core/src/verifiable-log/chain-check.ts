@@ -29,7 +29,14 @@ export interface ChainBreak {
 }
 
 export function chainBreak(event: ChainedEvent, reason: BreakReason, expected: string, actual: string): ChainBreak {
-  return { stream: event.streamId, revision: event.revision.toString(), position: event.position.toString(), expected, actual, reason };
+  return {
+    stream: event.streamId,
+    revision: event.revision.toString(),
+    position: event.position.toString(),
+    expected,
+    actual,
+    reason,
+  };
 }
 
 /**
@@ -55,6 +62,7 @@ export function firstChainBreak(events: readonly ChainedEvent[]): ChainBreak | u
 
 /** Exactly the members the chain hash covers (the hash spreads what it is given). */
 function hashedContent(event: ChainedEvent): HashedEventContent {
-  const { streamId, revision, id, type, data, recordedAt, schemaVersion, correlationId, causationId, actor, tenant } = event;
+  const { streamId, revision, id, type, data, recordedAt, schemaVersion, correlationId, causationId, actor, tenant } =
+    event;
   return { streamId, revision, id, type, data, recordedAt, schemaVersion, correlationId, causationId, actor, tenant };
 }

@@ -6,9 +6,17 @@ function chain(count: number): ChainedEvent[] {
   let prevHash = GENESIS_HASH;
   return Array.from({ length: count }, (_, i) => {
     const content = {
-      streamId: 'session-s1', revision: BigInt(i), id: `00000000-0000-4000-8000-00000000000${i}`, type: 'message.created',
-      data: { n: i }, recordedAt: '2026-11-22T00:00:00.000Z', schemaVersion: 1, correlationId: null, causationId: null,
-      actor: 'key:a', tenant: 'default',
+      streamId: 'session-s1',
+      revision: BigInt(i),
+      id: `00000000-0000-4000-8000-00000000000${i}`,
+      type: 'message.created',
+      data: { n: i },
+      recordedAt: '2026-11-22T00:00:00.000Z',
+      schemaVersion: 1,
+      correlationId: null,
+      causationId: null,
+      actor: 'key:a',
+      tenant: 'default',
     };
     const hash = chainHash(prevHash, content);
     const event = { ...content, position: BigInt(10 + i), prevHash, hash };

@@ -15,7 +15,8 @@ export function checkpointText({ origin, treeSize, rootHash }: Checkpoint): stri
 }
 
 export function signCheckpoint(checkpoint: Checkpoint, signer: NoteSigner): string {
-  if (checkpoint.origin !== signer.name) throw new NoteError('a checkpoint is signed by the key named after its origin');
+  if (checkpoint.origin !== signer.name)
+    throw new NoteError('a checkpoint is signed by the key named after its origin');
   return signNote(checkpointText(checkpoint), signer);
 }
 
@@ -25,6 +26,7 @@ export function openCheckpoint(note: string, verifier: NoteVerifier): Checkpoint
   if (origin !== verifier.name) throw new NoteError(`the checkpoint's origin is not ${verifier.name}`);
   if (!size || !/^(0|[1-9][0-9]*)$/.test(size)) throw new NoteError('the checkpoint tree size is not a decimal number');
   const rootHash = Buffer.from(root ?? '', 'base64');
-  if (rootHash.length !== 32 || rootHash.toString('base64') !== root) throw new NoteError('the checkpoint root is not a base64 SHA-256 hash');
+  if (rootHash.length !== 32 || rootHash.toString('base64') !== root)
+    throw new NoteError('the checkpoint root is not a base64 SHA-256 hash');
   return { origin, treeSize: BigInt(size), rootHash };
 }

@@ -50,7 +50,14 @@ const manifestSchema = z.strictObject({
   exporter: z.string(),
   exportedAt: z.string(),
   events: z.number().int().nonnegative(),
-  streams: z.array(z.strictObject({ stream: z.string(), events: z.number().int(), headHash: hex64.nullable(), positions: z.array(decimal) })),
+  streams: z.array(
+    z.strictObject({
+      stream: z.string(),
+      events: z.number().int(),
+      headHash: hex64.nullable(),
+      positions: z.array(decimal),
+    }),
+  ),
   origin: z.string(),
   keyId: z.string(),
   treeSize: decimal,
@@ -89,17 +96,42 @@ export function bundleManifestLine(manifest: BundleManifest, signer: NoteSigner)
 }
 
 export function bundleEventLine(event: ChainedEvent, leafIndex: bigint, proof: readonly Buffer[]): string {
-  const { streamId, revision, position, id, type, data, recordedAt, schemaVersion, correlationId, causationId, actor, tenant, prevHash, hash } = event;
+  const {
+    streamId,
+    revision,
+    position,
+    id,
+    type,
+    data,
+    recordedAt,
+    schemaVersion,
+    correlationId,
+    causationId,
+    actor,
+    tenant,
+    prevHash,
+    hash,
+  } = event;
   const line: BundleEventLine = {
-    type: 'event', stream: streamId, revision: String(revision), position: String(position), id, eventType: type, data,
+    type: 'event',
+    stream: streamId,
+    revision: String(revision),
+    position: String(position),
+    id,
+    eventType: type,
+    data,
     metadata: { recordedAt, schemaVersion, correlationId, causationId, actor, tenant, prevHash, hash },
-    leafIndex: String(leafIndex), proof: proof.map((hash) => hash.toString('base64')),
+    leafIndex: String(leafIndex),
+    proof: proof.map((hash) => hash.toString('base64')),
   };
   return JSON.stringify(line);
 }
 
 export function bundleCheckpointLine(note: string, consistency?: { from: bigint; hashes: readonly Buffer[] }): string {
-  const since = consistency && { from: String(consistency.from), hashes: consistency.hashes.map((hash) => hash.toString('base64')) };
+  const since = consistency && {
+    from: String(consistency.from),
+    hashes: consistency.hashes.map((hash) => hash.toString('base64')),
+  };
   return JSON.stringify({ type: 'checkpoint', note, ...(since && { consistency: since }) });
 }
 
@@ -142,22 +174,35 @@ export function verifyBundle(text: string, verifierKey: string, since?: string):
   const streams = manifest.streams.map((stream) => {
     const events = stream.positions.map((position, revision) => {
       lineNumber += 1;
-      if (lineNumber >= checkpointLineNumber) throw new BundleError(lineNumber, `the manifest counts ${manifest.events} events; the bundle ends before`);
+      if (lineNumber >= checkpointLineNumber)
+        throw new BundleError(lineNumber, `the manifest counts ${manifest.events} events; the bundle ends before`);
       const event = parseLine(eventLine, lines[lineNumber - 1]!, lineNumber);
       if (event.stream !== stream.stream || event.revision !== String(revision) || event.position !== position) {
-        throw new BundleError(lineNumber, `expected ${stream.stream} revision ${revision} at position ${position}: events are missing or out of order`);
+        throw new BundleError(
+          lineNumber,
+          `expected ${stream.stream} revision ${revision} at position ${position}: events are missing or out of order`,
+        );
       }
       const chained = chainedEventOf(event);
       try {
-        verifyInclusion(leafHash(Buffer.from(chained.hash, 'hex')), BigInt(event.leafIndex), checkpoint.treeSize,
-          event.proof.map((hash) => Buffer.from(hash, 'base64')), checkpoint.rootHash);
+        verifyInclusion(
+          leafHash(Buffer.from(chained.hash, 'hex')),
+          BigInt(event.leafIndex),
+          checkpoint.treeSize,
+          event.proof.map((hash) => Buffer.from(hash, 'base64')),
+          checkpoint.rootHash,
+        );
       } catch (error) {
         throw new BundleError(lineNumber, `the event is not in the checkpoint's tree: ${(error as Error).message}`);
       }
       return chained;
     });
     const broken = firstChainBreak(events);
-    if (broken) throw new BundleError(lineNumber - events.length + Number(broken.revision) + 1, `chain ${broken.reason}: expected ${broken.expected}`);
+    if (broken)
+      throw new BundleError(
+        lineNumber - events.length + Number(broken.revision) + 1,
+        `chain ${broken.reason}: expected ${broken.expected}`,
+      );
     if (stream.events !== events.length || stream.headHash !== (events.at(-1)?.hash ?? null)) {
       throw new BundleError(1, `the manifest's count or head of ${stream.stream} does not match its events`);
     }
@@ -196,7 +241,12 @@ function openManifest(line: string, verifier: NoteVerifier): BundleManifest {
   return parseLine(manifestSchema, text.slice(0, -1), 1) as BundleManifest;
 }
 
-function openBundleCheckpoint(line: string, lineNumber: number, verifier: NoteVerifier, since: string | undefined): Checkpoint {
+function openBundleCheckpoint(
+  line: string,
+  lineNumber: number,
+  verifier: NoteVerifier,
+  since: string | undefined,
+): Checkpoint {
   const parsed = parseLine(checkpointLine, line, lineNumber);
   const signed = (note: string, what: string) => {
     try {
@@ -207,17 +257,26 @@ function openBundleCheckpoint(line: string, lineNumber: number, verifier: NoteVe
   };
   const checkpoint = signed(parsed.note, 'checkpoint');
   if (since === undefined) return checkpoint;
-  const older = signed(since, 'the older checkpoint\'s');
+  const older = signed(since, "the older checkpoint's");
   if (older.treeSize === checkpoint.treeSize) {
-    if (!older.rootHash.equals(checkpoint.rootHash)) throw new BundleError(lineNumber, 'the log forked: same size, different roots');
+    if (!older.rootHash.equals(checkpoint.rootHash))
+      throw new BundleError(lineNumber, 'the log forked: same size, different roots');
     return checkpoint;
   }
   if (parsed.consistency?.from !== String(older.treeSize)) {
-    throw new BundleError(lineNumber, `the bundle holds no consistency proof from tree size ${older.treeSize}: export it with ?since=${older.treeSize}`);
+    throw new BundleError(
+      lineNumber,
+      `the bundle holds no consistency proof from tree size ${older.treeSize}: export it with ?since=${older.treeSize}`,
+    );
   }
   try {
-    verifyConsistency(older.treeSize, checkpoint.treeSize, parsed.consistency.hashes.map((hash) => Buffer.from(hash, 'base64')),
-      older.rootHash, checkpoint.rootHash);
+    verifyConsistency(
+      older.treeSize,
+      checkpoint.treeSize,
+      parsed.consistency.hashes.map((hash) => Buffer.from(hash, 'base64')),
+      older.rootHash,
+      checkpoint.rootHash,
+    );
   } catch (error) {
     throw new BundleError(lineNumber, `the log does not extend the older checkpoint: ${(error as Error).message}`);
   }
@@ -226,8 +285,13 @@ function openBundleCheckpoint(line: string, lineNumber: number, verifier: NoteVe
 
 function chainedEventOf(line: BundleEventLine): ChainedEvent {
   return {
-    streamId: line.stream, revision: BigInt(line.revision), position: BigInt(line.position), id: line.id, type: line.eventType,
-    data: line.data, ...line.metadata,
+    streamId: line.stream,
+    revision: BigInt(line.revision),
+    position: BigInt(line.position),
+    id: line.id,
+    type: line.eventType,
+    data: line.data,
+    ...line.metadata,
   };
 }
 
@@ -236,7 +300,9 @@ function chainedEventOf(line: BundleEventLine): ChainedEvent {
  * the fork point (recursively), and the tool calls its events update (up to the same point).
  */
 export function includedStreamsOf(
-  tenant: string, sessionId: string, eventsOf: (streamId: string) => readonly { type: string; data: unknown; position: bigint }[],
+  tenant: string,
+  sessionId: string,
+  eventsOf: (streamId: string) => readonly { type: string; data: unknown; position: bigint }[],
   upToPosition?: bigint,
 ): { streamId: string; upToPosition?: bigint }[] {
   const streamId = sessionStreamId(tenant, sessionId);
@@ -247,8 +313,11 @@ export function includedStreamsOf(
     const { source } = first.data as SessionEventOf<'session.forked'>['data'];
     included.push(...includedStreamsOf(tenant, source.sessionId, eventsOf, BigInt(source.position)));
   }
-  const toolCallIds = new Set(events.filter((event) => event.type === 'message.tool_call_updated')
-    .map((event) => (event.data as SessionEventOf<'message.tool_call_updated'>['data']).toolCallId));
+  const toolCallIds = new Set(
+    events
+      .filter((event) => event.type === 'message.tool_call_updated')
+      .map((event) => (event.data as SessionEventOf<'message.tool_call_updated'>['data']).toolCallId),
+  );
   for (const toolCallId of toolCallIds) included.push({ streamId: toolCallStreamId(tenant, toolCallId), upToPosition });
   return included;
 }
@@ -259,7 +328,10 @@ function checkIncludedStreams(manifest: BundleManifest, streams: VerifiedBundle[
   const expected = included.map((stream) => stream.streamId);
   const listed = streams.map((stream) => stream.stream);
   if (canonicalJson(expected) !== canonicalJson(listed)) {
-    throw new BundleError(1, `the session's events include the streams ${expected.join(', ')}; the bundle holds ${listed.join(', ')}`);
+    throw new BundleError(
+      1,
+      `the session's events include the streams ${expected.join(', ')}; the bundle holds ${listed.join(', ')}`,
+    );
   }
   const limits = new Map(included.map((stream) => [stream.streamId, stream.upToPosition]));
   for (const stream of streams) {

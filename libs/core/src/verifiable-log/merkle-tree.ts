@@ -73,9 +73,13 @@ export function perfectSubtrees({ start, end }: LeafRange): NodeId[] {
 /** MTH(D[start:end]) from stored perfect subtrees. */
 export function rangeHash(range: LeafRange, lookup: NodeLookup): Hash {
   const size = range.end - range.start;
-  if (size > 0n && isPowerOfTwo(size) && range.start % size === 0n) return requireNode(lookup, { level: levelOf(size), index: range.start / size });
+  if (size > 0n && isPowerOfTwo(size) && range.start % size === 0n)
+    return requireNode(lookup, { level: levelOf(size), index: range.start / size });
   const k = splitPoint(size);
-  return nodeHash(rangeHash({ start: range.start, end: range.start + k }, lookup), rangeHash({ start: range.start + k, end: range.end }, lookup));
+  return nodeHash(
+    rangeHash({ start: range.start, end: range.start + k }, lookup),
+    rangeHash({ start: range.start + k, end: range.end }, lookup),
+  );
 }
 
 function requireNode(lookup: NodeLookup, node: NodeId): Hash {
@@ -95,12 +99,17 @@ export function inclusionProofRanges(index: bigint, size: bigint): LeafRange[] {
   const path = (start: bigint, end: bigint): LeafRange[] => {
     if (end - start === 1n) return [];
     const k = splitPoint(end - start);
-    return index < start + k ? [...path(start, start + k), { start: start + k, end }] : [...path(start + k, end), { start, end: start + k }];
+    return index < start + k
+      ? [...path(start, start + k), { start: start + k, end }]
+      : [...path(start + k, end), { start, end: start + k }];
   };
   return path(0n, size);
 }
 
-/** RFC 9162 §2.1.4.1 PROOF(first, D[0:second]): the ranges proving the tree of `first` leaves a prefix of the one of `second`. */
+/**
+ * RFC 9162 §2.1.4.1 PROOF(first, D[0:second]): the ranges proving the tree of `first` leaves a prefix
+ * of the one of `second`.
+ */
 export function consistencyProofRanges(first: bigint, second: bigint): LeafRange[] {
   if (first < 0n || first > second) throw new MerkleProofError(`no consistency proof from ${first} to ${second}`);
   if (first === 0n || first === second) return [];
@@ -138,13 +147,23 @@ export function nodeMap(nodes: Iterable<readonly [NodeId, Hash]>): NodeLookup {
  * proof each would hash every path again. Equal to a signed root, it proves them all included.
  */
 export function rootWithLeaves(leaves: ReadonlyMap<bigint, Hash>, size: bigint, lookup: NodeLookup): Hash {
-  return walkAround([...leaves.keys()].sort(compareBigInt), size, (range) => rangeHash(range, lookup), (index) => leaves.get(index)!);
+  return walkAround(
+    [...leaves.keys()].sort(compareBigInt),
+    size,
+    (range) => rangeHash(range, lookup),
+    (index) => leaves.get(index)!,
+  );
 }
 
 /** The ranges whose stored hashes `rootWithLeaves` needs. */
 export function rangesAroundLeaves(indexes: readonly bigint[], size: bigint): LeafRange[] {
   const ranges: LeafRange[] = [];
-  walkAround([...indexes].sort(compareBigInt), size, (range) => (ranges.push(range), EMPTY_TREE_ROOT), () => EMPTY_TREE_ROOT);
+  walkAround(
+    [...indexes].sort(compareBigInt),
+    size,
+    (range) => (ranges.push(range), EMPTY_TREE_ROOT),
+    () => EMPTY_TREE_ROOT,
+  );
   return ranges;
 }
 
@@ -153,7 +172,12 @@ function compareBigInt(a: bigint, b: bigint): number {
 }
 
 /** RFC 9162's MTH recursion over `[0, size)`, descending only into subtrees that hold one of the sorted `indexes`. */
-function walkAround(indexes: readonly bigint[], size: bigint, around: (range: LeafRange) => Hash, leaf: (index: bigint) => Hash): Hash {
+function walkAround(
+  indexes: readonly bigint[],
+  size: bigint,
+  around: (range: LeafRange) => Hash,
+  leaf: (index: bigint) => Hash,
+): Hash {
   if (size === 0n) return EMPTY_TREE_ROOT;
   const walk = (start: bigint, end: bigint, lo: number, hi: number): Hash => {
     if (lo === hi) return around({ start, end });
@@ -168,7 +192,10 @@ function walkAround(indexes: readonly bigint[], size: bigint, around: (range: Le
   return walk(0n, size, 0, indexes.length);
 }
 
-/** The two indexes RFC 9162's verification algorithms climb the tree with: the node's (`fn`) and the last node's (`sn`). */
+/**
+ * The two indexes RFC 9162's verification algorithms climb the tree with: the node's (`fn`) and the
+ * last node's (`sn`).
+ */
 class ProofWalk {
   constructor(
     public fn: bigint,
@@ -196,7 +223,13 @@ class ProofWalk {
 }
 
 /** RFC 9162 §2.1.3.2: does `proof` put `leaf` at `index` under `root` of a tree of `size`? Throws why not. */
-export function verifyInclusion(leaf: Uint8Array, index: bigint, size: bigint, proof: readonly Uint8Array[], root: Uint8Array): void {
+export function verifyInclusion(
+  leaf: Uint8Array,
+  index: bigint,
+  size: bigint,
+  proof: readonly Uint8Array[],
+  root: Uint8Array,
+): void {
   if (index < 0n || index >= size) throw new MerkleProofError(`leaf index ${index} is outside a tree of ${size}`);
   if (leaf.length !== HASH_BYTES) throw new MerkleProofError('a leaf hash is 32 bytes');
   const walk = new ProofWalk(index, size - 1n);
@@ -215,9 +248,16 @@ export function verifyInclusion(leaf: Uint8Array, index: bigint, size: bigint, p
   if (!Buffer.from(r).equals(root)) throw new MerkleProofError('inclusion proof does not lead to the root');
 }
 
-/** RFC 9162 §2.1.4.2: is the tree of `first` leaves with `firstRoot` a prefix of the one of `second` with `secondRoot`? */
+/**
+ * RFC 9162 §2.1.4.2: is the tree of `first` leaves with `firstRoot` a prefix of the one of `second`
+ * with `secondRoot`?
+ */
 export function verifyConsistency(
-  first: bigint, second: bigint, proof: readonly Uint8Array[], firstRoot: Uint8Array, secondRoot: Uint8Array,
+  first: bigint,
+  second: bigint,
+  proof: readonly Uint8Array[],
+  firstRoot: Uint8Array,
+  secondRoot: Uint8Array,
 ): void {
   if (first < 0n || second < first) throw new MerkleProofError(`tree sizes ${first} and ${second} are not in order`);
   // Every tree extends the empty one: there is nothing to prove, so nothing is accepted as proof.
@@ -245,8 +285,10 @@ export function verifyConsistency(
     walk.up();
   }
   if (!walk.atRoot) throw new MerkleProofError('consistency proof is too short');
-  if (!Buffer.from(fr).equals(firstRoot)) throw new MerkleProofError('consistency proof does not lead to the first root');
-  if (!Buffer.from(sr).equals(secondRoot)) throw new MerkleProofError('consistency proof does not lead to the second root');
+  if (!Buffer.from(fr).equals(firstRoot))
+    throw new MerkleProofError('consistency proof does not lead to the first root');
+  if (!Buffer.from(sr).equals(secondRoot))
+    throw new MerkleProofError('consistency proof does not lead to the second root');
 }
 
 /**

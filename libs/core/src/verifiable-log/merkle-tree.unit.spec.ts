@@ -1,15 +1,44 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import {
-  CompactRange, consistencyProofRanges, EMPTY_TREE_ROOT, inclusionProofRanges, leafHash, nodeMap, nodesForRanges, rangeHash,
-  rangesAroundLeaves, rootWithLeaves, treeRoot, verifyConsistency, verifyInclusion, type Hash, type NodeId,
+  CompactRange,
+  consistencyProofRanges,
+  EMPTY_TREE_ROOT,
+  inclusionProofRanges,
+  leafHash,
+  nodeMap,
+  nodesForRanges,
+  rangeHash,
+  rangesAroundLeaves,
+  rootWithLeaves,
+  treeRoot,
+  verifyConsistency,
+  verifyInclusion,
+  type Hash,
+  type NodeId,
 } from './merkle-tree.js';
 import { naiveConsistencyProof, naiveInclusionProof, naiveRoot } from '../testing/naive-merkle.js';
 
 /** transparency-dev/merkle's published RFC 6962 probes: one happy path and its mutations per case. */
 interface Probes {
-  inclusion: { file: string; leafIdx: number; treeSize: number; root: string; leafHash: string; proof: string[] | null; wantErr: boolean }[];
-  consistency: { file: string; size1: number; size2: number; root1: string; root2: string; proof: string[] | null; wantErr: boolean }[];
+  inclusion: {
+    file: string;
+    leafIdx: number;
+    treeSize: number;
+    root: string;
+    leafHash: string;
+    proof: string[] | null;
+    wantErr: boolean;
+  }[];
+  consistency: {
+    file: string;
+    size1: number;
+    size2: number;
+    root1: string;
+    root2: string;
+    proof: string[] | null;
+    wantErr: boolean;
+  }[];
 }
 const probes = JSON.parse(
   readFileSync(new URL('../testing/vectors/merkle/transparency-dev-probes.json', import.meta.url), 'utf8'),
@@ -19,8 +48,16 @@ const onReferenceTree = (probe: { file: string }) => /^\w+\/\d\/happy-path\.json
 const b64 = (value: string) => Buffer.from(value, 'base64');
 
 /** The eight leaves of RFC 6962's reference tests, whose tree the probes describe. */
-const REFERENCE_LEAVES = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f']
-  .map((hex) => Buffer.from(hex, 'hex'));
+const REFERENCE_LEAVES = [
+  '',
+  '00',
+  '10',
+  '2021',
+  '3031',
+  '40414243',
+  '5051525354555657',
+  '606162636465666768696a6b6c6d6e6f',
+].map((hex) => Buffer.from(hex, 'hex'));
 
 function storeOf(leaves: Uint8Array[]) {
   const range = CompactRange.empty();
@@ -32,9 +69,14 @@ function storeOf(leaves: Uint8Array[]) {
 describe('RFC 9162 Merkle tree', () => {
   it('verifies every published inclusion probe as published (happy paths pass, mutations fail)', () => {
     for (const probe of probes.inclusion) {
-      const check = () => verifyInclusion(
-        b64(probe.leafHash), BigInt(probe.leafIdx), BigInt(probe.treeSize), (probe.proof ?? []).map(b64), b64(probe.root),
-      );
+      const check = () =>
+        verifyInclusion(
+          b64(probe.leafHash),
+          BigInt(probe.leafIdx),
+          BigInt(probe.treeSize),
+          (probe.proof ?? []).map(b64),
+          b64(probe.root),
+        );
       if (probe.wantErr) expect(check).toThrow();
       else expect(check).not.toThrow();
     }
@@ -43,9 +85,14 @@ describe('RFC 9162 Merkle tree', () => {
 
   it('verifies every published consistency probe as published', () => {
     for (const probe of probes.consistency) {
-      const check = () => verifyConsistency(
-        BigInt(probe.size1), BigInt(probe.size2), (probe.proof ?? []).map(b64), b64(probe.root1), b64(probe.root2),
-      );
+      const check = () =>
+        verifyConsistency(
+          BigInt(probe.size1),
+          BigInt(probe.size2),
+          (probe.proof ?? []).map(b64),
+          b64(probe.root1),
+          b64(probe.root2),
+        );
       if (probe.wantErr) expect(check).toThrow();
       else expect(check).not.toThrow();
     }
@@ -54,12 +101,16 @@ describe('RFC 9162 Merkle tree', () => {
   it('builds the published happy-path proofs from the reference leaves', () => {
     const { lookup } = storeOf(REFERENCE_LEAVES);
     for (const probe of probes.inclusion.filter(onReferenceTree)) {
-      const proof = inclusionProofRanges(BigInt(probe.leafIdx), BigInt(probe.treeSize)).map((range) => rangeHash(range, lookup));
+      const proof = inclusionProofRanges(BigInt(probe.leafIdx), BigInt(probe.treeSize)).map((range) =>
+        rangeHash(range, lookup),
+      );
       expect(proof.map((hash) => hash.toString('base64'))).toEqual(probe.proof ?? []);
       expect(treeRoot(BigInt(probe.treeSize), lookup).toString('base64')).toBe(probe.root);
     }
     for (const probe of probes.consistency.filter(onReferenceTree)) {
-      const proof = consistencyProofRanges(BigInt(probe.size1), BigInt(probe.size2)).map((range) => rangeHash(range, lookup));
+      const proof = consistencyProofRanges(BigInt(probe.size1), BigInt(probe.size2)).map((range) =>
+        rangeHash(range, lookup),
+      );
       expect(proof.map((hash) => hash.toString('base64'))).toEqual(probe.proof ?? []);
     }
   });
@@ -94,7 +145,9 @@ describe('RFC 9162 Merkle tree', () => {
       const ours = new Map(picked.map((i) => [BigInt(i), leafHash(leaves[i]!)]));
       expect(rootWithLeaves(ours, 37n, lookup)).toEqual(root);
       const ranges = rangesAroundLeaves([...ours.keys()], 37n);
-      expect(rootWithLeaves(ours, 37n, nodeMap(nodesForRanges(ranges).map((node) => [node, lookup(node)!])))).toEqual(root);
+      expect(rootWithLeaves(ours, 37n, nodeMap(nodesForRanges(ranges).map((node) => [node, lookup(node)!])))).toEqual(
+        root,
+      );
       ours.set(BigInt(picked[0]!), leafHash(Buffer.from('changed')));
       expect(rootWithLeaves(ours, 37n, lookup)).not.toEqual(root);
     }
@@ -105,7 +158,9 @@ describe('RFC 9162 Merkle tree', () => {
     const rewritten = leaves.map((leaf, i) => (i === 4 ? Buffer.from('rewritten') : leaf));
     const { lookup } = storeOf(rewritten);
     const proof = consistencyProofRanges(7n, 13n).map((r) => rangeHash(r, lookup));
-    expect(() => verifyConsistency(7n, 13n, proof, naiveRoot(leaves.slice(0, 7)), naiveRoot(rewritten))).toThrow(/first root/);
+    expect(() => verifyConsistency(7n, 13n, proof, naiveRoot(leaves.slice(0, 7)), naiveRoot(rewritten))).toThrow(
+      /first root/,
+    );
   });
 
   it('picks up a stored tree where it stopped', () => {

@@ -31,7 +31,12 @@ export interface NoteVerifier {
 
 /** C2SP key id: SHA-256(name || 0x0A || 0x01 || public key)[:4]. */
 export function noteKeyId(name: string, rawPublicKey: Uint8Array): Buffer {
-  return createHash('sha256').update(`${name}\n`).update(Buffer.from([ED25519_TYPE])).update(rawPublicKey).digest().subarray(0, 4);
+  return createHash('sha256')
+    .update(`${name}\n`)
+    .update(Buffer.from([ED25519_TYPE]))
+    .update(rawPublicKey)
+    .digest()
+    .subarray(0, 4);
 }
 
 function rawPublicKey(key: KeyObject): Buffer {
@@ -39,7 +44,8 @@ function rawPublicKey(key: KeyObject): Buffer {
 }
 
 function checkKeyName(name: string): void {
-  if (name.length === 0 || /[\s+]/u.test(name)) throw new NoteError('a key name is non-empty and holds no spaces and no "+"');
+  if (name.length === 0 || /[\s+]/u.test(name))
+    throw new NoteError('a key name is non-empty and holds no spaces and no "+"');
 }
 
 /** The verifier key (vkey) of a signer. */
@@ -53,13 +59,20 @@ export function verifierKeyOf(signer: NoteSigner): string {
 export function parseVerifierKey(vkey: string): NoteVerifier {
   // The key's base64 may hold `+` itself: only the first two separate.
   const [, name, keyId, encoded] = /^([^+]*)\+([^+]*)\+(.+)$/.exec(vkey.trim()) ?? [];
-  if (name === undefined || keyId === undefined || encoded === undefined) throw new NoteError('a verifier key is <name>+<key id>+<key>');
+  if (name === undefined || keyId === undefined || encoded === undefined)
+    throw new NoteError('a verifier key is <name>+<key id>+<key>');
   checkKeyName(name);
   const material = Buffer.from(encoded, 'base64');
   if (!/^[0-9a-f]{8}$/.test(keyId)) throw new NoteError('a verifier key id is 8 lowercase hex digits');
-  if (material.length !== 33 || material[0] !== ED25519_TYPE) throw new NoteError('only Ed25519 verifier keys (type 0x01) are supported');
-  if (noteKeyId(name, material.subarray(1)).toString('hex') !== keyId) throw new NoteError('the key id does not match the key');
-  const publicKey = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, material.subarray(1)]), format: 'der', type: 'spki' });
+  if (material.length !== 33 || material[0] !== ED25519_TYPE)
+    throw new NoteError('only Ed25519 verifier keys (type 0x01) are supported');
+  if (noteKeyId(name, material.subarray(1)).toString('hex') !== keyId)
+    throw new NoteError('the key id does not match the key');
+  const publicKey = createPublicKey({
+    key: Buffer.concat([SPKI_ED25519_PREFIX, material.subarray(1)]),
+    format: 'der',
+    type: 'spki',
+  });
   return { name, keyId, publicKey };
 }
 
@@ -72,7 +85,10 @@ export function signNote(text: string, signer: NoteSigner): string {
   return `${text}\n${SIGNATURE_PREFIX}${signer.name} ${Buffer.concat([keyId, signature]).toString('base64')}\n`;
 }
 
-/** The text of `note` once `verifier`'s signature on it checks; throws why not. Signatures of other keys are ignored. */
+/**
+ * The text of `note` once `verifier`'s signature on it checks; throws why not. Signatures of other
+ * keys are ignored.
+ */
 export function openNote(note: string, verifier: NoteVerifier): string {
   const split = note.lastIndexOf('\n\n');
   if (split < 0 || !note.endsWith('\n')) throw new NoteError('a signed note is text, a blank line and signature lines');
@@ -85,7 +101,8 @@ export function openNote(note: string, verifier: NoteVerifier): string {
     const [name, encoded, extra] = line.slice(SIGNATURE_PREFIX.length).split(' ');
     if (!name || !encoded || extra !== undefined) throw new NoteError('a signature line is "— <name> <signature>"');
     const signature = Buffer.from(encoded, 'base64');
-    if (name !== verifier.name || signature.length < 4 || signature.subarray(0, 4).toString('hex') !== verifier.keyId) continue;
+    if (name !== verifier.name || signature.length < 4 || signature.subarray(0, 4).toString('hex') !== verifier.keyId)
+      continue;
     known = true;
     if (!verify(null, Buffer.from(text, 'utf8'), verifier.publicKey, signature.subarray(4))) {
       throw new NoteError(`the signature of ${verifier.name} does not verify`);
@@ -97,7 +114,8 @@ export function openNote(note: string, verifier: NoteVerifier): string {
 
 function checkNoteText(text: string): void {
   if (!text.endsWith('\n')) throw new NoteError('note text ends in a newline');
-  if (/[\u0000-\u0009\u000b-\u001f]/.test(text)) throw new NoteError('note text holds no control characters but newlines');
+  if (/[\u0000-\u0009\u000b-\u001f]/.test(text))
+    throw new NoteError('note text holds no control characters but newlines');
 }
 
 /** Reads an Ed25519 private key (PKCS #8 PEM, as `openssl genpkey -algorithm ed25519` writes it). */
