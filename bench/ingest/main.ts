@@ -4,8 +4,8 @@
  * streaming MESSAGES realistic assistant responses (thinking, text deltas of a few tokens, tool
  * rounds) in batches of BATCH chunks, to the ledger service (a separate process, as deployed)
  * and to a naive baseline service, on the same database in the same run. Prints ingest events/s, projection lag (append → visible in
- * the read model, p50/p99), Merkle log lag (append → leaf in the tree, polled every MERKLE_POLL_MS), rebuild events/s, and log bytes
- * per message against the sum of the snapshot lengths.
+ * the read model, p50/p99), Merkle log lag (append → leaf in the tree, polled every MERKLE_POLL_MS),
+ * rebuild events/s, and log bytes per message against the sum of the snapshot lengths.
  *
  *   npm run bench:ingest
  */
@@ -142,7 +142,10 @@ async function main(): Promise<void> {
       [
         ['ingest, chunks/s (durable, acknowledged)', formatRate(ledgerIngest), formatRate(naiveIngest), formatRatio(ledgerIngest / naiveIngest)],
         ['projection lag p50 / p99, ms (append → read model)', `${percentile(lags, 50).toFixed(1)} / ${percentile(lags, 99).toFixed(1)}`, 'inline (0)', '—'],
-        ['Merkle log lag p50 / p99, ms (append → leaf)', `${percentile(merkleLags, 50).toFixed(1)} / ${percentile(merkleLags, 99).toFixed(1)}`, '—', '—'],
+        [
+          'Merkle log lag p50 / p99, ms (append → leaf)',
+          `${percentile(merkleLags, 50).toFixed(1)} / ${percentile(merkleLags, 99).toFixed(1)}`, '—', '—',
+        ],
         ['rebuild, events/s', formatRate(ledgerRebuild), formatRate(naiveRebuild), formatRatio(ledgerRebuild / naiveRebuild)],
         ['delta bytes in the log per message (vs snapshots)', formatRate(logBytesPerMessage), formatRate(snapshotBytesPerMessage), formatRatio(logBytesPerMessage / snapshotBytesPerMessage)],
       ],

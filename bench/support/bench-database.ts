@@ -99,7 +99,8 @@ export async function startLedgerProcess(databaseUrl: string, env: Record<string
   // A data folder of its own: the service generates its checkpoint signing key there.
   const dataDir = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-data-'));
   const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', LEDGER_DATA_DIR: dataDir, ...env }, stdio: 'inherit',
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', LEDGER_DATA_DIR: dataDir, ...env },
+    stdio: 'inherit',
   });
   const url = `http://127.0.0.1:${port}`;
   for (let attempt = 0; attempt < 300; attempt += 1) {

@@ -8,8 +8,10 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 
 /** Every schema change, in order. Read-model migrations join this list beside the event log's. */
-export const migrations = [EventLog1763800000001, BlockReadModels1763800000002, BranchTrees1763800000003, ToolCalls1763800000004, Identity1763800000005,
-  VerifiableLog1763800000006];
+export const migrations = [
+  EventLog1763800000001, BlockReadModels1763800000002, BranchTrees1763800000003, ToolCalls1763800000004, Identity1763800000005,
+  VerifiableLog1763800000006,
+];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;
 

@@ -10,14 +10,18 @@ export type StreamReader = Pick<EventLogReader, 'readStream'>;
  * source's state as of that position, read from the log — recursively, for a fork of a fork.
  * Every read path (repository, projections, `?at=`) folds through here, so they agree.
  */
-export async function foldSessionEvents(eventLog: StreamReader, state: SessionState, events: readonly RecordedEvent[]): Promise<SessionState> {
+export async function foldSessionEvents(
+  eventLog: StreamReader, state: SessionState, events: readonly RecordedEvent[],
+): Promise<SessionState> {
   let folded = state;
   for (const event of events) folded = startsFork(folded, event) ? await applyFork(eventLog, event) : evolveSession(folded, sessionEnvelope(event));
   return folded;
 }
 
 /** The session as it was at a log position (its last event at or before it). */
-export async function sessionAt(eventLog: StreamReader, session: { tenant: string; sessionId: string }, position: bigint): Promise<SessionState> {
+export async function sessionAt(
+  eventLog: StreamReader, session: { tenant: string; sessionId: string }, position: bigint,
+): Promise<SessionState> {
   const events = await eventLog.readStream(sessionStreamId(session.tenant, session.sessionId));
   return foldSessionEvents(eventLog, initialSessionState, events.filter((event) => event.position <= position));
 }
