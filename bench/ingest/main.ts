@@ -4,8 +4,8 @@
  * streaming MESSAGES realistic assistant responses (thinking, text deltas of a few tokens, tool
  * rounds) in batches of BATCH chunks, to the ledger service (a separate process, as deployed)
  * and to a naive baseline service, on the same database in the same run. Prints ingest events/s, projection lag (append → visible in
- * the read model, p50/p99), rebuild events/s, and log bytes per message against the sum of the
- * snapshot lengths.
+ * the read model, p50/p99), Merkle log lag (append → leaf in the tree, polled every MERKLE_POLL_MS),
+ * rebuild events/s, and log bytes per message against the sum of the snapshot lengths.
  *
  *   npm run bench:ingest
  */
@@ -19,6 +19,7 @@ import { startNaiveService } from './naive-service.js';
 const PRODUCERS = 16;
 const MESSAGES = 4;
 const BATCH = 20;
+const MERKLE_POLL_MS = 2;
 
 type Chunk = Record<string, unknown> & { seq: number; type: string };
 
@@ -55,6 +56,15 @@ async function main(): Promise<void> {
   const naive = await startNaiveService(database.connectionString);
   const sql = new pg.Client({ connectionString: database.connectionString });
   await sql.connect();
+  const merkleProbes = new pg.Pool({ connectionString: database.connectionString, max: 4 });
+  /** Resolves once the Merkle consumer has added the event at `position` (its leaves go in position order). */
+  const inTree = async (position: number): Promise<void> => {
+    for (;;) {
+      const { rows } = await merkleProbes.query('SELECT 1 FROM log_leaves WHERE position >= $1 LIMIT 1', [position]);
+      if (rows.length > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, MERKLE_POLL_MS));
+    }
+  };
   try {
     const plans = Array.from({ length: PRODUCERS * MESSAGES }, response);
     const totalChunks = plans.reduce((sum, plan) => sum + plan.chunks.length, 0);
@@ -71,6 +81,7 @@ async function main(): Promise<void> {
       }),
     );
     const lags: number[] = [];
+    const merkleLags: number[] = [];
     const lagProbes: Promise<void>[] = [];
     let started = performance.now();
     await Promise.all(
@@ -92,6 +103,7 @@ async function main(): Promise<void> {
                     if (!read.ok) throw new Error(`lag probe: ${read.status}`);
                     lags.push(performance.now() - acknowledged);
                   }),
+                inTree(position).then(() => void merkleLags.push(performance.now() - acknowledged)),
               );
             }
           }
@@ -130,12 +142,17 @@ async function main(): Promise<void> {
       [
         ['ingest, chunks/s (durable, acknowledged)', formatRate(ledgerIngest), formatRate(naiveIngest), formatRatio(ledgerIngest / naiveIngest)],
         ['projection lag p50 / p99, ms (append → read model)', `${percentile(lags, 50).toFixed(1)} / ${percentile(lags, 99).toFixed(1)}`, 'inline (0)', '—'],
+        [
+          'Merkle log lag p50 / p99, ms (append → leaf)',
+          `${percentile(merkleLags, 50).toFixed(1)} / ${percentile(merkleLags, 99).toFixed(1)}`, '—', '—',
+        ],
         ['rebuild, events/s', formatRate(ledgerRebuild), formatRate(naiveRebuild), formatRatio(ledgerRebuild / naiveRebuild)],
         ['delta bytes in the log per message (vs snapshots)', formatRate(logBytesPerMessage), formatRate(snapshotBytesPerMessage), formatRatio(logBytesPerMessage / snapshotBytesPerMessage)],
       ],
     );
   } finally {
     await sql.end();
+    await merkleProbes.end();
     await naive.close();
     await ledger.stop();
     await database.close();

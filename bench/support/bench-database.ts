@@ -96,11 +96,24 @@ function freePort(): Promise<number> {
 /** The built service as its own process (as deployed), on the bench database. */
 export async function startLedgerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], { env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', ...env }, stdio: 'inherit' });
+  // A data folder of its own: the service generates its checkpoint signing key there.
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-data-'));
+  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', LEDGER_DATA_DIR: dataDir, ...env },
+    stdio: 'inherit',
+  });
   const url = `http://127.0.0.1:${port}`;
   for (let attempt = 0; attempt < 300; attempt += 1) {
     if ((await fetch(`${url}/health`).catch(() => undefined))?.ok) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { url, stop: () => new Promise((resolve) => (child.once('exit', () => resolve()), child.kill('SIGTERM'))) };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }

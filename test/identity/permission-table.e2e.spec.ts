@@ -85,6 +85,13 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /v1/sessions/:sid/live': () => ({ status: 200 }),
   'GET /v1/sessions/:sid/events': () => ({ status: 200 }),
   'GET /v1/events/live': () => ({ query: '?types=&streams=', status: 200 }),
+  'GET /v1/sessions/:sid/verify': () => ({ status: 200 }),
+  'GET /v1/tool-calls/:id/verify': () => ({ status: 200 }),
+  'GET /v1/sessions/:sid/export': () => ({ status: 200 }),
+  'GET /v1/log/key': () => ({ status: 200 }),
+  'GET /v1/log/checkpoint': () => ({ status: 200 }),
+  'GET /v1/log/proof/inclusion': () => ({ query: '?position=1&treeSize=1', status: 200 }),
+  'GET /v1/log/proof/consistency': () => ({ query: '?from=1&to=1', status: 200 }),
 
   'GET /v1/tool-calls': () => ({ status: 200 }),
   'GET /v1/tool-calls/:id': () => ({ status: 200 }),

@@ -36,7 +36,8 @@ export async function probe(
     return { status: response.status, headers: response.headers, body: undefined };
   }
   const text = await response.text();
-  const json = response.headers.get('content-type')?.includes('json') && text !== '';
+  // JSON and its `+json` kinds, not NDJSON (an export bundle), which is lines of text.
+  const json = /^application\/([\w.-]+\+)?json\b/.test(response.headers.get('content-type') ?? '') && text !== '';
   return { status: response.status, headers: response.headers, body: json ? JSON.parse(text) : text };
 }
 

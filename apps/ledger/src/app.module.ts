@@ -14,6 +14,7 @@ import { LiveModule } from './live/live.module.js';
 import { GovernanceModule } from './governance/governance.module.js';
 import { IdentityModule } from './identity/identity.module.js';
 import { GatewayModule } from './gateway/gateway.module.js';
+import { VerifiableLogModule } from './verifiable-log/verifiable-log.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -41,6 +42,7 @@ export class AppModule {
         LiveModule,
         GovernanceModule,
         GatewayModule,
+        VerifiableLogModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

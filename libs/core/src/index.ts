@@ -26,3 +26,8 @@ export * from './gateway/model-call-request.js';
 export * from './gateway/provider-requests.js';
 export * from './gateway/model-call-placement.js';
 export * from './gateway/sse-events.js';
+export * from './verifiable-log/merkle-tree.js';
+export * from './verifiable-log/signed-note.js';
+export * from './verifiable-log/checkpoint.js';
+export * from './verifiable-log/chain-check.js';
+export * from './verifiable-log/export-bundle.js';

@@ -47,6 +47,9 @@ const environment = z.object({
   LEDGER_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
   LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
   LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
+  LEDGER_SIGNING_KEY: z.string().min(1).optional(),
+  LEDGER_LOG_ORIGIN: z.string().regex(/^[^\s+]+$/, 'must hold no spaces and no "+"').optional(),
+  LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LEDGER_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   LEDGER_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
@@ -75,6 +78,7 @@ export interface LedgerConfig {
   /** Set: bearer JWTs from this OpenID provider are accepted as credentials. */
   readonly oidc: OidcConfig | undefined;
   readonly http: HttpServerLimits;
+  readonly verifiableLog: VerifiableLogConfig;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
 }
 
@@ -88,6 +92,16 @@ export interface HttpServerLimits {
   readonly keepAliveTimeoutMs: number;
   /** Open connections at once (live feeds count); further ones are closed on arrival. */
   readonly maxConnections: number;
+}
+
+/** The signed Merkle log over every event (decision 0017). */
+export interface VerifiableLogConfig {
+  /** An Ed25519 private key (PKCS #8 PEM). Unset: generated into the data folder on the first start. */
+  readonly signingKeyFile: string | undefined;
+  /** The checkpoints' origin line and key name. Unset: `block-ledger/<key fingerprint>`. */
+  readonly origin: string | undefined;
+  /** While the log grows, a checkpoint is signed at least this often. */
+  readonly checkpointIntervalMs: number;
 }
 
 /** Tool-call governance. Without `mcpServersFile` the ledger executes no tools and governs none. */
@@ -199,6 +213,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       requestTimeoutMs: values.LEDGER_HTTP_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: values.LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: values.LEDGER_HTTP_MAX_CONNECTIONS,
+    },
+    verifiableLog: {
+      signingKeyFile: values.LEDGER_SIGNING_KEY && path.resolve(values.LEDGER_SIGNING_KEY),
+      origin: values.LEDGER_LOG_ORIGIN,
+      checkpointIntervalMs: values.LEDGER_CHECKPOINT_INTERVAL_MS,
     },
     logLevel: values.LOG_LEVEL,
   };

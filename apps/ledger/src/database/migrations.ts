@@ -3,11 +3,15 @@ import { BlockReadModels1763800000002 } from '../sessions/read-models/1763800000
 import { BranchTrees1763800000003 } from '../sessions/read-models/1763800000003-branch-trees.migration.js';
 import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-tool-calls.migration.js';
 import { Identity1763800000005 } from '../identity/1763800000005-identity.migration.js';
+import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 
 /** Every schema change, in order. Read-model migrations join this list beside the event log's. */
-export const migrations = [EventLog1763800000001, BlockReadModels1763800000002, BranchTrees1763800000003, ToolCalls1763800000004, Identity1763800000005];
+export const migrations = [
+  EventLog1763800000001, BlockReadModels1763800000002, BranchTrees1763800000003, ToolCalls1763800000004, Identity1763800000005,
+  VerifiableLog1763800000006,
+];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;
 

@@ -61,6 +61,19 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
 
   'GET /v1/sessions/:sid/events': AUDITORS,
   'GET /v1/events/live': AUDITORS,
+  'GET /v1/sessions/:sid/verify': AUDITORS,
+  'GET /v1/tool-calls/:id/verify': AUDITORS,
+  'GET /v1/sessions/:sid/export': AUDITORS,
+
+  /**
+   * The transparency log spans every tenant (decision 0017): its checkpoints and proofs are for
+   * auditors and witnesses of any tenant, and reveal only hashes and the log's size. The verifier
+   * key is a public key.
+   */
+  'GET /v1/log/key': 'public',
+  'GET /v1/log/checkpoint': AUDITORS,
+  'GET /v1/log/proof/inclusion': AUDITORS,
+  'GET /v1/log/proof/consistency': AUDITORS,
 
   'GET /v1/tool-calls': OVERSIGHT,
   'GET /v1/tool-calls/:id': OVERSIGHT,

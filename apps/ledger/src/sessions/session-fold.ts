@@ -1,20 +1,27 @@
 import { evolveSession, forkSession, initialSessionState, sessionStreamId, type SessionEventEnvelope, type SessionEventOf, type SessionState } from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 
+/** A fold reads only whole streams (a fork's source): the log, or the events of an export bundle. */
+export type StreamReader = Pick<EventLogReader, 'readStream'>;
+
 /**
  * Folds session events with the core reducer. A fork's stream starts with `session.forked`,
  * which holds a reference (source session and position), not a copy: it is applied to the
  * source's state as of that position, read from the log — recursively, for a fork of a fork.
  * Every read path (repository, projections, `?at=`) folds through here, so they agree.
  */
-export async function foldSessionEvents(eventLog: EventLogReader, state: SessionState, events: readonly RecordedEvent[]): Promise<SessionState> {
+export async function foldSessionEvents(
+  eventLog: StreamReader, state: SessionState, events: readonly RecordedEvent[],
+): Promise<SessionState> {
   let folded = state;
   for (const event of events) folded = startsFork(folded, event) ? await applyFork(eventLog, event) : evolveSession(folded, sessionEnvelope(event));
   return folded;
 }
 
 /** The session as it was at a log position (its last event at or before it). */
-export async function sessionAt(eventLog: EventLogReader, session: { tenant: string; sessionId: string }, position: bigint): Promise<SessionState> {
+export async function sessionAt(
+  eventLog: StreamReader, session: { tenant: string; sessionId: string }, position: bigint,
+): Promise<SessionState> {
   const events = await eventLog.readStream(sessionStreamId(session.tenant, session.sessionId));
   return foldSessionEvents(eventLog, initialSessionState, events.filter((event) => event.position <= position));
 }
@@ -23,7 +30,7 @@ export function startsFork(state: SessionState, event: RecordedEvent): boolean {
   return event.type === 'session.forked' && state.status === 'absent';
 }
 
-export async function applyFork(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
+export async function applyFork(eventLog: StreamReader, event: RecordedEvent): Promise<SessionState> {
   const { source } = event.data as SessionEventOf<'session.forked'>['data'];
   // A fork's source is in the fork's own tenant.
   const sourceState = await sessionAt(eventLog, { tenant: event.metadata.tenant, sessionId: source.sessionId }, BigInt(source.position));

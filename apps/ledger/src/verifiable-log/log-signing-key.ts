@@ -1,0 +1,48 @@
+import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ed25519PrivateKey, verifierKeyOf, type NoteSigner } from '#core';
+import { StartupError } from '../database/embedded-postgres.js';
+import type { VerifiableLogConfig } from '../config/ledger-config.js';
+
+export const GENERATED_KEY_FILE = 'log-signing-key.pem';
+
+export interface LogSigningKey {
+  readonly signer: NoteSigner;
+  /** The verifier key (C2SP vkey) auditors pin. */
+  readonly verifierKey: string;
+  readonly keyId: string;
+}
+
+/**
+ * The checkpoint signing key: `LEDGER_SIGNING_KEY`, or the one generated into the data folder on
+ * the first start (mode 0600, never overwritten). Instances sharing a database must share the
+ * key file: each signs with its own key otherwise, and auditors pin one.
+ */
+export async function loadLogSigningKey(config: VerifiableLogConfig, dataDir: string): Promise<LogSigningKey> {
+  const file = config.signingKeyFile ?? path.join(dataDir, GENERATED_KEY_FILE);
+  const pem = await readFile(file, 'utf8').catch(async (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT' || config.signingKeyFile) {
+      throw new StartupError(`LEDGER_SIGNING_KEY: the signing key file cannot be read (${error.code ?? 'error'})`);
+    }
+    await mkdir(dataDir, { recursive: true });
+    const generated = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    // `wx`: two instances starting together on one data folder keep whichever key was written first.
+    await writeFile(file, generated, { mode: 0o600, flag: 'wx' }).catch((exists: NodeJS.ErrnoException) => {
+      if (exists.code !== 'EEXIST') throw exists;
+    });
+    return readFile(file, 'utf8');
+  });
+  let privateKey;
+  try {
+    privateKey = ed25519PrivateKey(pem);
+  } catch {
+    throw new StartupError('LEDGER_SIGNING_KEY: the signing key is not an Ed25519 private key in PKCS #8 PEM');
+  }
+  const fingerprint = createHash('sha256')
+    .update(createPublicKey(privateKey).export({ format: 'der', type: 'spki' }))
+    .digest('hex');
+  const signer = { name: config.origin ?? `block-ledger/${fingerprint.slice(0, 16)}`, privateKey };
+  const verifierKey = verifierKeyOf(signer);
+  return { signer, verifierKey, keyId: verifierKey.split('+')[1]! };
+}

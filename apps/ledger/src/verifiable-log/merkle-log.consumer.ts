@@ -1,0 +1,50 @@
+import { CompactRange, leafHash, perfectSubtrees, type Hash, type NodeId } from '#core';
+import type { PoolClient } from 'pg';
+import type { ProjectionDefinition } from '../projections/projection.js';
+import { fetchNodes, insertLeaves, treeHead, type StoredLeaf } from './merkle-store.js';
+
+export const MERKLE_LOG = 'merkle-log';
+
+/**
+ * Adds every event of the log, in position order, as the next leaf of the RFC 9162 tree (its
+ * leaf data is the event's stored chain hash). Rides the projection runner, so it works on both
+ * event-log adapters and is exactly-once: leaves, nodes and checkpoint commit together, and an
+ * event at or below the last leaf's position is skipped. It is not a read model: no rebuild
+ * clears it, because the signed checkpoints commit to what it holds.
+ */
+export function merkleLogConsumer(): ProjectionDefinition {
+  let tree: { range: CompactRange; lastPosition: bigint } | undefined;
+  return {
+    name: MERKLE_LOG,
+    version: 1,
+    filter: {},
+    reset() {
+      tree = undefined;
+    },
+    async handle(events, { client }) {
+      tree ??= await loadTree(client);
+      const leaves: StoredLeaf[] = [];
+      const nodes: (readonly [NodeId, Hash])[] = [];
+      for (const event of events) {
+        if (event.position <= tree.lastPosition) continue;
+        const { hash } = event.metadata;
+        leaves.push({
+          leafIndex: tree.range.treeSize,
+          position: event.position,
+          streamId: event.streamId,
+          revision: event.revision,
+          eventHash: hash,
+        });
+        nodes.push(...tree.range.append(leafHash(Buffer.from(hash, 'hex'))));
+        tree.lastPosition = event.position;
+      }
+      if (leaves.length > 0) await insertLeaves(client, leaves, nodes);
+    },
+  };
+}
+
+async function loadTree(client: PoolClient): Promise<{ range: CompactRange; lastPosition: bigint }> {
+  const { size, lastPosition } = await treeHead(client);
+  const edge = size === 0n ? [] : perfectSubtrees({ start: 0n, end: size });
+  return { range: CompactRange.of(size, await fetchNodes(client, edge)), lastPosition };
+}

@@ -1,0 +1,118 @@
+import { nodeMap, nodesForRanges, type Hash, type LeafRange, type NodeId, type NodeLookup } from '#core';
+import type { Pool, PoolClient } from 'pg';
+
+/**
+ * The Merkle log's tables (migration 1763800000006): reads and writes shared by the consumer, the
+ * signer and the proofs.
+ */
+export type Queryable = Pool | PoolClient;
+
+export interface StoredLeaf {
+  readonly leafIndex: bigint;
+  readonly position: bigint;
+  readonly streamId: string;
+  readonly revision: bigint;
+  readonly eventHash: string;
+}
+
+export interface StoredCheckpoint {
+  readonly treeSize: bigint;
+  readonly rootHash: Hash;
+  readonly keyId: string;
+  readonly note: string;
+}
+
+/** Leaves the consumer has added: the tree's size and the position of its last event. */
+export async function treeHead(db: Queryable): Promise<{ size: bigint; lastPosition: bigint }> {
+  const { rows } = await db.query<{ leaf_index: string; position: string }>(
+    'SELECT leaf_index, position FROM log_leaves ORDER BY leaf_index DESC LIMIT 1',
+  );
+  return rows[0]
+    ? { size: BigInt(rows[0].leaf_index) + 1n, lastPosition: BigInt(rows[0].position) }
+    : { size: 0n, lastPosition: 0n };
+}
+
+export async function fetchNodes(db: Queryable, nodes: readonly NodeId[]): Promise<NodeLookup> {
+  const { rows } = await db.query<{ level: number; node_index: string; hash: Buffer }>(
+    `SELECT level, node_index, hash FROM log_nodes
+      WHERE (level, node_index) IN (SELECT * FROM unnest($1::smallint[], $2::bigint[]))`,
+    [nodes.map((node) => node.level), nodes.map((node) => node.index.toString())],
+  );
+  return nodeMap(rows.map((row) => [{ level: row.level, index: BigInt(row.node_index) }, row.hash] as const));
+}
+
+/** The stored nodes `ranges` need. */
+export function fetchRangeNodes(db: Queryable, ranges: readonly LeafRange[]): Promise<NodeLookup> {
+  return fetchNodes(db, nodesForRanges(ranges));
+}
+
+export async function insertLeaves(
+  client: PoolClient,
+  leaves: readonly StoredLeaf[],
+  nodes: readonly (readonly [NodeId, Hash])[],
+): Promise<void> {
+  await client.query(
+    `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
+     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
+    [
+      leaves.map((leaf) => leaf.leafIndex.toString()),
+      leaves.map((leaf) => leaf.position.toString()),
+      leaves.map((leaf) => leaf.streamId),
+      leaves.map((leaf) => leaf.revision.toString()),
+      leaves.map((leaf) => leaf.eventHash),
+    ],
+  );
+  await client.query(
+    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
+    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
+  );
+}
+
+export async function leavesAtPositions(db: Queryable, positions: readonly bigint[]): Promise<Map<bigint, StoredLeaf>> {
+  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE position = ANY($1::bigint[])`, [
+    positions.map(String),
+  ]);
+  return new Map(rows.map((row) => [BigInt(row.position), leafOf(row)]));
+}
+
+/** The leaves recorded for a stream (up to `maxPosition`): what the stream held when the consumer read it. */
+export async function leavesOfStream(db: Queryable, streamId: string, maxPosition?: bigint): Promise<StoredLeaf[]> {
+  const { rows } = await db.query<LeafRow>(
+    `${SELECT_LEAVES} WHERE stream_id = $1 AND ($2::bigint IS NULL OR position <= $2) ORDER BY revision`,
+    [streamId, maxPosition?.toString() ?? null],
+  );
+  return rows.map(leafOf);
+}
+
+export async function checkpointAt(db: Queryable, treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
+  const { rows } = await db.query<{ tree_size: string; root_hash: Buffer; key_id: string; note: string }>(
+    treeSize === undefined
+      ? 'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints ORDER BY tree_size DESC LIMIT 1'
+      : 'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE tree_size = $1',
+    treeSize === undefined ? [] : [treeSize.toString()],
+  );
+  const row = rows[0];
+  return row && { treeSize: BigInt(row.tree_size), rootHash: row.root_hash, keyId: row.key_id, note: row.note };
+}
+
+export async function insertCheckpoint(client: PoolClient, checkpoint: StoredCheckpoint): Promise<void> {
+  await client.query('INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)', [
+    checkpoint.treeSize.toString(),
+    checkpoint.rootHash,
+    checkpoint.keyId,
+    checkpoint.note,
+  ]);
+}
+
+type LeafRow = { leaf_index: string; position: string; stream_id: string; revision: string; event_hash: string };
+const SELECT_LEAVES = 'SELECT leaf_index, position, stream_id, revision, event_hash FROM log_leaves';
+
+function leafOf(row: LeafRow): StoredLeaf {
+  return {
+    leafIndex: BigInt(row.leaf_index),
+    position: BigInt(row.position),
+    streamId: row.stream_id,
+    revision: BigInt(row.revision),
+    eventHash: row.event_hash,
+  };
+}

@@ -1,0 +1,204 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  chainBreak,
+  firstChainBreak,
+  includedStreamsOf,
+  leafHash,
+  openCheckpoint,
+  parseVerifierKey,
+  toolCallStreamId,
+  verifyInclusion,
+  type ChainBreak,
+  type ChainedEvent,
+  type Checkpoint,
+} from '#core';
+import type { EventLog, RecordedEvent } from '#event-log';
+import type pg from 'pg';
+import { PG_POOL } from '../database/database.module.js';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { ApiError } from '../http/api-error.js';
+import { leavesAtPositions, leavesOfStream } from './merkle-store.js';
+import { LogForkError, VerifiableLog } from './verifiable-log.js';
+
+/** A stream as far as the checked object includes it: a fork's source only up to the fork point. */
+export interface IncludedStream {
+  readonly streamId: string;
+  readonly events: readonly RecordedEvent[];
+  readonly upToPosition?: bigint;
+}
+
+export interface VerifyReport {
+  readonly ok: boolean;
+  readonly checkedEvents: number;
+  readonly streams: readonly { readonly stream: string; readonly events: number; readonly headHash: string | null }[];
+  readonly checkpoint: { readonly treeSize: string; readonly rootHash: string; readonly note: string };
+  readonly firstBroken?: ChainBreak;
+}
+
+export function chainedEvent(event: RecordedEvent): ChainedEvent {
+  return {
+    streamId: event.streamId,
+    revision: event.revision,
+    id: event.id,
+    type: event.type,
+    data: event.data,
+    position: event.position,
+    ...event.metadata,
+  };
+}
+
+/**
+ * Recomputes every hash chain a session or a tool call involves, and checks each event against
+ * the Merkle log: its leaf holds the event's hash, and its inclusion proof leads to the root of a
+ * checkpoint signed with the service's key. The first break (lowest position) is reported.
+ */
+@Injectable()
+export class StreamVerifier {
+  private readonly verifier;
+
+  constructor(
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
+    @Inject(VerifiableLog) private readonly log: VerifiableLog,
+  ) {
+    this.verifier = parseVerifierKey(log.key.verifierKey);
+  }
+
+  async verifySession(tenant: string, sessionId: string): Promise<VerifyReport> {
+    const streams = await this.sessionStreams(tenant, sessionId);
+    if (streams[0]!.events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
+    return this.verify(streams);
+  }
+
+  async verifyToolCall(tenant: string, toolCallId: string): Promise<VerifyReport> {
+    const streamId = toolCallStreamId(tenant, toolCallId);
+    const events = await this.eventLog.readStream(streamId);
+    if (events.length === 0) throw new ApiError(404, 'toolcall_not_found', 'no such tool call', 'id');
+    return this.verify([{ streamId, events }]);
+  }
+
+  /** The streams the session's events include (see `includedStreamsOf`), read from the log until none is missing. */
+  async sessionStreams(tenant: string, sessionId: string): Promise<IncludedStream[]> {
+    const read = new Map<string, readonly RecordedEvent[]>();
+    for (;;) {
+      const included = includedStreamsOf(tenant, sessionId, (streamId) => read.get(streamId) ?? []);
+      const missing = included.filter(({ streamId }) => !read.has(streamId));
+      if (missing.length === 0) {
+        return included.map(({ streamId, upToPosition }) => ({
+          streamId,
+          upToPosition,
+          events: read.get(streamId)!.filter((event) => upToPosition === undefined || event.position <= upToPosition),
+        }));
+      }
+      for (const { streamId } of missing) read.set(streamId, await this.eventLog.readStream(streamId));
+    }
+  }
+
+  async verify(streams: readonly IncludedStream[]): Promise<VerifyReport> {
+    const events = streams.flatMap((stream) => stream.events.map(chainedEvent));
+    const lastPosition = events.reduce((max, event) => (event.position > max ? event.position : max), 0n);
+    const { stored, checkpoint } = await this.checkpointFor(lastPosition);
+    const breaks: ChainBreak[] = [];
+    for (const stream of streams) {
+      const chained = events.filter((event) => event.streamId === stream.streamId);
+      const chainBroken = firstChainBreak(chained);
+      if (chainBroken) breaks.push(chainBroken);
+      breaks.push(...(await this.leafBreaks(stream, chained)));
+    }
+    breaks.push(...(await this.checkpointBreaks(events, checkpoint)));
+    const firstBroken = breaks.reduce<ChainBreak | undefined>(
+      (first, next) => (!first || BigInt(next.position) < BigInt(first.position) ? next : first),
+      undefined,
+    );
+    return {
+      ok: !firstBroken,
+      checkedEvents: events.length,
+      streams: streams.map((stream) => ({
+        stream: stream.streamId,
+        events: stream.events.length,
+        headHash: stream.events.at(-1)?.metadata.hash ?? null,
+      })),
+      checkpoint: {
+        treeSize: String(checkpoint.treeSize),
+        rootHash: checkpoint.rootHash.toString('base64'),
+        note: stored.note,
+      },
+      ...(firstBroken && { firstBroken }),
+    };
+  }
+
+  /**
+   * Events the signed checkpoint does not hold as they are: all of them checked in one pass
+   * against its root, and only when that fails, each by its inclusion proof, to name which.
+   */
+  private async checkpointBreaks(events: readonly ChainedEvent[], checkpoint: Checkpoint): Promise<ChainBreak[]> {
+    const leaves = await leavesAtPositions(
+      this.pool,
+      events.map((event) => event.position),
+    );
+    const isInTree = (event: ChainedEvent) =>
+      (leaves.get(event.position)?.leafIndex ?? checkpoint.treeSize) < checkpoint.treeSize;
+    const inTree = events.filter(isInTree);
+    const breaks = events
+      .filter((event) => !isInTree(event))
+      .map((event) => chainBreak(event, 'not_in_checkpoint', `a leaf below ${checkpoint.treeSize}`, 'none'));
+    const leafHashes = new Map(
+      inTree.map((event) => [leaves.get(event.position)!.leafIndex, leafHash(Buffer.from(event.hash, 'hex'))]),
+    );
+    if (await this.log.includesAll(leafHashes, checkpoint)) return breaks;
+    const proofs = await this.log.inclusionProofs(
+      inTree.map((event) => event.position),
+      checkpoint.treeSize,
+    );
+    for (const event of inTree) {
+      const proof = proofs.get(event.position)!;
+      try {
+        verifyInclusion(
+          leafHash(Buffer.from(event.hash, 'hex')),
+          proof.leafIndex,
+          checkpoint.treeSize,
+          proof.hashes,
+          checkpoint.rootHash,
+        );
+      } catch (error) {
+        breaks.push(
+          chainBreak(event, 'not_in_checkpoint', checkpoint.rootHash.toString('base64'), (error as Error).message),
+        );
+      }
+    }
+    return breaks;
+  }
+
+  /**
+   * Events against the leaves the consumer recorded for their stream: an event removed, or one whose
+   * hash is not its leaf's.
+   */
+  private async leafBreaks(stream: IncludedStream, events: readonly ChainedEvent[]): Promise<ChainBreak[]> {
+    const byPosition = new Map(events.map((event) => [event.position, event]));
+    const leaves = await leavesOfStream(this.pool, stream.streamId, stream.upToPosition);
+    const breaks: ChainBreak[] = [];
+    for (const leaf of leaves) {
+      const event = byPosition.get(leaf.position);
+      const at = { streamId: leaf.streamId, revision: leaf.revision, position: leaf.position } as ChainedEvent;
+      if (!event) breaks.push(chainBreak(at, 'missing_event', leaf.eventHash, 'none'));
+      else if (event.hash !== leaf.eventHash) breaks.push(chainBreak(event, 'not_in_log', leaf.eventHash, event.hash));
+    }
+    const logged = new Set(leaves.map((leaf) => leaf.position));
+    for (const event of events)
+      if (!logged.has(event.position)) breaks.push(chainBreak(event, 'not_in_log', 'a leaf', 'none'));
+    return breaks;
+  }
+
+  /**
+   * A checkpoint covering the events, its signature checked with the service's own key; the last one
+   * signed if the tree contradicts it.
+   */
+  private async checkpointFor(position: bigint): Promise<{ stored: { note: string }; checkpoint: Checkpoint }> {
+    const stored = await this.log.checkpointCovering(position).catch(async (error: unknown) => {
+      const latest = error instanceof LogForkError ? await this.log.checkpoint() : undefined;
+      if (!latest) throw error;
+      return latest;
+    });
+    return { stored, checkpoint: openCheckpoint(stored.note, this.verifier) };
+  }
+}

@@ -1,0 +1,81 @@
+import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import type { EventLog } from '#event-log';
+import { Logger } from 'nestjs-pino';
+import type pg from 'pg';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
+import { PG_POOL } from '../database/database.module.js';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { ProjectionRunner } from '../projections/projection-runner.js';
+import { LogController } from './log.controller.js';
+import { loadLogSigningKey } from './log-signing-key.js';
+import { merkleLogConsumer } from './merkle-log.consumer.js';
+import { LogForkError, VerifiableLog } from './verifiable-log.js';
+import { VerifyController } from './verify.controller.js';
+import { SessionExporter } from './session-export.js';
+import { StreamVerifier } from './stream-verifier.js';
+
+const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
+
+/**
+ * The verifiable log: the Merkle consumer, the checkpoint signer (at least every
+ * `LEDGER_CHECKPOINT_INTERVAL_MS` while the log grows), the /v1/log routes and the verify routes.
+ */
+@Module({
+  controllers: [LogController, VerifyController],
+  providers: [
+    StreamVerifier,
+    SessionExporter,
+    {
+      provide: MERKLE_RUNNER,
+      inject: [PG_POOL, EVENT_LOG, Logger],
+      useFactory: (pool: pg.Pool, eventLog: EventLog, logger: Logger) =>
+        new ProjectionRunner(pool, eventLog, merkleLogConsumer(), {
+          onError: (error) => logger.warn({ err: error }, 'Merkle log consumer failed; restarting from its checkpoint'),
+        }),
+    },
+    {
+      provide: VerifiableLog,
+      inject: [PG_POOL, LEDGER_CONFIG, MERKLE_RUNNER],
+      useFactory: async (pool: pg.Pool, config: LedgerConfig, runner: ProjectionRunner) =>
+        new VerifiableLog(pool, await loadLogSigningKey(config.verifiableLog, config.dataDir), runner),
+    },
+  ],
+  exports: [VerifiableLog],
+})
+export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private timer: NodeJS.Timeout | undefined;
+  private signing: Promise<void> | undefined;
+
+  constructor(
+    @Inject(MERKLE_RUNNER) private readonly runner: ProjectionRunner,
+    @Inject(VerifiableLog) private readonly log: VerifiableLog,
+    @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
+    @Inject(Logger) private readonly logger: Logger,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    // A checkpoint exists from the first start on (of the empty tree, on a new log).
+    await this.signLatest();
+    this.runner.start();
+    this.timer = setInterval(() => {
+      // One signing at a time: a slow one is not overtaken by the next tick.
+      this.signing ??= this.signLatest().finally(() => (this.signing = undefined));
+    }, this.config.verifiableLog.checkpointIntervalMs);
+  }
+
+  private async signLatest(): Promise<void> {
+    try {
+      await this.log.signLatest();
+    } catch (error) {
+      if (error instanceof LogForkError)
+        this.logger.error({ err: error }, 'refusing to sign a checkpoint: the stored tree contradicts a signed one');
+      else this.logger.warn({ err: error }, 'signing a checkpoint failed; retrying at the next interval');
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.signing;
+    await this.runner.stop();
+  }
+}

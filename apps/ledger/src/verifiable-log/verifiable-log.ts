@@ -1,0 +1,188 @@
+import {
+  consistencyProofRanges,
+  inclusionProofRanges,
+  MerkleProofError,
+  openCheckpoint,
+  parseVerifierKey,
+  rangeHash,
+  rangesAroundLeaves,
+  rootWithLeaves,
+  signCheckpoint,
+  treeRoot,
+  verifyConsistency,
+  type Checkpoint,
+  type Hash,
+  type LeafRange,
+} from '#core';
+import type { Pool } from 'pg';
+import { inTransaction } from '../database/transaction.js';
+import type { ProjectionRunner } from '../projections/projection-runner.js';
+import { ApiError } from '../http/api-error.js';
+import type { LogSigningKey } from './log-signing-key.js';
+import {
+  checkpointAt,
+  fetchRangeNodes,
+  insertCheckpoint,
+  leavesAtPositions,
+  treeHead,
+  type Queryable,
+  type StoredCheckpoint,
+} from './merkle-store.js';
+
+/** The stored tree does not extend the last signed checkpoint: it was rewritten or rolled back. Nothing is signed. */
+export class LogForkError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LogForkError';
+  }
+}
+
+export interface InclusionProof {
+  readonly position: bigint;
+  readonly leafIndex: bigint;
+  readonly treeSize: bigint;
+  readonly hashes: readonly Hash[];
+}
+
+const SIGNING_LOCK_KEY = 7_318_201_017;
+/** How long a request waits for the Merkle consumer to reach the events it asks about. */
+const CONSUMER_WAIT_MS = 10_000;
+
+/**
+ * The signed Merkle log (decision 0017): signs checkpoints of the tree the consumer keeps, and
+ * serves proofs from its stored subtrees. It never signs a tree that does not extend the last
+ * checkpoint it signed, so no two of its checkpoints contradict each other, and it keeps them all.
+ */
+export class VerifiableLog {
+  private readonly verifier;
+
+  constructor(
+    private readonly pool: Pool,
+    readonly key: LogSigningKey,
+    private readonly consumer: ProjectionRunner,
+  ) {
+    this.verifier = parseVerifierKey(key.verifierKey);
+  }
+
+  /**
+   * Signs the tree as it stands, unless the latest checkpoint already covers it. One signer at a time
+   * across instances.
+   */
+  signLatest(): Promise<StoredCheckpoint> {
+    return inTransaction(this.pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+      const latest = await checkpointAt(client);
+      const { size } = await treeHead(client);
+      if (latest && latest.treeSize === size) return latest;
+      if (latest && latest.treeSize > size) {
+        throw new LogForkError(
+          `the tree holds ${size} leaves but checkpoint ${latest.treeSize} was signed: it was rolled back`,
+        );
+      }
+      const rootRanges = size === 0n ? [] : [{ start: 0n, end: size }];
+      const from = latest?.treeSize ?? 0n;
+      const proofRanges = from === 0n ? [] : consistencyProofRanges(from, size);
+      const lookup = await fetchRangeNodes(client, [...rootRanges, ...proofRanges]);
+      const rootHash = treeRoot(size, lookup);
+      if (latest && from > 0n) {
+        try {
+          verifyConsistency(
+            from,
+            size,
+            proofRanges.map((range) => rangeHash(range, lookup)),
+            this.signedRoot(latest),
+            rootHash,
+          );
+        } catch (error) {
+          throw new LogForkError(`the tree does not extend checkpoint ${from}: ${(error as Error).message}`);
+        }
+      }
+      const checkpoint = { treeSize: size, rootHash, keyId: this.key.keyId, note: this.sign(size, rootHash) };
+      await insertCheckpoint(client, checkpoint);
+      return checkpoint;
+    });
+  }
+
+  /** The root a checkpoint's signature vouches for (our key's), or the stored one for a key since rotated out. */
+  private signedRoot(checkpoint: StoredCheckpoint): Hash {
+    return checkpoint.keyId === this.key.keyId
+      ? openCheckpoint(checkpoint.note, this.verifier).rootHash
+      : checkpoint.rootHash;
+  }
+
+  private sign(treeSize: bigint, rootHash: Hash): string {
+    return signCheckpoint({ origin: this.key.signer.name, treeSize, rootHash }, this.key.signer);
+  }
+
+  checkpoint(treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
+    return checkpointAt(this.pool, treeSize);
+  }
+
+  /**
+   * A signed checkpoint whose tree holds every event up to `position`: waits for the consumer, signs
+   * one if none does.
+   */
+  async checkpointCovering(position: bigint): Promise<StoredCheckpoint> {
+    if (!(await this.consumer.waitForPosition(position, CONSUMER_WAIT_MS))) {
+      throw new ApiError(503, 'log_behind', 'the Merkle log has not reached these events yet; retry shortly');
+    }
+    const latest = await checkpointAt(this.pool);
+    return latest && (await this.leafCount(position)) <= latest.treeSize ? latest : this.signLatest();
+  }
+
+  /** How many leaves the tree holds up to and including `position`. */
+  private async leafCount(position: bigint): Promise<bigint> {
+    const { rows } = await this.pool.query<{ leaves: string | null }>(
+      'SELECT max(leaf_index) + 1 AS leaves FROM log_leaves WHERE position <= $1',
+      [position.toString()],
+    );
+    return BigInt(rows[0]?.leaves ?? 0);
+  }
+
+  async treeSize(): Promise<bigint> {
+    return (await treeHead(this.pool)).size;
+  }
+
+  /**
+   * Inclusion proofs of the events at `positions` in the tree of `treeSize` leaves; positions without
+   * a leaf are left out.
+   */
+  async inclusionProofs(
+    positions: readonly bigint[],
+    treeSize: bigint,
+    db: Queryable = this.pool,
+  ): Promise<Map<bigint, InclusionProof>> {
+    const leaves = [...(await leavesAtPositions(db, positions)).values()].filter((leaf) => leaf.leafIndex < treeSize);
+    const paths = leaves.map((leaf) => inclusionProofRanges(leaf.leafIndex, treeSize));
+    const lookup = await fetchRangeNodes(db, paths.flat());
+    return new Map(
+      leaves.map((leaf, i) => [
+        leaf.position,
+        {
+          position: leaf.position,
+          leafIndex: leaf.leafIndex,
+          treeSize,
+          hashes: paths[i]!.map((range) => rangeHash(range, lookup)),
+        },
+      ]),
+    );
+  }
+
+  /** Whether the tree of `checkpoint` holds every one of `leaves` (leaf hash by index): one pass, no proof each. */
+  async includesAll(leaves: ReadonlyMap<bigint, Hash>, checkpoint: Checkpoint): Promise<boolean> {
+    const lookup = await fetchRangeNodes(this.pool, rangesAroundLeaves([...leaves.keys()], checkpoint.treeSize));
+    try {
+      return rootWithLeaves(leaves, checkpoint.treeSize, lookup).equals(checkpoint.rootHash);
+    } catch (error) {
+      // A stored node is missing: the tree was tampered with, which the proofs of each event will name.
+      if (error instanceof MerkleProofError) return false;
+      throw error;
+    }
+  }
+
+  async consistencyProof(from: bigint, to: bigint): Promise<Hash[]> {
+    const ranges: LeafRange[] = consistencyProofRanges(from, to);
+    const lookup = await fetchRangeNodes(this.pool, ranges);
+    return ranges.map((range) => rangeHash(range, lookup));
+  }
+}

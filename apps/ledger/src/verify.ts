@@ -1,0 +1,58 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { BundleError, NoteError } from '#core';
+import { verifySessionBundle } from './verifiable-log/offline-verifier.js';
+
+const USAGE =
+  'usage: npm run verify -- <bundle.ndjson> --key <verifier key, or a file holding it>' +
+  ' [--since <older checkpoint file>]';
+
+/**
+ * The auditor's offline check of an export bundle (decision 0017): exit 0 and the session's
+ * blocks and tree as JSON on stdout, or exit 1 and the failing line and reason on stderr.
+ */
+async function main(args: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { key: { type: 'string' }, since: { type: 'string' } },
+  });
+  if (positionals.length !== 1 || !values.key) throw new UsageError(USAGE);
+  const [bundleFile] = positionals as [string];
+  const key = values.key.includes('+') ? values.key : (await readFile(values.key, 'utf8')).trim();
+  const since = values.since === undefined ? undefined : await readFile(values.since, 'utf8');
+  const verified = await verifySessionBundle(await readFile(bundleFile, 'utf8'), key, since).catch((error: Error) => {
+    if (error instanceof BundleError) error.message = `${bundleFile} ${error.message}`;
+    throw error;
+  });
+  const { manifest, checkpoint, session, tree } = verified;
+  console.log(
+    JSON.stringify(
+      {
+        ok: true,
+        sessionId: manifest.sessionId,
+        tenant: manifest.tenant,
+        exporter: manifest.exporter,
+        exportedAt: manifest.exportedAt,
+        events: manifest.events,
+        checkpoint: {
+          origin: checkpoint.origin,
+          treeSize: String(checkpoint.treeSize),
+          rootHash: checkpoint.rootHash.toString('base64'),
+        },
+        session,
+        tree,
+      },
+      null,
+      2,
+    ),
+  );
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).catch((error: Error) => {
+  const known = error instanceof BundleError || error instanceof NoteError || error instanceof UsageError;
+  console.error(known ? error.message : `verify failed: ${error.message}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,345 @@
+import { z } from 'zod';
+import { canonicalJson } from '../hashing/canonical-json.js';
+import { sessionStreamId, type SessionEventOf } from '../session/session-events.js';
+import { toolCallStreamId } from '../toolcall/toolcall-events.js';
+import { firstChainBreak, type ChainedEvent } from './chain-check.js';
+import { openCheckpoint, type Checkpoint } from './checkpoint.js';
+import { leafHash, verifyConsistency, verifyInclusion } from './merkle-tree.js';
+import { openNote, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from './signed-note.js';
+
+/**
+ * A session's export bundle (NDJSON, decision 0017), and its offline verification with nothing
+ * but the log's verifier key. Line 1 is the manifest, a signed note over its canonical JSON;
+ * then every event of the included streams, stream by stream in the manifest's order, each with
+ * its leaf index and inclusion proof; the last line is the signed checkpoint they are proven
+ * against (with a consistency proof from an older checkpoint the auditor named, if any).
+ */
+export const BUNDLE_VERSION = 1;
+
+export interface BundleStream {
+  readonly stream: string;
+  readonly events: number;
+  readonly headHash: string | null;
+  /** Log positions are not under the chain hash: the signed manifest vouches for them. */
+  readonly positions: readonly string[];
+}
+
+export interface BundleManifest {
+  readonly version: typeof BUNDLE_VERSION;
+  readonly sessionId: string;
+  readonly tenant: string;
+  /** The actor whose credential exported it. */
+  readonly exporter: string;
+  readonly exportedAt: string;
+  readonly events: number;
+  readonly streams: readonly BundleStream[];
+  readonly origin: string;
+  readonly keyId: string;
+  readonly treeSize: string;
+}
+
+const decimal = z.string().regex(/^(0|[1-9][0-9]*)$/);
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+const base64Hash = z.string().regex(/^[A-Za-z0-9+/]{43}=$/);
+
+const manifestLine = z.strictObject({ type: z.literal('manifest'), note: z.string() });
+const manifestSchema = z.strictObject({
+  version: z.literal(BUNDLE_VERSION),
+  sessionId: z.string(),
+  tenant: z.string(),
+  exporter: z.string(),
+  exportedAt: z.string(),
+  events: z.number().int().nonnegative(),
+  streams: z.array(
+    z.strictObject({
+      stream: z.string(),
+      events: z.number().int(),
+      headHash: hex64.nullable(),
+      positions: z.array(decimal),
+    }),
+  ),
+  origin: z.string(),
+  keyId: z.string(),
+  treeSize: decimal,
+});
+const eventLine = z.strictObject({
+  type: z.literal('event'),
+  stream: z.string(),
+  revision: decimal,
+  position: decimal,
+  id: z.string(),
+  eventType: z.string(),
+  data: z.unknown(),
+  metadata: z.strictObject({
+    recordedAt: z.string(),
+    schemaVersion: z.number().int(),
+    correlationId: z.string().nullable(),
+    causationId: z.string().nullable(),
+    actor: z.string(),
+    tenant: z.string(),
+    prevHash: hex64,
+    hash: hex64,
+  }),
+  leafIndex: decimal,
+  proof: z.array(base64Hash),
+});
+const checkpointLine = z.strictObject({
+  type: z.literal('checkpoint'),
+  note: z.string(),
+  consistency: z.strictObject({ from: decimal, hashes: z.array(base64Hash) }).optional(),
+});
+
+export type BundleEventLine = z.infer<typeof eventLine>;
+
+export function bundleManifestLine(manifest: BundleManifest, signer: NoteSigner): string {
+  return JSON.stringify({ type: 'manifest', note: signNote(`${canonicalJson(manifest)}\n`, signer) });
+}
+
+export function bundleEventLine(event: ChainedEvent, leafIndex: bigint, proof: readonly Buffer[]): string {
+  const {
+    streamId,
+    revision,
+    position,
+    id,
+    type,
+    data,
+    recordedAt,
+    schemaVersion,
+    correlationId,
+    causationId,
+    actor,
+    tenant,
+    prevHash,
+    hash,
+  } = event;
+  const line: BundleEventLine = {
+    type: 'event',
+    stream: streamId,
+    revision: String(revision),
+    position: String(position),
+    id,
+    eventType: type,
+    data,
+    metadata: { recordedAt, schemaVersion, correlationId, causationId, actor, tenant, prevHash, hash },
+    leafIndex: String(leafIndex),
+    proof: proof.map((hash) => hash.toString('base64')),
+  };
+  return JSON.stringify(line);
+}
+
+export function bundleCheckpointLine(note: string, consistency?: { from: bigint; hashes: readonly Buffer[] }): string {
+  const since = consistency && {
+    from: String(consistency.from),
+    hashes: consistency.hashes.map((hash) => hash.toString('base64')),
+  };
+  return JSON.stringify({ type: 'checkpoint', note, ...(since && { consistency: since }) });
+}
+
+/** Why a bundle fails, and where: `line` is 1-based, as an editor shows it. */
+export class BundleError extends Error {
+  constructor(
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`line ${line}: ${reason}`);
+    this.name = 'BundleError';
+  }
+}
+
+export interface VerifiedBundle {
+  readonly manifest: BundleManifest;
+  readonly checkpoint: Checkpoint;
+  /** The included streams' events, in the manifest's order. */
+  readonly streams: readonly { readonly stream: string; readonly events: readonly ChainedEvent[] }[];
+}
+
+/**
+ * Checks a bundle with only the verifier key: the manifest's and the checkpoint's signatures,
+ * the manifest's streams against those the session's own events name, every chain link, every
+ * inclusion proof and every count; with `since` (an older checkpoint the auditor kept), that the
+ * bundle's checkpoint extends it. Throws a BundleError naming the first line that fails.
+ */
+export function verifyBundle(text: string, verifierKey: string, since?: string): VerifiedBundle {
+  const verifier = parseVerifierKey(verifierKey);
+  const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
+  const manifest = openManifest(lines[0] ?? '', verifier);
+  // The checkpoint is the last line; the events are walked in the manifest's order, so a missing,
+  // extra or moved line fails where it breaks the order.
+  const checkpointLineNumber = Math.max(lines.length, 2);
+  const checkpoint = openBundleCheckpoint(lines[checkpointLineNumber - 1] ?? '', checkpointLineNumber, verifier, since);
+  if (String(checkpoint.treeSize) !== manifest.treeSize) {
+    throw new BundleError(checkpointLineNumber, 'the checkpoint is not the one the manifest names');
+  }
+  let lineNumber = 1;
+  const streams = manifest.streams.map((stream) => {
+    const events = stream.positions.map((position, revision) => {
+      lineNumber += 1;
+      if (lineNumber >= checkpointLineNumber)
+        throw new BundleError(lineNumber, `the manifest counts ${manifest.events} events; the bundle ends before`);
+      const event = parseLine(eventLine, lines[lineNumber - 1]!, lineNumber);
+      if (event.stream !== stream.stream || event.revision !== String(revision) || event.position !== position) {
+        throw new BundleError(
+          lineNumber,
+          `expected ${stream.stream} revision ${revision} at position ${position}: events are missing or out of order`,
+        );
+      }
+      const chained = chainedEventOf(event);
+      try {
+        verifyInclusion(
+          leafHash(Buffer.from(chained.hash, 'hex')),
+          BigInt(event.leafIndex),
+          checkpoint.treeSize,
+          event.proof.map((hash) => Buffer.from(hash, 'base64')),
+          checkpoint.rootHash,
+        );
+      } catch (error) {
+        throw new BundleError(lineNumber, `the event is not in the checkpoint's tree: ${(error as Error).message}`);
+      }
+      return chained;
+    });
+    const broken = firstChainBreak(events);
+    if (broken)
+      throw new BundleError(
+        lineNumber - events.length + Number(broken.revision) + 1,
+        `chain ${broken.reason}: expected ${broken.expected}`,
+      );
+    if (stream.events !== events.length || stream.headHash !== (events.at(-1)?.hash ?? null)) {
+      throw new BundleError(1, `the manifest's count or head of ${stream.stream} does not match its events`);
+    }
+    return { stream: stream.stream, events };
+  });
+  if (lineNumber + 1 !== checkpointLineNumber) {
+    throw new BundleError(lineNumber + 1, `the manifest counts ${manifest.events} events; the bundle holds more lines`);
+  }
+  checkIncludedStreams(manifest, streams);
+  return { manifest, checkpoint, streams };
+}
+
+function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch {
+    throw new BundleError(lineNumber, 'not a JSON line');
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new BundleError(lineNumber, `${issue.path.join('.') || 'line'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+function openManifest(line: string, verifier: NoteVerifier): BundleManifest {
+  const { note } = parseLine(manifestLine, line, 1);
+  let text: string;
+  try {
+    text = openNote(note, verifier);
+  } catch (error) {
+    throw new BundleError(1, `manifest signature: ${(error as Error).message}`);
+  }
+  return parseLine(manifestSchema, text.slice(0, -1), 1) as BundleManifest;
+}
+
+function openBundleCheckpoint(
+  line: string,
+  lineNumber: number,
+  verifier: NoteVerifier,
+  since: string | undefined,
+): Checkpoint {
+  const parsed = parseLine(checkpointLine, line, lineNumber);
+  const signed = (note: string, what: string) => {
+    try {
+      return openCheckpoint(note, verifier);
+    } catch (error) {
+      throw new BundleError(lineNumber, `${what} signature: ${(error as Error).message}`);
+    }
+  };
+  const checkpoint = signed(parsed.note, 'checkpoint');
+  if (since === undefined) return checkpoint;
+  const older = signed(since, "the older checkpoint's");
+  if (older.treeSize === checkpoint.treeSize) {
+    if (!older.rootHash.equals(checkpoint.rootHash))
+      throw new BundleError(lineNumber, 'the log forked: same size, different roots');
+    return checkpoint;
+  }
+  if (parsed.consistency?.from !== String(older.treeSize)) {
+    throw new BundleError(
+      lineNumber,
+      `the bundle holds no consistency proof from tree size ${older.treeSize}: export it with ?since=${older.treeSize}`,
+    );
+  }
+  try {
+    verifyConsistency(
+      older.treeSize,
+      checkpoint.treeSize,
+      parsed.consistency.hashes.map((hash) => Buffer.from(hash, 'base64')),
+      older.rootHash,
+      checkpoint.rootHash,
+    );
+  } catch (error) {
+    throw new BundleError(lineNumber, `the log does not extend the older checkpoint: ${(error as Error).message}`);
+  }
+  return checkpoint;
+}
+
+function chainedEventOf(line: BundleEventLine): ChainedEvent {
+  return {
+    streamId: line.stream,
+    revision: BigInt(line.revision),
+    position: BigInt(line.position),
+    id: line.id,
+    type: line.eventType,
+    data: line.data,
+    ...line.metadata,
+  };
+}
+
+/**
+ * The streams a session includes, as its own events name them: its stream, a fork's source up to
+ * the fork point (recursively), and the tool calls its events update (up to the same point).
+ */
+export function includedStreamsOf(
+  tenant: string,
+  sessionId: string,
+  eventsOf: (streamId: string) => readonly { type: string; data: unknown; position: bigint }[],
+  upToPosition?: bigint,
+): { streamId: string; upToPosition?: bigint }[] {
+  const streamId = sessionStreamId(tenant, sessionId);
+  const events = eventsOf(streamId).filter((event) => upToPosition === undefined || event.position <= upToPosition);
+  const included: { streamId: string; upToPosition?: bigint }[] = [{ streamId, upToPosition }];
+  const [first] = events;
+  if (first?.type === 'session.forked') {
+    const { source } = first.data as SessionEventOf<'session.forked'>['data'];
+    included.push(...includedStreamsOf(tenant, source.sessionId, eventsOf, BigInt(source.position)));
+  }
+  const toolCallIds = new Set(
+    events
+      .filter((event) => event.type === 'message.tool_call_updated')
+      .map((event) => (event.data as SessionEventOf<'message.tool_call_updated'>['data']).toolCallId),
+  );
+  for (const toolCallId of toolCallIds) included.push({ streamId: toolCallStreamId(tenant, toolCallId), upToPosition });
+  return included;
+}
+
+function checkIncludedStreams(manifest: BundleManifest, streams: VerifiedBundle['streams']): void {
+  const byStream = new Map(streams.map((stream) => [stream.stream, stream.events]));
+  const included = includedStreamsOf(manifest.tenant, manifest.sessionId, (streamId) => byStream.get(streamId) ?? []);
+  const expected = included.map((stream) => stream.streamId);
+  const listed = streams.map((stream) => stream.stream);
+  if (canonicalJson(expected) !== canonicalJson(listed)) {
+    throw new BundleError(
+      1,
+      `the session's events include the streams ${expected.join(', ')}; the bundle holds ${listed.join(', ')}`,
+    );
+  }
+  const limits = new Map(included.map((stream) => [stream.streamId, stream.upToPosition]));
+  for (const stream of streams) {
+    const limit = limits.get(stream.stream);
+    if (limit !== undefined && stream.events.some((event) => event.position > limit)) {
+      throw new BundleError(1, `${stream.stream} holds events past the fork point ${limit}`);
+    }
+    const foreign = stream.events.find((event) => event.tenant !== manifest.tenant);
+    if (foreign) throw new BundleError(1, `${stream.stream} holds an event of another tenant`);
+  }
+}

@@ -1,0 +1,123 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from '@jest/globals';
+import { chainHash, GENESIS_HASH } from '../hashing/hash-chain.js';
+import type { ChainedEvent } from './chain-check.js';
+import { signCheckpoint } from './checkpoint.js';
+import {
+  BUNDLE_VERSION,
+  bundleCheckpointLine,
+  bundleEventLine,
+  bundleManifestLine,
+  verifyBundle,
+  type BundleManifest,
+} from './export-bundle.js';
+import {
+  CompactRange,
+  inclusionProofRanges,
+  leafHash,
+  nodeMap,
+  rangeHash,
+  type Hash,
+  type NodeId,
+} from './merkle-tree.js';
+import { verifierKeyOf } from './signed-note.js';
+
+const signer = { name: 'ledger.test/log', privateKey: generateKeyPairSync('ed25519').privateKey };
+const vkey = verifierKeyOf(signer);
+
+/** A log of one session's events (`session-s1`) between events of another, and the bundle the service would export. */
+function given(tenant = 'default') {
+  let prevHash = GENESIS_HASH;
+  const session: ChainedEvent[] = ['session.opened', 'message.created', 'message.created'].map((type, revision) => {
+    const content = {
+      streamId: 'session-s1',
+      revision: BigInt(revision),
+      id: `00000000-0000-4000-8000-00000000000${revision}`,
+      type,
+      data: { n: revision },
+      recordedAt: '2026-11-22T00:00:00.000Z',
+      schemaVersion: 1,
+      correlationId: null,
+      causationId: null,
+      actor: 'key:a',
+      tenant,
+    };
+    const hash = chainHash(prevHash, content);
+    const event = { ...content, position: BigInt(2 * revision + 2), prevHash, hash };
+    prevHash = hash;
+    return event;
+  });
+  const logHashes = [1, 2, 3, 4, 5, 6].map(
+    (position) =>
+      session.find((event) => event.position === BigInt(position))?.hash ?? `${position}`.repeat(64).slice(0, 64),
+  );
+  const range = CompactRange.empty();
+  const nodes: [NodeId, Hash][] = [];
+  for (const hash of logHashes) nodes.push(...range.append(leafHash(Buffer.from(hash, 'hex'))));
+  const lookup = nodeMap(nodes);
+  const treeSize = BigInt(logHashes.length);
+  const manifest: BundleManifest = {
+    version: BUNDLE_VERSION,
+    sessionId: 's1',
+    tenant,
+    exporter: 'key:auditor',
+    exportedAt: '2026-11-22T01:00:00.000Z',
+    events: session.length,
+    origin: signer.name,
+    keyId: vkey.split('+')[1]!,
+    treeSize: String(treeSize),
+    streams: [
+      {
+        stream: 'session-s1',
+        events: session.length,
+        headHash: prevHash,
+        positions: session.map((event) => String(event.position)),
+      },
+    ],
+  };
+  const leafIndex = (event: ChainedEvent) => event.position - 1n;
+  const lines = [
+    bundleManifestLine(manifest, signer),
+    ...session.map((event) =>
+      bundleEventLine(
+        event,
+        leafIndex(event),
+        inclusionProofRanges(leafIndex(event), treeSize).map((r) => rangeHash(r, lookup)),
+      ),
+    ),
+    bundleCheckpointLine(signCheckpoint({ origin: signer.name, treeSize, rootHash: range.root() }, signer)),
+  ];
+  return { lines, text: `${lines.join('\n')}\n` };
+}
+
+describe('export bundle verification', () => {
+  it('accepts the bundle as exported, with its streams and checkpoint', () => {
+    const verified = verifyBundle(given().text, vkey);
+    expect(verified.streams.map((stream) => [stream.stream, stream.events.length])).toEqual([['session-s1', 3]]);
+    expect(verified.checkpoint.treeSize).toBe(6n);
+  });
+
+  it('names the line of an event moved to another position, whose hash does not cover it', () => {
+    const { lines } = given();
+    lines[2] = lines[2]!.replace('"position":"4"', '"position":"5"');
+    expect(() => verifyBundle(`${lines.join('\n')}\n`, vkey)).toThrow(
+      /^line 3: expected session-s1 revision 1 at position 4/,
+    );
+  });
+
+  it('names the line of a proof that does not lead to the root', () => {
+    const { lines } = given();
+    const event = JSON.parse(lines[3]!);
+    event.proof[0] = Buffer.alloc(32).toString('base64');
+    lines[3] = JSON.stringify(event);
+    expect(() => verifyBundle(`${lines.join('\n')}\n`, vkey)).toThrow(
+      /^line 4: the event is not in the checkpoint's tree/,
+    );
+  });
+
+  it('refuses a bundle whose manifest speaks for no key it knows', () => {
+    expect(() =>
+      verifyBundle(given().text, verifierKeyOf({ ...signer, privateKey: generateKeyPairSync('ed25519').privateKey })),
+    ).toThrow(/^line 1: manifest signature/);
+  });
+});

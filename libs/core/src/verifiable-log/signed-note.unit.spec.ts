@@ -1,0 +1,51 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from '@jest/globals';
+import { openCheckpoint, signCheckpoint } from './checkpoint.js';
+import { openNote, parseVerifierKey, signNote, verifierKeyOf } from './signed-note.js';
+
+const signerNamed = (name: string) => ({ name, privateKey: generateKeyPairSync('ed25519').privateKey });
+
+describe('C2SP signed notes', () => {
+  it('verifies the example of the signed-note specification', () => {
+    const verifier = parseVerifierKey('example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k');
+    const note =
+      'This is an example message.\n\n' +
+      '\u2014 example.com/foo ' +
+      'Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n';
+    expect(openNote(note, verifier)).toBe('This is an example message.\n');
+    expect(() => openNote(note.replace('example message', 'example massage'), verifier)).toThrow(/does not verify/);
+  });
+
+  it('signs notes its own verifier key opens, and ignores other keys of the same name', () => {
+    const signer = signerNamed('ledger.example/log');
+    const note = signNote('hello\n', signer);
+    expect(openNote(note, parseVerifierKey(verifierKeyOf(signer)))).toBe('hello\n');
+    const impostor = parseVerifierKey(verifierKeyOf(signerNamed('ledger.example/log')));
+    expect(() => openNote(note, impostor)).toThrow(/no signature of ledger.example\/log\+/);
+  });
+
+  it('refuses malformed verifier keys and key names', () => {
+    expect(() => parseVerifierKey('name+530d903a')).toThrow(/<name>\+<key id>\+<key>/);
+    expect(() => parseVerifierKey('example.com/bar+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k')).toThrow(
+      /does not match/,
+    );
+    expect(() => signNote('x\n', signerNamed('has space'))).toThrow(/no spaces/);
+  });
+});
+
+describe('C2SP checkpoints', () => {
+  it('round-trips origin, size and root, and refuses another origin or a re-signed one', () => {
+    const signer = signerNamed('ledger.example/log');
+    const rootHash = Buffer.alloc(32, 7);
+    const note = signCheckpoint({ origin: signer.name, treeSize: 42n, rootHash }, signer);
+    expect(note.split('\n').slice(0, 3)).toEqual(['ledger.example/log', '42', rootHash.toString('base64')]);
+    expect(openCheckpoint(note, parseVerifierKey(verifierKeyOf(signer)))).toEqual({
+      origin: signer.name,
+      treeSize: 42n,
+      rootHash,
+    });
+    const other = signerNamed('ledger.example/log');
+    const resigned = signCheckpoint({ origin: other.name, treeSize: 42n, rootHash }, other);
+    expect(() => openCheckpoint(resigned, parseVerifierKey(verifierKeyOf(signer)))).toThrow(/no signature/);
+  });
+});
