@@ -86,7 +86,9 @@ const HOP_BY_HOP_HEADERS = new Set([
 
 type Attempt =
   | { readonly kind: 'response'; readonly response: IncomingMessage }
-  | { readonly kind: 'timeout' | 'network' | 'aborted' };
+  | { readonly kind: 'timeout' | 'network' | 'aborted' }
+  /** A kept-alive connection the provider had closed meanwhile: the request never reached it. */
+  | { readonly kind: 'stale_connection' };
 
 class HeadersTimeout extends Error {}
 
@@ -108,6 +110,7 @@ export class UpstreamCaller {
     const tried = new Set<string>();
     let refusal: UpstreamResponse | undefined;
     let lastFailure: 'timeout' | 'network' | undefined;
+    let staleRetried = false;
     for (;;) {
       if (request.signal.aborted) return this.aborted(refusal);
       const key = pool.pick(request.sessionId, tried);
@@ -118,11 +121,17 @@ export class UpstreamCaller {
       tried.add(key.hash);
       const attempt = await this.attempt(upstream, key, request);
       if (attempt.kind === 'aborted') return this.aborted(undefined);
-      const outcome = attempt.kind === 'response' ? outcomeOf(attempt.response.statusCode!) : attempt.kind;
+      if (attempt.kind === 'stale_connection' && !staleRetried) {
+        // Not the key's fault: the same key again, on a fresh connection.
+        staleRetried = true;
+        tried.delete(key.hash);
+        continue;
+      }
+      const outcome = attempt.kind === 'response' ? outcomeOf(attempt.response.statusCode!) : attempt.kind === 'timeout' ? 'timeout' : 'network';
       this.options.observer?.upstreamAttempt(upstream.name, key.hash, outcome);
       if (attempt.kind !== 'response') {
         pool.report(key, outcome);
-        lastFailure = attempt.kind;
+        lastFailure = outcome === 'timeout' ? 'timeout' : 'network';
         continue;
       }
       const { response } = attempt;
@@ -182,6 +191,7 @@ export class UpstreamCaller {
       outgoing.on('error', (error) => {
         clearTimeout(timer);
         if (request.signal.aborted) resolve({ kind: 'aborted' });
+        else if (outgoing.reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET') resolve({ kind: 'stale_connection' });
         else resolve({ kind: error instanceof HeadersTimeout ? 'timeout' : 'network' });
       });
       outgoing.end(request.body);
