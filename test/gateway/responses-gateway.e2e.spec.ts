@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
-import { canonicalJson, expectHistory, historyPath, withoutAbsent } from '../support/gateway-history.js';
+import {
+  canonicalResponses,
+  expectHistory,
+  historyPath,
+  type ResponsesConversation,
+} from '../support/gateway-history.js';
 
 /**
  * The official OpenAI client's Responses API through the gateway, against the provider double:
@@ -21,41 +26,6 @@ const weather = [
 const request = { model: MODEL, tools, store: false, include: ['reasoning.encrypted_content' as const] };
 
 type Item = OpenAI.Responses.ResponseInputItem;
-
-interface ResponsesConversation {
-  readonly instructions?: string | null;
-  readonly input: string | readonly Item[];
-}
-
-/**
- * Up to canonical JSON, and how the echoed output items are read: a client sends a response's
- * output items back as they came, with the `id` and `status` the provider gave its message and
- * function_call items, and `annotations`/`logprobs` on output text. Those identify and describe the
- * items; they are not what the conversation says, and the history has no place for them. So
- * message and function_call items drop `id` and `status`, output text keeps its type and text,
- * function arguments compare as the JSON they hold, a string input is the user message it stands
- * for, and null or empty fields are absent. Text, calls, results and reasoning items (whole: their
- * id, summary and encrypted content are what the provider checks) are compared as they are.
- */
-export function canonicalResponses({ instructions, input }: ResponsesConversation): string {
-  const items = typeof input === 'string' ? [{ role: 'user', content: input }] : input;
-  return canonicalJson(withoutAbsent({ instructions, input: items.map(comparableItem) }));
-}
-
-function comparableItem(item: Item | Record<string, unknown>): unknown {
-  const { id: _id, status: _status, ...fields } = item as Record<string, unknown>;
-  switch (fields.type) {
-    case 'message': {
-      const parts = fields.content as { type: string; text?: string }[] | string;
-      const content = typeof parts === 'string' ? parts : parts.map(({ type, text }) => ({ type, text }));
-      return { ...fields, content };
-    }
-    case 'function_call':
-      return { ...fields, arguments: JSON.parse(fields.arguments as string) as unknown };
-    default:
-      return item;
-  }
-}
 
 describe('gateway: OpenAI Responses', () => {
   let gateway: GatewayFixture;
