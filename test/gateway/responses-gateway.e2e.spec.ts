@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
-import { startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
+import { gatewayForSuite } from '../support/gateway-fixture.js';
 import {
   canonicalResponses,
   expectHistory,
@@ -17,7 +17,12 @@ import {
  */
 const MODEL = 'o-double';
 const tools: OpenAI.Responses.Tool[] = [
-  { type: 'function', name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false },
+  {
+    type: 'function',
+    name: 'weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    strict: false,
+  },
 ];
 const weather = [
   { id: 'call_paris', name: 'weather', arguments: '{"city": "Paris"}' },
@@ -28,18 +33,11 @@ const request = { model: MODEL, tools, store: false, include: ['reasoning.encryp
 type Item = OpenAI.Responses.ResponseInputItem;
 
 describe('gateway: OpenAI Responses', () => {
-  let gateway: GatewayFixture;
-  beforeAll(async () => {
-    gateway = await startGateway();
-  });
-  afterEach(() => gateway.double.resetScripts());
-  afterAll(async () => {
-    await gateway?.close();
-  });
+  const gateway = gatewayForSuite();
 
-  const lastExchange = () => gateway.double.exchanges.at(-1)!;
+  const lastExchange = () => gateway().double.exchanges.at(-1)!;
   const expectRoundTrip = (sessionId: string, conversation: ResponsesConversation) =>
-    expectHistory(gateway.ledger, sessionId, 'openai-responses', canonicalResponses, conversation);
+    expectHistory(gateway().ledger, sessionId, 'openai-responses', canonicalResponses, conversation);
 
   async function streamed(client: OpenAI, body: Omit<OpenAI.Responses.ResponseCreateParamsStreaming, 'stream'>) {
     const stream = await client.responses.create({ ...body, stream: true });
@@ -48,15 +46,20 @@ describe('gateway: OpenAI Responses', () => {
     return completed!.output as Item[];
   }
 
-  it('streams a tool loop with encrypted reasoning byte for byte, accepted back by the provider, history at every step', async () => {
+  it('streams a tool loop with encrypted reasoning byte for byte, accepted back, history at every step', async () => {
     const sessionId = `responses-${randomUUID()}`;
-    const client = await gateway.openai({ sessionId, captureBytes: true });
+    const client = await gateway().openai({ sessionId, captureBytes: true });
     const instructions = 'You answer with tools.';
     const user: Item = { role: 'user', content: 'Weather in Paris and Rome?' };
-    gateway.double.script({ reasoning: 'Two cities, two lookups.', text: 'Checking both.', toolCalls: weather, chunkChars: 3 });
+    gateway().double.script({
+      reasoning: 'Two cities, two lookups.',
+      text: 'Checking both.',
+      toolCalls: weather,
+      chunkChars: 3,
+    });
 
     const calling = await streamed(client, { ...request, instructions, input: [user] });
-    expect(gateway.received.at(-1)).toEqual(lastExchange().sentBytes);
+    expect(gateway().received.at(-1)).toEqual(lastExchange().sentBytes);
     expect(calling.map((item) => item.type)).toEqual(['reasoning', 'message', 'function_call', 'function_call']);
     expect(calling[0]).toMatchObject({ encrypted_content: expect.any(String) });
     await expectRoundTrip(sessionId, { instructions, input: [user, ...calling] });
@@ -66,60 +69,79 @@ describe('gateway: OpenAI Responses', () => {
       { type: 'function_call_output', call_id: 'call_rome', output: '24°C, sunny' },
     ];
     const withResults = [user, ...calling, ...results];
-    gateway.double.script({ reasoning: 'Both known.', text: 'Paris is rainy at 18°C; Rome is sunny at 24°C.' });
+    gateway().double.script({ reasoning: 'Both known.', text: 'Paris is rainy at 18°C; Rome is sunny at 24°C.' });
     const answer = await streamed(client, { ...request, instructions, input: withResults });
     expect(lastExchange().status).toBe(200);
-    expect(gateway.received.at(-1)).toEqual(lastExchange().sentBytes);
+    expect(gateway().received.at(-1)).toEqual(lastExchange().sentBytes);
     await expectRoundTrip(sessionId, { instructions, input: [...withResults, ...answer] });
+    expectEveryChangeToCount({ instructions, input: [...withResults, ...answer] });
 
     // The history itself, sent back with a new question, is accepted: reasoning items come before their calls.
-    const history = (await gateway.ledger.request('GET', historyPath(sessionId, 'openai-responses'))).body;
+    const history = (await gateway().ledger.request('GET', historyPath(sessionId, 'openai-responses'))).body;
     const next: Item[] = [...history.input, { role: 'user', content: 'And tomorrow?' }];
-    gateway.double.script({ text: 'No forecast for tomorrow.' });
+    gateway().double.script({ text: 'No forecast for tomorrow.' });
     const followUp = await client.responses.create({ ...request, instructions: history.instructions, input: next });
     expect(lastExchange().status).toBe(200);
     await expectRoundTrip(sessionId, { instructions, input: [...next, ...(followUp.output as Item[])] });
 
-    const tree = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
+    const tree = await gateway().ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
     const roles = tree.body.messages.map((message: { role: string }) => message.role);
     expect(roles).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
   });
 
   it('answers a whole (non-streaming) response byte for byte and records it', async () => {
     const sessionId = `responses-${randomUUID()}`;
-    const client = await gateway.openai({ sessionId, captureBytes: true });
-    gateway.double.script({ reasoning: 'French.', text: 'Bonjour.' });
+    const client = await gateway().openai({ sessionId, captureBytes: true });
+    gateway().double.script({ reasoning: 'French.', text: 'Bonjour.' });
     const { data, response } = await client.responses
       .create({ ...request, instructions: 'Be brief.', input: 'Say hello in French.' })
       .withResponse();
-    expect(gateway.received.at(-1)).toEqual(lastExchange().sentBytes);
+    expect(gateway().received.at(-1)).toEqual(lastExchange().sentBytes);
     expect(data.output_text).toBe('Bonjour.');
     await expectRoundTrip(sessionId, {
       instructions: 'Be brief.',
       input: [{ role: 'user', content: 'Say hello in French.' }, ...(data.output as Item[])],
     });
-    const message = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${response.headers.get('x-ledger-message')}`);
+    const message = await gateway().ledger.request(
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${response.headers.get('x-ledger-message')}`,
+    );
     expect(message.body).toMatchObject({ role: 'assistant', model: MODEL, status: 'success' });
   });
-
-  it('compares up to ids and statuses only: a changed text, call, result or reasoning item is a different conversation', () => {
-    const reasoning = { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Why.' }], encrypted_content: 'e1' };
-    const message = { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hi', annotations: [] }] };
-    const call = { id: 'fc_1', type: 'function_call', status: 'completed', call_id: 'c1', name: 'weather', arguments: '{"city":"Paris"}' };
-    const output = { type: 'function_call_output', call_id: 'c1', output: 'sunny' };
-    const conversation = (items: readonly unknown[]) => canonicalResponses({ input: items as Item[] });
-    const original = conversation([reasoning, message, call, output]);
-    const unidentified = [reasoning, { ...message, id: undefined, status: undefined }, { type: call.type, call_id: 'c1', name: 'weather', arguments: '{ "city": "Paris" }' }, output];
-    expect(conversation(unidentified)).toBe(original);
-    const changed = [
-      [reasoning, { ...message, content: [{ type: 'output_text', text: 'Hello' }] }, call, output],
-      [reasoning, message, { ...call, arguments: '{"city":"Rome"}' }, output],
-      [reasoning, message, { ...call, name: 'forecast' }, output],
-      [reasoning, message, call, { ...output, output: 'rainy' }],
-      [{ ...reasoning, encrypted_content: 'e2' }, message, call, output],
-      [{ ...reasoning, id: 'rs_2' }, message, call, output],
-      [message, call, output],
-    ];
-    for (const items of changed) expect(conversation(items)).not.toBe(original);
-  });
 });
+
+/**
+ * The comparison drops only ids and statuses: removing any item, or changing a message's text, a
+ * call's name or arguments, a result or a reasoning item, makes another conversation.
+ */
+function expectEveryChangeToCount(conversation: { instructions: string; input: readonly Item[] }) {
+  const original = canonicalResponses(conversation);
+  const changed = (item: Record<string, any>): Record<string, unknown>[] => {
+    switch (item.type) {
+      case 'message':
+        return [{ ...item, content: item.content.map((part: object) => ({ ...part, text: 'changed' })) }];
+      case 'function_call':
+        return [
+          { ...item, name: 'changed' },
+          { ...item, arguments: '{"changed":true}' },
+        ];
+      case 'function_call_output':
+        return [{ ...item, output: 'changed' }];
+      case 'reasoning':
+        return [
+          { ...item, encrypted_content: 'changed' },
+          { ...item, id: 'rs_changed' },
+        ];
+      default:
+        return [{ ...item, content: 'changed' }];
+    }
+  };
+  const variants = conversation.input.flatMap((item, index) => [
+    conversation.input.filter((_, other) => other !== index),
+    ...changed(item).map((variant) => conversation.input.map((each, other) => (other === index ? variant : each))),
+  ]);
+  expect(new Set(conversation.input.map((item) => item.type ?? 'message'))).toEqual(
+    new Set(['message', 'reasoning', 'function_call', 'function_call_output']),
+  );
+  for (const input of variants) expect(canonicalResponses({ ...conversation, input })).not.toBe(original);
+}

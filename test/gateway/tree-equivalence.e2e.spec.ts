@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { eventually, startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
+import { eventually, gatewayForSuite } from '../support/gateway-fixture.js';
 
 /**
  * Issue 14 acceptance: a conversation with two regenerations and an edit, sent as plain stateless
@@ -31,20 +31,13 @@ interface TreeNode {
 }
 
 describe('gateway: the tree of stateless calls is the tree of the same actions through the native API', () => {
-  let gateway: GatewayFixture;
-  beforeAll(async () => {
-    gateway = await startGateway();
-  });
-  afterEach(() => gateway.double.resetScripts());
-  afterAll(async () => {
-    await gateway?.close();
-  });
+  const gateway = gatewayForSuite();
 
   /** The session's tree as nested nodes from the roots down, children in order, with the selected child's index. */
   async function treeOf(sessionId: string, as: string): Promise<{ roots: TreeNode[]; selectedRoot: number }> {
     // The read models follow the log: wait until they hold every message of the conversation, each ended.
     const tree = await eventually(
-      () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`, undefined, undefined, as),
+      () => gateway().ledger.request('GET', `/v1/sessions/${sessionId}/tree`, undefined, undefined, as),
       (read) => {
         const messages = (read.body.messages ?? []) as { status: string }[];
         return messages.length === MESSAGES && messages.every((message) => message.status === 'success');
@@ -55,7 +48,13 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
       tree.body.messages.map((message: { id: string }) => [message.id, message]),
     );
     const node = async (id: string): Promise<TreeNode> => {
-      const read = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${id}`, undefined, undefined, as);
+      const read = await gateway().ledger.request(
+        'GET',
+        `/v1/sessions/${sessionId}/messages/${id}`,
+        undefined,
+        undefined,
+        as,
+      );
       const { role, content, model, status, blocks } = read.body as {
         role: string;
         content: string | null;
@@ -83,8 +82,8 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
     // Each response is read to its end (the gateway ends it once the answer is recorded) before the next
     // action. The SDK alone stops reading at `[DONE]`; a call sent right then is placed before the last
     // answer is recorded, does not find it, and branches.
-    const client = await gateway.openai({ sessionId, captureBytes: true });
-    gateway.double.script(answers.map((text) => ({ text })));
+    const client = await gateway().openai({ sessionId, captureBytes: true });
+    gateway().double.script(answers.map((text) => ({ text })));
     const ask = async (messages: ChatCompletionMessageParam[]) => {
       const stream = client.chat.completions.stream({ model: MODEL, messages, stream: true });
       return (await stream.finalChatCompletion()).choices[0]!.message.content!;
@@ -103,13 +102,24 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
   }
 
   async function throughNativeApi(): Promise<string> {
-    const created = await gateway.ledger.request('POST', '/v1/sessions', { title: 'native' }, undefined, 'agent');
+    const created = await gateway().ledger.request('POST', '/v1/sessions', { title: 'native' }, undefined, 'agent');
     expect(created.status).toBe(201);
     const sessionId = created.body.id as string;
     let answered = 0;
     const message = async (role: string, parentId: string | null, content?: string) => {
-      const body = { role, parentId, ...(content === undefined ? {} : { content }), ...(role === 'assistant' ? { model: MODEL } : {}) };
-      const response = await gateway.ledger.request('POST', `/v1/sessions/${sessionId}/messages`, body, undefined, 'agent');
+      const body = {
+        role,
+        parentId,
+        ...(content === undefined ? {} : { content }),
+        ...(role === 'assistant' ? { model: MODEL } : {}),
+      };
+      const response = await gateway().ledger.request(
+        'POST',
+        `/v1/sessions/${sessionId}/messages`,
+        body,
+        undefined,
+        'agent',
+      );
       expect(response.status).toBe(201);
       return response.body.id as string;
     };
@@ -123,7 +133,13 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
         { seq: 4, type: 'text.complete', text },
         { seq: 5, type: 'block_complete' },
       ];
-      const streamed = await gateway.ledger.request('POST', `/v1/sessions/${sessionId}/messages/${id}/chunks`, chunks, undefined, 'agent');
+      const streamed = await gateway().ledger.request(
+        'POST',
+        `/v1/sessions/${sessionId}/messages/${id}/chunks`,
+        chunks,
+        undefined,
+        'agent',
+      );
       expect(streamed.status).toBe(200);
       return id;
     };

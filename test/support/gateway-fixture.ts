@@ -73,6 +73,23 @@ export async function startGateway({ keysPerUpstream = 1, env = {} }: { keysPerU
   };
 }
 
+/**
+ * One gateway for a `describe` block, started before its tests and closed after them; each test's
+ * unused scripted replies are forgotten so they cannot answer the next. Call the returned function
+ * inside a test or hook.
+ */
+export function gatewayForSuite(options?: Parameters<typeof startGateway>[0]): () => GatewayFixture {
+  let gateway: GatewayFixture | undefined;
+  beforeAll(async () => {
+    gateway = await startGateway(options);
+  });
+  afterEach(() => gateway?.double.resetScripts());
+  afterAll(async () => {
+    await gateway?.close();
+  });
+  return () => gateway!;
+}
+
 /** A fetch that keeps each response's bytes in `received` (the body is read whole before the caller sees it). */
 export function capturingFetch(received: Buffer[]): typeof fetch {
   return (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {

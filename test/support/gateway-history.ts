@@ -42,8 +42,7 @@ export function withoutAbsent(value: unknown): unknown {
 
 export { canonicalJson };
 
-
-/** A Chat Completions conversation up to canonical JSON: tool arguments as the JSON they hold, absent fields and refusals aside. */
+/** A Chat Completions conversation up to canonical JSON: tool arguments as the JSON they hold, no absent fields. */
 export function canonicalChat(messages: readonly unknown[]): string {
   return canonicalJson(
     messages.map((message) => {

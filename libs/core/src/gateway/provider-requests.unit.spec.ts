@@ -8,7 +8,12 @@ import { readModelCallRequest } from './provider-requests.js';
  * they came (reasoning, message, every function_call), then the calls' outputs: that is one round,
  * so a tool loop continues the message that recorded the response instead of branching.
  */
-const reasoning = { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Why.' }], encrypted_content: 'e' };
+const reasoning = {
+  id: 'rs_1',
+  type: 'reasoning',
+  summary: [{ type: 'summary_text', text: 'Why.' }],
+  encrypted_content: 'e',
+};
 const message = {
   id: 'msg_1',
   type: 'message',
@@ -29,7 +34,7 @@ const user = { role: 'user', content: 'Weather in Paris and Rome?' };
 const firstResponse = [reasoning, message, call('paris'), call('rome')];
 
 describe('readModelCallRequest (openai-responses)', () => {
-  it('reads one response\'s output items, parallel calls and all, as one round answered by the outputs after them', () => {
+  it("reads one response's output items, parallel calls and all, as one round the outputs after them answer", () => {
     const { turns } = readModelCallRequest('openai-responses', {
       model: 'm',
       input: [user, ...firstResponse, output('paris'), output('rome')],
@@ -59,7 +64,7 @@ describe('readModelCallRequest (openai-responses)', () => {
     ]);
   });
 
-  it('places the tool loop\'s second call on the message that recorded the first response', () => {
+  it("places the tool loop's second call on the message that recorded the first response", () => {
     let state: SessionState = initialSessionState;
     let position = 0n;
     const run = (command: SessionCommand) => {
@@ -71,16 +76,37 @@ describe('readModelCallRequest (openai-responses)', () => {
       return decision.answer!;
     };
     const place = (input: unknown[], answerMessageId: string) =>
-      run({ type: 'record_model_call', request: readModelCallRequest('openai-responses', { model: 'm', input }), dialect: 'openai-responses', answerMessageId });
-    run({ type: 'open_session', sessionId: 's', title: null, metadata: {}, owner: 'subject:p', writers: [] } as SessionCommand);
+      run({
+        type: 'record_model_call',
+        request: readModelCallRequest('openai-responses', { model: 'm', input }),
+        dialect: 'openai-responses',
+        answerMessageId,
+      });
+    run({
+      type: 'open_session',
+      sessionId: 's',
+      title: null,
+      metadata: {},
+      owner: 'subject:p',
+      writers: [],
+    } as SessionCommand);
     const first = place([user], 'answer-1');
     const whole = { object: 'response', status: 'completed', output: firstResponse };
-    run({ type: 'append_dialect_events', messageId: first.messageId, dialect: 'openai-responses', firstSeq: first.nextEventSeq, events: [whole] });
+    run({
+      type: 'append_dialect_events',
+      messageId: first.messageId,
+      dialect: 'openai-responses',
+      firstSeq: first.nextEventSeq,
+      events: [whole],
+    });
 
     const second = place([user, ...firstResponse, output('paris'), output('rome')], 'answer-2');
     expect(second.messageId).toBe('answer-1');
     const session = state as OpenSession;
-    expect(activePath(session.selectedRootId, session.messages).map((each) => each.id)).toEqual([expect.any(String), 'answer-1']);
+    expect(activePath(session.selectedRootId, session.messages).map((each) => each.id)).toEqual([
+      expect.any(String),
+      'answer-1',
+    ]);
     expect([...session.messages.values()]).toHaveLength(2);
   });
 });
