@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { canonicalJson } from '#core';
 import { eventually, startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
+import { canonicalChat } from '../support/gateway-history.js';
 
 /**
  * The official OpenAI client through the gateway (Chat Completions), against the provider double:
@@ -14,29 +14,6 @@ const weather = [
   { id: 'call_paris', name: 'weather', arguments: '{"city": "Paris"}' },
   { id: 'call_rome', name: 'weather', arguments: '{"city": "Rome"}' },
 ];
-
-/** A conversation up to canonical JSON: tool arguments as the JSON they hold, absent and null fields alike. */
-function canonicalChat(messages: readonly unknown[]): string {
-  return canonicalJson(
-    messages.map((message) => {
-      const entries = Object.entries(message as Record<string, unknown>).filter(
-        ([key, value]) => value !== null && value !== undefined && !(Array.isArray(value) && value.length === 0) && key !== 'refusal',
-      );
-      return Object.fromEntries(
-        entries.map(([key, value]) => [
-          key,
-          key === 'tool_calls'
-            ? (value as { id: string; function: { name: string; arguments: string } }[]).map((call) => ({
-                id: call.id,
-                type: 'function',
-                function: { name: call.function.name, arguments: JSON.parse(call.function.arguments) as unknown },
-              }))
-            : value,
-        ]),
-      );
-    }),
-  );
-}
 
 describe('gateway: OpenAI Chat Completions', () => {
   let gateway: GatewayFixture;

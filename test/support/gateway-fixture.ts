@@ -57,12 +57,7 @@ export async function startGateway({ keysPerUpstream = 1, openAiModels, env = {}
   await writeFile(upstreamsFile, JSON.stringify({ upstreams }));
   const ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile, ...env });
   const received: Buffer[] = [];
-  const capturing = (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
-    const response = await fetch(input, init);
-    const bytes = Buffer.from(await response.arrayBuffer());
-    received.push(bytes);
-    return new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
-  }) as typeof fetch;
+  const capturing = capturingFetch(received);
   const settings = async ({ sessionId, who = 'agent', apiKey, captureBytes = false }: ClientOptions) => ({
     apiKey: apiKey ?? (await ledger.credentials.key(who, { roles: ['producer', 'reader'] })),
     maxRetries: 0,
@@ -83,6 +78,33 @@ export async function startGateway({ keysPerUpstream = 1, openAiModels, env = {}
       await rm(folder, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * One gateway for a `describe` block, started before its tests and closed after them; each test's
+ * unused scripted replies are forgotten so they cannot answer the next. Call the returned function
+ * inside a test or hook.
+ */
+export function gatewayForSuite(options?: Parameters<typeof startGateway>[0]): () => GatewayFixture {
+  let gateway: GatewayFixture | undefined;
+  beforeAll(async () => {
+    gateway = await startGateway(options);
+  });
+  afterEach(() => gateway?.double.resetScripts());
+  afterAll(async () => {
+    await gateway?.close();
+  });
+  return () => gateway!;
+}
+
+/** A fetch that keeps each response's bytes in `received` (the body is read whole before the caller sees it). */
+export function capturingFetch(received: Buffer[]): typeof fetch {
+  return (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+    const response = await fetch(input, init);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    received.push(bytes);
+    return new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }) as typeof fetch;
 }
 
 /** Polls `read` until `done` holds of its result (the read models follow the log), at most `timeoutMs`. */

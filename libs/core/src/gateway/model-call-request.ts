@@ -92,12 +92,6 @@ export class ConversationBuilder {
     call.result = result;
   }
 
-  /** Whether the newest turn is an assistant turn whose last round called tools. */
-  get awaitsResults(): boolean {
-    const last = this.turns.at(-1);
-    return last?.role === 'assistant' && (last.rounds.at(-1)?.tools.length ?? 0) > 0;
-  }
-
   build(): Turn[] {
     return this.turns.map((turn): Turn => {
       if (turn.role !== 'assistant') return turn;

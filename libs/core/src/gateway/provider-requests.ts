@@ -113,10 +113,10 @@ function readResponses(request: z.infer<typeof responsesRequest>): ModelCallRequ
   const conversation = new ConversationBuilder(continuesActivePath);
   if (request.instructions) conversation.system(request.instructions);
   const items = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : (request.input ?? []);
-  // Output items of one response form a round; the first after its calls' outputs opens the next.
+  // One response's output items, parallel calls included, are a round; the first after the outputs opens the next.
   let roundOpen = false;
   const assistantItem = () => {
-    if (!roundOpen || conversation.awaitsResults) conversation.openRound();
+    if (!roundOpen) conversation.openRound();
     roundOpen = true;
   };
   items.forEach((item: Json, index) => {
@@ -147,6 +147,7 @@ function readResponses(request: z.infer<typeof responsesRequest>): ModelCallRequ
       return conversation.toolCall(id, name, parsedArguments(args, `${field}.arguments`));
     }
     if (type === 'function_call_output') {
+      roundOpen = false;
       const id = requiredString(item.call_id, `${field}.call_id`);
       return conversation.toolResult(id, { content: textOf(item.output, RESPONSES_TEXT), isError: false }, field);
     }
