@@ -132,10 +132,11 @@ describe('gateway: refusals and bad endings', () => {
     const admin = new pg.Client({ connectionString: process.env.LEDGER_TEST_DATABASE_URL });
     await admin.connect();
     const before = exchangesNow();
+    const client = await gateway.openai({ sessionId: `down-${randomUUID()}` });
     try {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
       await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
-      const error = await ask(await gateway.openai({ sessionId: `down-${randomUUID()}` })).catch((caught: unknown) => caught);
+      const error = await ask(client).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(OpenAI.InternalServerError);
       expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
       expect(exchangesNow()).toBe(before);

@@ -79,10 +79,9 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
 
   async function throughGateway(): Promise<string> {
     const sessionId = `tree-gateway-${randomUUID()}`;
-    // Each response is read to its end (the gateway ends it once the answer is recorded) before the next
-    // action. The SDK alone stops reading at `[DONE]`; a call sent right then is placed before the last
-    // answer is recorded, does not find it, and branches.
-    const client = await gateway().openai({ sessionId, captureBytes: true });
+    // The SDK stops reading at `[DONE]` and sends the next call at once, before the last answer's record
+    // is complete: the gateway places it after that record all the same.
+    const client = await gateway().openai({ sessionId });
     gateway().double.script(answers.map((text) => ({ text })));
     const ask = async (messages: ChatCompletionMessageParam[]) => {
       const stream = client.chat.completions.stream({ model: MODEL, messages, stream: true });

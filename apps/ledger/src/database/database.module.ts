@@ -19,8 +19,11 @@ export class DatabaseModule implements OnApplicationShutdown {
           inject: [Logger],
           useFactory: (logger: Logger) => {
             const pool = new pg.Pool({ connectionString, max: 6 });
-            // An idle client's connection can drop (a restart of PostgreSQL); without a listener that would crash the process.
-            pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));
+            // A connection can drop (a restart of PostgreSQL), idle in the pool or checked out between two
+            // queries; without a listener that would crash the process. The next query on it fails instead.
+            const dropped = (error: Error) => logger.warn({ err: error }, 'a database connection failed');
+            pool.on('error', dropped);
+            pool.on('connect', (client) => client.on('error', dropped));
             return pool;
           },
         },

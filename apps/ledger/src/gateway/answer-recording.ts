@@ -37,6 +37,10 @@ export class AnswerRecording {
   private unrecorded = 0;
   /** Position of the record's last event so far. */
   private position = 0n;
+  private finished: Promise<AnswerPlace | undefined> | undefined;
+  private markEnded!: () => void;
+  /** Settles once the record is complete: the next call on the session is placed after it. */
+  readonly ended = new Promise<void>((resolve) => (this.markEnded = resolve));
 
   constructor(
     private readonly sessions: SessionRepository,
@@ -59,9 +63,15 @@ export class AnswerRecording {
 
   /**
    * Everything pushed is appended (or counted lost); then `failure`, or the gap a loss left, is
-   * recorded on the message. Resolves to the answer's place as of its record's last event.
+   * recorded on the message. Resolves to the answer's place as of its record's last event. The
+   * first call decides how the answer ended; later calls get its result.
    */
-  async finish(failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
+  finish(failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
+    this.finished ??= this.complete(failure).finally(() => this.markEnded());
+    return this.finished;
+  }
+
+  private async complete(failure: { name: string; message: string } | undefined): Promise<AnswerPlace | undefined> {
     for (this.appendBuffered(); this.appending; this.appendBuffered()) await this.appending;
     const place = await this.placed;
     const gap = this.unrecorded > 0 ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` } : undefined;

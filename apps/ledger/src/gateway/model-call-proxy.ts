@@ -42,6 +42,13 @@ const PROTOCOLS: Record<GatewayProtocol, { readonly prefix: string; readonly ups
 @Injectable()
 export class ModelCallProxy {
   private readonly logger = new Logger('Gateway');
+  /**
+   * The record under way of each session's last call. An SDK may send its next call the moment it
+   * has read `[DONE]`, before that record is complete; the next call waits for it (bounded), so it
+   * is placed against the answer it continues. Per instance: calls of one session on two
+   * instances at once are placed against what each finds in the log.
+   */
+  private readonly recordsUnderWay = new Map<string, Promise<void>>();
   /** Whether the log took the last record this gateway tried; until it fails, sessions cached here skip the log read. */
   private logHealthy = true;
   private readonly recordingObserver = {
@@ -62,6 +69,8 @@ export class ModelCallProxy {
     const upstream = this.pools.upstreamFor(call.model, PROTOCOLS[protocol].upstream);
     if (!upstream) throw new ApiError(404, 'model_not_found', `the model ${JSON.stringify(call.model)} is not served by this gateway`, 'model');
     const session: SessionRef = { tenant: principal.tenant, sessionId: sessionIdOf(request) };
+    const sessionKey = `${session.tenant}/${session.sessionId}`;
+    await this.withinRecordWait(this.recordsUnderWay.get(sessionKey));
     const state = await this.sessionBeforeCall(session, principal);
     if (state?.status === 'open' && !mayWrite(state, principal.subject)) {
       throw new ApiError(403, 'not_a_writer', 'this credential may not write to this session', undefined, 'not_a_writer');
@@ -88,11 +97,20 @@ export class ModelCallProxy {
       opensSession: state.status !== 'open',
       batchMs: this.config.gateway.recordBatchMs,
     });
+    this.recordsUnderWay.set(sessionKey, recording.ended);
+    void recording.ended.then(() => {
+      if (this.recordsUnderWay.get(sessionKey) === recording.ended) this.recordsUnderWay.delete(sessionKey);
+    });
     const planned = state.status === 'open' ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state) : answerMessageId;
     response.setHeader('x-ledger-session', session.sessionId);
     response.setHeader('x-ledger-message', planned);
-    if (call.stream) return this.stream(result, response, recording, state);
-    return this.whole(result, response, recording);
+    try {
+      if (call.stream) return await this.stream(result, response, recording, state);
+      return await this.whole(result, response, recording);
+    } finally {
+      // However the call ended, its record ends too, so the next call on the session does not wait for it.
+      void recording.finish({ name: 'UpstreamError', message: 'the answer could not be relayed' });
+    }
   }
 
   /**
@@ -181,8 +199,14 @@ export class ModelCallProxy {
   }
 
   private bounded(recording: AnswerRecording): Promise<AnswerPlace | undefined> {
+    return this.withinRecordWait(recording.finish());
+  }
+
+  /** `work`'s result, or `undefined` once `LEDGER_GATEWAY_RECORD_WAIT_MS` has passed. */
+  private withinRecordWait<T>(work: Promise<T> | undefined): Promise<T | undefined> {
+    if (!work) return Promise.resolve(undefined);
     const waited = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), this.config.gateway.recordWaitMs).unref());
-    return Promise.race([recording.finish(), waited]);
+    return Promise.race([work, waited]);
   }
 }
 

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
+import { IdentityProviderUnavailableError } from './jwt-verifier.js';
 import { AuthenticationError, ROLES, type Principal, type Role } from './principal.js';
 
 /**
@@ -148,10 +149,15 @@ export class ApiKeyStore {
     const cached = this.cache.get(id);
     if (cached && now - cached.readAt < KEY_CACHE_MS) return cached.key;
     if (now - (this.unknownIds.get(id) ?? -Infinity) < KEY_CACHE_MS) return undefined;
-    const { rows } = await this.pool.query<KeyRecord & { salt: Buffer; secretHash: Buffer }>(
-      `SELECT ${KEY_COLUMNS}, salt, secret_hash AS "secretHash" FROM api_keys WHERE id = $1`,
-      [id],
-    );
+    const { rows } = await this.pool
+      .query<KeyRecord & { salt: Buffer; secretHash: Buffer }>(
+        `SELECT ${KEY_COLUMNS}, salt, secret_hash AS "secretHash" FROM api_keys WHERE id = $1`,
+        [id],
+      )
+      .catch((error: Error) => {
+        // The key may be fine: it cannot be checked now. The guard answers 503, not 401 or 500.
+        throw new IdentityProviderUnavailableError(`the key store cannot be read: ${error.message}`);
+      });
     const row = rows[0];
     this.cache.delete(id);
     this.unknownIds.delete(id);

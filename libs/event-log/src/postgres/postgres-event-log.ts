@@ -44,7 +44,9 @@ const EVENT_COLUMNS =
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
   const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 8 });
   const onError = options.onError ?? (() => undefined);
+  // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
+  pool.on('connect', (client) => client.on('error', onError));
   const writer = new GroupCommitWriter(pool, {
     maxEventsPerCommit: options.maxEventsPerCommit ?? 5_000,
     clock: options.clock ?? (() => new Date()),
