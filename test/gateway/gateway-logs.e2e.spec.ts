@@ -2,7 +2,13 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually } from '../support/gateway-fixture.js';
 import { startProviderDouble, type ProviderDouble } from '../support/provider-doubles/index.js';
-import { freePort, reachableTempDir, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
+import {
+  freePort,
+  reachableTempDir,
+  startService,
+  waitUntilHealthy,
+  type ServiceProcess,
+} from '../support/service-process.js';
 import { credentialsOf } from '../support/test-credentials.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -25,7 +31,8 @@ describe('gateway: keys in the service log', () => {
     double = await startProviderDouble({ keys: ['sk-some-other-key'] });
     folder = await reachableTempDir('gateway-logs');
     const upstreamsFile = path.join(folder, 'upstreams.json');
-    const upstream = { name: 'refusing', protocol: 'openai', baseUrl: `${double.baseUrl}/v1`, models: '*', keys: [{ key: upstreamKey }] };
+    const baseUrl = `${double.baseUrl}/v1`;
+    const upstream = { name: 'refusing', protocol: 'openai', baseUrl, models: '*', keys: [{ key: upstreamKey }] };
     await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
     service = startService({
       PORT: String(await freePort()),

@@ -22,10 +22,14 @@ const HIDDEN = ' The record alone says this.';
 
 /** Anthropic Messages stream events; `hidden` frames carry a text delta under names the SDK skips. */
 function anthropicStream(): string {
-  const frame = (event: string | undefined, data: unknown) => `${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`;
+  const frame = (event: string | undefined, data: unknown) =>
+    `${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`;
   const delta = (text: string) => ({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } });
   const usage = { input_tokens: 3, output_tokens: 5 };
-  const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-crafted', content: [], stop_reason: null, stop_sequence: null, usage };
+  const message = {
+    ...{ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-crafted', content: [] },
+    ...{ stop_reason: null, stop_sequence: null, usage },
+  };
   return [
     frame('message_start', { type: 'message_start', message }),
     frame('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
@@ -33,7 +37,11 @@ function anthropicStream(): string {
     frame('ping', delta(HIDDEN)),
     frame(undefined, delta(HIDDEN)),
     frame('content_block_stop', { type: 'content_block_stop', index: 0 }),
-    frame('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
+    frame('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 5 },
+    }),
     frame('message_stop', { type: 'message_stop' }),
   ].join('');
 }
@@ -52,7 +60,8 @@ describe('gateway: the record says what the client received', () => {
     folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-fidelity-'));
     const upstreamsFile = path.join(folder, 'upstreams.json');
     const baseUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
-    const upstream = { name: 'crafted', protocol: 'anthropic', baseUrl, models: '*', keys: [{ key: 'sk-ant-crafted' }] };
+    const keys = [{ key: 'sk-ant-crafted' }];
+    const upstream = { name: 'crafted', protocol: 'anthropic', baseUrl, models: '*', keys };
     await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
     ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile });
   });
@@ -71,7 +80,12 @@ describe('gateway: the record says what the client received', () => {
       defaultHeaders: { 'X-Ledger-Session': sessionId },
     });
     const { data: stream, response } = await client.messages
-      .create({ model: 'claude-crafted', max_tokens: 64, messages: [{ role: 'user', content: 'Say something' }], stream: true })
+      .create({
+        model: 'claude-crafted',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Say something' }],
+        stream: true,
+      })
       .withResponse();
     let received = '';
     for await (const event of stream) {
@@ -79,7 +93,8 @@ describe('gateway: the record says what the client received', () => {
     }
     expect(received).toBe(SEEN);
     const messageId = response.headers.get('x-ledger-message')!;
-    const read = () => ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
+    const read = () =>
+      ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
     const message = await eventually(read, (body) => body?.status === 'success');
     const text = message.blocks.find((block: { type: string }) => block.type === 'main_text');
     expect(text.content).toBe(received);
@@ -109,7 +124,8 @@ describe('gateway: a whole answer the gateway refuses to relay', () => {
     const readTree = () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
     const tree = await eventually(readTree, (answer) => answer.status === 200 && answer.body.messages.length >= 2);
     // Either nothing was recorded (the client got no answer), or the answer's message says how it ended.
-    const answers = tree.status === 404 ? [] : tree.body.messages.filter((message: { role: string }) => message.role === 'assistant');
-    expect(answers.map((message: { status: string }) => message.status)).toEqual(answers.map(() => 'error'));
+    const messages: { role: string; status: string }[] = tree.status === 404 ? [] : tree.body.messages;
+    const answers = messages.filter((message) => message.role === 'assistant');
+    expect(answers.map((message) => message.status)).toEqual(answers.map(() => 'error'));
   });
 });

@@ -20,13 +20,14 @@ describe('gateway: two producers racing on a new session id', () => {
     await gateway?.close();
   });
 
-  it('every call answered 200 is in the session it was told, or it was refused before reaching the provider', async () => {
+  it('every call answered 200 is in the session it names, or it was refused before the provider', async () => {
     const sessionId = `contested-${randomUUID()}`;
     // The owner's answer comes a little later; the intruder's at once.
     gateway.double.script([{ text: 'For the owner.', firstByteDelayMs: 1_500 }, { text: 'For the intruder.' }]);
     const call = async (who: string, content: string) => {
       const client = await gateway.openai({ sessionId, who });
-      const { response } = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content }] }).withResponse();
+      const completion = client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content }] });
+      const { response } = await completion.withResponse();
       return response.headers.get('x-ledger-message')!;
     };
     const before = gateway.double.exchanges.length;
@@ -37,7 +38,9 @@ describe('gateway: two producers racing on a new session id', () => {
     const outcomes = await Promise.allSettled([owner, intruder]);
     const announced = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
     const readTree = () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
-    const tree = await eventually(readTree, (answer) => answer.status === 200 && answer.body.messages.length >= 2 * announced.length);
+    const settled = (answer: { status: number; body: any }) =>
+      answer.status === 200 && answer.body.messages.length >= 2 * announced.length;
+    const tree = await eventually(readTree, settled);
     const recorded = new Set(tree.body.messages.map((message: { id: string }) => message.id));
     expect(announced.filter((messageId) => !recorded.has(messageId))).toEqual([]);
   });

@@ -77,7 +77,8 @@ describe('gateway: an upstream key never leaves for a host or port the configura
     folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-target-'));
     const upstreamsFile = path.join(folder, 'upstreams.json');
     // A provider served at its root (an OpenAI-compatible proxy such as LiteLLM): the configuration accepts it.
-    const upstream = { name: 'root-served', protocol: 'openai', baseUrl: 'http://127.0.0.1', models: '*', keys: [{ key: upstreamKey }] };
+    const keys = [{ key: upstreamKey }];
+    const upstream = { name: 'root-served', protocol: 'openai', baseUrl: 'http://127.0.0.1', models: '*', keys };
     await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
     ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile });
   });
