@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
 import { eventually } from '../support/gateway-fixture.js';
-import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import type { LedgerUnderTest } from '../support/ledger-http.js';
+import { startLedgerWithUpstream, startOwnServer, type OwnServer } from '../support/own-upstream.js';
 import { startProviderDouble, type ProviderDouble } from '../support/provider-doubles/index.js';
 
 /**
@@ -23,15 +19,14 @@ const MODEL = 'gpt-double';
 
 describe('gateway: previous_response_id names the turn the answer follows', () => {
   let double: ProviderDouble;
-  let provider: Server;
+  let provider: OwnServer;
   let ledger: LedgerUnderTest;
-  let folder: string;
   const conversations = new Map<string, unknown[]>();
 
   beforeAll(async () => {
     double = await startProviderDouble({ keys: ['sk-responses'] });
     double.script((request) => ({ text: `answer to ${JSON.stringify(request.body.input.at(-1).content)}` }));
-    provider = createServer((request, response) => {
+    provider = await startOwnServer((request, response) => {
       void (async () => {
         const body = JSON.parse(Buffer.concat(await request.toArray()).toString('utf8'));
         const { previous_response_id: previous, input, ...rest } = body;
@@ -50,20 +45,13 @@ describe('gateway: previous_response_id names the turn the answer follows', () =
         response.writeHead(answered.status, { 'content-type': 'application/json' }).end(text);
       })();
     });
-    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
-    folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-previous-'));
-    const upstreamsFile = path.join(folder, 'upstreams.json');
-    const baseUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
-    const keys = [{ key: 'sk-responses' }];
-    const upstream = { name: 'remembering', protocol: 'openai', baseUrl, models: '*', keys };
-    await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
-    ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile });
+    const baseUrl = `${provider.baseUrl}/v1`;
+    ledger = await startLedgerWithUpstream({ protocol: 'openai', baseUrl, key: 'sk-responses' });
   });
   afterAll(async () => {
     await ledger?.close();
-    await new Promise<void>((resolve) => provider?.close(() => resolve()));
+    await provider?.close();
     await double?.close();
-    if (folder) await rm(folder, { recursive: true, force: true });
   });
 
   it('going back to an earlier response branches there, as the provider did', async () => {

@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { eventually, startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
-import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import type { LedgerUnderTest } from '../support/ledger-http.js';
+import { startLedgerWithUpstream, startOwnServer, type OwnServer } from '../support/own-upstream.js';
 
 /**
  * Attacks on the record (issue 14, outsider review): the record must say what the client got.
@@ -48,27 +44,19 @@ function anthropicStream(): string {
 
 describe('gateway: the record says what the client received', () => {
   let ledger: LedgerUnderTest;
-  let provider: Server;
-  let folder: string;
+  let provider: OwnServer;
 
   beforeAll(async () => {
-    provider = createServer((request, response) => {
+    provider = await startOwnServer((request, response) => {
       request.resume();
       request.on('end', () => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(anthropicStream()));
     });
-    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
-    folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-fidelity-'));
-    const upstreamsFile = path.join(folder, 'upstreams.json');
-    const baseUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
-    const keys = [{ key: 'sk-ant-crafted' }];
-    const upstream = { name: 'crafted', protocol: 'anthropic', baseUrl, models: '*', keys };
-    await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
-    ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile });
+    const baseUrl = `${provider.baseUrl}/v1`;
+    ledger = await startLedgerWithUpstream({ protocol: 'anthropic', baseUrl, key: 'sk-ant-crafted' });
   });
   afterAll(async () => {
     await ledger?.close();
-    await new Promise<void>((resolve) => provider?.close(() => resolve()));
-    if (folder) await rm(folder, { recursive: true, force: true });
+    await provider?.close();
   });
 
   it('events the Anthropic SDK skips (ping, no event name) are not recorded as answer text', async () => {

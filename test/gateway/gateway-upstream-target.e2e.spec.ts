@@ -1,9 +1,6 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { LedgerUnderTest } from '../support/ledger-http.js';
+import { startLedgerWithUpstream, startOwnServer, type OwnServer } from '../support/own-upstream.js';
 import { startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
 
 /**
@@ -61,36 +58,28 @@ describe('gateway: the upstream target comes from the route, not from the reques
 
 describe('gateway: an upstream key never leaves for a host or port the configuration does not name', () => {
   let ledger: LedgerUnderTest;
-  let folder: string;
-  let catcher: Server;
+  let catcher: OwnServer;
   const caught: IncomingHttpHeaders[] = [];
   const upstreamKey = 'sk-upstream-must-stay-home';
 
   beforeAll(async () => {
     // The attacker's listener, on a port of the provider's host that the configuration never names.
-    catcher = createServer((request, response) => {
+    catcher = await startOwnServer((request, response) => {
       caught.push(request.headers);
       request.resume();
       response.writeHead(404, { 'content-type': 'application/json' }).end('{}');
     });
-    await new Promise<void>((resolve) => catcher.listen(0, '127.0.0.1', resolve));
-    folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-target-'));
-    const upstreamsFile = path.join(folder, 'upstreams.json');
     // A provider served at its root (an OpenAI-compatible proxy such as LiteLLM): the configuration accepts it.
-    const keys = [{ key: upstreamKey }];
-    const upstream = { name: 'root-served', protocol: 'openai', baseUrl: 'http://127.0.0.1', models: '*', keys };
-    await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
-    ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile });
+    ledger = await startLedgerWithUpstream({ protocol: 'openai', baseUrl: 'http://127.0.0.1', key: upstreamKey });
   });
   afterAll(async () => {
     await ledger?.close();
-    await new Promise<void>((resolve) => catcher?.close(() => resolve()));
-    if (folder) await rm(folder, { recursive: true, force: true });
+    await catcher?.close();
   });
 
   it('a producer cannot point the call at another port by the host part of an absolute-form target', async () => {
     const key = await ledger.credentials.key('agent', { roles: ['producer', 'reader'] });
-    const { port } = catcher.address() as AddressInfo;
+    const { port } = catcher;
     // 'http://' + 11 characters is the prefix's length (18): what follows it, ':<port>/…', lands after the base URL.
     await postRaw(ledger.baseUrl, `http://aaaaaaaaaaa:${port}/gateway/openai/v1/chat/completions`, key);
     expect(caught.map((headers) => headers.authorization)).not.toContain(`Bearer ${upstreamKey}`);
