@@ -140,4 +140,63 @@ describe('the verifiable log against an insider holding the database', () => {
       });
   });
   });
+  /**
+   * Open findings (see docs/verifiable-log.md, "What verify cannot see"): nothing the signed tree holds
+   * says where a stream ends or which log position an event had, so these edits still verify. Each
+   * test states the attack and passes while it succeeds (`it.failing`); once fixed, drop `.failing`.
+   */
+  describe('open: edits no hash covers', () => {
+    const { verified, recordSession, streamEvents, tampering, request, db } = insiderLedger();
+
+    // Attack: cut a stream's last event, and move its leaf row to another stream.
+    it.failing('catches a stream whose last event was cut along with its leaf row', async () => {
+      const events = await recordSession('cut-tail');
+      expect(await verified('cut-tail')).toMatchObject({ ok: true });
+      const last = events.at(-1)!;
+      await tampering(async () => {
+        await db().query('DELETE FROM event_log_events WHERE position = $1', [last.position.toString()]);
+        await db().query('UPDATE event_log_streams SET revision = revision - 1, last_hash = $2 WHERE stream_id = $1', [
+          'session-cut-tail',
+          last.metadata.prevHash,
+        ]);
+        await db().query(`UPDATE log_leaves SET stream_id = 'elsewhere' WHERE position = $1`, [
+          last.position.toString(),
+        ]);
+      });
+      expect(await verified('cut-tail')).toMatchObject({ ok: false });
+    });
+
+    // Attack: relabel log positions so that one more source event falls at or below a fork's fork point.
+    it.failing("catches a fork's source prefix grown by relabelled positions", async () => {
+      await recordSession('relabelled-source', 1);
+      await recordSession('in-between', 0);
+      for (const content of ['two', 'three', 'four']) {
+        const created = await request('POST', '/v1/sessions/relabelled-source/messages', { role: 'user', content });
+        expect(created.status).toBe(201);
+      }
+      const source = await streamEvents('session-relabelled-source');
+      const [between] = await streamEvents('session-in-between');
+      const forkPoint = source[2]!.position;
+      const fork = await request('POST', '/v1/sessions/relabelled-source/fork', {
+        atPosition: Number(forkPoint),
+        id: 'relabelled-fork',
+      });
+      expect(fork.status).toBe(201);
+      expect(await verified('relabelled-fork')).toMatchObject({ ok: true, checkedEvents: 1 + 3 });
+      expect(between!.position).toBeLessThan(forkPoint);
+      // The in-between event steps aside; revision 2 takes its position, revision 3 the fork point.
+      const moves: [bigint, bigint][] = [
+        [between!.position, -1n],
+        [forkPoint, between!.position],
+        [source[3]!.position, forkPoint],
+      ];
+      await tampering(async () => {
+        for (const [from, to] of moves) {
+          for (const table of ['event_log_events', 'log_leaves'])
+            await db().query(`UPDATE ${table} SET position = $2 WHERE position = $1`, [from.toString(), to.toString()]);
+        }
+      });
+      expect(await verified('relabelled-fork')).toMatchObject({ ok: false });
+    });
+  });
 });
