@@ -167,6 +167,37 @@ describe('session export bundles', () => {
     expect(await failure(joined(foreign))).toMatchObject({ line: 3, reason: expect.stringMatching(/out of order/) });
   });
 
+  /**
+   * Attack: hand the auditor a bundle whose event line keeps the real hash and proof but carries data
+   * no verifier can hash (nested deeper than its stack, a number JSON cannot hold), or absurd
+   * numbers and proofs. Each fails as a BundleError naming the line, not as a crash.
+   */
+  it('fails, naming the line, on data it cannot hash and on absurd numbers, proofs and repeated lines', async () => {
+    const lines = (await bundleOf(await recordForkedSession('malicious'))).trimEnd().split('\n');
+    const event = JSON.parse(lines[1]!);
+    const withEvent = (edited: object) => `${[lines[0], JSON.stringify(edited), ...lines.slice(2)].join('\n')}\n`;
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const cases: [string, string][] = [
+      ['data nested 200,000 deep', withEvent(event).replace(JSON.stringify(event.data), deep)],
+      ['a number JSON cannot hold', withEvent(event).replace(JSON.stringify(event.data), '1e400')],
+      ['a leaf index of 100,000 digits', withEvent({ ...event, leafIndex: '9'.repeat(100_000) })],
+      ['a proof of 100,000 hashes', withEvent({ ...event, proof: Array(100_000).fill(event.proof[0]) })],
+      ['a proof hash in bad base64', withEvent({ ...event, proof: ['!'.repeat(43) + '='] })],
+      ['a proof one hash short', withEvent({ ...event, proof: event.proof.slice(1) })],
+      ['the line twice', `${[lines[0], lines[1], ...lines.slice(1)].join('\n')}\n`],
+    ];
+    const failures = [];
+    for (const [attack, text] of cases) {
+      const failure = await verifySessionBundle(text, vkey).then(
+        () => 'verified',
+        (error: Error) => (error instanceof BundleError ? `line ${error.line}` : `${error.name}: ${error.message}`),
+      );
+      failures.push({ attack, failure });
+    }
+    const expected = cases.map(([attack]) => ({ attack, failure: attack === 'the line twice' ? 'line 3' : 'line 2' }));
+    expect(failures).toEqual(expected);
+  });
+
   it('fails a checkpoint or manifest signed by another key; checks consistency with an older checkpoint', async () => {
     const older = (await probe(ledger.baseUrl, 'GET', '/v1/log/checkpoint', { credential: auditor })).body as string;
     const sessionId = await recordForkedSession('pinned');

@@ -1,9 +1,7 @@
 import path from 'node:path';
-import { chainHash } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
-import { chainedEvent } from '../../apps/ledger/src/verifiable-log/stream-verifier.js';
 import {
   governanceFixture,
   requestTool,
@@ -11,6 +9,7 @@ import {
   type GovernanceFixture,
 } from '../support/governance-fixture.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { rewriteStreamFrom } from '../support/log-tamper.js';
 import { probe } from '../support/probe.js';
 
 /**
@@ -175,7 +174,7 @@ describe('verifying sessions and tool calls against a tampered database', () => 
   it('catches a stream rewritten with fresh hashes, and with its leaves rewritten as well', async () => {
     await recordSession('rewritten');
     const events = await streamEvents('session-rewritten');
-    const rewritten = await rewriteFrom(events, 1);
+    const rewritten = await rewriteStreamFrom(db, events, 1);
     const first = events[1]!.position.toString();
     expect(await verified('/v1/sessions/rewritten/verify')).toMatchObject({
       ok: false,
@@ -200,30 +199,6 @@ describe('verifying sessions and tool calls against a tampered database', () => 
       firstBroken: { stream: 'session-rewritten', revision: '1', position: first, reason: 'not_in_checkpoint' },
     });
   });
-
-  /**
-   * What someone holding the database would do: edit one event and recompute every hash after it.
-   * Returns the new hashes.
-   */
-  async function rewriteFrom(events: readonly RecordedEvent[], from: number): Promise<string[]> {
-    let prevHash = events[from - 1]!.metadata.hash;
-    const hashes: string[] = [];
-    for (const event of events.slice(from)) {
-      const data = event.revision === BigInt(from) ? { ...(event.data as object), content: 'rewritten' } : event.data;
-      const { position: _position, prevHash: _prev, hash: _hash, ...content } = chainedEvent({ ...event, data });
-      const hash = chainHash(prevHash, content);
-      await db.query('UPDATE event_log_events SET data = $2, prev_hash = $3, hash = $4 WHERE position = $1', [
-        event.position.toString(),
-        JSON.stringify(data),
-        prevHash,
-        hash,
-      ]);
-      hashes.push(hash);
-      prevHash = hash;
-    }
-    await db.query('UPDATE event_log_streams SET last_hash = $2 WHERE stream_id = $1', [events[0]!.streamId, prevHash]);
-    return hashes;
-  }
 
   it('is for auditors, refuses what the tenant does not hold, and names a bad id', async () => {
     await recordSession('guarded');

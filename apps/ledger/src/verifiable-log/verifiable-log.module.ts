@@ -12,6 +12,7 @@ import { merkleLogConsumer } from './merkle-log.consumer.js';
 import { LogForkError, VerifiableLog } from './verifiable-log.js';
 import { VerifyController } from './verify.controller.js';
 import { SessionExporter } from './session-export.js';
+import { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import { StreamVerifier } from './stream-verifier.js';
 
 const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
@@ -36,8 +37,10 @@ const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
     {
       provide: VerifiableLog,
       inject: [PG_POOL, LEDGER_CONFIG, MERKLE_RUNNER],
-      useFactory: async (pool: pg.Pool, config: LedgerConfig, runner: ProjectionRunner) =>
-        new VerifiableLog(pool, await loadLogSigningKey(config.verifiableLog, config.dataDir), runner),
+      useFactory: async (pool: pg.Pool, config: LedgerConfig, runner: ProjectionRunner) => {
+        const key = await loadLogSigningKey(config.verifiableLog, config.dataDir);
+        return new VerifiableLog(pool, key, runner, new SignedCheckpointMemory(config.dataDir, key));
+      },
     },
   ],
   exports: [VerifiableLog],

@@ -19,6 +19,7 @@ import { inTransaction } from '../database/transaction.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { ApiError } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
+import type { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
   checkpointAt,
   fetchRangeNodes,
@@ -60,6 +61,7 @@ export class VerifiableLog {
     private readonly pool: Pool,
     readonly key: LogSigningKey,
     private readonly consumer: ProjectionRunner,
+    private readonly memory: SignedCheckpointMemory,
   ) {
     this.verifier = parseVerifierKey(key.verifierKey);
   }
@@ -72,35 +74,54 @@ export class VerifiableLog {
     return inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
       const latest = await checkpointAt(client);
+      const remembered = await this.memory.recall();
       const { size } = await treeHead(client);
-      if (latest && latest.treeSize === size) return latest;
-      if (latest && latest.treeSize > size) {
-        throw new LogForkError(
-          `the tree holds ${size} leaves but checkpoint ${latest.treeSize} was signed: it was rolled back`,
-        );
-      }
-      const rootRanges = size === 0n ? [] : [{ start: 0n, end: size }];
-      const from = latest?.treeSize ?? 0n;
-      const proofRanges = from === 0n ? [] : consistencyProofRanges(from, size);
-      const lookup = await fetchRangeNodes(client, [...rootRanges, ...proofRanges]);
-      const rootHash = treeRoot(size, lookup);
-      if (latest && from > 0n) {
-        try {
-          verifyConsistency(
-            from,
-            size,
-            proofRanges.map((range) => rangeHash(range, lookup)),
-            this.signedRoot(latest),
-            rootHash,
-          );
-        } catch (error) {
-          throw new LogForkError(`the tree does not extend checkpoint ${from}: ${(error as Error).message}`);
-        }
-      }
+      if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return latest;
+      const rootHash = treeRoot(size, await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]));
+      // The database's last checkpoint, and the last one this instance remembers signing (the database's
+      // may have been deleted): the tree must extend both.
+      if (latest) await this.checkExtends(client, { ...latest, rootHash: this.signedRoot(latest) }, size, rootHash);
+      if (remembered) await this.checkExtends(client, remembered.checkpoint, size, rootHash);
       const checkpoint = { treeSize: size, rootHash, keyId: this.key.keyId, note: this.sign(size, rootHash) };
+      await this.memory.remember(checkpoint.note);
       await insertCheckpoint(client, checkpoint);
       return checkpoint;
     });
+  }
+
+  /** Throws a LogForkError unless the tree of `size` leaves with `rootHash` extends the signed `checkpoint`. */
+  private async checkExtends(
+    client: Queryable,
+    checkpoint: { treeSize: bigint; rootHash: Hash },
+    size: bigint,
+    rootHash: Hash,
+  ): Promise<void> {
+    const from = checkpoint.treeSize;
+    if (from > size) {
+      throw new LogForkError(`the tree holds ${size} leaves but checkpoint ${from} was signed: it was rolled back`);
+    }
+    if (from === 0n) return;
+    try {
+      const ranges = consistencyProofRanges(from, size);
+      const lookup = await fetchRangeNodes(client, ranges);
+      const proof = ranges.map((range) => rangeHash(range, lookup));
+      verifyConsistency(from, size, proof, checkpoint.rootHash, rootHash);
+    } catch (error) {
+      if (!(error instanceof MerkleProofError)) throw error;
+      throw new LogForkError(`the tree does not extend checkpoint ${from}: ${error.message}`);
+    }
+  }
+
+  /**
+   * The newest checkpoint signed: the database's, or the one this instance remembers if the database
+   * lost it.
+   */
+  async lastSigned(): Promise<StoredCheckpoint | undefined> {
+    const latest = await checkpointAt(this.pool);
+    const remembered = await this.memory.recall();
+    if (!remembered || (latest && latest.treeSize >= remembered.checkpoint.treeSize)) return latest;
+    const { treeSize, rootHash } = remembered.checkpoint;
+    return { treeSize, rootHash, keyId: this.key.keyId, note: remembered.note };
   }
 
   /** The root a checkpoint's signature vouches for (our key's), or the stored one for a key since rotated out. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { canonicalJson } from '../hashing/canonical-json.js';
 import { sessionStreamId, type SessionEventOf } from '../session/session-events.js';
 import { toolCallStreamId } from '../toolcall/toolcall-events.js';
-import { firstChainBreak, type ChainedEvent } from './chain-check.js';
+import { firstChainBreak, type ChainBreak, type ChainedEvent } from './chain-check.js';
 import { openCheckpoint, type Checkpoint } from './checkpoint.js';
 import { leafHash, verifyConsistency, verifyInclusion } from './merkle-tree.js';
 import { openNote, parseVerifierKey, signNote, type NoteSigner, type NoteVerifier } from './signed-note.js';
@@ -197,12 +197,10 @@ export function verifyBundle(text: string, verifierKey: string, since?: string):
       }
       return chained;
     });
-    const broken = firstChainBreak(events);
+    const firstLine = lineNumber - events.length + 1;
+    const broken = firstBundleChainBreak(events, firstLine);
     if (broken)
-      throw new BundleError(
-        lineNumber - events.length + Number(broken.revision) + 1,
-        `chain ${broken.reason}: expected ${broken.expected}`,
-      );
+      throw new BundleError(firstLine + Number(broken.revision), `chain ${broken.reason}: expected ${broken.expected}`);
     if (stream.events !== events.length || stream.headHash !== (events.at(-1)?.hash ?? null)) {
       throw new BundleError(1, `the manifest's count or head of ${stream.stream} does not match its events`);
     }
@@ -213,6 +211,28 @@ export function verifyBundle(text: string, verifierKey: string, since?: string):
   }
   checkIncludedStreams(manifest, streams);
   return { manifest, checkpoint, streams };
+}
+
+/**
+ * The stream's first chain break. Data no one can hash (nested deeper than the stack, a number JSON
+ * cannot hold) fails the line that holds it, as any other bad line does.
+ */
+function firstBundleChainBreak(events: readonly ChainedEvent[], firstLine: number): ChainBreak | undefined {
+  try {
+    return firstChainBreak(events);
+  } catch (error) {
+    const unhashable = events.findIndex((event) => !isHashable(event.data));
+    throw new BundleError(firstLine + Math.max(unhashable, 0), `data cannot be hashed: ${(error as Error).message}`);
+  }
+}
+
+function isHashable(data: unknown): boolean {
+  try {
+    canonicalJson(data);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T {
