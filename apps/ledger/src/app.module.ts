@@ -29,7 +29,10 @@ export class AppModule {
       module: AppModule,
       global: true,
       imports: [
-        LoggerModule.forRoot({ pinoHttp: { level: config.logLevel, autoLogging: false } }),
+        LoggerModule.forRoot({
+          // Credentials never reach the log, whatever is logged in a request's context.
+          pinoHttp: { level: config.logLevel, autoLogging: false, redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'] },
+        }),
         TypeOrmModule.forRoot({ type: 'postgres', url: connectionString, synchronize: false, migrationsRun: false, entities: READ_MODEL_ENTITIES }),
         DatabaseModule.forRoot(connectionString),
         MetricsModule,

@@ -1,4 +1,4 @@
-import { SessionError, type DialectName, type ModelCallRequest } from '#core';
+import type { DialectName, ModelCallRequest } from '#core';
 import type { SessionAuthor, SessionRef, SessionRepository } from '../sessions/session-repository.js';
 
 /** What the gateway reports of its records (LedgerMetrics). */
@@ -13,13 +13,6 @@ export interface AnswerPlace {
   readonly nextEventSeq: number;
   /** Log position of the request's record. */
   readonly position: bigint;
-}
-
-export interface RecordingOptions {
-  /** The call names a session that does not exist yet: the record opens it. */
-  readonly opensSession: boolean;
-  /** Events are appended at most once per this many milliseconds while the answer streams. */
-  readonly batchMs: number;
 }
 
 /**
@@ -50,15 +43,16 @@ export class AnswerRecording {
     private readonly observer: RecordingObserver,
     request: ModelCallRequest,
     answerMessageId: string,
-    private readonly options: RecordingOptions,
+    /** Events are appended at most once per this many milliseconds while the answer streams. */
+    private readonly batchMs: number,
   ) {
-    this.placed = this.placeRequest(request, answerMessageId, options.opensSession);
+    this.placed = this.placeRequest(request, answerMessageId);
   }
 
   push(events: readonly unknown[]): void {
     if (events.length === 0) return;
     this.buffered.push(...events);
-    if (!this.appending) this.nextBatch ??= setTimeout(() => this.appendBuffered(), this.options.batchMs);
+    if (!this.appending) this.nextBatch ??= setTimeout(() => this.appendBuffered(), this.batchMs);
   }
 
   /**
@@ -87,9 +81,8 @@ export class AnswerRecording {
     return place && { ...place, position: this.position };
   }
 
-  private async placeRequest(request: ModelCallRequest, answerMessageId: string, opensSession: boolean): Promise<AnswerPlace | undefined> {
+  private async placeRequest(request: ModelCallRequest, answerMessageId: string): Promise<AnswerPlace | undefined> {
     try {
-      if (opensSession) await this.open();
       const command = { type: 'record_model_call' as const, request, dialect: this.dialect, answerMessageId };
       const { decision, position } = await this.sessions.execute(this.session, command, this.author);
       this.nextSeq = decision.answer!.nextEventSeq;
@@ -101,18 +94,6 @@ export class AnswerRecording {
     }
   }
 
-  /** A session named by a header is created on first use; another call may have created it meanwhile. */
-  private async open(): Promise<void> {
-    const { sessionId } = this.session;
-    const owner = this.author.subject!;
-    const command = { type: 'open_session' as const, sessionId, title: null, metadata: { recordedBy: 'gateway' }, owner, writers: [] };
-    try {
-      await this.sessions.execute(this.session, command, this.author);
-    } catch (error) {
-      if (!(error instanceof SessionError && error.code === 'session_exists')) throw error;
-    }
-  }
-
   /** Starts appending what is buffered, unless an append is under way (its end schedules the next). */
   private appendBuffered(): void {
     clearTimeout(this.nextBatch);
@@ -120,7 +101,7 @@ export class AnswerRecording {
     if (this.appending || this.buffered.length === 0) return;
     this.appending = this.append(this.buffered).finally(() => {
       this.appending = undefined;
-      if (this.buffered.length > 0) this.nextBatch ??= setTimeout(() => this.appendBuffered(), this.options.batchMs);
+      if (this.buffered.length > 0) this.nextBatch ??= setTimeout(() => this.appendBuffered(), this.batchMs);
     });
     this.buffered = [];
   }
@@ -139,7 +120,9 @@ export class AnswerRecording {
     }
   }
 
-  private lose(count: number): void {
+  /** Events of the answer that could not be recorded (unreadable, or refused by the log): counted, and marked at the end. */
+  lose(count: number): void {
+    if (count === 0) return;
     this.unrecorded += count;
     this.observer.unrecordedEvents(count);
   }

@@ -3,8 +3,11 @@ import type { Readable } from 'node:stream';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   mayWrite,
+  ModelCallRequestError,
   placeModelCall,
+  SessionError,
   readModelCallRequest,
+  SDK_READS,
   SseEventReader,
   type DialectName,
   type GatewayProtocol,
@@ -17,7 +20,7 @@ import { ApiError } from '../http/api-error.js';
 import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
 import type { Principal } from '../identity/principal.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
-import { SessionRepository, type SessionRef } from '../sessions/session-repository.js';
+import { authorOf, SessionRepository, type SessionRef } from '../sessions/session-repository.js';
 import { AnswerRecording, type AnswerPlace } from './answer-recording.js';
 import { UpstreamCaller, clientResponseHeaders, type UpstreamResponse } from './upstream-caller.js';
 import { UpstreamPools } from './upstream-pools.js';
@@ -25,11 +28,18 @@ import type { UpstreamProtocol } from './upstreams-config.js';
 
 export const SESSION_HEADER = 'x-ledger-session';
 
+const NOT_RELAYED = { name: 'UpstreamError', message: 'the answer could not be relayed' };
+
 /** Each protocol's route prefix on the gateway, and the dialect its answers are recorded in. */
-const PROTOCOLS: Record<GatewayProtocol, { readonly prefix: string; readonly upstream: UpstreamProtocol; readonly dialect: DialectName }> = {
-  'openai-chat': { prefix: '/gateway/openai/v1', upstream: 'openai', dialect: 'openai' },
-  'openai-responses': { prefix: '/gateway/openai/v1', upstream: 'openai', dialect: 'openai-responses' },
-  'anthropic-messages': { prefix: '/gateway/anthropic/v1', upstream: 'anthropic', dialect: 'anthropic' },
+/**
+ * Each protocol's path under the upstream's base URL (a constant: never taken from the request,
+ * whose target a client writes), the upstream protocol that answers it, and the dialect its
+ * answers are recorded in.
+ */
+const PROTOCOLS: Record<GatewayProtocol, { readonly path: string; readonly upstream: UpstreamProtocol; readonly dialect: DialectName }> = {
+  'openai-chat': { path: '/chat/completions', upstream: 'openai', dialect: 'openai' },
+  'openai-responses': { path: '/responses', upstream: 'openai', dialect: 'openai-responses' },
+  'anthropic-messages': { path: '/messages', upstream: 'anthropic', dialect: 'anthropic' },
 };
 
 /**
@@ -76,10 +86,12 @@ export class ModelCallProxy {
       throw new ApiError(403, 'not_a_writer', 'this credential may not write to this session', undefined, 'not_a_writer');
     }
     const answerMessageId = randomUUID();
+    // Placed against the state read now: a request the session cannot hold (a response it never recorded) is refused here.
+    const planned = state?.status === 'open' ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state) : answerMessageId;
     const abort = new AbortController();
     response.on('close', () => abort.abort());
     const result = await this.caller.call(upstream, {
-      path: request.originalUrl.slice(PROTOCOLS[protocol].prefix.length),
+      path: PROTOCOLS[protocol].path + queryOf(request),
       headers: request.headers,
       body: request.body as Buffer,
       sessionId: session.sessionId,
@@ -93,37 +105,34 @@ export class ModelCallProxy {
     }
     if (result.status < 200 || result.status >= 300) return relay(result, response);
     if (state === undefined) return relay(result, response);
-    const recording = new AnswerRecording(this.sessions, session, authorOf(principal), PROTOCOLS[protocol].dialect, this.recordingObserver, call, answerMessageId, {
-      opensSession: state.status !== 'open',
-      batchMs: this.config.gateway.recordBatchMs,
-    });
+    const recording = new AnswerRecording(this.sessions, session, authorOf(principal), PROTOCOLS[protocol].dialect, this.recordingObserver, call, answerMessageId, this.config.gateway.recordBatchMs);
     this.recordsUnderWay.set(sessionKey, recording.ended);
     void recording.ended.then(() => {
       if (this.recordsUnderWay.get(sessionKey) === recording.ended) this.recordsUnderWay.delete(sessionKey);
     });
-    const planned = state.status === 'open' ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state) : answerMessageId;
     response.setHeader('x-ledger-session', session.sessionId);
     response.setHeader('x-ledger-message', planned);
     try {
-      if (call.stream) return await this.stream(result, response, recording, state);
+      if (call.stream) return await this.stream(protocol, result, response, recording, state);
       return await this.whole(result, response, recording);
     } finally {
       // However the call ended, its record ends too, so the next call on the session does not wait for it.
-      void recording.finish({ name: 'UpstreamError', message: 'the answer could not be relayed' });
+      void recording.finish(NOT_RELAYED);
     }
   }
 
   /**
-   * The session before the call. A session this instance has folded recently is taken as cached
-   * when its writers already admit the caller (they only grow) and the log took the last record;
-   * otherwise the log is read, which is its health check too: when it fails the call is refused
-   * before any upstream is asked (or, with `pass`, relayed unrecorded: `undefined`).
+   * The session before the call, opened if the call is its first. A session this instance has
+   * folded recently is taken as cached when its writers already admit the caller (they only grow)
+   * and the log took the last record; otherwise the log is read, which is its health check too:
+   * when it fails the call is refused before any upstream is asked (or, with `pass`, relayed
+   * unrecorded: `undefined`).
    */
   private async sessionBeforeCall(session: SessionRef, principal: Principal): Promise<SessionState | undefined> {
     const cached = this.sessions.cached(session);
     if (this.logHealthy && cached?.status === 'open' && mayWrite(cached, principal.subject)) return cached;
     try {
-      const state = await this.sessions.load(session);
+      const state = await this.opened(session, principal, await this.sessions.load(session));
       this.logHealthy = true;
       return state;
     } catch (error) {
@@ -132,6 +141,21 @@ export class ModelCallProxy {
       if (this.config.gateway.onLogFailure === 'pass') return undefined;
       throw new ApiError(503, 'log_unavailable', 'the ledger cannot record this call now; retry later');
     }
+  }
+
+  /**
+   * A session named by a header is created on its first call, before any upstream is asked: of two
+   * producers racing to create it, the one that does not own it is refused before its call costs anything.
+   */
+  private async opened(session: SessionRef, principal: Principal, state: SessionState): Promise<SessionState> {
+    if (state.status !== 'absent') return state;
+    const command = { type: 'open_session' as const, sessionId: session.sessionId, title: null, metadata: { recordedBy: 'gateway' }, owner: principal.subject, writers: [] };
+    try {
+      await this.sessions.execute(session, command, authorOf(principal));
+    } catch (error) {
+      if (!(error instanceof SessionError && error.code === 'session_exists')) throw error;
+    }
+    return this.sessions.load(session);
   }
 
   private recordingFailed(error: unknown): void {
@@ -143,22 +167,24 @@ export class ModelCallProxy {
   private plannedAnswer(call: ModelCallRequest, dialect: DialectName, answerMessageId: string, state: Extract<SessionState, { status: 'open' }>): string {
     try {
       return placeModelCall({ request: call, dialect, answerMessageId }, state).answer.messageId;
-    } catch {
+    } catch (error) {
+      if (error instanceof ModelCallRequestError) throw error;
       return answerMessageId;
     }
   }
 
   /** Bytes go to the client as they come; the events they carry go to the record beside them. */
-  private stream(result: UpstreamResponse, response: Response, recording: AnswerRecording, state: SessionState): Promise<void> {
+  private stream(protocol: GatewayProtocol, result: UpstreamResponse, response: Response, recording: AnswerRecording, state: SessionState): Promise<void> {
     response.writeHead(result.status, { ...clientResponseHeaders(result.headers), 'x-ledger-position': String(state.status === 'open' ? state.position : 0n) });
     response.flushHeaders();
-    const reader = new SseEventReader();
+    const reader = new SseEventReader(SDK_READS[PROTOCOLS[protocol].upstream]);
     return new Promise<void>((resolve) => {
       let settled = false;
       const settle = (failure?: { name: string; message: string }) => {
         if (settled) return;
         settled = true;
         recording.push(reader.end());
+        recording.lose(reader.unreadable);
         void recording.finish(failure).then(() => resolve(), () => resolve());
       };
       result.body.on('data', (bytes: Buffer) => {
@@ -186,7 +212,11 @@ export class ModelCallProxy {
 
   /** A whole answer: recorded first, so the response can name the position of its record. */
   private async whole(result: UpstreamResponse, response: Response, recording: AnswerRecording): Promise<void> {
-    const body = await readAll(result.body, this.config.gateway.maxResponseBytes);
+    const body = await readAll(result.body, this.config.gateway.maxResponseBytes).catch(async (error: unknown) => {
+      // The client gets an error, not the answer: its message says so before the response does.
+      await this.bounded(recording, NOT_RELAYED);
+      throw error;
+    });
     try {
       recording.push([JSON.parse(body.toString('utf8')) as unknown]);
     } catch {
@@ -198,8 +228,8 @@ export class ModelCallProxy {
     response.end(body);
   }
 
-  private bounded(recording: AnswerRecording): Promise<AnswerPlace | undefined> {
-    return this.withinRecordWait(recording.finish());
+  private bounded(recording: AnswerRecording, failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
+    return this.withinRecordWait(recording.finish(failure));
   }
 
   /** `work`'s result, or `undefined` once `LEDGER_GATEWAY_RECORD_WAIT_MS` has passed. */
@@ -213,6 +243,11 @@ export class ModelCallProxy {
 function relay(result: UpstreamResponse, response: Response): void {
   response.writeHead(result.status, clientResponseHeaders(result.headers));
   result.body.pipe(response);
+}
+
+/** The request's query string (Anthropic's `?beta=true`), read as a query: a request target is the client's to write. */
+function queryOf(request: Request): string {
+  return new URL(request.originalUrl, 'http://gateway.invalid').search;
 }
 
 function jsonBody(body: unknown): unknown {
@@ -232,10 +267,6 @@ function sessionIdOf(request: Request): string {
     throw new ApiError(400, 'invalid_request', `X-Ledger-Session: letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`, 'X-Ledger-Session');
   }
   return named;
-}
-
-function authorOf(principal: Principal) {
-  return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
 }
 
 async function readAll(body: Readable, limit: number): Promise<Buffer> {

@@ -9,8 +9,10 @@ export const GATEWAY_PATH = '/gateway';
 
 /** The shape a request path answers in, or `undefined` outside the gateway. */
 export function errorShapeOf(path: string): ErrorShape | undefined {
-  if (path.startsWith(`${GATEWAY_PATH}/openai/`)) return 'openai';
-  if (path.startsWith(`${GATEWAY_PATH}/anthropic/`)) return 'anthropic';
+  // Routing ignores case, so the shape does too.
+  const routed = path.toLowerCase();
+  if (routed.startsWith(`${GATEWAY_PATH}/openai/`)) return 'openai';
+  if (routed.startsWith(`${GATEWAY_PATH}/anthropic/`)) return 'anthropic';
   return undefined;
 }
 

@@ -199,10 +199,13 @@ export class UpstreamCaller {
   }
 }
 
-/** The provider's response headers a client may receive: hop-by-hop headers and cookies dropped. */
+// Which provider account the gateway's keys belong to is not the client's business.
+const ACCOUNT_HEADERS = new Set(['set-cookie', 'openai-organization', 'openai-project', 'anthropic-organization-id']);
+
+/** The provider's response headers a client may receive: hop-by-hop headers, cookies and account names dropped. */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const relayed = ([name, value]: [string, unknown]) =>
-    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && name !== 'set-cookie';
+    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !ACCOUNT_HEADERS.has(name);
   return Object.fromEntries(Object.entries(headers).filter(relayed));
 }
 

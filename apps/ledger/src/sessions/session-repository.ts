@@ -13,6 +13,7 @@ import {
 } from '#core';
 import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
+import type { Principal } from '../identity/principal.js';
 import { foldSessionEvents, sessionAt } from './session-fold.js';
 
 export interface CommandOutcome {
@@ -36,6 +37,11 @@ export interface SessionAuthor {
   readonly subject: string | null;
   /** Admins may grant writers on any session of their tenant. */
   readonly admin?: boolean;
+}
+
+/** A principal as the author of what its request appends. */
+export function authorOf(principal: Principal): SessionAuthor & { readonly subject: string } {
+  return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
 }
 
 type QueuedCommand = SessionCommand & { readonly author: SessionAuthor };

@@ -22,7 +22,7 @@ import {
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
-import { SessionRepository } from './session-repository.js';
+import { authorOf, SessionRepository } from './session-repository.js';
 import { historyView, sessionView, treeView } from './session-views.js';
 
 /** Thin: each route validates its input, builds a command or a query, and returns the result. */
@@ -204,10 +204,6 @@ export class SessionsController {
 
 function appended({ decision, position }: CommandOutcome) {
   return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
-}
-
-function authorOf(principal: Principal) {
-  return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
 }
 
 /**

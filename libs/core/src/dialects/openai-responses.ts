@@ -39,6 +39,8 @@ export interface OpenAiResponsesState {
   readonly started: number;
   readonly open: OpenItem | undefined;
   readonly functionCalls: number;
+  /** The provider's id of the response under way (or last ended): a later call names it as `previous_response_id`. */
+  readonly responseId?: string;
 }
 
 const outputIndex = z.number().int().nonnegative();
@@ -99,6 +101,7 @@ function parseItem(item: z.infer<typeof anyItem>, field: string): OutputItem {
 
 const responseObject = z
   .object({
+    id: z.string().nullish(),
     status: z.string().nullish(),
     usage: z.object({}).passthrough().nullish(),
     error: z.object({ code: z.string().nullish(), message: z.string() }).passthrough().nullish(),
@@ -249,7 +252,8 @@ export const openAiResponsesTranslator: Translator<OpenAiResponsesState> = {
     }
     if (event.type === 'response.created') {
       if (round.phase !== 'before') throw new DialectError('type', 'response.created comes once, first');
-      return { state: { ...round, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] };
+      const responseId = event.response.id ?? undefined;
+      return { state: { ...round, phase: 'streaming', ...(responseId ? { responseId } : {}) }, chunks: [{ type: 'llm_response_created' }] };
     }
     if (round.phase === 'before') throw new DialectError('type', `${event.type} before response.created`);
     return translateInResponse(round, event);

@@ -4,8 +4,8 @@ import type { DialectName } from '../dialects/dialects.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { turnOf, type Round, type ToolResult, type Turn } from '../history/conversation.js';
-import { activePath } from '../session/branch-tree.js';
 import {
+  ancestry,
   evolveSession,
   type MessageState,
   type OpenSession,
@@ -13,11 +13,11 @@ import {
   type SessionEventOf,
 } from '../session/session-events.js';
 import { chunkCursor, numberChunk, type DecidedEvent } from '../session/chunk-numbering.js';
-import type { LeadingResult, ModelCallRequest } from './model-call-request.js';
+import { ModelCallRequestError, type LeadingResult, type ModelCallRequest } from './model-call-request.js';
 
 /**
  * Where a stateless model call belongs in the session's tree (DESIGN §12). Its turns are matched
- * from the root (or, for a request that names an earlier response, from the active leaf) against
+ * from the root (or, for a request that names an earlier response, from that response's message) against
  * the children of each message, the selected child first:
  * - a turn equal to a child (text, tool calls and results; reasoning aside) follows it, and the
  *   child is selected if it was not;
@@ -58,9 +58,12 @@ class Placement {
   }
 
   place(): ModelCallPlacement {
-    const { turns, continuesActivePath, leadingResults } = this.command.request;
-    let parentId = continuesActivePath ? (activePath(this.state.selectedRootId, this.state.messages).at(-1)?.id ?? null) : null;
-    if (parentId !== null && leadingResults.length > 0) this.completeLeaf(parentId, leadingResults);
+    const { turns, previousResponseId, leadingResults } = this.command.request;
+    let parentId = previousResponseId === undefined ? null : this.messageOfResponse(previousResponseId);
+    if (parentId !== null) {
+      for (const message of ancestry(this.state.messages, parentId)) this.select(message.parentId, message.id);
+      if (leadingResults.length > 0) this.completeLeaf(parentId, leadingResults);
+    }
     for (const [index, turn] of turns.entries()) {
       const last = index === turns.length - 1;
       const children = this.childrenOf(parentId);
@@ -88,7 +91,19 @@ class Placement {
     return this.answerIn(this.addTurns(parentId, [turn], index)!);
   }
 
-  /** Results for the calls of the path's leaf, sent by a request that does not repeat the leaf's turn. */
+  /**
+   * The message that recorded the response a request names. Only this session's: a response of
+   * another session (or tenant) on the same provider account is not the caller's to continue.
+   */
+  private messageOfResponse(responseId: string): string {
+    for (const message of this.state.messages.values()) {
+      const recorded = message.dialect?.name === 'openai-responses' ? (message.dialect.state as { responseId?: string }).responseId : undefined;
+      if (recorded === responseId) return message.id;
+    }
+    throw new ModelCallRequestError('previous_response_id', 'names no response recorded in this session');
+  }
+
+  /** Results for the calls of the message a request continues, sent without repeating its turn. */
   private completeLeaf(leafId: string, results: readonly LeadingResult[]): void {
     const leaf = this.state.messages.get(leafId)!;
     const recorded = turnOf(historyMessage(leaf));

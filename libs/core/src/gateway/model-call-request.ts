@@ -1,3 +1,4 @@
+import { findUnstorableJson } from '../chunks/storable-json.js';
 import type { Round, ThinkingPart, ToolCallPart, ToolResult, Turn } from '../history/conversation.js';
 
 /**
@@ -10,8 +11,8 @@ export interface ModelCallRequest {
   readonly stream: boolean;
   readonly turns: readonly Turn[];
   /** The request names an earlier response instead of sending the conversation (Responses `previous_response_id`). */
-  readonly continuesActivePath: boolean;
-  /** With `continuesActivePath`: results for the calls of the path's last message, sent before any turn. */
+  readonly previousResponseId: string | undefined;
+  /** With `previousResponseId`: results for the calls of that response, sent before any turn. */
   readonly leadingResults: readonly LeadingResult[];
 }
 
@@ -124,9 +125,14 @@ export function textOf(content: unknown, textTypes: readonly string[]): string {
 /** Tool arguments as a provider sends them back: a JSON text, read as the value it stands for. */
 export function parsedArguments(text: string, field: string): unknown {
   if (text.trim() === '') return {};
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch {
     throw new ModelCallRequestError(field, 'is not valid JSON');
   }
+  // The body's own check saw a string: what it holds must be storable too.
+  const unstorable = findUnstorableJson(value);
+  if (unstorable) throw new ModelCallRequestError(field, `holds what the log cannot store: ${unstorable.message}`);
+  return value;
 }

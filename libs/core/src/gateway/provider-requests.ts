@@ -103,14 +103,14 @@ function readChat(request: z.infer<typeof chatRequest>): ModelCallRequest {
         throw new ModelCallRequestError(`${field}.role`, `unknown role ${JSON.stringify(message.role)}`);
     }
   });
-  return { model: request.model, stream: request.stream === true, turns: conversation.build(), continuesActivePath: false, leadingResults: [] };
+  return { model: request.model, stream: request.stream === true, turns: conversation.build(), previousResponseId: undefined, leadingResults: [] };
 }
 
 const RESPONSES_TEXT = ['input_text', 'output_text', 'text'];
 
 function readResponses(request: z.infer<typeof responsesRequest>): ModelCallRequest {
-  const continuesActivePath = typeof request.previous_response_id === 'string';
-  const conversation = new ConversationBuilder(continuesActivePath);
+  const previousResponseId = request.previous_response_id ?? undefined;
+  const conversation = new ConversationBuilder(previousResponseId !== undefined);
   if (request.instructions) conversation.system(request.instructions);
   const items = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : (request.input ?? []);
   // One response's output items, parallel calls included, are a round; the first after the outputs opens the next.
@@ -157,7 +157,7 @@ function readResponses(request: z.infer<typeof responsesRequest>): ModelCallRequ
     model: request.model,
     stream: request.stream === true,
     turns: conversation.build(),
-    continuesActivePath,
+    previousResponseId,
     leadingResults: conversation.leadingResults,
   };
 }
@@ -187,7 +187,7 @@ function readAnthropic(request: z.infer<typeof anthropicRequest>): ModelCallRequ
     // A turn of tool results only continues the assistant's message; text alongside them is the user's next turn.
     if (text.length > 0 || !blocks.some((block) => block.type === 'tool_result')) conversation.user(text.join('\n'));
   });
-  return { model: request.model, stream: request.stream === true, turns: conversation.build(), continuesActivePath: false, leadingResults: [] };
+  return { model: request.model, stream: request.stream === true, turns: conversation.build(), previousResponseId: undefined, leadingResults: [] };
 }
 
 function readAssistantBlock(conversation: ConversationBuilder, block: Json, field: string): void {
