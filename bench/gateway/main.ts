@@ -13,7 +13,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
-import { mintBenchKeys, openBenchDatabase, percentile, printTable, startLedgerProcess } from '../support/bench-database.js';
+import {
+  mintBenchKeys,
+  openBenchDatabase,
+  percentile,
+  printTable,
+  startLedgerProcess,
+} from '../support/bench-database.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 const EVENTS_PER_STREAM = 60;
@@ -32,11 +38,19 @@ interface Timing {
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_393);
-  const [producerKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench gateway producer', roles: ['producer'] }]);
+  const [producerKey] = await mintBenchKeys(database.connectionString, [
+    { name: 'bench gateway producer', roles: ['producer'] },
+  ]);
   const double = await startDoubleProcess();
   const folder = await mkdtemp(path.join(tmpdir(), 'bench-gateway-'));
   const upstreamsFile = path.join(folder, 'upstreams.json');
-  const upstream = { name: 'double', protocol: 'openai', baseUrl: `${double.baseUrl}/v1`, models: '*', keys: [{ key: UPSTREAM_KEY }] };
+  const upstream = {
+    name: 'double',
+    protocol: 'openai',
+    baseUrl: `${double.baseUrl}/v1`,
+    models: '*',
+    keys: [{ key: UPSTREAM_KEY }],
+  };
   await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
   const ledger = await startLedgerProcess(database.connectionString, { LEDGER_UPSTREAMS: upstreamsFile });
   let relayedEvents = 0;
@@ -48,18 +62,30 @@ async function main(): Promise<void> {
       // An agent per stream, each on its own session: its first call opens it, the next ones regenerate the answer.
       const sessions = Array.from({ length: streams }, () => `bench-${crypto.randomUUID()}`);
       for (let wave = 0; wave < waves; wave += 1) {
-        direct.push(...(await wavesOf(sessions, () => stream(`${double.baseUrl}/v1/chat/completions`, { authorization: `Bearer ${UPSTREAM_KEY}` }))));
+        direct.push(
+          ...(await wavesOf(sessions, () =>
+            stream(`${double.baseUrl}/v1/chat/completions`, { authorization: `Bearer ${UPSTREAM_KEY}` }),
+          )),
+        );
         const through = await wavesOf(sessions, (sessionId) =>
-          stream(`${ledger.url}/gateway/openai/v1/chat/completions`, { authorization: `Bearer ${producerKey}`, 'x-ledger-session': sessionId }),
+          stream(`${ledger.url}/gateway/openai/v1/chat/completions`, {
+            authorization: `Bearer ${producerKey}`,
+            'x-ledger-session': sessionId,
+          }),
         );
         relayedEvents += through.reduce((sum, timing) => sum + timing.events, 0);
         gateway.push(...through);
       }
       rows.push(...report(streams, direct, gateway));
     }
-    printTable(['streams', 'measure', 'direct p50', 'gateway p50', 'added p50', 'direct p99', 'gateway p99', 'added p99'], rows);
+    printTable(
+      ['streams', 'measure', 'direct p50', 'gateway p50', 'added p50', 'direct p99', 'gateway p99', 'added p99'],
+      rows,
+    );
     const recorded = await recordedProviderEvents(database.connectionString);
-    console.log(`\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded}${recorded === relayedEvents ? ' (every one)' : ' (MISSING SOME)'}`);
+    console.log(
+      `\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded}${recorded === relayedEvents ? ' (every one)' : ' (MISSING SOME)'}`,
+    );
   } finally {
     await ledger.stop();
     double.stop();
@@ -72,10 +98,22 @@ function report(streams: number, direct: readonly Timing[], gateway: readonly Ti
   const ms = (value: number) => `${value.toFixed(2)} ms`;
   return (['firstByteMs', 'totalMs'] as const).map((measure) => {
     const [d50, g50, d99, g99] = [
-      percentile(direct.map((timing) => timing[measure]), 50),
-      percentile(gateway.map((timing) => timing[measure]), 50),
-      percentile(direct.map((timing) => timing[measure]), 99),
-      percentile(gateway.map((timing) => timing[measure]), 99),
+      percentile(
+        direct.map((timing) => timing[measure]),
+        50,
+      ),
+      percentile(
+        gateway.map((timing) => timing[measure]),
+        50,
+      ),
+      percentile(
+        direct.map((timing) => timing[measure]),
+        99,
+      ),
+      percentile(
+        gateway.map((timing) => timing[measure]),
+        99,
+      ),
     ];
     const label = measure === 'firstByteMs' ? 'time to first byte' : 'total time';
     return [String(streams), label, ms(d50), ms(g50), ms(g50 - d50), ms(d99), ms(g99), ms(g99 - d99)];
@@ -92,7 +130,11 @@ async function stream(url: string, headers: Record<string, string>): Promise<Tim
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ model: 'gpt-bench', stream: true, messages: [{ role: 'user', content: 'Stream me something.' }] }),
+    body: JSON.stringify({
+      model: 'gpt-bench',
+      stream: true,
+      messages: [{ role: 'user', content: 'Stream me something.' }],
+    }),
   });
   if (!response.ok || !response.body) throw new Error(`${url}: ${response.status} ${await response.text()}`);
   let firstByteMs = -1;
@@ -102,7 +144,11 @@ async function stream(url: string, headers: Record<string, string>): Promise<Tim
     if (firstByteMs < 0) firstByteMs = performance.now() - started;
     text += decoder.decode(bytes, { stream: true });
   }
-  return { firstByteMs, totalMs: performance.now() - started, events: text.split('\n\n').filter((frame) => frame.startsWith('data:')).length };
+  return {
+    firstByteMs,
+    totalMs: performance.now() - started,
+    events: text.split('\n\n').filter((frame) => frame.startsWith('data:')).length,
+  };
 }
 
 /** Provider events the log holds: the first chunk event of each carries the event as its source. */
@@ -110,7 +156,9 @@ async function recordedProviderEvents(connectionString: string): Promise<number>
   const client = new pg.Client({ connectionString });
   await client.connect();
   try {
-    const { rows } = await client.query<{ count: string }>("SELECT count(*) FROM event_log_events WHERE data->'source' ? 'event'");
+    const { rows } = await client.query<{ count: string }>(
+      "SELECT count(*) FROM event_log_events WHERE data->'source' ? 'event'",
+    );
     return Number(rows[0]!.count);
   } finally {
     await client.end();
@@ -118,9 +166,20 @@ async function recordedProviderEvents(connectionString: string): Promise<number>
 }
 
 async function startDoubleProcess(): Promise<{ baseUrl: string; stop(): void }> {
-  const env = { ...process.env, BENCH_KEYS: UPSTREAM_KEY, BENCH_EVENTS: String(EVENTS_PER_STREAM), BENCH_DELAY_MS: String(EVENT_DELAY_MS) };
-  const child = spawn(process.execPath, [path.resolve('dist/bench/gateway/provider-double-process.js')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((next) => [next.value as string]);
+  const env = {
+    ...process.env,
+    BENCH_KEYS: UPSTREAM_KEY,
+    BENCH_EVENTS: String(EVENTS_PER_STREAM),
+    BENCH_DELAY_MS: String(EVENT_DELAY_MS),
+  };
+  const child = spawn(process.execPath, [path.resolve('dist/bench/gateway/provider-double-process.js')], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = await createInterface({ input: child.stdout })
+    [Symbol.asyncIterator]()
+    .next()
+    .then((next) => [next.value as string]);
   const { baseUrl } = JSON.parse(line!) as { baseUrl: string };
   return { baseUrl, stop: () => void child.kill('SIGTERM') };
 }

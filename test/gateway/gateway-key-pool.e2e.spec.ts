@@ -23,12 +23,17 @@ describe('gateway: key pool', () => {
     const [first, second, healthy] = gateway.openAiKeys as [string, string, string];
     gateway.double.script(() => ({ status: 429, retryAfter: 60 }), { key: first });
     gateway.double.script(() => ({ status: 429, retryAfter: 60 }), { key: second });
-    gateway.double.script((request) => ({ text: `answer to ${String(request.body.messages.at(-1).content)}` }), { key: healthy });
+    gateway.double.script((request) => ({ text: `answer to ${String(request.body.messages.at(-1).content)}` }), {
+      key: healthy,
+    });
     const sessions = Array.from({ length: 6 }, () => `storm-${randomUUID()}`);
     const answers = await Promise.all(
       sessions.map(async (sessionId, index) => {
         const client = await gateway.openai({ sessionId });
-        const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `q${index}` }] });
+        const completion = await client.chat.completions.create({
+          model: MODEL,
+          messages: [{ role: 'user', content: `q${index}` }],
+        });
         return completion.choices[0]!.message.content;
       }),
     );
@@ -54,16 +59,24 @@ describe('gateway: key pool', () => {
 
     // The client's own key never reached the provider; the provider's keys never left the service.
     const clientKey = await gateway.ledger.credentials.key('agent');
-    expect(gateway.double.exchanges.some((exchange) => JSON.stringify(exchange.headers).includes(clientKey))).toBe(false);
+    expect(gateway.double.exchanges.some((exchange) => JSON.stringify(exchange.headers).includes(clientKey))).toBe(
+      false,
+    );
     const metrics = await fetch(`${gateway.ledger.baseUrl}/metrics`, {
       headers: { authorization: `Bearer ${gateway.ledger.credentials.adminKey}` },
     }).then((response) => response.text());
-    expect(metrics).toMatch(/ledger_gateway_upstream_key_cooldowns_total\{upstream="openai-double",key="[0-9a-f]{8}",reason="rate_limited"\} \d+/);
-    expect(metrics).toMatch(/ledger_gateway_upstream_attempts_total\{upstream="openai-double",key="[0-9a-f]{8}",outcome="ok"\} \d+/);
+    expect(metrics).toMatch(
+      /ledger_gateway_upstream_key_cooldowns_total\{upstream="openai-double",key="[0-9a-f]{8}",reason="rate_limited"\} \d+/,
+    );
+    expect(metrics).toMatch(
+      /ledger_gateway_upstream_attempts_total\{upstream="openai-double",key="[0-9a-f]{8}",outcome="ok"\} \d+/,
+    );
     const database = new pg.Client({ connectionString: gateway.ledger.database.connectionString });
     await database.connect();
     try {
-      const { rows } = await database.query<{ text: string }>("SELECT string_agg(event_log_events::text, ' ') AS text FROM event_log_events");
+      const { rows } = await database.query<{ text: string }>(
+        "SELECT string_agg(event_log_events::text, ' ') AS text FROM event_log_events",
+      );
       for (const key of [...gateway.openAiKeys, ...gateway.anthropicKeys]) {
         expect(metrics).not.toContain(key);
         expect(rows[0]!.text).not.toContain(key);

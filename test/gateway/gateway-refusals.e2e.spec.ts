@@ -20,7 +20,8 @@ describe('gateway: refusals and bad endings', () => {
     await gateway?.close();
   });
 
-  const ask = (client: OpenAI, content = 'Hello?') => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content }] });
+  const ask = (client: OpenAI, content = 'Hello?') =>
+    client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content }] });
   const exchangesNow = () => gateway.double.exchanges.length;
   const post = async (body: string, headers: Record<string, string> = {}) => {
     const key = await gateway.ledger.credentials.key('agent', { roles: ['producer', 'reader'] });
@@ -37,8 +38,12 @@ describe('gateway: refusals and bad endings', () => {
     const client = await gateway.openai({ apiKey: 'blk_0000000000000000_not-a-real-secret-aaaaaaaaaaaaaaaa' });
     const error = await ask(client).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
-    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).error).toMatchObject({ type: 'authentication_error' });
-    const reader = await gateway.openai({ apiKey: await gateway.ledger.credentials.key('only-reader', { roles: ['reader'] }) });
+    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).error).toMatchObject({
+      type: 'authentication_error',
+    });
+    const reader = await gateway.openai({
+      apiKey: await gateway.ledger.credentials.key('only-reader', { roles: ['reader'] }),
+    });
     await expect(ask(reader)).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(exchangesNow()).toBe(before);
   });
@@ -50,13 +55,34 @@ describe('gateway: refusals and bad endings', () => {
       .create({ model: 'gpt-elsewhere', messages: [{ role: 'user', content: 'x' }] })
       .catch((caught: unknown) => caught);
     expect(unknownModel).toBeInstanceOf(OpenAI.NotFoundError);
-    expect((unknownModel as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({ type: 'invalid_request_error', code: 'model_not_found', param: 'model' });
+    expect((unknownModel as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'model_not_found',
+      param: 'model',
+    });
 
-    expect(await post('{"model": ')).toMatchObject({ status: 400, body: { error: { type: 'invalid_request_error', code: 'malformed_json' } } });
-    expect(await post(JSON.stringify({ model: MODEL }))).toMatchObject({ status: 400, body: { error: { param: 'messages' } } });
-    const orphanResult = { model: MODEL, messages: [{ role: 'user', content: 'x' }, { role: 'tool', tool_call_id: 'call_nowhere', content: '1' }] };
-    expect(await post(JSON.stringify(orphanResult))).toMatchObject({ status: 400, body: { error: { param: 'messages[1]' } } });
-    const badSession = await post(JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }), { 'x-ledger-session': 'acme/other' });
+    expect(await post('{"model": ')).toMatchObject({
+      status: 400,
+      body: { error: { type: 'invalid_request_error', code: 'malformed_json' } },
+    });
+    expect(await post(JSON.stringify({ model: MODEL }))).toMatchObject({
+      status: 400,
+      body: { error: { param: 'messages' } },
+    });
+    const orphanResult = {
+      model: MODEL,
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'tool', tool_call_id: 'call_nowhere', content: '1' },
+      ],
+    };
+    expect(await post(JSON.stringify(orphanResult))).toMatchObject({
+      status: 400,
+      body: { error: { param: 'messages[1]' } },
+    });
+    const badSession = await post(JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }), {
+      'x-ledger-session': 'acme/other',
+    });
     expect(badSession).toMatchObject({ status: 400, body: { error: { param: 'X-Ledger-Session' } } });
     expect(exchangesNow()).toBe(before);
   });
@@ -87,24 +113,38 @@ describe('gateway: refusals and bad endings', () => {
 
   it('a provider that fails mid-answer fails the message, with the text it had sent', async () => {
     const sessionId = `failing-${randomUUID()}`;
-    gateway.double.script({ text: 'The first part arrives, then', chunkChars: 5, failAfterChunks: 4, errorMessage: 'the double broke off' });
+    gateway.double.script({
+      text: 'The first part arrives, then',
+      chunkChars: 5,
+      failAfterChunks: 4,
+      errorMessage: 'the double broke off',
+    });
     const client = await gateway.openai({ sessionId });
     const { data: stream, response } = await client.chat.completions
       .create({ model: MODEL, messages: [{ role: 'user', content: 'Go' }], stream: true })
       .withResponse();
     const messageId = response.headers.get('x-ledger-message')!;
-    await expect((async () => {
-      for await (const chunk of stream) void chunk;
-    })()).rejects.toThrow('the double broke off');
-    const read = () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
+    await expect(
+      (async () => {
+        for await (const chunk of stream) void chunk;
+      })(),
+    ).rejects.toThrow('the double broke off');
+    const read = () =>
+      gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
     const message = await eventually(read, (body) => body?.status === 'error');
     expect(message.status).toBe('error');
-    expect(message.blocks.find((block: { type: string }) => block.type === 'error').error.message).toContain('the double broke off');
+    expect(message.blocks.find((block: { type: string }) => block.type === 'error').error.message).toContain(
+      'the double broke off',
+    );
   });
 
   it('a client that leaves mid-answer aborts the provider call and pauses the message with what had arrived', async () => {
     const sessionId = `leaving-${randomUUID()}`;
-    gateway.double.script({ text: 'A long answer that the client will not wait for, streamed slowly.', chunkChars: 4, chunkDelayMs: 40 });
+    gateway.double.script({
+      text: 'A long answer that the client will not wait for, streamed slowly.',
+      chunkChars: 4,
+      chunkDelayMs: 40,
+    });
     const client = await gateway.openai({ sessionId });
     const abort = new AbortController();
     const { data: stream, response } = await client.chat.completions
@@ -119,12 +159,15 @@ describe('gateway: refusals and bad endings', () => {
       }
     }
     const messageId = response.headers.get('x-ledger-message')!;
-    const read = () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
+    const read = () =>
+      gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
     const message = await eventually(read, (body) => body?.status === 'paused');
     expect(message.status).toBe('paused');
     const text = message.blocks.find((block: { type: string }) => block.type === 'main_text');
     expect(text.content.startsWith(received.slice(0, 8))).toBe(true);
-    expect(text.content.length).toBeLessThan('A long answer that the client will not wait for, streamed slowly.'.length);
+    expect(text.content.length).toBeLessThan(
+      'A long answer that the client will not wait for, streamed slowly.'.length,
+    );
     await gateway.double.settled();
     expect(gateway.double.exchanges.at(-1)!.aborted).toBe(true);
   });
@@ -137,7 +180,10 @@ describe('gateway: refusals and bad endings', () => {
     const client = await gateway.openai({ sessionId: `down-${randomUUID()}` });
     try {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+      await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [name],
+      );
       const error = await ask(client).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(OpenAI.InternalServerError);
       expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);

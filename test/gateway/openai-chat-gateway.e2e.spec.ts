@@ -26,7 +26,9 @@ describe('gateway: OpenAI Chat Completions', () => {
   });
 
   const history = (sessionId: string) =>
-    gateway.ledger.request('GET', `/v1/sessions/${sessionId}/history?format=openai`).then((response) => response.body as { messages?: unknown[] });
+    gateway.ledger
+      .request('GET', `/v1/sessions/${sessionId}/history?format=openai`)
+      .then((response) => response.body as { messages?: unknown[] });
 
   async function expectRoundTrip(sessionId: string, sent: readonly unknown[], answer: unknown) {
     const expected = canonicalChat([...sent, answer]);
@@ -67,7 +69,11 @@ describe('gateway: OpenAI Chat Completions', () => {
     await expectRoundTrip(sessionId, withResults, answer);
 
     const tree = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
-    expect(tree.body.messages.map((message: { role: string }) => message.role)).toEqual(['system', 'user', 'assistant']);
+    expect(tree.body.messages.map((message: { role: string }) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+    ]);
     const [assistant] = tree.body.messages.filter((message: { role: string }) => message.role === 'assistant');
     expect(assistant.status).toBe('success');
   });
@@ -82,17 +88,27 @@ describe('gateway: OpenAI Chat Completions', () => {
     expect(response.headers.get('x-ledger-session')).toBe(sessionId);
     const position = Number(response.headers.get('x-ledger-position'));
     expect(position).toBeGreaterThan(0);
-    const read = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/history?format=openai&minPosition=${position}`);
+    const read = await gateway.ledger.request(
+      'GET',
+      `/v1/sessions/${sessionId}/history?format=openai&minPosition=${position}`,
+    );
     expect(canonicalChat(read.body.messages)).toBe(canonicalChat([...sent, data.choices[0]!.message]));
-    const message = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/messages/${response.headers.get('x-ledger-message')}`);
+    const message = await gateway.ledger.request(
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${response.headers.get('x-ledger-message')}`,
+    );
     expect(message.body).toMatchObject({ role: 'assistant', model: MODEL, status: 'success' });
   });
 
   it('without a session header, every call is a session of its own', async () => {
     const client = await gateway.openai();
     gateway.double.script([{ text: 'One.' }, { text: 'Two.' }]);
-    const first = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Count' }] }).withResponse();
-    const second = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Count' }] }).withResponse();
+    const first = await client.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'Count' }] })
+      .withResponse();
+    const second = await client.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'Count' }] })
+      .withResponse();
     const [a, b] = [first.response.headers.get('x-ledger-session'), second.response.headers.get('x-ledger-session')];
     expect(a).toBeTruthy();
     expect(b).toBeTruthy();

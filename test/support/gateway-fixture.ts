@@ -40,20 +40,32 @@ export interface GatewayOptions {
   readonly env?: Record<string, string>;
 }
 
-export async function startGateway({ keysPerUpstream = 1, openAiModels, env = {} }: GatewayOptions = {}): Promise<GatewayFixture> {
+export async function startGateway({
+  keysPerUpstream = 1,
+  openAiModels,
+  env = {},
+}: GatewayOptions = {}): Promise<GatewayFixture> {
   const openAiKeys = Array.from({ length: keysPerUpstream }, (_, index) => `sk-upstream-openai-${index + 1}`);
   const anthropicKeys = Array.from({ length: keysPerUpstream }, (_, index) => `sk-ant-upstream-${index + 1}`);
   const double = await startProviderDouble({ keys: [...openAiKeys, ...anthropicKeys] });
   const folder = await mkdtemp(path.join(tmpdir(), 'ledger-gateway-'));
   const upstreamsFile = path.join(folder, 'upstreams.json');
-  const upstream = (name: string, protocol: string, keys: readonly string[], models: readonly string[] | '*' = '*') => ({
+  const upstream = (
+    name: string,
+    protocol: string,
+    keys: readonly string[],
+    models: readonly string[] | '*' = '*',
+  ) => ({
     name,
     protocol,
     baseUrl: `${double.baseUrl}/v1`,
     models,
     keys: keys.map((key) => ({ key })),
   });
-  const upstreams = [upstream('openai-double', 'openai', openAiKeys, openAiModels), upstream('anthropic-double', 'anthropic', anthropicKeys)];
+  const upstreams = [
+    upstream('openai-double', 'openai', openAiKeys, openAiModels),
+    upstream('anthropic-double', 'anthropic', anthropicKeys),
+  ];
   await writeFile(upstreamsFile, JSON.stringify({ upstreams }));
   const ledger = await startLedger({ LEDGER_UPSTREAMS: upstreamsFile, ...env });
   const received: Buffer[] = [];
@@ -70,8 +82,10 @@ export async function startGateway({ keysPerUpstream = 1, openAiModels, env = {}
     openAiKeys,
     anthropicKeys,
     received,
-    openai: async (options = {}) => new OpenAI({ baseURL: `${ledger.baseUrl}/gateway/openai/v1`, ...(await settings(options)) }),
-    anthropic: async (options = {}) => new Anthropic({ baseURL: `${ledger.baseUrl}/gateway/anthropic`, ...(await settings(options)) }),
+    openai: async (options = {}) =>
+      new OpenAI({ baseURL: `${ledger.baseUrl}/gateway/openai/v1`, ...(await settings(options)) }),
+    anthropic: async (options = {}) =>
+      new Anthropic({ baseURL: `${ledger.baseUrl}/gateway/anthropic`, ...(await settings(options)) }),
     async close() {
       await ledger.close();
       await double.close();
@@ -108,7 +122,11 @@ export function capturingFetch(received: Buffer[]): typeof fetch {
 }
 
 /** Polls `read` until `done` holds of its result (the read models follow the log), at most `timeoutMs`. */
-export async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();

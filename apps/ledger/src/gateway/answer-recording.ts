@@ -68,7 +68,10 @@ export class AnswerRecording {
   private async complete(failure: { name: string; message: string } | undefined): Promise<AnswerPlace | undefined> {
     for (this.appendBuffered(); this.appending; this.appendBuffered()) await this.appending;
     const place = await this.placed;
-    const gap = this.unrecorded > 0 ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` } : undefined;
+    const gap =
+      this.unrecorded > 0
+        ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` }
+        : undefined;
     const error = gap ?? failure;
     if (place && error) {
       try {
@@ -110,7 +113,13 @@ export class AnswerRecording {
     const place = await this.placed;
     if (!place || this.unrecorded > 0) return this.lose(events.length);
     try {
-      const command = { type: 'append_dialect_events' as const, messageId: place.messageId, dialect: this.dialect, firstSeq: this.nextSeq, events };
+      const command = {
+        type: 'append_dialect_events' as const,
+        messageId: place.messageId,
+        dialect: this.dialect,
+        firstSeq: this.nextSeq,
+        events,
+      };
       this.position = (await this.sessions.execute(this.session, command, this.author)).position;
       this.nextSeq += events.length;
     } catch (error) {
@@ -120,7 +129,7 @@ export class AnswerRecording {
     }
   }
 
-  /** Events of the answer that could not be recorded (unreadable, or refused by the log): counted, and marked at the end. */
+  /** Events of the answer that could not be recorded (unreadable, or refused by the log): counted, marked at the end. */
   lose(count: number): void {
     if (count === 0) return;
     this.unrecorded += count;

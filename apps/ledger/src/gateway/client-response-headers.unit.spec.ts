@@ -14,7 +14,11 @@ describe('what a provider answer carries to the client', () => {
       'openai-project': 'proj_gateway',
       'anthropic-organization-id': 'org-anthropic-account',
     });
-    expect(relayed).toEqual({ 'content-type': 'text/event-stream', 'x-request-id': 'req_1', 'openai-processing-ms': '12' });
+    expect(relayed).toEqual({
+      'content-type': 'text/event-stream',
+      'x-request-id': 'req_1',
+      'openai-processing-ms': '12',
+    });
   });
 
   it('answers errors in the provider shape whatever the case of the path', () => {

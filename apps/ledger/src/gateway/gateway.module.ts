@@ -20,7 +20,9 @@ const clock = { now: () => Date.now() };
       inject: [LEDGER_CONFIG, LedgerMetrics],
       useFactory: ({ gateway }: LedgerConfig, metrics: LedgerMetrics) => {
         const options = { clock, observer: metrics };
-        const pools = gateway.upstreamsFile ? UpstreamPools.fromFile(gateway.upstreamsFile, process.env, options) : new UpstreamPools(() => [], options);
+        const pools = gateway.upstreamsFile
+          ? UpstreamPools.fromFile(gateway.upstreamsFile, process.env, options)
+          : new UpstreamPools(() => [], options);
         metrics.watchUpstreamKeys(() => pools.availableKeys());
         return pools;
       },

@@ -36,7 +36,10 @@ const NOT_RELAYED = { name: 'UpstreamError', message: 'the answer could not be r
  * whose target a client writes), the upstream protocol that answers it, and the dialect its
  * answers are recorded in.
  */
-const PROTOCOLS: Record<GatewayProtocol, { readonly path: string; readonly upstream: UpstreamProtocol; readonly dialect: DialectName }> = {
+const PROTOCOLS: Record<
+  GatewayProtocol,
+  { readonly path: string; readonly upstream: UpstreamProtocol; readonly dialect: DialectName }
+> = {
   'openai-chat': { path: '/chat/completions', upstream: 'openai', dialect: 'openai' },
   'openai-responses': { path: '/responses', upstream: 'openai', dialect: 'openai-responses' },
   'anthropic-messages': { path: '/messages', upstream: 'anthropic', dialect: 'anthropic' },
@@ -59,7 +62,7 @@ export class ModelCallProxy {
    * instances at once are placed against what each finds in the log.
    */
   private readonly recordsUnderWay = new Map<string, Promise<void>>();
-  /** Whether the log took the last record this gateway tried; until it fails, sessions cached here skip the log read. */
+  /** Whether the log took the last record tried here; until it fails, sessions cached here skip the log read. */
   private logHealthy = true;
   private readonly recordingObserver = {
     unrecordedEvents: (count: number) => this.metrics.gatewayRecording.unrecordedEvents(count),
@@ -77,17 +80,32 @@ export class ModelCallProxy {
   async handle(protocol: GatewayProtocol, principal: Principal, request: Request, response: Response): Promise<void> {
     const call = readModelCallRequest(protocol, jsonBody(request.body));
     const upstream = this.pools.upstreamFor(call.model, PROTOCOLS[protocol].upstream);
-    if (!upstream) throw new ApiError(404, 'model_not_found', `the model ${JSON.stringify(call.model)} is not served by this gateway`, 'model');
+    if (!upstream)
+      throw new ApiError(
+        404,
+        'model_not_found',
+        `the model ${JSON.stringify(call.model)} is not served by this gateway`,
+        'model',
+      );
     const session: SessionRef = { tenant: principal.tenant, sessionId: sessionIdOf(request) };
     const sessionKey = `${session.tenant}/${session.sessionId}`;
     await this.withinRecordWait(this.recordsUnderWay.get(sessionKey));
     const state = await this.sessionBeforeCall(session, principal);
     if (state?.status === 'open' && !mayWrite(state, principal.subject)) {
-      throw new ApiError(403, 'not_a_writer', 'this credential may not write to this session', undefined, 'not_a_writer');
+      throw new ApiError(
+        403,
+        'not_a_writer',
+        'this credential may not write to this session',
+        undefined,
+        'not_a_writer',
+      );
     }
     const answerMessageId = randomUUID();
-    // Placed against the state read now: a request the session cannot hold (a response it never recorded) is refused here.
-    const planned = state?.status === 'open' ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state) : answerMessageId;
+    // Placed against the state read now: a request the session cannot hold (an unknown response) is refused here.
+    const planned =
+      state?.status === 'open'
+        ? this.plannedAnswer(call, PROTOCOLS[protocol].dialect, answerMessageId, state)
+        : answerMessageId;
     const abort = new AbortController();
     response.on('close', () => abort.abort());
     const result = await this.caller.call(upstream, {
@@ -105,7 +123,16 @@ export class ModelCallProxy {
     }
     if (result.status < 200 || result.status >= 300) return relay(result, response);
     if (state === undefined) return relay(result, response);
-    const recording = new AnswerRecording(this.sessions, session, authorOf(principal), PROTOCOLS[protocol].dialect, this.recordingObserver, call, answerMessageId, this.config.gateway.recordBatchMs);
+    const recording = new AnswerRecording(
+      this.sessions,
+      session,
+      authorOf(principal),
+      PROTOCOLS[protocol].dialect,
+      this.recordingObserver,
+      call,
+      answerMessageId,
+      this.config.gateway.recordBatchMs,
+    );
     this.recordsUnderWay.set(sessionKey, recording.ended);
     void recording.ended.then(() => {
       if (this.recordsUnderWay.get(sessionKey) === recording.ended) this.recordsUnderWay.delete(sessionKey);
@@ -149,7 +176,14 @@ export class ModelCallProxy {
    */
   private async opened(session: SessionRef, principal: Principal, state: SessionState): Promise<SessionState> {
     if (state.status !== 'absent') return state;
-    const command = { type: 'open_session' as const, sessionId: session.sessionId, title: null, metadata: { recordedBy: 'gateway' }, owner: principal.subject, writers: [] };
+    const command = {
+      type: 'open_session' as const,
+      sessionId: session.sessionId,
+      title: null,
+      metadata: { recordedBy: 'gateway' },
+      owner: principal.subject,
+      writers: [],
+    };
     try {
       await this.sessions.execute(session, command, authorOf(principal));
     } catch (error) {
@@ -164,7 +198,12 @@ export class ModelCallProxy {
   }
 
   /** The answer's message as the state read before the call places it (the record decides again when it appends). */
-  private plannedAnswer(call: ModelCallRequest, dialect: DialectName, answerMessageId: string, state: Extract<SessionState, { status: 'open' }>): string {
+  private plannedAnswer(
+    call: ModelCallRequest,
+    dialect: DialectName,
+    answerMessageId: string,
+    state: Extract<SessionState, { status: 'open' }>,
+  ): string {
     try {
       return placeModelCall({ request: call, dialect, answerMessageId }, state).answer.messageId;
     } catch (error) {
@@ -174,8 +213,17 @@ export class ModelCallProxy {
   }
 
   /** Bytes go to the client as they come; the events they carry go to the record beside them. */
-  private stream(protocol: GatewayProtocol, result: UpstreamResponse, response: Response, recording: AnswerRecording, state: SessionState): Promise<void> {
-    response.writeHead(result.status, { ...clientResponseHeaders(result.headers), 'x-ledger-position': String(state.status === 'open' ? state.position : 0n) });
+  private stream(
+    protocol: GatewayProtocol,
+    result: UpstreamResponse,
+    response: Response,
+    recording: AnswerRecording,
+    state: SessionState,
+  ): Promise<void> {
+    response.writeHead(result.status, {
+      ...clientResponseHeaders(result.headers),
+      'x-ledger-position': String(state.status === 'open' ? state.position : 0n),
+    });
     response.flushHeaders();
     const reader = new SseEventReader(SDK_READS[PROTOCOLS[protocol].upstream]);
     return new Promise<void>((resolve) => {
@@ -185,7 +233,10 @@ export class ModelCallProxy {
         settled = true;
         recording.push(reader.end());
         recording.lose(reader.unreadable);
-        void recording.finish(failure).then(() => resolve(), () => resolve());
+        void recording.finish(failure).then(
+          () => resolve(),
+          () => resolve(),
+        );
       };
       result.body.on('data', (bytes: Buffer) => {
         recording.push(reader.push(bytes));
@@ -200,12 +251,14 @@ export class ModelCallProxy {
         void this.bounded(recording).then(() => response.end());
       });
       result.body.on('error', () => {
-        if (response.writableEnded || response.destroyed) return settle({ name: 'AbortError', message: 'the client disconnected before the answer ended' });
+        if (response.writableEnded || response.destroyed)
+          return settle({ name: 'AbortError', message: 'the client disconnected before the answer ended' });
         settle({ name: 'UpstreamError', message: 'the upstream connection broke off before the answer ended' });
         response.destroy();
       });
       response.on('close', () => {
-        if (!response.writableFinished) settle({ name: 'AbortError', message: 'the client disconnected before the answer ended' });
+        if (!response.writableFinished)
+          settle({ name: 'AbortError', message: 'the client disconnected before the answer ended' });
       });
     });
   }
@@ -224,18 +277,26 @@ export class ModelCallProxy {
     }
     const place = await this.bounded(recording);
     const headers = clientResponseHeaders(result.headers);
-    response.writeHead(result.status, { ...headers, ...(place ? { 'x-ledger-position': String(place.position) } : {}) });
+    response.writeHead(result.status, {
+      ...headers,
+      ...(place ? { 'x-ledger-position': String(place.position) } : {}),
+    });
     response.end(body);
   }
 
-  private bounded(recording: AnswerRecording, failure?: { name: string; message: string }): Promise<AnswerPlace | undefined> {
+  private bounded(
+    recording: AnswerRecording,
+    failure?: { name: string; message: string },
+  ): Promise<AnswerPlace | undefined> {
     return this.withinRecordWait(recording.finish(failure));
   }
 
   /** `work`'s result, or `undefined` once `LEDGER_GATEWAY_RECORD_WAIT_MS` has passed. */
   private withinRecordWait<T>(work: Promise<T> | undefined): Promise<T | undefined> {
     if (!work) return Promise.resolve(undefined);
-    const waited = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), this.config.gateway.recordWaitMs).unref());
+    const waited = new Promise<undefined>((resolve) =>
+      setTimeout(() => resolve(undefined), this.config.gateway.recordWaitMs).unref(),
+    );
     return Promise.race([work, waited]);
   }
 }
@@ -245,13 +306,14 @@ function relay(result: UpstreamResponse, response: Response): void {
   result.body.pipe(response);
 }
 
-/** The request's query string (Anthropic's `?beta=true`), read as a query: a request target is the client's to write. */
+/** The request's query string (Anthropic's `?beta=true`), parsed: a request target is the client's to write. */
 function queryOf(request: Request): string {
   return new URL(request.originalUrl, 'http://gateway.invalid').search;
 }
 
 function jsonBody(body: unknown): unknown {
-  if (!Buffer.isBuffer(body) || body.length === 0) throw new ApiError(400, 'invalid_request', 'the request body must be a JSON object', '(body)');
+  if (!Buffer.isBuffer(body) || body.length === 0)
+    throw new ApiError(400, 'invalid_request', 'the request body must be a JSON object', '(body)');
   try {
     return JSON.parse(body.toString('utf8')) as unknown;
   } catch {
@@ -264,7 +326,12 @@ function sessionIdOf(request: Request): string {
   const named = request.headers[SESSION_HEADER];
   if (named === undefined) return randomUUID();
   if (typeof named !== 'string' || named.length > ID_MAX_LENGTH || !ID_CHARACTERS.test(named)) {
-    throw new ApiError(400, 'invalid_request', `X-Ledger-Session: letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`, 'X-Ledger-Session');
+    throw new ApiError(
+      400,
+      'invalid_request',
+      `X-Ledger-Session: letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`,
+      'X-Ledger-Session',
+    );
   }
   return named;
 }

@@ -127,7 +127,12 @@ export class UpstreamCaller {
         tried.delete(key.hash);
         continue;
       }
-      const outcome = attempt.kind === 'response' ? outcomeOf(attempt.response.statusCode!) : attempt.kind === 'timeout' ? 'timeout' : 'network';
+      const outcome =
+        attempt.kind === 'response'
+          ? outcomeOf(attempt.response.statusCode!)
+          : attempt.kind === 'timeout'
+            ? 'timeout'
+            : 'network';
       this.options.observer?.upstreamAttempt(upstream.name, key.hash, outcome);
       if (attempt.kind !== 'response') {
         pool.report(key, outcome);
@@ -191,7 +196,8 @@ export class UpstreamCaller {
       outgoing.on('error', (error) => {
         clearTimeout(timer);
         if (request.signal.aborted) resolve({ kind: 'aborted' });
-        else if (outgoing.reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET') resolve({ kind: 'stale_connection' });
+        else if (outgoing.reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET')
+          resolve({ kind: 'stale_connection' });
         else resolve({ kind: error instanceof HeadersTimeout ? 'timeout' : 'network' });
       });
       outgoing.end(request.body);

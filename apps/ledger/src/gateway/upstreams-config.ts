@@ -49,9 +49,7 @@ const upstreamSchema = z.strictObject({
     .url()
     .refine((value) => /^https?:$/.test(new URL(value).protocol), 'must be an http(s) URL'),
   models: z.union([z.literal('*'), z.array(z.string().min(1)).min(1)]),
-  keys: z
-    .array(z.strictObject({ key: z.string().min(1), weight: z.number().int().positive().default(1) }))
-    .min(1),
+  keys: z.array(z.strictObject({ key: z.string().min(1), weight: z.number().int().positive().default(1) })).min(1),
 });
 
 const upstreamsSchema = z
@@ -126,7 +124,11 @@ export function loadUpstreams(file: string, env: NodeJS.ProcessEnv): Upstream[] 
 }
 
 /** The first upstream that lists `model`, else the first that takes any model (`'*'`). */
-export function upstreamFor(upstreams: readonly Upstream[], model: string, protocol?: UpstreamProtocol): Upstream | undefined {
+export function upstreamFor(
+  upstreams: readonly Upstream[],
+  model: string,
+  protocol?: UpstreamProtocol,
+): Upstream | undefined {
   // A route speaks one protocol: an upstream of the other cannot answer it.
   const speaking = protocol === undefined ? upstreams : upstreams.filter((upstream) => upstream.protocol === protocol);
   return (

@@ -78,8 +78,13 @@ class Placement {
     return this.answerNew(parentId);
   }
 
-  /** The last turn is the assistant's: the answer continues it, in an existing message or in one made from the request. */
-  private continueAssistant(parentId: string | null, children: readonly MessageState[], turn: Extract<Turn, { role: 'assistant' }>, index: number) {
+  /** The last turn is the assistant's: the answer continues it, in its message or in one made from the request. */
+  private continueAssistant(
+    parentId: string | null,
+    children: readonly MessageState[],
+    turn: Extract<Turn, { role: 'assistant' }>,
+    index: number,
+  ) {
     for (const child of children.filter((candidate) => this.continuable(candidate))) {
       const recorded = turnOf(historyMessage(child));
       const missing = recorded && missingResults(recorded, turn);
@@ -97,7 +102,10 @@ class Placement {
    */
   private messageOfResponse(responseId: string): string {
     for (const message of this.state.messages.values()) {
-      const recorded = message.dialect?.name === 'openai-responses' ? (message.dialect.state as { responseId?: string }).responseId : undefined;
+      const recorded =
+        message.dialect?.name === 'openai-responses'
+          ? (message.dialect.state as { responseId?: string }).responseId
+          : undefined;
       if (recorded === responseId) return message.id;
     }
     throw new ModelCallRequestError('previous_response_id', 'names no response recorded in this session');
@@ -124,7 +132,10 @@ class Placement {
       this.createMessage({ messageId, role: turn.role, parentId: parent, model: null, content });
       if (turn.role === 'assistant') {
         const continued = offset === turns.length - 1 && firstIndex + offset === this.command.request.turns.length - 1;
-        const chunks = [...turn.rounds.flatMap(roundChunks), ...(continued ? [] : [{ type: 'block_complete' } as const])];
+        const chunks = [
+          ...turn.rounds.flatMap(roundChunks),
+          ...(continued ? [] : [{ type: 'block_complete' } as const]),
+        ];
         this.recordChunks(messageId, chunks);
       }
       parent = messageId;
@@ -154,7 +165,10 @@ class Placement {
 
   private answerIn(messageId: string): ModelCallPlacement {
     const message = this.state.messages.get(messageId)!;
-    return { events: this.events, answer: { messageId, nextEventSeq: (message.dialect?.eventDigests.length ?? 0) + 1 } };
+    return {
+      events: this.events,
+      answer: { messageId, nextEventSeq: (message.dialect?.eventDigests.length ?? 0) + 1 },
+    };
   }
 
   /** An assistant message the answer can go on in: not finished, and recorded in no other dialect. */
@@ -196,7 +210,7 @@ function historyMessage(message: MessageState) {
   return { role: message.role, content: message.content, blocks: message.blocks.blocks };
 }
 
-/** Two turns say the same: roles, contents, and per round the text and the calls with their results (reasoning aside). */
+/** Two turns say the same: role, content, and per round the text and the calls with their results (not reasoning). */
 export function sameTurn(recorded: Turn | undefined, sent: Turn): boolean {
   return recorded !== undefined && canonicalJson(comparable(recorded)) === canonicalJson(comparable(sent));
 }
@@ -208,12 +222,22 @@ export function sameTurn(recorded: Turn | undefined, sent: Turn): boolean {
 function missingResults(recorded: Turn, sent: Extract<Turn, { role: 'assistant' }>): ResultedCall[] | undefined {
   if (recorded.role !== 'assistant' || recorded.rounds.length !== sent.rounds.length) return undefined;
   if (sameTurn(recorded, sent)) return [];
-  const pending = { ...recorded, rounds: recorded.rounds.map((round, index) => (index === recorded.rounds.length - 1 ? withoutResults(round) : round)) };
+  const pending = {
+    ...recorded,
+    rounds: recorded.rounds.map((round, index) =>
+      index === recorded.rounds.length - 1 ? withoutResults(round) : round,
+    ),
+  };
   const lastSent = sent.rounds.at(-1)!;
   const lastRecorded = recorded.rounds.at(-1)!;
-  const sentPending = { ...sent, rounds: sent.rounds.map((round) => (round === lastSent ? withoutResults(round) : round)) };
+  const sentPending = {
+    ...sent,
+    rounds: sent.rounds.map((round) => (round === lastSent ? withoutResults(round) : round)),
+  };
   if (!sameTurn(pending, sentPending)) return undefined;
-  const added = lastSent.tools.filter((tool, index) => tool.result !== undefined && lastRecorded.tools[index]!.result === undefined);
+  const added = lastSent.tools.filter(
+    (tool, index) => tool.result !== undefined && lastRecorded.tools[index]!.result === undefined,
+  );
   const agree = lastSent.tools.every((tool, index) => {
     const known = lastRecorded.tools[index]!.result;
     return known === undefined || canonicalJson(known) === canonicalJson(tool.result ?? null);
@@ -231,7 +255,12 @@ function comparable(turn: Turn) {
     role: turn.role,
     rounds: turn.rounds.map((round) => ({
       text: round.text,
-      tools: round.tools.map(({ id, name, arguments: args, result }) => ({ id, name, arguments: args, result: result ?? null })),
+      tools: round.tools.map(({ id, name, arguments: args, result }) => ({
+        id,
+        name,
+        arguments: args,
+        result: result ?? null,
+      })),
     })),
   };
 }
@@ -250,14 +279,28 @@ function roundChunks(round: Round): UnnumberedChunk[] {
         ...(part.item === undefined ? {} : { item: part.item }),
       } as UnnumberedChunk,
     ]),
-    ...(round.text === '' ? [] : [{ type: 'text.start' } as const, { type: 'text.complete', text: round.text } as const]),
+    ...(round.text === ''
+      ? []
+      : [{ type: 'text.start' } as const, { type: 'text.complete', text: round.text } as const]),
     ...(round.tools.length === 0
       ? []
-      : [{ type: 'mcp_tool_pending' as const, responses: round.tools.map((tool) => toolResponse(tool.id, tool.name, 'pending', { arguments: tool.arguments })) }]),
-    ...(resulted.length === 0 ? [] : [{ type: 'mcp_tool_complete' as const, responses: resulted.map(completedResponse) }]),
+      : [
+          {
+            type: 'mcp_tool_pending' as const,
+            responses: round.tools.map((tool) =>
+              toolResponse(tool.id, tool.name, 'pending', { arguments: tool.arguments }),
+            ),
+          },
+        ]),
+    ...(resulted.length === 0
+      ? []
+      : [{ type: 'mcp_tool_complete' as const, responses: resulted.map(completedResponse) }]),
   ];
 }
 
 function completedResponse(call: ResultedCall) {
-  return toolResponse(call.id, call.name, call.result.isError ? 'error' : 'done', { arguments: call.arguments, response: call.result.content });
+  return toolResponse(call.id, call.name, call.result.isError ? 'error' : 'done', {
+    arguments: call.arguments,
+    response: call.result.content,
+  });
 }

@@ -23,15 +23,26 @@ function streamed(answer: { text?: string; toolCalls?: { id: string; name: strin
     chunk({ role: 'assistant', content: '' }),
     ...(answer.text ? [chunk({ content: answer.text.slice(0, 3) }), chunk({ content: answer.text.slice(3) })] : []),
     ...calls.map((call, index) =>
-      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }] }),
+      chunk({
+        tool_calls: [
+          { index, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } },
+        ],
+      }),
     ),
     chunk({}, calls.length > 0 ? 'tool_calls' : 'stop'),
     '[DONE]',
   ];
 }
 
-function answered(answer: { text?: string; toolCalls?: { id: string; name: string; arguments: string }[] }): ChatMessage {
-  const calls = (answer.toolCalls ?? []).map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+function answered(answer: {
+  text?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+}): ChatMessage {
+  const calls = (answer.toolCalls ?? []).map((call) => ({
+    id: call.id,
+    type: 'function',
+    function: { name: call.name, arguments: call.arguments },
+  }));
   return { role: 'assistant', content: answer.text ?? null, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
 }
 
@@ -44,13 +55,24 @@ class GatewaySession {
     this.run({ type: 'open_session', sessionId: 's', title: null, metadata: {}, owner: 'subject:p', writers: [] });
   }
 
-  /** One model call: the request's messages, then the model's answer streamed into the message the call was placed on. */
+  /** One model call: the request's messages, then the answer streamed into the message the call was placed on. */
   call(messages: readonly ChatMessage[], answer: Parameters<typeof streamed>[0]): string {
     this.calls += 1;
     const request = readModelCallRequest('openai-chat', { model: 'm', messages });
-    const placed = this.run({ type: 'record_model_call', request, dialect: 'openai', answerMessageId: `answer-${this.calls}` });
+    const placed = this.run({
+      type: 'record_model_call',
+      request,
+      dialect: 'openai',
+      answerMessageId: `answer-${this.calls}`,
+    });
     const { messageId, nextEventSeq } = placed.answer!;
-    this.run({ type: 'append_dialect_events', messageId, dialect: 'openai', firstSeq: nextEventSeq, events: streamed(answer) });
+    this.run({
+      type: 'append_dialect_events',
+      messageId,
+      dialect: 'openai',
+      firstSeq: nextEventSeq,
+      events: streamed(answer),
+    });
     return messageId;
   }
 
@@ -70,7 +92,11 @@ class GatewaySession {
     const decision = decideSession(command, this.state);
     for (const { event } of decision.events) {
       this.position += 1n;
-      this.state = evolveSession(this.state, { ...event, position: this.position, recordedAt: '2026-01-01T00:00:00.000Z' });
+      this.state = evolveSession(this.state, {
+        ...event,
+        position: this.position,
+        recordedAt: '2026-01-01T00:00:00.000Z',
+      });
     }
     return decision;
   }
@@ -86,14 +112,23 @@ function canonical(messages: readonly ChatMessage[]): string {
         ...rest,
         content: message.content ?? null,
         ...(calls
-          ? { tool_calls: calls.map((call) => ({ ...call, function: { ...call.function, arguments: JSON.parse(call.function.arguments) as unknown } })) }
+          ? {
+              tool_calls: calls.map((call) => ({
+                ...call,
+                function: { ...call.function, arguments: JSON.parse(call.function.arguments) as unknown },
+              })),
+            }
           : {}),
       };
     }),
   );
 }
 
-function expectRoundTrip(session: GatewaySession, sent: readonly ChatMessage[], answer: Parameters<typeof answered>[0]) {
+function expectRoundTrip(
+  session: GatewaySession,
+  sent: readonly ChatMessage[],
+  answer: Parameters<typeof answered>[0],
+) {
   expect(canonical(session.history())).toBe(canonical([...sent, answered(answer)]));
 }
 
@@ -111,7 +146,13 @@ describe('model calls placed from stateless requests', () => {
     const second = { text: 'Rome.' };
     session.call(followUp, second);
     expectRoundTrip(session, followUp, second);
-    expect([...session.session.messages.values()].map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+    expect([...session.session.messages.values()].map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
   });
 
   it('sending the same conversation again regenerates: a sibling answer, selected', () => {

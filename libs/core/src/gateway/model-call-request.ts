@@ -88,7 +88,8 @@ export class ConversationBuilder {
     const last = this.turns.at(-1);
     const rounds = last?.role === 'assistant' ? last.rounds : [];
     const call = rounds.flatMap((round) => round.tools).find((tool) => tool.id === toolId);
-    if (!call) throw new ModelCallRequestError(field, `no tool call ${JSON.stringify(toolId)} of the assistant turn before it`);
+    if (!call)
+      throw new ModelCallRequestError(field, `no tool call ${JSON.stringify(toolId)} of the assistant turn before it`);
     if (call.result) throw new ModelCallRequestError(field, `tool call ${JSON.stringify(toolId)} is answered twice`);
     call.result = result;
   }

@@ -22,7 +22,9 @@ type Json = Record<string, unknown>;
 
 const common = { model: z.string().min(1).max(256), stream: z.boolean().nullish() };
 
-const chatRequest = z.object({ ...common, messages: z.array(z.object({ role: z.string() }).passthrough()).min(1) }).passthrough();
+const chatRequest = z
+  .object({ ...common, messages: z.array(z.object({ role: z.string() }).passthrough()).min(1) })
+  .passthrough();
 
 const responsesRequest = z
   .object({
@@ -103,7 +105,13 @@ function readChat(request: z.infer<typeof chatRequest>): ModelCallRequest {
         throw new ModelCallRequestError(`${field}.role`, `unknown role ${JSON.stringify(message.role)}`);
     }
   });
-  return { model: request.model, stream: request.stream === true, turns: conversation.build(), previousResponseId: undefined, leadingResults: [] };
+  return {
+    model: request.model,
+    stream: request.stream === true,
+    turns: conversation.build(),
+    previousResponseId: undefined,
+    leadingResults: [],
+  };
 }
 
 const RESPONSES_TEXT = ['input_text', 'output_text', 'text'];
@@ -169,7 +177,10 @@ function readAnthropic(request: z.infer<typeof anthropicRequest>): ModelCallRequ
   if (request.system !== undefined) conversation.system(textOf(request.system, ANTHROPIC_TEXT));
   request.messages.forEach((message, index) => {
     const field = `messages[${index}].content`;
-    const blocks: Json[] = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : asBlocks(message.content, field);
+    const blocks: Json[] =
+      typeof message.content === 'string'
+        ? [{ type: 'text', text: message.content }]
+        : asBlocks(message.content, field);
     if (message.role === 'assistant') {
       conversation.openRound();
       blocks.forEach((block, blockIndex) => readAssistantBlock(conversation, block, `${field}[${blockIndex}]`));
@@ -187,7 +198,13 @@ function readAnthropic(request: z.infer<typeof anthropicRequest>): ModelCallRequ
     // A turn of tool results only continues the assistant's message; text alongside them is the user's next turn.
     if (text.length > 0 || !blocks.some((block) => block.type === 'tool_result')) conversation.user(text.join('\n'));
   });
-  return { model: request.model, stream: request.stream === true, turns: conversation.build(), previousResponseId: undefined, leadingResults: [] };
+  return {
+    model: request.model,
+    stream: request.stream === true,
+    turns: conversation.build(),
+    previousResponseId: undefined,
+    leadingResults: [],
+  };
 }
 
 function readAssistantBlock(conversation: ConversationBuilder, block: Json, field: string): void {
@@ -214,12 +231,14 @@ function readAssistantBlock(conversation: ConversationBuilder, block: Json, fiel
 function asBlocks(content: unknown, field: string): Json[] {
   if (!Array.isArray(content)) throw new ModelCallRequestError(field, 'must be a string or an array of content blocks');
   return content.map((block, index) => {
-    if (typeof block !== 'object' || block === null) throw new ModelCallRequestError(`${field}[${index}]`, 'must be a content block');
+    if (typeof block !== 'object' || block === null)
+      throw new ModelCallRequestError(`${field}[${index}]`, 'must be a content block');
     return block as Json;
   });
 }
 
 function requiredString(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value === '') throw new ModelCallRequestError(field, 'is required and must be a non-empty string');
+  if (typeof value !== 'string' || value === '')
+    throw new ModelCallRequestError(field, 'is required and must be a non-empty string');
   return value;
 }

@@ -74,5 +74,11 @@ export const SDK_READS = {
 };
 
 const ANTHROPIC_EVENTS = new Set([
-  'message_start', 'message_delta', 'message_stop', 'content_block_start', 'content_block_delta', 'content_block_stop', 'error',
+  'message_start',
+  'message_delta',
+  'message_stop',
+  'content_block_start',
+  'content_block_delta',
+  'content_block_stop',
+  'error',
 ]);

@@ -51,7 +51,8 @@ export interface HistoryMessage {
 
 /** The turn a ledger message stands for; a tool-role message has none (its results live in the assistant's tool blocks). */
 export function turnOf(message: HistoryMessage): Turn | undefined {
-  if (message.role === 'system' || message.role === 'user') return { role: message.role, content: message.content ?? '' };
+  if (message.role === 'system' || message.role === 'user')
+    return { role: message.role, content: message.content ?? '' };
   if (message.role !== 'assistant') return undefined;
   if (message.blocks.length === 0) {
     return { role: 'assistant', rounds: message.content ? [{ text: message.content, thinking: [], tools: [] }] : [] };
@@ -120,7 +121,12 @@ function toolCallOf(block: MessageBlock): ToolCallPart {
  */
 export function resultOf(call: ToolCallPart): ToolResult | undefined {
   if (call.status === AWAITED) return undefined;
-  return call.result ?? { content: canonicalJson({ error: `the tool call did not complete (status: ${call.status})` }), isError: true };
+  return (
+    call.result ?? {
+      content: canonicalJson({ error: `the tool call did not complete (status: ${call.status})` }),
+      isError: true,
+    }
+  );
 }
 
 const AWAITED = 'awaited';
@@ -132,6 +138,14 @@ export function conversationOf(path: readonly HistoryMessage[]): Turn[] {
   const last = turns.at(-1);
   const lastRound = last?.role === 'assistant' ? last.rounds.at(-1) : undefined;
   if (!last || !lastRound) return turns;
-  const tools = lastRound.tools.map((tool) => (tool.result === undefined && OPEN_CALL_STATUSES.has(tool.status) ? { ...tool, status: AWAITED } : tool));
-  return [...turns.slice(0, -1), { role: 'assistant', rounds: [...(last as { rounds: readonly Round[] }).rounds.slice(0, -1), { ...lastRound, tools }] }];
+  const tools = lastRound.tools.map((tool) =>
+    tool.result === undefined && OPEN_CALL_STATUSES.has(tool.status) ? { ...tool, status: AWAITED } : tool,
+  );
+  return [
+    ...turns.slice(0, -1),
+    {
+      role: 'assistant',
+      rounds: [...(last as { rounds: readonly Round[] }).rounds.slice(0, -1), { ...lastRound, tools }],
+    },
+  ];
 }

@@ -60,7 +60,10 @@ export function openAiHistory(path: readonly HistoryMessage[], { includeThinking
   return conversationOf(path).flatMap((turn): OpenAiMessage[] => {
     if (turn.role !== 'assistant') return [{ role: turn.role, content: turn.content }];
     return turn.rounds.flatMap((round): OpenAiMessage[] => {
-      const reasoning = round.thinking.map((part) => part.text).filter((text) => text !== '').join('\n\n');
+      const reasoning = round.thinking
+        .map((part) => part.text)
+        .filter((text) => text !== '')
+        .join('\n\n');
       return [
         {
           role: 'assistant',
@@ -86,7 +89,10 @@ export function openAiHistory(path: readonly HistoryMessage[], { includeThinking
 }
 
 /** Consecutive turns of one role are merged, as the Messages API expects alternating turns; system turns go to `system`. */
-export function anthropicHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): AnthropicHistory {
+export function anthropicHistory(
+  path: readonly HistoryMessage[],
+  { includeThinking }: HistoryOptions,
+): AnthropicHistory {
   const system: string[] = [];
   const messages: AnthropicHistory['messages'] = [];
   const push = (role: 'user' | 'assistant', content: AnthropicBlock[]) => {
@@ -104,14 +110,26 @@ export function anthropicHistory(path: readonly HistoryMessage[], { includeThink
         push('assistant', [
           ...(includeThinking ? anthropicThinking(round) : []),
           ...(round.text !== '' ? [{ type: 'text' as const, text: round.text }] : []),
-          ...round.tools.map((tool) => ({ type: 'tool_use' as const, id: tool.id, name: tool.name, input: tool.arguments })),
+          ...round.tools.map((tool) => ({
+            type: 'tool_use' as const,
+            id: tool.id,
+            name: tool.name,
+            input: tool.arguments,
+          })),
         ]);
         push(
           'user',
           round.tools.flatMap((tool) => {
             const result = resultOf(tool);
             if (!result) return [];
-            return [{ type: 'tool_result' as const, tool_use_id: tool.id, content: result.content, ...(result.isError ? { is_error: true } : {}) }];
+            return [
+              {
+                type: 'tool_result' as const,
+                tool_use_id: tool.id,
+                content: result.content,
+                ...(result.isError ? { is_error: true } : {}),
+              },
+            ];
           }),
         );
       }
@@ -121,7 +139,10 @@ export function anthropicHistory(path: readonly HistoryMessage[], { includeThink
 }
 
 /** Responses input items; reasoning goes back as the reasoning items the provider sent (with their encrypted content). */
-export function responsesHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): ResponsesHistory {
+export function responsesHistory(
+  path: readonly HistoryMessage[],
+  { includeThinking }: HistoryOptions,
+): ResponsesHistory {
   const instructions: string[] = [];
   const input: ResponsesItem[] = [];
   for (const turn of conversationOf(path)) {
@@ -130,10 +151,17 @@ export function responsesHistory(path: readonly HistoryMessage[], { includeThink
       else input.push({ role: 'user', content: turn.content });
     } else {
       for (const round of turn.rounds) {
-        if (includeThinking) input.push(...round.thinking.flatMap((part) => (part.item?.type === 'reasoning' ? [part.item] : [])));
-        if (round.text !== '') input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: round.text }] });
+        if (includeThinking)
+          input.push(...round.thinking.flatMap((part) => (part.item?.type === 'reasoning' ? [part.item] : [])));
+        if (round.text !== '')
+          input.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: round.text }] });
         for (const tool of round.tools) {
-          input.push({ type: 'function_call', call_id: tool.id, name: tool.name, arguments: canonicalJson(tool.arguments) });
+          input.push({
+            type: 'function_call',
+            call_id: tool.id,
+            name: tool.name,
+            arguments: canonicalJson(tool.arguments),
+          });
         }
         for (const tool of round.tools) {
           const result = resultOf(tool);
@@ -150,6 +178,8 @@ function anthropicThinking(round: Round): AnthropicBlock[] {
   return round.thinking.flatMap((part): AnthropicBlock[] => {
     if (part.item?.type === 'redacted_thinking') return [part.item];
     if (part.text === '') return [];
-    return [{ type: 'thinking', thinking: part.text, ...(part.signature === undefined ? {} : { signature: part.signature }) }];
+    return [
+      { type: 'thinking', thinking: part.text, ...(part.signature === undefined ? {} : { signature: part.signature }) },
+    ];
   });
 }

@@ -30,7 +30,10 @@ export function numberChunk(cursor: ChunkCursor, unnumbered: UnnumberedChunk, so
   const chunk = validChunk({ seq, ...unnumbered }, index);
   const encoded = encodeChunk(cursor.snapshots, chunk);
   const data = { messageId: cursor.messageId, ...encoded.stored, source } as ChunkEventData;
-  const event: DecidedEvent = { id: nameUuid(`chunk:${cursor.messageId}:${seq}`), event: { type: `chunk.${chunk.type}`, data } };
+  const event: DecidedEvent = {
+    id: nameUuid(`chunk:${cursor.messageId}:${seq}`),
+    event: { type: `chunk.${chunk.type}`, data },
+  };
   return { cursor: { ...cursor, seq, snapshots: encoded.state }, event };
 }
 
