@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   mayWrite,
@@ -303,7 +303,8 @@ export class ModelCallProxy {
 
 function relay(result: UpstreamResponse, response: Response): void {
   response.writeHead(result.status, clientResponseHeaders(result.headers));
-  result.body.pipe(response);
+  // The body errors when the client leaves (the call is aborted): pipeline hears it, so nothing crashes.
+  pipeline(result.body, response, () => undefined);
 }
 
 /** The request's query string (Anthropic's `?beta=true`), parsed: a request target is the client's to write. */
