@@ -83,9 +83,8 @@ async function main(): Promise<void> {
       rows,
     );
     const recorded = await recordedProviderEvents(database.connectionString);
-    console.log(
-      `\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded}${recorded === relayedEvents ? ' (every one)' : ' (MISSING SOME)'}`,
-    );
+    const verdict = recorded === relayedEvents ? 'every one' : 'MISSING SOME';
+    console.log(`\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded} (${verdict})`);
   } finally {
     await ledger.stop();
     double.stop();

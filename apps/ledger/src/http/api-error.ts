@@ -78,7 +78,10 @@ export function sendError(response: Response, error: unknown, logger: Pick<Logge
 }
 
 function describeError(error: unknown): { status: number; body: { code: string; message: string; field?: string } } {
-  if (error instanceof ModelCallRequestError) return { status: 400, body: withField('invalid_request', `${error.field || '(body)'}: ${error.message}`, error.field || '(body)') };
+  if (error instanceof ModelCallRequestError) {
+    const field = error.field || '(body)';
+    return { status: 400, body: withField('invalid_request', `${field}: ${error.message}`, field) };
+  }
   if (error instanceof ApiError) return { status: error.status, body: withField(error.code, error.message, error.field) };
   if (error instanceof SessionError) return { status: SESSION_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
   if (error instanceof ToolCallError) return { status: TOOLCALL_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
