@@ -36,7 +36,11 @@ const SCENARIOS: readonly Scenario[] = [
 const ROUNDS = 2;
 
 function chunkEvents(count: number): NewEvent[] {
-  return Array.from({ length: count }, (_, seq) => ({ id: randomUUID(), type: 'chunk.text.delta', data: { seq, text: ' a few tokens' } }));
+  return Array.from({ length: count }, (_, seq) => ({
+    id: randomUUID(),
+    type: 'chunk.text.delta',
+    data: { seq, text: ' a few tokens' },
+  }));
 }
 
 async function naiveEngine(connectionString: string): Promise<Engine> {
@@ -47,11 +51,13 @@ async function naiveEngine(connectionString: string): Promise<Engine> {
   return {
     name: 'naive INSERT per event',
     async append(streamId, events) {
-      if (events.length === 1) return pool.query(insert, [streamId, events[0]!.id, events[0]!.type, JSON.stringify(events[0]!.data)]);
+      if (events.length === 1)
+        return pool.query(insert, [streamId, events[0]!.id, events[0]!.type, JSON.stringify(events[0]!.data)]);
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        for (const event of events) await client.query(insert, [streamId, event.id, event.type, JSON.stringify(event.data)]);
+        for (const event of events)
+          await client.query(insert, [streamId, event.id, event.type, JSON.stringify(event.data)]);
         await client.query('COMMIT');
       } finally {
         client.release();
@@ -67,7 +73,11 @@ async function emmettEngine(connectionString: string): Promise<Engine> {
   const store = getPostgreSQLEventStore(connectionString, { connectionOptions: { pool } });
   return {
     name: 'emmett-postgresql',
-    append: (streamId, events) => store.appendToStream(streamId, events.map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }))),
+    append: (streamId, events) =>
+      store.appendToStream(
+        streamId,
+        events.map((event) => ({ type: event.type, data: event.data as Record<string, unknown> })),
+      ),
     close: async () => {
       await store.close();
       await pool.end();
@@ -77,7 +87,11 @@ async function emmettEngine(connectionString: string): Promise<Engine> {
 
 async function ourEngine(connectionString: string): Promise<Engine> {
   const log = await createPostgresEventLog({ connectionString });
-  return { name: 'block-ledger PostgreSQL (group commit)', append: (streamId, events) => log.append(streamId, events, ANY), close: () => log.close() };
+  return {
+    name: 'block-ledger PostgreSQL (group commit)',
+    append: (streamId, events) => log.append(streamId, events, ANY),
+    close: () => log.close(),
+  };
 }
 
 async function eventStoreDbEngine(): Promise<Engine> {
@@ -109,9 +123,16 @@ async function measure(engine: Engine, scenario: Scenario): Promise<number> {
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase();
-  const engines = [await ourEngine(database.connectionString), await naiveEngine(database.connectionString), await emmettEngine(database.connectionString), await eventStoreDbEngine()];
+  const engines = [
+    await ourEngine(database.connectionString),
+    await naiveEngine(database.connectionString),
+    await emmettEngine(database.connectionString),
+    await eventStoreDbEngine(),
+  ];
   try {
-    console.log(`event-log append throughput, events/s (best of ${ROUNDS}); ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`);
+    console.log(
+      `event-log append throughput, events/s (best of ${ROUNDS}); ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
+    );
     const rows: string[][] = [];
     for (const scenario of SCENARIOS) {
       const best = new Map<string, number>();
@@ -121,9 +142,17 @@ async function main(): Promise<void> {
         }
       }
       const [ours, naive, emmett, eventStoreDb] = engines.map((engine) => best.get(engine.name)!);
-      rows.push([scenario.name, ...[ours!, naive!, emmett!, eventStoreDb!].map(formatRate), formatRatio(ours! / naive!), formatRatio(ours! / emmett!)]);
+      rows.push([
+        scenario.name,
+        ...[ours!, naive!, emmett!, eventStoreDb!].map(formatRate),
+        formatRatio(ours! / naive!),
+        formatRatio(ours! / emmett!),
+      ]);
     }
-    printTable(['scenario', ...engines.map((engine) => engine.name), 'PostgreSQL ours / naive', 'PostgreSQL ours / emmett'], rows);
+    printTable(
+      ['scenario', ...engines.map((engine) => engine.name), 'PostgreSQL ours / naive', 'PostgreSQL ours / emmett'],
+      rows,
+    );
   } finally {
     for (const engine of engines) await engine.close();
     await database.close();

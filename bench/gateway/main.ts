@@ -84,7 +84,9 @@ async function main(): Promise<void> {
     );
     const recorded = await recordedProviderEvents(database.connectionString);
     const verdict = recorded === relayedEvents ? 'every one' : 'MISSING SOME';
-    console.log(`\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded} (${verdict})`);
+    console.log(
+      `\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded} (${verdict})`,
+    );
   } finally {
     await ledger.stop();
     double.stop();

@@ -42,13 +42,17 @@ async function main(): Promise<void> {
   const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString, env);
   registerCredentials(new TestCredentials(ledger.url, adminKey!));
-  const direct = new McpExecutor(loadMcpServers(env.LEDGER_MCP_SERVERS!), { callTimeoutMs: 20_000, toolListTtlMs: 60_000 });
+  const direct = new McpExecutor(loadMcpServers(env.LEDGER_MCP_SERVERS!), {
+    callTimeoutMs: 20_000,
+    toolListTtlMs: 60_000,
+  });
   const tool = { server: 'filesystem', name: 'read_text_file' };
   const args = { path: path.join(fixture.workspace, 'hello.txt') };
   try {
     await direct.call(tool, args);
     const directLatencies: number[] = [];
-    for (let index = 0; index < SEQUENTIAL; index += 1) directLatencies.push(await timed(() => direct.call(tool, args)));
+    for (let index = 0; index < SEQUENTIAL; index += 1)
+      directLatencies.push(await timed(() => direct.call(tool, args)));
     const directConcurrentMs = await timed(() =>
       Promise.all(
         Array.from({ length: CONCURRENT }, async () => {
@@ -80,7 +84,9 @@ async function main(): Promise<void> {
     await producer(5, []);
     const governedLatencies: number[] = [];
     await producer(SEQUENTIAL, governedLatencies);
-    const governedConcurrentMs = await timed(() => Promise.all(Array.from({ length: CONCURRENT }, () => producer(PER_PRODUCER, []))));
+    const governedConcurrentMs = await timed(() =>
+      Promise.all(Array.from({ length: CONCURRENT }, () => producer(PER_PRODUCER, []))),
+    );
 
     const ms = (value: number) => value.toFixed(1);
     printTable(

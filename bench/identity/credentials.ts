@@ -70,8 +70,14 @@ async function main(): Promise<void> {
     const context = { switchToHttp: () => http } as unknown as ExecutionContext;
 
     const jwtConfig: OidcConfig = {
-      issuer: idp.issuer, audience: idp.audience, jwksUrl: undefined, tenantClaim: 'tenant', rolesClaim: 'roles',
-      clockSkewSeconds: 30, jwksCooldownMs: 5_000, jwksMaxAgeMs: 600_000,
+      issuer: idp.issuer,
+      audience: idp.audience,
+      jwksUrl: undefined,
+      tenantClaim: 'tenant',
+      rolesClaim: 'roles',
+      clockSkewSeconds: 30,
+      jwksCooldownMs: 5_000,
+      jwksMaxAgeMs: 600_000,
     };
     const verifier = createJwtVerifier(jwtConfig);
     const token = await idp.sign({ tenant: 'default', roles: ['producer'] });

@@ -12,7 +12,15 @@
 import os from 'node:os';
 import pg from 'pg';
 import {
-  bearer, formatRate, formatRatio, mintBenchKeys, openBenchDatabase, percentile, post, printTable, startLedgerProcess,
+  bearer,
+  formatRate,
+  formatRatio,
+  mintBenchKeys,
+  openBenchDatabase,
+  percentile,
+  post,
+  printTable,
+  startLedgerProcess,
 } from '../support/bench-database.js';
 import { startNaiveService } from './naive-service.js';
 
@@ -38,7 +46,13 @@ function response(): { chunks: Chunk[]; snapshotBytes: number } {
   };
   stream('thinking', 40);
   const tool = { id: 'call_1', tool: { name: 'search', serverId: 's' }, arguments: { q: 'x' }, status: 'pending' };
-  chunks.push({ type: 'mcp_tool_pending', responses: [tool] }, { type: 'mcp_tool_complete', responses: [{ ...tool, status: 'done', response: { content: [{ type: 'text', text: 'result' }] } }] });
+  chunks.push(
+    { type: 'mcp_tool_pending', responses: [tool] },
+    {
+      type: 'mcp_tool_complete',
+      responses: [{ ...tool, status: 'done', response: { content: [{ type: 'text', text: 'result' }] } }],
+    },
+  );
   chunks.push({ type: 'llm_response_created' }, { type: 'text.start' });
   stream('text', 160);
   chunks.push({ type: 'block_complete' });
@@ -98,11 +112,10 @@ async function main(): Promise<void> {
               lagProbes.push(
                 fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, {
                   headers: bearer(key),
-                })
-                  .then((read) => {
-                    if (!read.ok) throw new Error(`lag probe: ${read.status}`);
-                    lags.push(performance.now() - acknowledged);
-                  }),
+                }).then((read) => {
+                  if (!read.ok) throw new Error(`lag probe: ${read.status}`);
+                  lags.push(performance.now() - acknowledged);
+                }),
                 inTree(position).then(() => void merkleLags.push(performance.now() - acknowledged)),
               );
             }
@@ -118,7 +131,8 @@ async function main(): Promise<void> {
       Array.from({ length: PRODUCERS }, async (_, producer) => {
         for (let message = producer; message < plans.length; message += PRODUCERS) {
           const chunks = plans[message]!.chunks;
-          for (let from = 0; from < chunks.length; from += BATCH) await post(`${naive.url}/chunks/naive-${message}`, chunks.slice(from, from + BATCH));
+          for (let from = 0; from < chunks.length; from += BATCH)
+            await post(`${naive.url}/chunks/naive-${message}`, chunks.slice(from, from + BATCH));
         }
       }),
     );
@@ -130,7 +144,9 @@ async function main(): Promise<void> {
     const naiveRows = await naive.rebuild();
     const naiveRebuild = naiveRows / ((performance.now() - started) / 1_000);
 
-    const { rows } = await sql.query<{ bytes: string }>(`SELECT sum(octet_length(data::text)) AS bytes FROM event_log_events WHERE type IN ('chunk.text.delta', 'chunk.thinking.delta')`);
+    const { rows } = await sql.query<{ bytes: string }>(
+      `SELECT sum(octet_length(data::text)) AS bytes FROM event_log_events WHERE type IN ('chunk.text.delta', 'chunk.thinking.delta')`,
+    );
     const logBytesPerMessage = Number(rows[0]!.bytes) / plans.length;
     const snapshotBytesPerMessage = plans.reduce((sum, plan) => sum + plan.snapshotBytes, 0) / plans.length;
 
@@ -140,14 +156,36 @@ async function main(): Promise<void> {
     printTable(
       ['measure', 'block-ledger', 'naive service', 'ledger / naive'],
       [
-        ['ingest, chunks/s (durable, acknowledged)', formatRate(ledgerIngest), formatRate(naiveIngest), formatRatio(ledgerIngest / naiveIngest)],
-        ['projection lag p50 / p99, ms (append → read model)', `${percentile(lags, 50).toFixed(1)} / ${percentile(lags, 99).toFixed(1)}`, 'inline (0)', '—'],
+        [
+          'ingest, chunks/s (durable, acknowledged)',
+          formatRate(ledgerIngest),
+          formatRate(naiveIngest),
+          formatRatio(ledgerIngest / naiveIngest),
+        ],
+        [
+          'projection lag p50 / p99, ms (append → read model)',
+          `${percentile(lags, 50).toFixed(1)} / ${percentile(lags, 99).toFixed(1)}`,
+          'inline (0)',
+          '—',
+        ],
         [
           'Merkle log lag p50 / p99, ms (append → leaf)',
-          `${percentile(merkleLags, 50).toFixed(1)} / ${percentile(merkleLags, 99).toFixed(1)}`, '—', '—',
+          `${percentile(merkleLags, 50).toFixed(1)} / ${percentile(merkleLags, 99).toFixed(1)}`,
+          '—',
+          '—',
         ],
-        ['rebuild, events/s', formatRate(ledgerRebuild), formatRate(naiveRebuild), formatRatio(ledgerRebuild / naiveRebuild)],
-        ['delta bytes in the log per message (vs snapshots)', formatRate(logBytesPerMessage), formatRate(snapshotBytesPerMessage), formatRatio(logBytesPerMessage / snapshotBytesPerMessage)],
+        [
+          'rebuild, events/s',
+          formatRate(ledgerRebuild),
+          formatRate(naiveRebuild),
+          formatRatio(ledgerRebuild / naiveRebuild),
+        ],
+        [
+          'delta bytes in the log per message (vs snapshots)',
+          formatRate(logBytesPerMessage),
+          formatRate(snapshotBytesPerMessage),
+          formatRatio(logBytesPerMessage / snapshotBytesPerMessage),
+        ],
       ],
     );
   } finally {

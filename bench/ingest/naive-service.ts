@@ -8,12 +8,24 @@ import pg from 'pg';
 
 type Chunk = { seq: number; type: string; text?: string };
 
-export async function startNaiveService(connectionString: string): Promise<{ url: string; rebuild(): Promise<number>; close(): Promise<void> }> {
+export async function startNaiveService(
+  connectionString: string,
+): Promise<{ url: string; rebuild(): Promise<number>; close(): Promise<void> }> {
   const pool = new pg.Pool({ connectionString, max: 16 });
-  await pool.query(`CREATE TABLE IF NOT EXISTS naive_chunks (id bigserial PRIMARY KEY, message_id text NOT NULL, seq int NOT NULL, type text NOT NULL, payload jsonb NOT NULL)`);
-  await pool.query(`CREATE TABLE IF NOT EXISTS naive_blocks (message_id text NOT NULL, kind text NOT NULL, content text, status text NOT NULL, PRIMARY KEY (message_id, kind))`);
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS naive_chunks (id bigserial PRIMARY KEY, message_id text NOT NULL, seq int NOT NULL, type text NOT NULL, payload jsonb NOT NULL)`,
+  );
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS naive_blocks (message_id text NOT NULL, kind text NOT NULL, content text, status text NOT NULL, PRIMARY KEY (message_id, kind))`,
+  );
   const apply = async (client: pg.Pool | pg.PoolClient, messageId: string, chunk: Chunk, record: boolean) => {
-    if (record) await client.query('INSERT INTO naive_chunks (message_id, seq, type, payload) VALUES ($1, $2, $3, $4)', [messageId, chunk.seq, chunk.type, JSON.stringify(chunk)]);
+    if (record)
+      await client.query('INSERT INTO naive_chunks (message_id, seq, type, payload) VALUES ($1, $2, $3, $4)', [
+        messageId,
+        chunk.seq,
+        chunk.type,
+        JSON.stringify(chunk),
+      ]);
     const kind = chunk.type.split('.')[0]!;
     await client.query(
       `INSERT INTO naive_blocks (message_id, kind, content, status) VALUES ($1, $2, $3, $4)
@@ -39,7 +51,9 @@ export async function startNaiveService(connectionString: string): Promise<{ url
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     async rebuild() {
       await pool.query('DELETE FROM naive_blocks');
-      const { rows } = await pool.query<{ message_id: string; payload: Chunk }>('SELECT message_id, payload FROM naive_chunks ORDER BY id');
+      const { rows } = await pool.query<{ message_id: string; payload: Chunk }>(
+        'SELECT message_id, payload FROM naive_chunks ORDER BY id',
+      );
       for (const row of rows) await apply(pool, row.message_id, row.payload, false);
       return rows.length;
     },

@@ -15,7 +15,13 @@ import http from 'node:http';
 import os from 'node:os';
 import { connectSse, type SseConnection } from '../../test/support/sse-client.js';
 import {
-  bearer, mintBenchKeys, openBenchDatabase, percentile, post, printTable, startLedgerProcess,
+  bearer,
+  mintBenchKeys,
+  openBenchDatabase,
+  percentile,
+  post,
+  printTable,
+  startLedgerProcess,
 } from '../support/bench-database.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
@@ -61,7 +67,10 @@ async function openTarget(url: string, key: string): Promise<Target> {
   const { id: sessionId } = await post(`${url}/v1/sessions`, {}, key);
   await post(`${url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' }, key);
   const { id: messageId } = await post(`${url}/v1/sessions/${sessionId}/messages`, { role: 'assistant' }, key);
-  const opening = [{ seq: 1, type: 'llm_response_created' }, { seq: 2, type: 'text.start' }];
+  const opening = [
+    { seq: 1, type: 'llm_response_created' },
+    { seq: 2, type: 'text.start' },
+  ];
   await post(`${url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`, opening, key);
   return { sessionId, messageId, sent: new Map() };
 }
@@ -115,7 +124,11 @@ async function produce(url: string, targets: readonly Target[], roundMs: number,
   return acks;
 }
 
-const summary = (samples: number[], expected: number) => [`${percentile(samples, 50).toFixed(1)}`, `${percentile(samples, 99).toFixed(1)}`, `${samples.length.toLocaleString('en-US')} / ${expected.toLocaleString('en-US')}`];
+const summary = (samples: number[], expected: number) => [
+  `${percentile(samples, 50).toFixed(1)}`,
+  `${percentile(samples, 99).toFixed(1)}`,
+  `${samples.length.toLocaleString('en-US')} / ${expected.toLocaleString('en-US')}`,
+];
 
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_392);
@@ -123,7 +136,10 @@ async function main(): Promise<void> {
   const readerKeys = Math.ceil(SESSIONS / WATCHERS_PER_KEY) + Math.ceil(WATCHERS / WATCHERS_PER_KEY);
   const [producer, ...readers] = await mintBenchKeys(database.connectionString, [
     { name: 'bench producer', roles: ['producer'] },
-    ...Array.from({ length: readerKeys }, (_, index) => ({ name: `bench watcher ${index}`, roles: ['reader'] as const })),
+    ...Array.from({ length: readerKeys }, (_, index) => ({
+      name: `bench watcher ${index}`,
+      roles: ['reader'] as const,
+    })),
   ]);
   const keys: BenchKeys = { producer: producer!, readers };
   const ledger = await startLedgerProcess(database.connectionString);
@@ -144,24 +160,33 @@ async function main(): Promise<void> {
     const sseB: number[] = [];
     const pollB: number[] = [];
     const firstKeyOfB = Math.ceil(SESSIONS / WATCHERS_PER_KEY) * WATCHERS_PER_KEY;
-    const crowd = Array.from({ length: WATCHERS }, (_, index) => watch(ledger.url, single!, sseB, keys, firstKeyOfB + index));
+    const crowd = Array.from({ length: WATCHERS }, (_, index) =>
+      watch(ledger.url, single!, sseB, keys, firstKeyOfB + index),
+    );
     await allOpened(crowd);
     const stop = poll(ledger.url, single!, pollB, keys);
     const acksB = await produce(ledger.url, [single!], ROUND_MS_ONE, keys.producer);
     stop();
     crowd.forEach((watcher) => watcher.close());
 
-    console.log(`chunk POST → client sees it; ${ROUNDS} posts per session (A: one per ${ROUND_MS_MANY} ms each, B: one per ${ROUND_MS_ONE} ms); ${os.cpus().length} cores, Node ${process.version}; service in its own process`);
+    console.log(
+      `chunk POST → client sees it; ${ROUNDS} posts per session (A: one per ${ROUND_MS_MANY} ms each, B: one per ${ROUND_MS_ONE} ms); ${os.cpus().length} cores, Node ${process.version}; service in its own process`,
+    );
     const rows = [
       [`A: POST acknowledged (${SESSIONS} sessions)`, ...summary(acksA, SESSIONS * ROUNDS)],
       [`A: ${SESSIONS} streaming sessions, 1 SSE watcher each`, ...summary(sseA, SESSIONS * ROUNDS)],
-      [`A: polling the read API every ${POLL_MS} ms (${POLLERS} of those sessions)`, ...summary(pollA, POLLERS * ROUNDS)],
+      [
+        `A: polling the read API every ${POLL_MS} ms (${POLLERS} of those sessions)`,
+        ...summary(pollA, POLLERS * ROUNDS),
+      ],
       [`B: POST acknowledged`, ...summary(acksB, ROUNDS)],
       [`B: 1 streaming session, ${WATCHERS} SSE watchers`, ...summary(sseB, WATCHERS * ROUNDS)],
       [`B: polling the read API every ${POLL_MS} ms (1 client)`, ...summary(pollB, ROUNDS)],
     ];
     printTable(['case', 'p50 ms', 'p99 ms', 'samples / posts×clients'], rows);
-    console.log(`ratios, SSE / polling: A p50 ${(percentile(sseA, 50) / percentile(pollA, 50)).toFixed(2)}×, p99 ${(percentile(sseA, 99) / percentile(pollA, 99)).toFixed(2)}×; B p50 ${(percentile(sseB, 50) / percentile(pollB, 50)).toFixed(2)}×, p99 ${(percentile(sseB, 99) / percentile(pollB, 99)).toFixed(2)}×`);
+    console.log(
+      `ratios, SSE / polling: A p50 ${(percentile(sseA, 50) / percentile(pollA, 50)).toFixed(2)}×, p99 ${(percentile(sseA, 99) / percentile(pollA, 99)).toFixed(2)}×; B p50 ${(percentile(sseB, 50) / percentile(pollB, 50)).toFixed(2)}×, p99 ${(percentile(sseB, 99) / percentile(pollB, 99)).toFixed(2)}×`,
+    );
   } finally {
     await ledger.stop();
     await database.close();

@@ -37,7 +37,8 @@ export async function openBenchDatabase(port = 54_390): Promise<BenchDatabase> {
 /** Prints a Markdown table; the first numeric column is what the ratio columns compare against. */
 export function printTable(headers: readonly string[], rows: readonly (readonly string[])[]): void {
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: readonly string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
   console.log(line(headers));
   console.log(`| ${widths.map((width) => '-'.repeat(width)).join(' | ')} |`);
   for (const row of rows) console.log(line(row));
@@ -46,7 +47,8 @@ export function printTable(headers: readonly string[], rows: readonly (readonly 
 export const formatRate = (perSecond: number) => Math.round(perSecond).toLocaleString('en-US');
 export const formatRatio = (ratio: number) => `${ratio.toFixed(1)}×`;
 
-export const percentile = (values: readonly number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+export const percentile = (values: readonly number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 
 /**
  * API keys of tenant `default` made by the service's own store on the bench database (as
@@ -94,12 +96,22 @@ function freePort(): Promise<number> {
 }
 
 /** The built service as its own process (as deployed), on the bench database. */
-export async function startLedgerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startLedgerProcess(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
   // A data folder of its own: the service generates its checkpoint signing key there.
   const dataDir = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-data-'));
   const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', LEDGER_DATA_DIR: dataDir, ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      LEDGER_DATA_DIR: dataDir,
+      ...env,
+    },
     stdio: 'inherit',
   });
   const url = `http://127.0.0.1:${port}`;

@@ -29,7 +29,7 @@ describe('BatchingQueue', () => {
     expect(batches).toEqual([[1], [2, 3, 4, 5, -6, 7, 8, 9], [2, 3, 4, 5], [-6, 7, 8, 9], [-6, 7], [-6], [7], [8, 9]]);
   });
 
-  it('fails the whole batch at once when the failure is not one item\'s', async () => {
+  it("fails the whole batch at once when the failure is not one item's", async () => {
     const { queue, batches } = doubler(() => new Unreachable('down'));
     const outcomes = await Promise.allSettled([1, 2, -3, 4].map((item) => queue.push(item)));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected']);

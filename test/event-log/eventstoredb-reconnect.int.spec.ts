@@ -2,7 +2,9 @@ import esdb from '@eventstore/db-client';
 import { createEventStoreDbEventLog, NO_STREAM, type RecordedEvent } from '#event-log';
 import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
 import {
-  DEFAULT_MAX_APPEND_SIZE, startEventStoreDouble, type EventStoreDouble,
+  DEFAULT_MAX_APPEND_SIZE,
+  startEventStoreDouble,
+  type EventStoreDouble,
 } from '../support/eventstoredb-double/eventstoredb-double.js';
 
 /** Resolves once `check` holds, polling briefly; fails after `timeoutMs`. */
@@ -25,11 +27,18 @@ describe('EventStoreDB adapter when the server goes away', () => {
 
   it('a subscriber resumes from its checkpoint and an append made while the server was down is retried, with nothing missed or repeated', async () => {
     const dropped: Error[] = [];
-    const writer = createEventStoreDbEventLog({ connectionString: double.connectionString, retryDelayMs: 50, onError: (error) => dropped.push(error) });
+    const writer = createEventStoreDbEventLog({
+      connectionString: double.connectionString,
+      retryDelayMs: 50,
+      onError: (error) => dropped.push(error),
+    });
     const reader = createEventStoreDbEventLog({ connectionString: double.connectionString, retryDelayMs: 50 });
     const streamId = `${uniquePrefix('reconnect')}s`;
     const received: RecordedEvent[] = [];
-    const subscription = reader.subscribeToAll({ fromPosition: await reader.headPosition(), filter: { streamPrefixes: [streamId] } });
+    const subscription = reader.subscribeToAll({
+      fromPosition: await reader.headPosition(),
+      filter: { streamPrefixes: [streamId] },
+    });
     const consuming = (async () => {
       for await (const batch of subscription) received.push(...batch.events);
     })();
@@ -64,11 +73,15 @@ describe('the double speaks Streams.Append as well as BatchAppend', () => {
     const credentials = { username: 'admin', password: 'changeit' };
     const event = () => esdb.jsonEvent({ type: 'test.appended', data: { ok: true } });
     try {
-      await expect(client.appendToStream('plain-append', [event(), event()], { expectedRevision: esdb.NO_STREAM, credentials })).resolves.toMatchObject({
+      await expect(
+        client.appendToStream('plain-append', [event(), event()], { expectedRevision: esdb.NO_STREAM, credentials }),
+      ).resolves.toMatchObject({
         success: true,
         nextExpectedRevision: 1n,
       });
-      await expect(client.appendToStream('plain-append', event(), { expectedRevision: 0n, credentials })).rejects.toMatchObject({
+      await expect(
+        client.appendToStream('plain-append', event(), { expectedRevision: 0n, credentials }),
+      ).rejects.toMatchObject({
         type: esdb.ErrorType.WRONG_EXPECTED_VERSION,
         expectedVersion: 0n,
         actualVersion: 1n,

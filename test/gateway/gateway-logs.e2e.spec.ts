@@ -61,7 +61,10 @@ describe('gateway: keys in the service log', () => {
     expect(response.status).toBeGreaterThanOrEqual(500);
     await response.text();
     // The refusal's log line comes through the child's stdout a little after the response (bounded wait).
-    await eventually(async () => service.output(), (output) => output.includes('upstream_unavailable'));
+    await eventually(
+      async () => service.output(),
+      (output) => output.includes('upstream_unavailable'),
+    );
     // The secret part of the key (after its id) and the upstream key; the id alone may be logged.
     const secret = key.split('_').slice(2).join('_');
     // Named by their message only, so a failure does not print the key again.

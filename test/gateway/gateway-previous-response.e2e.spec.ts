@@ -83,8 +83,16 @@ describe('gateway: previous_response_id names the turn the answer follows', () =
   it("a response of another session is not this session's to continue: 400 before the provider is asked", async () => {
     const key = await ledger.credentials.key('agent', { roles: ['producer', 'reader'] });
     const client = (sessionId: string) =>
-      new OpenAI({ baseURL: `${ledger.baseUrl}/gateway/openai/v1`, apiKey: key, maxRetries: 0, defaultHeaders: { 'X-Ledger-Session': sessionId } });
-    const elsewhere = await client(`elsewhere-${randomUUID()}`).responses.create({ model: MODEL, input: 'secret context' });
+      new OpenAI({
+        baseURL: `${ledger.baseUrl}/gateway/openai/v1`,
+        apiKey: key,
+        maxRetries: 0,
+        defaultHeaders: { 'X-Ledger-Session': sessionId },
+      });
+    const elsewhere = await client(`elsewhere-${randomUUID()}`).responses.create({
+      model: MODEL,
+      input: 'secret context',
+    });
     const asked = conversations.size;
     const error = await client(`here-${randomUUID()}`)
       .responses.create({ model: MODEL, input: 'what did I say?', previous_response_id: elsewhere.id })

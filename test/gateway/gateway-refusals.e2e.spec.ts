@@ -202,9 +202,15 @@ describe('gateway: refusals and bad endings', () => {
 
   describe('every gateway route', () => {
     const ROUTES = [
-      { path: '/gateway/openai/v1/chat/completions', body: { model: MODEL, messages: [{ role: 'user', content: 'x' }] } },
+      {
+        path: '/gateway/openai/v1/chat/completions',
+        body: { model: MODEL, messages: [{ role: 'user', content: 'x' }] },
+      },
       { path: '/gateway/openai/v1/responses', body: { model: MODEL, input: 'x' } },
-      { path: '/gateway/anthropic/v1/messages', body: { model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] } },
+      {
+        path: '/gateway/anthropic/v1/messages',
+        body: { model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'x' }] },
+      },
     ];
     const call = async (path: string, body: string, headers: Record<string, string>) => {
       const response = await fetch(`${gateway.ledger.baseUrl}${path}`, {
@@ -217,38 +223,53 @@ describe('gateway: refusals and bad endings', () => {
     /** The field a refusal names: OpenAI's `param`, or the field our message starts with in Anthropic's shape. */
     const fieldOf = (answer: { body: Record<string, any> }) => answer.body.error?.param ?? answer.body.error?.message;
 
-    it.each(ROUTES)('$path: no credential 401, a role other than producer 403, bad input 400 naming the field', async (route) => {
-      const before = exchangesNow();
-      const bearer = async (who: string, roles: string[]) => ({
-        authorization: `Bearer ${await gateway.ledger.credentials.key(who, { roles: roles as never })}`,
-      });
-      expect((await call(route.path, JSON.stringify(route.body), {})).status).toBe(401);
-      for (const role of ['reader', 'reviewer', 'auditor', 'admin']) {
-        expect((await call(route.path, JSON.stringify(route.body), await bearer(`only-${role}`, [role]))).status).toBe(403);
-      }
-      const producer = await bearer('agent', ['producer', 'reader']);
-      const malformed = await call(route.path, '{"model": ', producer);
-      expect(malformed.status).toBe(400);
-      const { model: _model, ...withoutModel } = route.body;
-      const noModel = await call(route.path, JSON.stringify(withoutModel), producer);
-      expect(noModel.status).toBe(400);
-      expect(fieldOf(noModel)).toContain('model');
-      const badSession = await call(route.path, JSON.stringify(route.body), { ...producer, 'x-ledger-session': '../other' });
-      expect(badSession.status).toBe(400);
-      expect(fieldOf(badSession)).toContain('X-Ledger-Session');
-      expect(exchangesNow()).toBe(before);
-    });
+    it.each(ROUTES)(
+      '$path: no credential 401, a role other than producer 403, bad input 400 naming the field',
+      async (route) => {
+        const before = exchangesNow();
+        const bearer = async (who: string, roles: string[]) => ({
+          authorization: `Bearer ${await gateway.ledger.credentials.key(who, { roles: roles as never })}`,
+        });
+        expect((await call(route.path, JSON.stringify(route.body), {})).status).toBe(401);
+        for (const role of ['reader', 'reviewer', 'auditor', 'admin']) {
+          expect(
+            (await call(route.path, JSON.stringify(route.body), await bearer(`only-${role}`, [role]))).status,
+          ).toBe(403);
+        }
+        const producer = await bearer('agent', ['producer', 'reader']);
+        const malformed = await call(route.path, '{"model": ', producer);
+        expect(malformed.status).toBe(400);
+        const { model: _model, ...withoutModel } = route.body;
+        const noModel = await call(route.path, JSON.stringify(withoutModel), producer);
+        expect(noModel.status).toBe(400);
+        expect(fieldOf(noModel)).toContain('model');
+        const badSession = await call(route.path, JSON.stringify(route.body), {
+          ...producer,
+          'x-ledger-session': '../other',
+        });
+        expect(badSession.status).toBe(400);
+        expect(fieldOf(badSession)).toContain('X-Ledger-Session');
+        expect(exchangesNow()).toBe(before);
+      },
+    );
 
     it("another tenant's producer naming the same session records into a session of its own tenant", async () => {
       const sessionId = `shared-name-${randomUUID()}`;
       gateway.double.script([{ text: 'For acme.' }, { text: 'For globex.' }]);
-      const acme = await gateway.ledger.credentials.key('acme-agent', { roles: ['producer', 'reader'], tenant: 'acme' });
-      const globex = await gateway.ledger.credentials.key('globex-agent', { roles: ['producer', 'reader'], tenant: 'globex' });
+      const acme = await gateway.ledger.credentials.key('acme-agent', {
+        roles: ['producer', 'reader'],
+        tenant: 'acme',
+      });
+      const globex = await gateway.ledger.credentials.key('globex-agent', {
+        roles: ['producer', 'reader'],
+        tenant: 'globex',
+      });
       await ask(await gateway.openai({ sessionId, apiKey: acme }), 'acme question');
       await ask(await gateway.openai({ sessionId, apiKey: globex }), 'globex question');
       // The read models follow the log (and an earlier test stopped the database for a while).
       const historyOf = async (who: string) => {
-        const read = () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/history?format=openai`, undefined, undefined, who);
+        const read = () =>
+          gateway.ledger.request('GET', `/v1/sessions/${sessionId}/history?format=openai`, undefined, undefined, who);
         const answer = await eventually(read, (response) => response.body?.messages?.length === 2);
         return (answer.body.messages as { content: string }[]).map((message) => message.content);
       };

@@ -33,7 +33,10 @@ describe('gateway: two producers racing on a new session id', () => {
     const before = gateway.double.exchanges.length;
     const owner = call('racer-owner', 'Mine');
     // The owner's call has passed the gateway's checks once the provider has it.
-    await eventually(async () => gateway.double.exchanges.length, (count) => count > before);
+    await eventually(
+      async () => gateway.double.exchanges.length,
+      (count) => count > before,
+    );
     const intruder = call('racer-intruder', 'Also mine');
     const outcomes = await Promise.allSettled([owner, intruder]);
     const announced = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));

@@ -211,8 +211,7 @@ describe('UpstreamCaller', () => {
   });
 
   it('never uses a key again after its 401, and never relays the 401 that may quote the key', async () => {
-    const script = ({ key }: Arrival): Reply =>
-      key === 'sk-revoked' ? unauthorized(key) : { status: 200 };
+    const script = ({ key }: Arrival): Reply => (key === 'sk-revoked' ? unauthorized(key) : { status: 200 });
     const { upstream } = await setUp(['sk-revoked', 'sk-valid'], script);
     const results: UpstreamResult[] = [];
     for (let index = 0; index < 10; index++) {

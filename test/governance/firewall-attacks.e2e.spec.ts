@@ -3,7 +3,13 @@ import path from 'node:path';
 import pg from 'pg';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import {
-  call, governanceFixture, mcpServerBin, requestTool, trail, waitForToolCall, type GovernanceFixture,
+  call,
+  governanceFixture,
+  mcpServerBin,
+  requestTool,
+  trail,
+  waitForToolCall,
+  type GovernanceFixture,
 } from '../support/governance-fixture.js';
 
 const completed = (toolCall: { status: string }) => toolCall.status === 'completed';
@@ -42,17 +48,27 @@ describe('the firewall against planted paths, end to end', () => {
     symlinkSync(path.join(workspace, '.ssh'), path.join(workspace, 'k\\s'));
     symlinkSync(path.join(base, 'secret'), path.join(workspace, 'linked'));
     const serversFile = path.join(base, 'attack-servers.json');
-    writeFileSync(serversFile, JSON.stringify({
-      mcpServers: {
-        filesystem: { command: process.execPath, args: [mcpServerBin('server-filesystem'), base], env: { HOME: base } },
-      },
-    }));
+    writeFileSync(
+      serversFile,
+      JSON.stringify({
+        mcpServers: {
+          filesystem: {
+            command: process.execPath,
+            args: [mcpServerBin('server-filesystem'), base],
+            env: { HOME: base },
+          },
+        },
+      }),
+    );
     const policyFile = path.join(base, 'attack-policy.json');
-    writeFileSync(policyFile, JSON.stringify({
-      version: 'attacks-1',
-      tools: { allow: ['filesystem/read_*', 'filesystem/write_file'] },
-      paths: { arguments: ['path'], roots: [workspace], deny: ['**/.ssh/**', '**/.ssh', '**/.env'] },
-    }));
+    writeFileSync(
+      policyFile,
+      JSON.stringify({
+        version: 'attacks-1',
+        tools: { allow: ['filesystem/read_*', 'filesystem/write_file'] },
+        paths: { arguments: ['path'], roots: [workspace], deny: ['**/.ssh/**', '**/.ssh', '**/.env'] },
+      }),
+    );
     ledger = await startLedger(fixture.env({ LEDGER_MCP_SERVERS: serversFile, LEDGER_FIREWALL_POLICY: policyFile }));
     sessionId = (await call(url(), 'POST', '/v1/sessions', { title: 'attacks' })).body.id;
   });
@@ -63,12 +79,20 @@ describe('the firewall against planted paths, end to end', () => {
 
   it('denies every planted path, names only the rule, and runs nothing', async () => {
     const attacks = [
-      read(`${workspace}/ｋｅｙｓ/key`), read('workspace/ｋｅｙｓ/key'), read(`${workspace}/cfg%41.txt`),
-      read(`${workspace}/k\\s/id_rsa`), read(`${workspace}/linked/key`), read('workspace/linked/key'),
-      read('secret/key'), read('~/.aws/credentials'), read('~/secret/key'),
-      read('workspace/.env'), read('a/'.repeat(100_000)),
+      read(`${workspace}/ｋｅｙｓ/key`),
+      read('workspace/ｋｅｙｓ/key'),
+      read(`${workspace}/cfg%41.txt`),
+      read(`${workspace}/k\\s/id_rsa`),
+      read(`${workspace}/linked/key`),
+      read('workspace/linked/key'),
+      read('secret/key'),
+      read('~/.aws/credentials'),
+      read('~/secret/key'),
+      read('workspace/.env'),
+      read('a/'.repeat(100_000)),
       {
-        server: 'filesystem', name: 'read_multiple_files',
+        server: 'filesystem',
+        name: 'read_multiple_files',
         args: { paths: [`${workspace}/hello.txt`, `${workspace}/.env`, `${workspace}/.ssh/id_rsa`] },
       },
       { server: 'filesystem', name: 'read_multiple_files', args: { paths: ['workspace/hello.txt', 'secret/key'] } },
@@ -106,8 +130,14 @@ describe('the firewall against planted paths, end to end', () => {
     expect(approved.status).toBe(200);
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual([
-      'requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started',
-      'execution_failed', 'completed',
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'approved',
+      'execution_started',
+      'execution_failed',
+      'completed',
     ]);
     const failed = toolCall.events.find((event: { type: string }) => event.type === 'toolcall.execution_failed').data;
     expect(failed).toMatchObject({ error: expect.stringMatching(/^firewall rule paths\.deny\[\d\]/) });

@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import {
-  DEFAULT_FIREWALL_POLICY, Firewall, firewallPolicySchema, loadFirewallPolicy, serverPlacements,
+  DEFAULT_FIREWALL_POLICY,
+  Firewall,
+  firewallPolicySchema,
+  loadFirewallPolicy,
+  serverPlacements,
 } from '../../apps/ledger/src/governance/firewall.js';
 import { McpExecutor, mcpServersSchema } from '../../apps/ledger/src/governance/mcp-executor.js';
 import { mcpServerBin } from '../support/governance-fixture.js';
@@ -54,46 +58,125 @@ describe('firewall', () => {
   const asking = withPolicy({ paths: { ...policy.paths, ambiguous: 'ask' } });
 
   type Case = readonly [cls: string, args: unknown, verdict: 'allow' | 'deny' | 'ask', rule?: RegExp, tool?: string];
-  const read = (cls: string, value: unknown, verdict: Case[2], rule?: RegExp): Case =>
-    [cls, { path: value }, verdict, rule, 'read_text_file'];
+  const read = (cls: string, value: unknown, verdict: Case[2], rule?: RegExp): Case => [
+    cls,
+    { path: value },
+    verdict,
+    rule,
+    'read_text_file',
+  ];
 
   const traversal = [
-    '../secret/key', '../../etc/passwd', '/etc/passwd', '//etc/passwd', '/etc//passwd', `${root}/../secret`,
-    `${root}/docs/../../secret`, 'link-out/key', 'link-out', `${root}/link-out/key`, 'etc-link/passwd',
-    './etc-link/shadow', 'docs/../etc-link/passwd', 'docs/./../../secret', 'docs/////../../secret', './../secret',
-    '.../../../secret', `${root}2/file`, `${root}-other/file`, '/', '/root/.bashrc', '/proc/self/environ', 'secret/key',
-    'secret', '.aws/credentials', 'workspace/../secret/key', '.', 'workspace/link-out/key', `${base}/secret/key`,
+    '../secret/key',
+    '../../etc/passwd',
+    '/etc/passwd',
+    '//etc/passwd',
+    '/etc//passwd',
+    `${root}/../secret`,
+    `${root}/docs/../../secret`,
+    'link-out/key',
+    'link-out',
+    `${root}/link-out/key`,
+    'etc-link/passwd',
+    './etc-link/shadow',
+    'docs/../etc-link/passwd',
+    'docs/./../../secret',
+    'docs/////../../secret',
+    './../secret',
+    '.../../../secret',
+    `${root}2/file`,
+    `${root}-other/file`,
+    '/',
+    '/root/.bashrc',
+    '/proc/self/environ',
+    'secret/key',
+    'secret',
+    '.aws/credentials',
+    'workspace/../secret/key',
+    '.',
+    'workspace/link-out/key',
+    `${base}/secret/key`,
   ].map((value) => read('traversal outside the root', value, 'deny', /^paths\.roots/));
   const denyGlobs = [
-    'workspace/.ssh/id_rsa', 'workspace/.ssh', `${root}/.ssh/id_rsa`, 'workspace/docs/../.ssh/id_rsa',
-    'workspace/.SSH/id_rsa', 'workspace/docs/.env', 'workspace/.env', 'workspace/x/server.pem',
-    'workspace/X/SERVER.PEM', 'workspace/innocent/id_rsa', 'workspace/innocent', `${root}/innocent/authorized_keys`,
+    'workspace/.ssh/id_rsa',
+    'workspace/.ssh',
+    `${root}/.ssh/id_rsa`,
+    'workspace/docs/../.ssh/id_rsa',
+    'workspace/.SSH/id_rsa',
+    'workspace/docs/.env',
+    'workspace/.env',
+    'workspace/x/server.pem',
+    'workspace/X/SERVER.PEM',
+    'workspace/innocent/id_rsa',
+    'workspace/innocent',
+    `${root}/innocent/authorized_keys`,
     'workspace/caf\u00e9/id_rsa',
   ].map((value) => read('deny glob on the resolved path', value, 'deny', /^paths\.deny/));
   const literalNames = [
-    'workspace/ｋｅｙｓ/key', 'workspace/cfg%41.txt', 'workspace/k\\s/id_rsa', `${root}/ｋｅｙｓ/key`, `${root}/cfg%41.txt`,
-    `${root}/k\\s/id_rsa`, 'workspace/..%2fsecret', 'workspace/%2e%2e/secret', '%2e%2e%2fsecret', '%2E%2E%2Fsecret',
-    '..%252fsecret', '%25252e%25252e%25252fsecret', 'workspace/..\\secret', '..\\..\\etc\\passwd',
-    'docs\\..\\..\\secret', '．．/secret', '．．／secret', '..／secret', '%EF%BC%8E%EF%BC%8E/secret', '%2fetc%2fpasswd',
-    '/%65tc/passwd', '\\etc\\passwd', 'workspace/．ssh/id_rsa', 'workspace/docs%2fnotes.md', 'workspace/ﬁle.txt',
-    'workspace/docs/notes\u200b.md', 'workspace/\u202egnp.exe', 'workspace/docs/\u00adnotes.md', 'file:///etc/passwd',
-    ' workspace/docs/notes.md', 'workspace/docs/notes.md ', '"workspace/docs/notes.md"', 'workspace/cafe\u0301.txt',
+    'workspace/ｋｅｙｓ/key',
+    'workspace/cfg%41.txt',
+    'workspace/k\\s/id_rsa',
+    `${root}/ｋｅｙｓ/key`,
+    `${root}/cfg%41.txt`,
+    `${root}/k\\s/id_rsa`,
+    'workspace/..%2fsecret',
+    'workspace/%2e%2e/secret',
+    '%2e%2e%2fsecret',
+    '%2E%2E%2Fsecret',
+    '..%252fsecret',
+    '%25252e%25252e%25252fsecret',
+    'workspace/..\\secret',
+    '..\\..\\etc\\passwd',
+    'docs\\..\\..\\secret',
+    '．．/secret',
+    '．．／secret',
+    '..／secret',
+    '%EF%BC%8E%EF%BC%8E/secret',
+    '%2fetc%2fpasswd',
+    '/%65tc/passwd',
+    '\\etc\\passwd',
+    'workspace/．ssh/id_rsa',
+    'workspace/docs%2fnotes.md',
+    'workspace/ﬁle.txt',
+    'workspace/docs/notes\u200b.md',
+    'workspace/\u202egnp.exe',
+    'workspace/docs/\u00adnotes.md',
+    'file:///etc/passwd',
+    ' workspace/docs/notes.md',
+    'workspace/docs/notes.md ',
+    '"workspace/docs/notes.md"',
+    'workspace/cafe\u0301.txt',
   ].map((value) => read('reads differently once decoded or normalised', value, 'deny', /^paths\.ambiguous/));
   const literalNamesAsked = [
-    ['workspace/ｋｅｙｓ/key', 'deny', /^paths\.roots/], ['workspace/cfg%41.txt', 'deny', /^paths\.deny/],
-    ['workspace/k\\s/id_rsa', 'deny', /^paths\.deny/], ['workspace/docs%2fnotes.md', 'ask', /^paths\.ambiguous/],
-    ['workspace/ﬁle.txt', 'ask', /^paths\.ambiguous/], ['workspace/..%2fsecret', 'ask', /^paths\.ambiguous/],
+    ['workspace/ｋｅｙｓ/key', 'deny', /^paths\.roots/],
+    ['workspace/cfg%41.txt', 'deny', /^paths\.deny/],
+    ['workspace/k\\s/id_rsa', 'deny', /^paths\.deny/],
+    ['workspace/docs%2fnotes.md', 'ask', /^paths\.ambiguous/],
+    ['workspace/ﬁle.txt', 'ask', /^paths\.ambiguous/],
+    ['workspace/..%2fsecret', 'ask', /^paths\.ambiguous/],
   ] as const;
   const malformed = [
-    ['workspace/docs/notes.md\u0000.png', /^paths\.ambiguous/], ['workspace/docs\nnotes', /^paths\.ambiguous/],
-    ['', /^paths\.malformed/], [42, /^paths\.malformed/], [null, /^paths\.malformed/], [true, /^paths\.malformed/],
+    ['workspace/docs/notes.md\u0000.png', /^paths\.ambiguous/],
+    ['workspace/docs\nnotes', /^paths\.ambiguous/],
+    ['', /^paths\.malformed/],
+    [42, /^paths\.malformed/],
+    [null, /^paths\.malformed/],
+    [true, /^paths\.malformed/],
     [['workspace/docs/a', '../secret'], /^paths\.roots/],
   ].map(([value, rule]) => read('malformed path argument', value, 'deny', rule as RegExp));
   const home = [
-    '~/.aws/credentials', '~', '~/secret/key', '~/workspace/.ssh/id_rsa', '~/workspace/../secret', '~/.aws',
+    '~/.aws/credentials',
+    '~',
+    '~/secret/key',
+    '~/workspace/.ssh/id_rsa',
+    '~/workspace/../secret',
+    '~/.aws',
   ].map((value) => read('home folder of the server', value, 'deny'));
   const unplaced: Case[] = ['docs/notes.md', '~/notes', './x', 'x', '~', '~/.ssh/id_rsa'].map((value) => [
-    'relative or ~ on a server whose directories are unknown', { path: value }, 'deny', /^paths\.unplaced/,
+    'relative or ~ on a server whose directories are unknown',
+    { path: value },
+    'deny',
+    /^paths\.unplaced/,
     'bare:read_file',
   ]);
   const unlisted: Case[] = [
@@ -118,34 +201,81 @@ describe('firewall', () => {
   const bounded: Case[] = [
     read('bounded cost', 'a/'.repeat(100_000), 'deny', /^limits\.pathLength/),
     read('bounded cost', `workspace/${'x'.repeat(5000)}`, 'deny', /^limits\.pathLength/),
-    ['bounded cost', { paths: Array.from({ length: 2000 }, (_, index) => `workspace/docs/${index}`) }, 'deny',
-      /^limits\.paths/, 'read_multiple_files'],
-    ['bounded cost', { path: 'workspace/docs/notes.md', content: 'x'.repeat(1_100_000) }, 'deny',
-      /^limits\.argumentBytes/, 'write_file'],
-    ['bounded cost', { path: 'workspace/docs/notes.md', content: 'x'.repeat(100) }, 'deny',
-      /^limits\.argumentBytes/, 'tiny'],
-    ['bounded cost', { path: 'workspace/docs/notes.md', deep: JSON.parse(`${'['.repeat(200)}${']'.repeat(200)}`) },
-      'deny', /^limits\.depth/, 'tiny2'],
+    [
+      'bounded cost',
+      { paths: Array.from({ length: 2000 }, (_, index) => `workspace/docs/${index}`) },
+      'deny',
+      /^limits\.paths/,
+      'read_multiple_files',
+    ],
+    [
+      'bounded cost',
+      { path: 'workspace/docs/notes.md', content: 'x'.repeat(1_100_000) },
+      'deny',
+      /^limits\.argumentBytes/,
+      'write_file',
+    ],
+    [
+      'bounded cost',
+      { path: 'workspace/docs/notes.md', content: 'x'.repeat(100) },
+      'deny',
+      /^limits\.argumentBytes/,
+      'tiny',
+    ],
+    [
+      'bounded cost',
+      { path: 'workspace/docs/notes.md', deep: JSON.parse(`${'['.repeat(200)}${']'.repeat(200)}`) },
+      'deny',
+      /^limits\.depth/,
+      'tiny2',
+    ],
   ];
   const ruleClass = 'argument rule after format characters and case';
   const argumentRules: Case[] = [
-    'please rm -rf /', 'please RM -RF /', 'rm\u200b -rf', 'r\u200bm -rf x', 'rm\u00ad -rf', 'ｒｍ -rf x',
+    'please rm -rf /',
+    'please RM -RF /',
+    'rm\u200b -rf',
+    'r\u200bm -rf x',
+    'rm\u00ad -rf',
+    'ｒｍ -rf x',
     'rm\u2060 -rf x',
-  ].map((command): Case => [ruleClass, { command }, 'deny', /^arguments\[0\]/, 'shell:run'])
-    .concat([
-      'password', 'PASSWORD', 'pass\u200bword', 'passwords', 'Pass\uFEFFWord', 'ｐａｓｓｗｏｒｄ', 'my pass\u200cword is',
-    ].map((note): Case => [ruleClass, { note }, 'ask', /^arguments\[1\]/, 'shell:run']));
+  ]
+    .map((command): Case => [ruleClass, { command }, 'deny', /^arguments\[0\]/, 'shell:run'])
+    .concat(
+      [
+        'password',
+        'PASSWORD',
+        'pass\u200bword',
+        'passwords',
+        'Pass\uFEFFWord',
+        'ｐａｓｓｗｏｒｄ',
+        'my pass\u200cword is',
+      ].map((note): Case => [ruleClass, { note }, 'ask', /^arguments\[1\]/, 'shell:run']),
+    );
   const legitimate: Case[] = [
-    'workspace/docs/notes.md', `${root}/docs/notes.md`, './workspace/docs/new-file.md',
-    'workspace/docs/sub/../notes.md', 'workspace/docs//notes.md', 'workspace/ünïcödé.txt', '~/workspace/notes',
-    'workspace/a..b/c', ['workspace/docs/a', 'workspace/docs/b'], `${root}/new/deeper/file.txt`, 'workspace', root,
-    `${root}/`, 'workspace/café-new.txt',
-  ].map((value) => read('legitimate path inside the root', value, 'allow'))
-    .concat([
-      [{ paths: ['workspace/docs/notes.md', `${root}/docs/x`] }, 'read_multiple_files'],
-      [{ note: 'and/or', list: ['a/b', 'plain'] }, 'note'],
-      [{ path: 'workspace/docs/notes.md', tail: 5 }, 'read_text_file'],
-    ].map(([args, tool]): Case => ['legitimate path inside the root', args, 'allow', undefined, tool as string]));
+    'workspace/docs/notes.md',
+    `${root}/docs/notes.md`,
+    './workspace/docs/new-file.md',
+    'workspace/docs/sub/../notes.md',
+    'workspace/docs//notes.md',
+    'workspace/ünïcödé.txt',
+    '~/workspace/notes',
+    'workspace/a..b/c',
+    ['workspace/docs/a', 'workspace/docs/b'],
+    `${root}/new/deeper/file.txt`,
+    'workspace',
+    root,
+    `${root}/`,
+    'workspace/café-new.txt',
+  ]
+    .map((value) => read('legitimate path inside the root', value, 'allow'))
+    .concat(
+      [
+        [{ paths: ['workspace/docs/notes.md', `${root}/docs/x`] }, 'read_multiple_files'],
+        [{ note: 'and/or', list: ['a/b', 'plain'] }, 'note'],
+        [{ path: 'workspace/docs/notes.md', tail: 5 }, 'read_text_file'],
+      ].map(([args, tool]): Case => ['legitimate path inside the root', args, 'allow', undefined, tool as string]),
+    );
   const toolLists: Case[] = [
     ['tool lists', { path: 'workspace/docs/notes.md' }, 'deny', /^tools\.deny\[0\]: fs\/delete_\*$/, 'delete_file'],
     ['tool lists', { path: 'workspace/docs/notes.md' }, 'ask', /^tools\.ask\[0\]: fs\/write_file$/, 'write_file'],
@@ -153,8 +283,18 @@ describe('firewall', () => {
     ['tool lists', {}, 'deny', /^default/, 'web:fetch'],
   ];
   const corpus: Case[] = [
-    ...traversal, ...denyGlobs, ...literalNames, ...malformed, ...home, ...unplaced, ...unlisted, ...notObjects,
-    ...bounded, ...argumentRules, ...legitimate, ...toolLists,
+    ...traversal,
+    ...denyGlobs,
+    ...literalNames,
+    ...malformed,
+    ...home,
+    ...unplaced,
+    ...unlisted,
+    ...notObjects,
+    ...bounded,
+    ...argumentRules,
+    ...legitimate,
+    ...toolLists,
   ];
   const schemas: Record<string, unknown> = {
     schema_marked: { type: 'object', properties: { where: { type: 'string', description: 'A file path to copy' } } },
@@ -200,17 +340,19 @@ describe('firewall', () => {
   });
 
   it('places relative paths in the directories and home an mcpServers entry gives server-filesystem', async () => {
-    const placed = serverPlacements(mcpServersSchema.parse({
-      mcpServers: {
-        fs: {
-          command: 'npx',
-          args: ['-y', '@modelcontextprotocol/server-filesystem', base, '/nonexistent-dir'],
-          env: { HOME: base },
+    const placed = serverPlacements(
+      mcpServersSchema.parse({
+        mcpServers: {
+          fs: {
+            command: 'npx',
+            args: ['-y', '@modelcontextprotocol/server-filesystem', base, '/nonexistent-dir'],
+            env: { HOME: base },
+          },
+          local: { command: process.execPath, args: [mcpServerBin('server-filesystem'), 'workspace'], cwd: base },
+          other: { command: 'some-server', args: ['/tmp'] },
         },
-        local: { command: process.execPath, args: [mcpServerBin('server-filesystem'), 'workspace'], cwd: base },
-        other: { command: 'some-server', args: ['/tmp'] },
-      },
-    }));
+      }),
+    );
     expect(placed).toEqual({
       fs: { directories: [base, '/nonexistent-dir'], home: base },
       local: { directories: [root], home: expect.any(String) },

@@ -1,8 +1,21 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort, reachableTempDir, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
+import {
+  freePort,
+  reachableTempDir,
+  startService,
+  waitUntilHealthy,
+  type ServiceProcess,
+} from '../support/service-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { call, governanceFixture, requestTool, trail, waitForToolCall, type GovernanceFixture } from '../support/governance-fixture.js';
+import {
+  call,
+  governanceFixture,
+  requestTool,
+  trail,
+  waitForToolCall,
+  type GovernanceFixture,
+} from '../support/governance-fixture.js';
 
 /**
  * The saga's state is its stream: these tests kill the service (SIGKILL, no shutdown) at each
@@ -15,7 +28,14 @@ describe('the governance saga across kill -9 and restart', () => {
   let dataDir: string;
 
   async function start(extra: Record<string, string> = {}): Promise<string> {
-    service = startService(fixture.env({ DATABASE_URL: database.connectionString, PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, ...extra }));
+    service = startService(
+      fixture.env({
+        DATABASE_URL: database.connectionString,
+        PORT: String(await freePort()),
+        LEDGER_DATA_DIR: dataDir,
+        ...extra,
+      }),
+    );
     await waitUntilHealthy(service);
     return service.baseUrl;
   }
@@ -42,17 +62,34 @@ describe('the governance saga across kill -9 and restart', () => {
     const url = await start({ LEDGER_APPROVAL_TIMEOUT_MS: '2000' });
     const sessionId = (await call(url, 'POST', '/v1/sessions', {})).body.id;
     const target = path.join(fixture.workspace, 'expired-while-down.txt');
-    const { toolCallId } = await requestTool(url, sessionId, 'call_down', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'x' });
+    const { toolCallId } = await requestTool(
+      url,
+      sessionId,
+      'call_down',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'x' },
+    );
     const waiting = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
     // Let the saga's consumer move its checkpoint past the call: the restart must find it in the saga store, not by redelivery.
     await new Promise((resolve) => setTimeout(resolve, 500));
     await kill();
-    while (Date.now() < Date.parse(waiting.approval.deadline) + 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (Date.now() < Date.parse(waiting.approval.deadline) + 200)
+      await new Promise((resolve) => setTimeout(resolve, 100));
 
     const restarted = await start();
     const toolCall = await waitForToolCall(restarted, toolCallId, (current) => current.status === 'completed');
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'expired', 'denied', 'completed']);
-    expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.expired').data.deadline).toBe(waiting.approval.deadline);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'expired',
+      'denied',
+      'completed',
+    ]);
+    expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.expired').data.deadline).toBe(
+      waiting.approval.deadline,
+    );
     expect(existsSync(target)).toBe(false);
     await kill();
   });
@@ -61,7 +98,13 @@ describe('the governance saga across kill -9 and restart', () => {
     const url = await start();
     const sessionId = (await call(url, 'POST', '/v1/sessions', {})).body.id;
     const target = path.join(fixture.workspace, 'after-restart.txt');
-    const { messageId, toolCallId } = await requestTool(url, sessionId, 'call_restart', { server: 'filesystem', name: 'write_file' }, { path: target, content: 'written once' });
+    const { messageId, toolCallId } = await requestTool(
+      url,
+      sessionId,
+      'call_restart',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'written once' },
+    );
     const waiting = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
     await kill();
 
@@ -70,39 +113,98 @@ describe('the governance saga across kill -9 and restart', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const still = await waitForToolCall(restarted, toolCallId, () => true);
     expect(trail(still)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested']);
-    expect((await call(restarted, 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id)).toContain(toolCallId);
+    expect(
+      (await call(restarted, 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map(
+        (listed: { id: string }) => listed.id,
+      ),
+    ).toContain(toolCallId);
 
-    const approved = await call(restarted, 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: waiting.argumentsSha256 }, 'alice');
+    const approved = await call(
+      restarted,
+      'POST',
+      `/v1/tool-calls/${toolCallId}/approve`,
+      { argumentsSha256: waiting.argumentsSha256 },
+      'alice',
+    );
     expect(approved.status).toBe(200);
     const toolCall = await waitForToolCall(restarted, toolCallId, (current) => current.status === 'completed');
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started', 'execution_succeeded', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'approved',
+      'execution_started',
+      'execution_succeeded',
+      'completed',
+    ]);
     expect(readFileSync(target, 'utf8')).toBe('written once');
     // The session's tool block went pending (requested, awaiting a person) → processing → success, each shown once.
-    const events = (await call(restarted, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.filter((event: { type: string }) => event.type === 'message.tool_call_updated');
+    const events = (await call(restarted, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.filter(
+      (event: { type: string }) => event.type === 'message.tool_call_updated',
+    );
     expect(events.map((event: any) => event.data.response.status)).toEqual(['pending', 'pending', 'invoking', 'done']);
     const governed = events.map((event: any) => event.data.governance.status);
     expect(governed).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
-    const message = await call(restarted, 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
-    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({ status: 'success' });
+    const message = await call(
+      restarted,
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
+    );
+    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({
+      status: 'success',
+    });
     await kill();
   });
 
   it('killed while a tool executes: after the restart the outcome is recorded as unknown and the tool is not run again', async () => {
     const url = await start();
     const sessionId = (await call(url, 'POST', '/v1/sessions', {})).body.id;
-    const { messageId, toolCallId } = await requestTool(url, sessionId, 'call_long', { server: 'everything', name: 'trigger-long-running-operation' }, { duration: 30, steps: 30 });
+    const { messageId, toolCallId } = await requestTool(
+      url,
+      sessionId,
+      'call_long',
+      { server: 'everything', name: 'trigger-long-running-operation' },
+      { duration: 30, steps: 30 },
+    );
     const waiting = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
-    expect((await call(url, 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: waiting.argumentsSha256 }, 'alice')).status).toBe(200);
+    expect(
+      (
+        await call(
+          url,
+          'POST',
+          `/v1/tool-calls/${toolCallId}/approve`,
+          { argumentsSha256: waiting.argumentsSha256 },
+          'alice',
+        )
+      ).status,
+    ).toBe(200);
     await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'executing');
     await kill();
 
     const restarted = await start();
     const toolCall = await waitForToolCall(restarted, toolCallId, (current) => current.status === 'completed');
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'approved', 'execution_started', 'execution_failed', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'approved',
+      'execution_started',
+      'execution_failed',
+      'completed',
+    ]);
     expect(toolCall).toMatchObject({ outcome: 'failed', execution: { unknownOutcome: true, durationMs: null } });
-    const message = await call(restarted, 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
+    const message = await call(
+      restarted,
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
+    );
     const block = message.body.blocks.find((candidate: { type: string }) => candidate.type === 'tool');
-    expect(block).toMatchObject({ status: 'error', metadata: { governance: { status: 'failed', execution: { unknownOutcome: true } } } });
+    expect(block).toMatchObject({
+      status: 'error',
+      metadata: { governance: { status: 'failed', execution: { unknownOutcome: true } } },
+    });
     expect(block.content.content[0].text).toContain('never recorded');
     await kill();
   });

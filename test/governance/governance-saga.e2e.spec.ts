@@ -127,7 +127,9 @@ describe('tool-call governance end to end over HTTP', () => {
     expect(toolCall.events[0]).toMatchObject({ actor: 'system:governance-saga', revision: 0 });
     toolCall.events
       .slice(1)
-      .forEach((event: { prevHash: string }, index: number) => expect(event.prevHash).toBe(toolCall.events[index].hash));
+      .forEach((event: { prevHash: string }, index: number) =>
+        expect(event.prevHash).toBe(toolCall.events[index].hash),
+      );
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({
       status: 'success',
@@ -137,9 +139,13 @@ describe('tool-call governance end to end over HTTP', () => {
     // Whatever drives the model loop reads the result from the history.
     const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
     const toolMessage = history.body.messages.find(
-      (message: { role: string; tool_call_id?: string }) => message.role === 'tool' && message.tool_call_id === 'call_read',
+      (message: { role: string; tool_call_id?: string }) =>
+        message.role === 'tool' && message.tool_call_id === 'call_read',
     );
-    expect(JSON.parse(toolMessage.content)).toMatchObject({ content: [{ type: 'text', text: 'hello from the ledger' }], isError: false });
+    expect(JSON.parse(toolMessage.content)).toMatchObject({
+      content: [{ type: 'text', text: 'hello from the ledger' }],
+      isError: false,
+    });
   });
 
   it('judged high-risk, refused to the requester and to a stale hash, approved by a reviewer, then executed once', async () => {
@@ -154,13 +160,21 @@ describe('tool-call governance end to end over HTTP', () => {
       { path: target, content: 'approved write' },
     );
     const waiting = await waitForToolCall(url(), toolCallId, awaiting);
-    expect(waiting).toMatchObject({ guardian: { risk: 'high' }, approval: { reason: expect.stringContaining('high') } });
+    expect(waiting).toMatchObject({
+      guardian: { risk: 'high' },
+      approval: { reason: expect.stringContaining('high') },
+    });
     // The saga shows the wait on the block right after recording it.
     const pendingBlock = await blockShowing(messageId, waiting.position, 'awaiting_approval');
-    expect(pendingBlock).toMatchObject({ status: 'pending', metadata: { governance: { status: 'awaiting_approval' } } });
+    expect(pendingBlock).toMatchObject({
+      status: 'pending',
+      metadata: { governance: { status: 'awaiting_approval' } },
+    });
     // The queue (read model) lists it.
     const queue = async () =>
-      (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map((listed: { id: string }) => listed.id);
+      (await call(url(), 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map(
+        (listed: { id: string }) => listed.id,
+      );
     for (let tries = 0; !(await queue()).includes(toolCallId) && tries < 100; tries += 1)
       await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await queue()).toContain(toolCallId);
@@ -168,8 +182,17 @@ describe('tool-call governance end to end over HTTP', () => {
     const { argumentsSha256 } = waiting;
     const self = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, PRODUCER);
     expect(self).toMatchObject({ status: 403, body: { error: { code: 'self_approval' } } });
-    const stale = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256: 'f'.repeat(64) }, 'alice');
-    expect(stale).toMatchObject({ status: 422, body: { error: { code: 'arguments_mismatch', field: 'argumentsSha256' } } });
+    const stale = await call(
+      url(),
+      'POST',
+      `/v1/tool-calls/${toolCallId}/approve`,
+      { argumentsSha256: 'f'.repeat(64) },
+      'alice',
+    );
+    expect(stale).toMatchObject({
+      status: 422,
+      body: { error: { code: 'arguments_mismatch', field: 'argumentsSha256' } },
+    });
     const malformed = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { comment: 'ok' }, 'alice');
     expect(malformed).toMatchObject({ status: 400, body: { error: { field: 'argumentsSha256' } } });
     expect(trail(await waitForToolCall(url(), toolCallId, () => true))).toEqual([
@@ -204,7 +227,9 @@ describe('tool-call governance end to end over HTTP', () => {
       'execution_succeeded',
       'completed',
     ]);
-    expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.approved').actor).toEqual(keyActor('alice'));
+    expect(toolCall.events.find((event: { type: string }) => event.type === 'toolcall.approved').actor).toEqual(
+      keyActor('alice'),
+    );
     expect(readFileSync(target, 'utf8')).toBe('approved write');
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({
@@ -213,7 +238,9 @@ describe('tool-call governance end to end over HTTP', () => {
     });
     // A producer following the session's live feed saw each move of the call.
     const liveStatuses = () =>
-      live.events.filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId).map((event) => event.data.status);
+      live.events
+        .filter((event) => event.event === 'toolcall' && event.data.toolCallId === toolCallId)
+        .map((event) => event.data.status);
     for (let tries = 0; liveStatuses().at(-1) !== 'succeeded' && tries < 100; tries += 1)
       await new Promise((resolve) => setTimeout(resolve, 50));
     live.close();
@@ -230,18 +257,33 @@ describe('tool-call governance end to end over HTTP', () => {
       { path: target, content: 'should not exist' },
     );
     const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
-    const denied = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'not today' }, 'bob');
+    const denied = await call(
+      url(),
+      'POST',
+      `/v1/tool-calls/${toolCallId}/deny`,
+      { argumentsSha256, comment: 'not today' },
+      'bob',
+    );
     expect(denied).toMatchObject({
       status: 200,
       body: { status: 'denied', decision: { approved: false, by: keyActor('bob'), stage: 'reviewer' } },
     });
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
-    expect(trail(toolCall)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested', 'denied', 'completed']);
+    expect(trail(toolCall)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approval_requested',
+      'denied',
+      'completed',
+    ]);
     expect(existsSync(target)).toBe(false);
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({ status: 'error', metadata: { governance: { status: 'denied' } } });
     const history = await call(url(), 'GET', `/v1/sessions/${sessionId}/history`);
-    const toolMessage = history.body.messages.find((message: { tool_call_id?: string }) => message.tool_call_id === 'call_denied');
+    const toolMessage = history.body.messages.find(
+      (message: { tool_call_id?: string }) => message.tool_call_id === 'call_denied',
+    );
     expect(toolMessage.content).toContain('not today');
   });
 
@@ -332,7 +374,11 @@ describe('tool-call governance end to end over HTTP', () => {
       { seq: 4, type: 'block_complete' },
     ]);
     expect(posted.status).toBe(200);
-    const toolCall = await waitForToolCall(url(), governedToolCallId('default', sessionId, messageId, 'call_raced'), completed);
+    const toolCall = await waitForToolCall(
+      url(),
+      governedToolCallId('default', sessionId, messageId, 'call_raced'),
+      completed,
+    );
     expect(toolCall).toMatchObject({ outcome: 'denied', firewall: { verdict: 'deny' } });
     const block = await toolBlock(messageId, toolCall.position);
     expect(block).toMatchObject({ status: 'error', metadata: { governance: { status: 'denied' } } });
@@ -343,7 +389,10 @@ describe('tool-call governance end to end over HTTP', () => {
   });
 
   it('bad input gets a 4xx naming the field and records nothing', async () => {
-    expect(await call(url(), 'GET', '/v1/tool-calls?state=bogus')).toMatchObject({ status: 400, body: { error: { field: 'state' } } });
+    expect(await call(url(), 'GET', '/v1/tool-calls?state=bogus')).toMatchObject({
+      status: 400,
+      body: { error: { field: 'state' } },
+    });
     expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({
       status: 400,
       body: { error: { code: 'invalid_request' } },
@@ -356,7 +405,9 @@ describe('tool-call governance end to end over HTTP', () => {
       'alice',
     );
     expect(unknown).toMatchObject({ status: 404, body: { error: { code: 'toolcall_not_found' } } });
-    expect(await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).toMatchObject({ status: 404 });
+    expect(await call(url(), 'GET', '/v1/tool-calls/00000000-0000-4000-8000-000000000000')).toMatchObject({
+      status: 404,
+    });
     const extra = await call(
       url(),
       'POST',
@@ -370,9 +421,14 @@ describe('tool-call governance end to end over HTTP', () => {
   });
 
   it('the tool_calls read model holds every call, and a rebuild from the log gives the same rows without asking anyone again', async () => {
-    const list = async () => (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`)).body.toolCalls;
+    const list = async () =>
+      (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`)).body.toolCalls;
     let before = await list();
-    for (let tries = 0; before.some((listed: { status: string }) => listed.status !== 'completed') && tries < 100; tries += 1) {
+    for (
+      let tries = 0;
+      before.some((listed: { status: string }) => listed.status !== 'completed') && tries < 100;
+      tries += 1
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       before = await list();
     }
@@ -385,7 +441,10 @@ describe('tool-call governance end to end over HTTP', () => {
     }
     const guardianRequests = fixture.guardian.requests.length;
     const rebuilt = await call(url(), 'POST', '/v1/admin/rebuild?projection=tool-calls', undefined, 'admin');
-    expect(rebuilt).toMatchObject({ status: 200, body: { projections: { 'tool-calls': { events: expect.any(Number) } } } });
+    expect(rebuilt).toMatchObject({
+      status: 200,
+      body: { projections: { 'tool-calls': { events: expect.any(Number) } } },
+    });
     expect(await list()).toEqual(before);
     expect(fixture.guardian.requests.length).toBe(guardianRequests);
   });
@@ -437,7 +496,11 @@ describe('an unanswered approval expires', () => {
     );
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'already_decided' } } });
     expect(existsSync(target)).toBe(false);
-    const message = await call(ledger.baseUrl, 'GET', `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`);
+    const message = await call(
+      ledger.baseUrl,
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
+    );
     expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({
       status: 'error',
       metadata: { governance: { status: 'denied', decision: { stage: 'expiry' } } },

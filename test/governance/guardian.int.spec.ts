@@ -1,5 +1,10 @@
 import { Guardian } from '../../apps/ledger/src/governance/guardian.js';
-import { startChatCompletionsServer, type ChatCompletionsServer, type ChatRequest, type ScriptedReply } from '../support/chat-completions-server.js';
+import {
+  startChatCompletionsServer,
+  type ChatCompletionsServer,
+  type ChatRequest,
+  type ScriptedReply,
+} from '../support/chat-completions-server.js';
 
 describe('guardian', () => {
   let server: ChatCompletionsServer;
@@ -10,18 +15,29 @@ describe('guardian', () => {
   afterAll(async () => {
     await server?.close();
   });
-  const guardian = (mode: 'off' | 'monitor' | 'enforce' = 'enforce', timeoutMs = 2_000) => new Guardian({ mode, timeoutMs, endpoint: { baseUrl: server.baseUrl, apiKey: server.apiKey, model: 'guard-1' } });
+  const guardian = (mode: 'off' | 'monitor' | 'enforce' = 'enforce', timeoutMs = 2_000) =>
+    new Guardian({ mode, timeoutMs, endpoint: { baseUrl: server.baseUrl, apiKey: server.apiKey, model: 'guard-1' } });
   const tool = { server: 'fs', name: 'write_file' };
 
   it('asks the model with structured output and caches the verdict by tool, canonical arguments and policy version', async () => {
     next = () => ({ content: '{"risk":"high","rationale":"overwrites a file"}' });
     const reviewer = guardian();
     const before = server.requests.length;
-    expect(await reviewer.review(tool, { path: 'a', content: 'x' }, 'v1')).toEqual({ risk: 'high', rationale: 'overwrites a file', reviewer: 'llm:guard-1', cacheHit: false, mode: 'enforce', failed: false });
+    expect(await reviewer.review(tool, { path: 'a', content: 'x' }, 'v1')).toEqual({
+      risk: 'high',
+      rationale: 'overwrites a file',
+      reviewer: 'llm:guard-1',
+      cacheHit: false,
+      mode: 'enforce',
+      failed: false,
+    });
     const request = server.requests.at(-1)!;
     expect(request).toMatchObject({ model: 'guard-1', response_format: { type: 'json_schema' } });
     expect(request.messages[1]!.content).toBe('{"arguments":{"content":"x","path":"a"},"tool":"fs/write_file"}');
-    expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v1')).toMatchObject({ risk: 'high', cacheHit: true });
+    expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v1')).toMatchObject({
+      risk: 'high',
+      cacheHit: true,
+    });
     expect(server.requests.length).toBe(before + 1);
     expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v2')).toMatchObject({ cacheHit: false });
     expect(server.requests.length).toBe(before + 2);
@@ -42,8 +58,18 @@ describe('guardian', () => {
 
   it('uses the rule-based reviewer without an endpoint, and does nothing when off', async () => {
     const rules = new Guardian({ mode: 'monitor', timeoutMs: 1_000 });
-    expect(await rules.review({ server: 'fs', name: 'read_file' }, { path: 'a' }, 'v1')).toMatchObject({ risk: 'low', reviewer: 'rules:v1', mode: 'monitor' });
-    expect(await rules.review({ server: 'sh', name: 'run' }, { command: 'sudo rm -rf /' }, 'v1')).toMatchObject({ risk: 'critical' });
-    expect(await guardian('off').review(tool, {}, 'v1')).toMatchObject({ risk: 'none', reviewer: 'off', failed: false });
+    expect(await rules.review({ server: 'fs', name: 'read_file' }, { path: 'a' }, 'v1')).toMatchObject({
+      risk: 'low',
+      reviewer: 'rules:v1',
+      mode: 'monitor',
+    });
+    expect(await rules.review({ server: 'sh', name: 'run' }, { command: 'sudo rm -rf /' }, 'v1')).toMatchObject({
+      risk: 'critical',
+    });
+    expect(await guardian('off').review(tool, {}, 'v1')).toMatchObject({
+      risk: 'none',
+      reviewer: 'off',
+      failed: false,
+    });
   });
 });

@@ -7,7 +7,8 @@ import { McpExecutor, mcpServersSchema } from '../../apps/ledger/src/governance/
 import { freePort } from '../support/service-process.js';
 
 const require = createRequire(import.meta.url);
-const serverBin = (name: string) => path.join(path.dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`)), 'dist', 'index.js');
+const serverBin = (name: string) =>
+  path.join(path.dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`)), 'dist', 'index.js');
 
 describe('MCP execution against the official reference servers', () => {
   const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcp-fs-')));
@@ -17,7 +18,10 @@ describe('MCP execution against the official reference servers', () => {
 
   beforeAll(async () => {
     const port = await freePort();
-    everythingHttp = spawn(process.execPath, [serverBin('server-everything'), 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    everythingHttp = spawn(process.execPath, [serverBin('server-everything'), 'streamableHttp'], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     await new Promise<void>((resolve, reject) => {
       everythingHttp.stderr!.on('data', (chunk: Buffer) => chunk.toString().includes('listening') && resolve());
       everythingHttp.once('exit', (code) => reject(new Error(`server-everything exited with ${code}`)));
@@ -40,10 +44,18 @@ describe('MCP execution against the official reference servers', () => {
   });
 
   it('reads and writes files through server-filesystem over stdio, and records its errors as results', async () => {
-    expect((await executor.tools('filesystem')).map((tool) => tool.name)).toEqual(expect.arrayContaining(['read_text_file', 'write_file', 'list_directory']));
-    const read = await executor.call({ server: 'filesystem', name: 'read_text_file' }, { path: path.join(folder, 'hello.txt') });
+    expect((await executor.tools('filesystem')).map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(['read_text_file', 'write_file', 'list_directory']),
+    );
+    const read = await executor.call(
+      { server: 'filesystem', name: 'read_text_file' },
+      { path: path.join(folder, 'hello.txt') },
+    );
     expect(read).toMatchObject({ isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] });
-    await executor.call({ server: 'filesystem', name: 'write_file' }, { path: path.join(folder, 'out.txt'), content: 'written' });
+    await executor.call(
+      { server: 'filesystem', name: 'write_file' },
+      { path: path.join(folder, 'out.txt'), content: 'written' },
+    );
     expect(readFileSync(path.join(folder, 'out.txt'), 'utf8')).toBe('written');
     const outside = await executor.call({ server: 'filesystem', name: 'read_text_file' }, { path: '/etc/hostname' });
     expect(outside.isError).toBe(true);
@@ -52,12 +64,17 @@ describe('MCP execution against the official reference servers', () => {
   it('calls server-everything over stdio and over Streamable HTTP', async () => {
     for (const server of ['everything', 'everything-http']) {
       const echoed = await executor.call({ server, name: 'echo' }, { message: `hi ${server}` });
-      expect(echoed).toMatchObject({ isError: false, content: [{ type: 'text', text: expect.stringContaining(`hi ${server}`) }] });
+      expect(echoed).toMatchObject({
+        isError: false,
+        content: [{ type: 'text', text: expect.stringContaining(`hi ${server}`) }],
+      });
     }
   });
 
   it('refuses a tool the server does not list and a server that is not configured', async () => {
-    await expect(executor.call({ server: 'filesystem', name: 'format_disk' }, {})).rejects.toThrow(/has no tool format_disk/);
+    await expect(executor.call({ server: 'filesystem', name: 'format_disk' }, {})).rejects.toThrow(
+      /has no tool format_disk/,
+    );
     await expect(executor.call({ server: 'nowhere', name: 'x' }, {})).rejects.toThrow(/no MCP server named nowhere/);
     expect(executor.serves('filesystem')).toBe(true);
     expect(executor.serves('nowhere')).toBe(false);

@@ -2,7 +2,12 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import {
-  call, governanceFixture, requestTool, trail, waitForToolCall, type GovernanceFixture,
+  call,
+  governanceFixture,
+  requestTool,
+  trail,
+  waitForToolCall,
+  type GovernanceFixture,
 } from '../support/governance-fixture.js';
 
 /**
@@ -48,8 +53,13 @@ describe('tool results are recorded as they came', () => {
     const { messageId, toolCallId } = await requestTool(url(), sessionId, toolId, tool, { path: file });
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(trail(toolCall)).toEqual([
-      'requested', 'firewall_evaluated', 'guardian_reviewed', 'approved',
-      'execution_started', 'execution_succeeded', 'completed',
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approved',
+      'execution_started',
+      'execution_succeeded',
+      'completed',
     ]);
     expect(toolCall.outcome).toBe('succeeded');
     expect(toolCall.execution.result.content).toEqual([{ type: 'text', text }]);

@@ -36,7 +36,10 @@ describe('the API key store under a flood of invented keys', () => {
     const { key } = await keys.create({ name: 'real', tenant: 'default', roles: ['producer'] }, 'system:test');
     const now = Date.now();
     await keys.verify(key, now);
-    const invented = Array.from({ length: 10_050 }, () => `blk_${randomBytes(8).toString('hex')}_${randomBytes(24).toString('base64url')}`);
+    const invented = Array.from(
+      { length: 10_050 },
+      () => `blk_${randomBytes(8).toString('hex')}_${randomBytes(24).toString('base64url')}`,
+    );
     for (const token of invented) await expect(keys.verify(token, now)).rejects.toBeInstanceOf(AuthenticationError);
     // The same invented id again within the second: no second lookup.
     const before = pool.statements;

@@ -6,7 +6,8 @@ import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
  */
 describe('bad input on the key and writer routes', () => {
   let ledger: LedgerUnderTest;
-  const asAdmin = (method: string, route: string, body?: unknown) => ledger.request(method, route, body, undefined, 'admin');
+  const asAdmin = (method: string, route: string, body?: unknown) =>
+    ledger.request(method, route, body, undefined, 'admin');
   const keyCount = async () => (await asAdmin('GET', '/v1/admin/keys')).body.keys.length as number;
 
   beforeAll(async () => {
@@ -29,12 +30,15 @@ describe('bad input on the key and writer routes', () => {
     ['an expiry that is no date', { name: 'k', roles: ['reader'], expiresAt: 'tomorrow' }, 'expiresAt'],
     ['a field the route does not take', { name: 'k', roles: ['reader'], secret: 'chosen' }, 'secret'],
   ];
-  it.each(newKeyCases)('POST /v1/admin/keys with %s is refused naming the field, and makes no key', async (_label, body, field) => {
-    const before = await keyCount();
-    const refused = await asAdmin('POST', '/v1/admin/keys', body);
-    expect(refused).toMatchObject({ status: 400, body: { error: { field } } });
-    expect(await keyCount()).toBe(before);
-  });
+  it.each(newKeyCases)(
+    'POST /v1/admin/keys with %s is refused naming the field, and makes no key',
+    async (_label, body, field) => {
+      const before = await keyCount();
+      const refused = await asAdmin('POST', '/v1/admin/keys', body);
+      expect(refused).toMatchObject({ status: 400, body: { error: { field } } });
+      expect(await keyCount()).toBe(before);
+    },
+  );
 
   it('POST /v1/admin/keys with a body that is no object is refused', async () => {
     const before = await keyCount();
@@ -45,13 +49,25 @@ describe('bad input on the key and writer routes', () => {
   });
 
   it('GET /v1/admin/keys refuses a malformed tenant and unknown parameters', async () => {
-    expect(await asAdmin('GET', '/v1/admin/keys?tenant=Not%20A%20Tenant')).toMatchObject({ status: 400, body: { error: { field: 'tenant' } } });
-    expect(await asAdmin('GET', '/v1/admin/keys?colour=red')).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
+    expect(await asAdmin('GET', '/v1/admin/keys?tenant=Not%20A%20Tenant')).toMatchObject({
+      status: 400,
+      body: { error: { field: 'tenant' } },
+    });
+    expect(await asAdmin('GET', '/v1/admin/keys?colour=red')).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_request' } },
+    });
   });
 
   it('DELETE /v1/admin/keys/:id refuses an id no key can have, 404s an unknown one, and revokes once', async () => {
-    expect(await asAdmin('DELETE', '/v1/admin/keys/acme%2Fkey')).toMatchObject({ status: 400, body: { error: { field: 'id' } } });
-    expect(await asAdmin('DELETE', '/v1/admin/keys/0000000000000000')).toMatchObject({ status: 404, body: { error: { code: 'key_not_found' } } });
+    expect(await asAdmin('DELETE', '/v1/admin/keys/acme%2Fkey')).toMatchObject({
+      status: 400,
+      body: { error: { field: 'id' } },
+    });
+    expect(await asAdmin('DELETE', '/v1/admin/keys/0000000000000000')).toMatchObject({
+      status: 404,
+      body: { error: { code: 'key_not_found' } },
+    });
     const made = await asAdmin('POST', '/v1/admin/keys', { name: 'short-lived', roles: ['reader'] });
     const first = await asAdmin('DELETE', `/v1/admin/keys/${made.body.id}`);
     const again = await asAdmin('DELETE', `/v1/admin/keys/${made.body.id}`);
@@ -76,7 +92,9 @@ describe('bad input on the key and writer routes', () => {
       const refused = await ledger.request('POST', route, body);
       expect({ body, status: refused.status, field: refused.body.error?.field }).toEqual({ body, status: 400, field });
     }
-    expect(await ledger.request('POST', `/v1/sessions/acme%2F${sessionId}/writers`, { writers: ['subject:bob'] })).toMatchObject({
+    expect(
+      await ledger.request('POST', `/v1/sessions/acme%2F${sessionId}/writers`, { writers: ['subject:bob'] }),
+    ).toMatchObject({
       status: 400,
       body: { error: { field: 'sid' } },
     });

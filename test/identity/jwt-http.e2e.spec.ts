@@ -3,7 +3,11 @@ import type { JWTPayload } from 'jose';
 import { startJwksServer, type JwksServer, type SignOptions } from '../support/jwks-server.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import {
-  call, governanceFixture, requestTool, waitForToolCall, type GovernanceFixture,
+  call,
+  governanceFixture,
+  requestTool,
+  waitForToolCall,
+  type GovernanceFixture,
 } from '../support/governance-fixture.js';
 
 const EVERY_ROLE_BUT_ADMIN = ['producer', 'reader', 'reviewer', 'auditor'];
@@ -67,11 +71,12 @@ describe('bearer JWTs over HTTP', () => {
     ['not yet valid', () => idp.sign({ ...roles, nbf: now() + 300 })],
     ['for another audience', () => idp.sign({ ...roles, aud: 'another-service' })],
     ['from another issuer', () => idp.sign({ ...roles, iss: 'https://issuer.example' })],
-    ['signed by a key the provider does not publish',
+    [
+      'signed by a key the provider does not publish',
       async () => idp.sign(roles, { kid: await idp.addKey({ publish: false }) }),
     ],
     ['unsigned (alg: none)', () => idp.sign(roles, { alg: 'none' })],
-    ['HS256 keyed with the provider\'s public key', () => idp.sign(roles, { alg: 'HS256' })],
+    ["HS256 keyed with the provider's public key", () => idp.sign(roles, { alg: 'HS256' })],
   ])('refuses a token %s with 401 and WWW-Authenticate: Bearer', async (_, forge) => {
     const response = await fetch(`${url()}/v1/tool-calls`, { headers: { authorization: `Bearer ${await forge()}` } });
     expect(response.status).toBe(401);
@@ -114,7 +119,7 @@ describe('bearer JWTs over HTTP', () => {
     expect(new Set(recorded.map((metadata: { tenant: string }) => metadata.tenant))).toEqual(new Set(['acme']));
   });
 
-  it('scopes reads to the token\'s tenant: another tenant\'s session is 404', async () => {
+  it("scopes reads to the token's tenant: another tenant's session is 404", async () => {
     const acme = await token('jwt-acme', { sub: 'acme-user', tenant: 'acme', roles: ['producer'] });
     const globex = await token('jwt-globex', { sub: 'globex-user', tenant: 'globex', roles: EVERY_ROLE_BUT_ADMIN });
     const opened = (await call(url(), 'POST', '/v1/sessions', { title: 'acme only' }, acme)).body;

@@ -41,7 +41,10 @@ interface Example {
 }
 
 /** The refusal's code: ours, OpenAI's (`error.code`), or read off Anthropic's error type, which is all its shape has. */
-const ANTHROPIC_REFUSALS: Record<string, string> = { authentication_error: 'unauthenticated', permission_error: 'forbidden' };
+const ANTHROPIC_REFUSALS: Record<string, string> = {
+  authentication_error: 'unauthenticated',
+  permission_error: 'forbidden',
+};
 const errorCodeOf = (body: any): string | undefined =>
   body?.type === 'error' ? ANTHROPIC_REFUSALS[body.error?.type] : body?.error?.code;
 
@@ -60,7 +63,10 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /metrics': () => ({ status: 200 }),
 
   // No upstream is configured here: an allowed caller gets as far as the model lookup.
-  'POST /gateway/openai/v1/chat/completions': () => ({ body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, status: 404 }),
+  'POST /gateway/openai/v1/chat/completions': () => ({
+    body: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+    status: 404,
+  }),
   'POST /gateway/openai/v1/responses': () => ({ body: { model: 'm', input: 'hi' }, status: 404 }),
   'POST /gateway/anthropic/v1/messages': () => ({
     body: { model: 'm', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
@@ -71,7 +77,9 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'POST /v1/sessions/:sid/messages': () => ({ body: { role: 'user', content: 'one more' }, status: 201 }),
   // The same chunk again: accepted as a duplicate, so every allowed call answers alike.
   'POST /v1/sessions/:sid/messages/:mid/chunks': () => ({
-    mid: 'a1', body: [{ seq: 1, type: 'llm_response_created' }], status: 200,
+    mid: 'a1',
+    body: [{ seq: 1, type: 'llm_response_created' }],
+    status: 200,
   }),
   'POST /v1/sessions/:sid/fork': () => ({ body: { messageId: 'a1' }, status: 201 }),
   'PUT /v1/sessions/:sid/messages/:mid/selection': () => ({ body: { childId: 'a1' }, status: 200 }),
@@ -121,7 +129,8 @@ function declaredRoutes(app: INestApplication): string[] {
 
 function fill(route: string, resources: TenantResources, example: Example): string {
   const id = route.includes('/admin/keys/') ? resources.spareKeyId : resources.toolCallId;
-  const path = route.split(' ')[1]!
+  const path = route
+    .split(' ')[1]!
     .replace(':sid', resources.sessionId)
     .replace(':mid', example.mid ?? 'u1')
     .replace(':id', id);
@@ -149,7 +158,8 @@ describe('the permission table against the live router', () => {
       probe(ledger.baseUrl, method, route, { credential, body });
     const sessionId = `${tenant}-session`;
     const opened = await probe(ledger.baseUrl, 'POST', '/v1/sessions', {
-      credential: producer, body: { id: sessionId, title: `${tenant}'s`, writers: [`subject:${tenant}-setup`] },
+      credential: producer,
+      body: { id: sessionId, title: `${tenant}'s`, writers: [`subject:${tenant}-setup`] },
     });
     expect(opened.status).toBe(201);
     const steps: [string, unknown][] = [
@@ -158,16 +168,31 @@ describe('the permission table against the live router', () => {
       [`/v1/sessions/${sessionId}/messages/a1/chunks`, [{ seq: 1, type: 'llm_response_created' }]],
       [`/v1/sessions/${sessionId}/messages`, { id: 'u2', role: 'user', content: 'move it' }],
       [`/v1/sessions/${sessionId}/messages`, { id: 'a2', role: 'assistant' }],
-      [`/v1/sessions/${sessionId}/messages/a2/chunks`, [{
-        seq: 1, type: 'mcp_tool_pending', responses: [{
-          id: 'call_1',
-          tool: { id: 'filesystem-move_file', name: 'move_file', serverName: 'filesystem', serverId: 'filesystem' },
-          arguments: {
-            source: path.join(fixture.workspace, 'hello.txt'), destination: path.join(fixture.workspace, 'moved.txt'),
+      [
+        `/v1/sessions/${sessionId}/messages/a2/chunks`,
+        [
+          {
+            seq: 1,
+            type: 'mcp_tool_pending',
+            responses: [
+              {
+                id: 'call_1',
+                tool: {
+                  id: 'filesystem-move_file',
+                  name: 'move_file',
+                  serverName: 'filesystem',
+                  serverId: 'filesystem',
+                },
+                arguments: {
+                  source: path.join(fixture.workspace, 'hello.txt'),
+                  destination: path.join(fixture.workspace, 'moved.txt'),
+                },
+                status: 'pending',
+              },
+            ],
           },
-          status: 'pending',
-        }],
-      }]],
+        ],
+      ],
     ];
     for (const [route, body] of steps) expect((await as('POST', route, body)).status).toBeLessThan(300);
     const toolCallId = governedToolCallId(tenant, sessionId, 'a2', 'call_1');
@@ -231,8 +256,11 @@ describe('the permission table against the live router', () => {
       if (rule !== 'public') continue;
       const example = EXAMPLES[route]!(own);
       const [method] = route.split(' ');
-      const answers = await Promise.all([undefined, roleKeys.get('admin')].map((credential) =>
-        probe(ledger.baseUrl, method!, fill(route, own, example), { credential })));
+      const answers = await Promise.all(
+        [undefined, roleKeys.get('admin')].map((credential) =>
+          probe(ledger.baseUrl, method!, fill(route, own, example), { credential }),
+        ),
+      );
       for (const answer of answers) {
         expect({ route, status: answer.status }).toEqual({ route, status: example.status });
         const text = JSON.stringify(answer.body);
@@ -249,11 +277,13 @@ describe('the permission table against the live router', () => {
     const check = (label: string, answer: Probed, status: number, code?: string) => {
       const problems = [
         answer.status !== status && `status ${answer.status} (expected ${status})`,
-        code !== undefined && errorCodeOf(answer.body) !== code
-          && `error code ${errorCodeOf(answer.body)} (expected ${code})`,
+        code !== undefined &&
+          errorCodeOf(answer.body) !== code &&
+          `error code ${errorCodeOf(answer.body)} (expected ${code})`,
         status >= 400 && typeof answer.body?.error?.message !== 'string' && 'no error body',
-        status === 401 && !/^Bearer\b/.test(answer.headers.get('www-authenticate') ?? '')
-          && 'no WWW-Authenticate: Bearer',
+        status === 401 &&
+          !/^Bearer\b/.test(answer.headers.get('www-authenticate') ?? '') &&
+          'no WWW-Authenticate: Bearer',
       ].filter(Boolean);
       if (problems.length > 0) mismatches.push(`${label}: ${problems.join(', ')} ${JSON.stringify(answer.body)}`);
     };
@@ -264,17 +294,25 @@ describe('the permission table against the live router', () => {
       const example = EXAMPLES[route]!(own);
       const call = (target: TenantResources, credential: { credential?: string; authorization?: string }) =>
         probe(ledger.baseUrl, method!, fill(route, target, example), { ...credential, body: example.body });
-      const targets = route.includes(':') ? [['own', own], ['other', other]] as const : [['own', own]] as const;
+      const targets = route.includes(':')
+        ? ([
+            ['own', own],
+            ['other', other],
+          ] as const)
+        : ([['own', own]] as const);
       await Promise.all([
-        ...ROLES.flatMap((role) => targets.map(async ([tenant, target]) => {
-          // Routes acting on every tenant take their roles from the default tenant only; OWN is another tenant.
-          const allowed = rule.includes(role) && !OPERATOR_ROUTES.has(route);
-          const expected = !allowed ? 403 : tenant === 'own' ? example.status : 404;
-          const answer = await call(target, { credential: roleKeys.get(role) });
-          check(`${route} as ${role} on the ${tenant} tenant`, answer, expected, allowed ? undefined : 'forbidden');
-        })),
+        ...ROLES.flatMap((role) =>
+          targets.map(async ([tenant, target]) => {
+            // Routes acting on every tenant take their roles from the default tenant only; OWN is another tenant.
+            const allowed = rule.includes(role) && !OPERATOR_ROUTES.has(route);
+            const expected = !allowed ? 403 : tenant === 'own' ? example.status : 404;
+            const answer = await call(target, { credential: roleKeys.get(role) });
+            check(`${route} as ${role} on the ${tenant} tenant`, answer, expected, allowed ? undefined : 'forbidden');
+          }),
+        ),
         ...UNAUTHENTICATED.map(async (kind) =>
-          check(`${route} with ${kind}`, await call(own, unauthenticated.get(kind)!), 401, 'unauthenticated')),
+          check(`${route} with ${kind}`, await call(own, unauthenticated.get(kind)!), 401, 'unauthenticated'),
+        ),
       ]);
     }
     expect(mismatches).toEqual([]);
@@ -286,23 +324,25 @@ describe('the permission table against the live router', () => {
     const own = resources.get(OWN)!;
     const mismatches: string[] = [];
     const getRoutes = Object.entries(PERMISSIONS).filter(([route]) => route.startsWith('GET '));
-    await Promise.all(getRoutes.map(async ([route, rule]) => {
-      const example = EXAMPLES[route]!(own);
-      const url = fill(route, own, example);
-      const allowed = rule === 'public' ? undefined : roleKeys.get(rule[0]!);
-      const anonymous = await probe(ledger.baseUrl, 'HEAD', url);
-      const authenticated = await probe(ledger.baseUrl, 'HEAD', url, { credential: allowed });
-      const expected = rule === 'public' ? example.status : 401;
-      const head = `HEAD ${route.slice(4)}`;
-      if (anonymous.status !== expected) {
-        mismatches.push(`${head} without a credential: ${anonymous.status} (expected ${expected})`);
-      }
-      const expectedAuthenticated = OPERATOR_ROUTES.has(route) ? 403 : example.status;
-      if (authenticated.status !== expectedAuthenticated) {
-        const role = rule === 'public' ? 'none' : rule[0];
-        mismatches.push(`${head} with ${role}: ${authenticated.status} (expected ${expectedAuthenticated})`);
-      }
-    }));
+    await Promise.all(
+      getRoutes.map(async ([route, rule]) => {
+        const example = EXAMPLES[route]!(own);
+        const url = fill(route, own, example);
+        const allowed = rule === 'public' ? undefined : roleKeys.get(rule[0]!);
+        const anonymous = await probe(ledger.baseUrl, 'HEAD', url);
+        const authenticated = await probe(ledger.baseUrl, 'HEAD', url, { credential: allowed });
+        const expected = rule === 'public' ? example.status : 401;
+        const head = `HEAD ${route.slice(4)}`;
+        if (anonymous.status !== expected) {
+          mismatches.push(`${head} without a credential: ${anonymous.status} (expected ${expected})`);
+        }
+        const expectedAuthenticated = OPERATOR_ROUTES.has(route) ? 403 : example.status;
+        if (authenticated.status !== expectedAuthenticated) {
+          const role = rule === 'public' ? 'none' : rule[0];
+          mismatches.push(`${head} with ${role}: ${authenticated.status} (expected ${expectedAuthenticated})`);
+        }
+      }),
+    );
     expect(mismatches).toEqual([]);
   });
 

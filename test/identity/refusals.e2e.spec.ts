@@ -51,7 +51,9 @@ describe('the actor is the credential, and refusals are counted', () => {
     await as('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, chunks, 'system:governance-saga');
     const events = await probe(ledger.baseUrl, 'GET', `/v1/sessions/${sessionId}/events`, { credential });
     expect(events.body.events.map((event: { metadata: { actor: string } }) => event.metadata.actor)).toEqual([
-      keyActor('claimant'), keyActor('claimant'), keyActor('claimant'),
+      keyActor('claimant'),
+      keyActor('claimant'),
+      keyActor('claimant'),
     ]);
   });
 
@@ -72,7 +74,8 @@ describe('the actor is the credential, and refusals are counted', () => {
       await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: revoked }),
       await probe(ledger.baseUrl, 'POST', '/v1/sessions', { credential: reader, body: {} }),
       await probe(ledger.baseUrl, 'POST', `/v1/sessions/${owned}/messages`, {
-        credential: notTheOwner, body: { role: 'user' },
+        credential: notTheOwner,
+        body: { role: 'user' },
       }),
     ];
     expect(refused.map((answer) => answer.status)).toEqual([401, 401, 401, 401, 403, 403]);
@@ -81,7 +84,12 @@ describe('the actor is the credential, and refusals are counted', () => {
       expect(answer.body).toEqual({ error: { code: 'unauthenticated', message: expect.any(String) } });
     }
     expect(growth(before, await refusals(ledger))).toEqual({
-      '401 missing': 1, '401 malformed': 1, '401 unknown': 1, '401 revoked': 1, '403 role': 1, '403 not_a_writer': 1,
+      '401 missing': 1,
+      '401 malformed': 1,
+      '401 unknown': 1,
+      '401 revoked': 1,
+      '403 role': 1,
+      '403 not_a_writer': 1,
     });
   });
 
@@ -100,13 +108,18 @@ describe('the actor is the credential, and refusals are counted', () => {
         credential: ledger.credentials.adminKey,
       });
       expect(revocation).toMatchObject({
-        status: 200, body: { revokedAt: expect.any(String), revokedBy: expect.stringMatching(/^key:/) },
+        status: 200,
+        body: { revokedAt: expect.any(String), revokedBy: expect.stringMatching(/^key:/) },
       });
       expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: doomed })).status).toBe(401);
-      await eventually('the second instance refuses the revoked key', async () => {
-        const answer = await probe(secondUrl, 'GET', '/v1/tool-calls', { credential: doomed });
-        return answer.status === 401 ? answer : undefined;
-      }, 2_000);
+      await eventually(
+        'the second instance refuses the revoked key',
+        async () => {
+          const answer = await probe(secondUrl, 'GET', '/v1/tool-calls', { credential: doomed });
+          return answer.status === 401 ? answer : undefined;
+        },
+        2_000,
+      );
     } finally {
       await second.close();
       await rm(dataDir, { recursive: true, force: true });
@@ -137,7 +150,8 @@ describe('per-credential request rate', () => {
     }
     const refused = await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: limited });
     expect(refused).toMatchObject({
-      status: 429, body: { error: { code: 'rate_limited', message: expect.any(String) } },
+      status: 429,
+      body: { error: { code: 'rate_limited', message: expect.any(String) } },
     });
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await probe(ledger.baseUrl, 'GET', '/v1/tool-calls', { credential: other })).status).toBe(200);
@@ -161,7 +175,8 @@ describe('live connections per credential', () => {
       for (const feed of feeds) expect((await feed.opened).status).toBe(200);
       const third = await probe(ledger.baseUrl, 'GET', '/v1/events/live', { credential: watcher });
       expect(third).toMatchObject({
-        status: 429, body: { error: { code: 'too_many_live_connections', message: expect.any(String) } },
+        status: 429,
+        body: { error: { code: 'too_many_live_connections', message: expect.any(String) } },
       });
       const anotherKey = await ledger.credentials.key('another-watcher');
       const another = connectSse(`${ledger.baseUrl}/v1/events/live`, { key: anotherKey });

@@ -78,7 +78,10 @@ describe('separation of duties and four-eyes approvals', () => {
     const first = await approve('alice');
     expect(first).toMatchObject({
       status: 200,
-      body: { status: 'awaiting_approval', approval: { approvals: [{ by: keyActor('alice'), subject: 'subject:alice' }] } },
+      body: {
+        status: 'awaiting_approval',
+        approval: { approvals: [{ by: keyActor('alice'), subject: 'subject:alice' }] },
+      },
     });
     expect(await approve('alice')).toMatchObject({ status: 409, body: { error: { code: 'already_approved' } } });
     expect(await approve('alice-laptop')).toMatchObject({ status: 409, body: { error: { code: 'already_approved' } } });
@@ -98,7 +101,10 @@ describe('separation of duties and four-eyes approvals', () => {
       'execution_succeeded',
       'completed',
     ]);
-    expect(done.decision.approvals.map((approval: { subject: string }) => approval.subject)).toEqual(['subject:alice', 'subject:bob']);
+    expect(done.decision.approvals.map((approval: { subject: string }) => approval.subject)).toEqual([
+      'subject:alice',
+      'subject:bob',
+    ]);
     expect(readFileSync(target, 'utf8')).toBe('two said yes');
   });
 
@@ -112,8 +118,12 @@ describe('separation of duties and four-eyes approvals', () => {
       { path: target, content: 'no' },
     );
     const { argumentsSha256 } = await waitForToolCall(url(), toolCallId, awaiting);
-    expect((await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, 'alice')).status).toBe(200);
-    expect(await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'no' }, 'bob')).toMatchObject({
+    expect(
+      (await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, 'alice')).status,
+    ).toBe(200);
+    expect(
+      await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/deny`, { argumentsSha256, comment: 'no' }, 'bob'),
+    ).toMatchObject({
       status: 200,
       body: { status: 'denied' },
     });

@@ -50,10 +50,14 @@ describe('who may write to a session', () => {
     const before = await eventsOf(sessionId);
     for (const [method, path, body] of writes(sessionId, 2)) {
       expect({ path, ...(await as('intruder', method, path, body)) }).toMatchObject({
-        path, status: 403, body: { error: { code: 'not_a_writer' } },
+        path,
+        status: 403,
+        body: { error: { code: 'not_a_writer' } },
       });
       expect({ path, ...(await as('outsider', method, path, body)) }).toMatchObject({
-        path, status: 404, body: { error: { code: expect.stringMatching(/not_found$/) } },
+        path,
+        status: 404,
+        body: { error: { code: expect.stringMatching(/not_found$/) } },
       });
     }
     // Nor may it fork its own session into the owner's id, or open a session under it.
@@ -61,7 +65,8 @@ describe('who may write to a session', () => {
     const forkInto = await as('intruder', 'POST', `/v1/sessions/${own}/fork`, { messageId: 'a1', id: sessionId });
     expect(forkInto).toMatchObject({ status: 403, body: { error: { code: 'not_a_writer' } } });
     expect(await as('intruder', 'POST', '/v1/sessions', { id: sessionId })).toMatchObject({
-      status: 403, body: { error: { code: 'not_a_writer' } },
+      status: 403,
+      body: { error: { code: 'not_a_writer' } },
     });
     // Nor may it let itself in.
     const grant = await as('intruder', 'POST', `/v1/sessions/${sessionId}/writers`, { writers: ['subject:intruder'] });
@@ -82,8 +87,9 @@ describe('who may write to a session', () => {
     const grant = await as('owner', 'POST', `/v1/sessions/${sessionId}/writers`, { writers: ['subject:granted'] });
     expect(grant).toMatchObject({ status: 200, body: { owner: 'subject:owner', writers: ['subject:granted'] } });
     await writesAll('granted', sessionId);
-    const since = (await eventsOf(sessionId))
-      .filter((event: { position: number }) => event.position > grant.body.position);
+    const since = (await eventsOf(sessionId)).filter(
+      (event: { position: number }) => event.position > grant.body.position,
+    );
     expect(since.length).toBeGreaterThanOrEqual(2);
     for (const event of since) expect(event.metadata.actor).toEqual(keyActor('granted'));
     // A writer is not an owner: it grants no one.
@@ -101,7 +107,8 @@ describe('who may write to a session', () => {
     // An admin of another tenant finds nothing to grant.
     const foreignAdmin = await ledger.credentials.key('foreign-admin', { tenant: 'elsewhere', roles: ['admin'] });
     const foreign = await probe(ledger.baseUrl, 'POST', `/v1/sessions/${granted}/writers`, {
-      credential: foreignAdmin, body: { writers: ['subject:x'] },
+      credential: foreignAdmin,
+      body: { writers: ['subject:x'] },
     });
     expect(foreign).toMatchObject({ status: 404, body: { error: { code: 'session_not_found' } } });
   });

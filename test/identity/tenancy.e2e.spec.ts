@@ -30,12 +30,21 @@ describe('tenants with the same client ids', () => {
       ['/v1/sessions', { id: sessionId, title: `${tenant}'s session` }],
       [`/v1/sessions/${sessionId}/messages`, { id: 'u1', role: 'user', content: `${text}: the question` }],
       [`/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' }],
-      [`/v1/sessions/${sessionId}/messages/a1/chunks`, [
-        { seq: 1, type: 'llm_response_created' }, { seq: 2, type: 'text.start' }, { seq: 3, type: 'text.delta', text },
-      ]],
-      [`/v1/sessions/${sessionId}/messages/a1/chunks`, [
-        { seq: 4, type: 'text.complete', text }, { seq: 5, type: 'block_complete' },
-      ]],
+      [
+        `/v1/sessions/${sessionId}/messages/a1/chunks`,
+        [
+          { seq: 1, type: 'llm_response_created' },
+          { seq: 2, type: 'text.start' },
+          { seq: 3, type: 'text.delta', text },
+        ],
+      ],
+      [
+        `/v1/sessions/${sessionId}/messages/a1/chunks`,
+        [
+          { seq: 4, type: 'text.complete', text },
+          { seq: 5, type: 'block_complete' },
+        ],
+      ],
     ];
     let position = 0;
     for (const [path, body] of calls) {
@@ -61,14 +70,21 @@ describe('tenants with the same client ids', () => {
     for (const tenant of TENANTS) {
       // The broadest filters there are: none, and a stream prefix every tenant's session streams start with.
       const urls = ['/v1/events/live', '/v1/events/live?types=&streams=session-'];
-      feeds.set(tenant, urls.map((url) => connectSse(`${ledger.baseUrl}${url}`, { key: keys.get(tenant) })));
+      feeds.set(
+        tenant,
+        urls.map((url) => connectSse(`${ledger.baseUrl}${url}`, { key: keys.get(tenant) })),
+      );
     }
     for (const feed of [...feeds.values()].flat()) expect((await feed.opened).status).toBe(200);
 
     const positions = new Map<Tenant, number>();
     for (const tenant of TENANTS) positions.set(tenant, await streamSession(tenant, SHARED_ID));
-    const sessionFeeds = new Map(TENANTS.map((tenant) =>
-      [tenant, connectSse(`${ledger.baseUrl}/v1/sessions/${SHARED_ID}/live`, { key: keys.get(tenant) })]));
+    const sessionFeeds = new Map(
+      TENANTS.map((tenant) => [
+        tenant,
+        connectSse(`${ledger.baseUrl}/v1/sessions/${SHARED_ID}/live`, { key: keys.get(tenant) }),
+      ]),
+    );
     // Credentials are audited in their tenant's log too.
     await ledger.credentials.mint('acme-late', { tenant: 'acme', roles: ['reader'] });
     // Each tenant writes once more after both have written: a feed that shows its marker has passed
@@ -166,14 +182,16 @@ describe('tenants with the same client ids', () => {
     const defaultKeyId = /^blk_([a-z0-9]{16})_/.exec(keys.get('default')!)![1]!;
 
     expect(await asAdmin('DELETE', `/v1/admin/keys/${defaultKeyId}`)).toMatchObject({
-      status: 404, body: { error: { code: 'key_not_found' } },
+      status: 404,
+      body: { error: { code: 'key_not_found' } },
     });
     const listed = await asAdmin('GET', '/v1/admin/keys');
     expect(listed.status).toBe(200);
     expect(listed.body.keys.map((key: { tenant: string }) => key.tenant)).toEqual(listed.body.keys.map(() => 'acme'));
     expect(JSON.stringify(listed.body)).not.toContain(defaultKeyId);
     expect(await asAdmin('GET', '/v1/admin/keys?tenant=default')).toMatchObject({
-      status: 403, body: { error: { code: 'forbidden' } },
+      status: 403,
+      body: { error: { code: 'forbidden' } },
     });
     // The default tenant's key still works.
     expect((await as('default', 'GET', '/v1/tool-calls')).status).toBe(200);
@@ -191,7 +209,7 @@ describe('tenants with the same client ids', () => {
     const pending = [{ seq: 1, type: 'mcp_tool_pending', responses: [request] }];
     expect((await acme('POST', `/v1/sessions/${sid}/messages/a2/chunks`, pending)).status).toBe(200);
     const toolCallId = governedToolCallId('acme', sid, 'a2', 'call_1');
-    const { argumentsSha256 } = await eventually('acme\'s tool call awaits approval', async () => {
+    const { argumentsSha256 } = await eventually("acme's tool call awaits approval", async () => {
       const read = await acme('GET', `/v1/tool-calls/${toolCallId}`);
       return read.body?.status === 'awaiting_approval' ? read.body : undefined;
     });

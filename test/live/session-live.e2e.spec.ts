@@ -1,4 +1,10 @@
-import { freePort, reachableTempDir, startService, waitUntilHealthy, type ServiceProcess } from '../support/service-process.js';
+import {
+  freePort,
+  reachableTempDir,
+  startService,
+  waitUntilHealthy,
+  type ServiceProcess,
+} from '../support/service-process.js';
 import { connectSse, type SseConnection } from '../support/sse-client.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { authorization } from '../support/test-credentials.js';
@@ -9,9 +15,17 @@ const words = (count: number) => Array.from({ length: count }, (_, index) => `w$
 
 /** An assistant response: thinking, a tool call, then a long streamed answer, posted in batches. */
 function response(length: number): object[] {
-  const chunks: object[] = [{ type: 'llm_response_created' }, { type: 'thinking.start' }, { type: 'thinking.delta', text: 'hmm' }, { type: 'thinking.complete', text: 'hmm' }];
+  const chunks: object[] = [
+    { type: 'llm_response_created' },
+    { type: 'thinking.start' },
+    { type: 'thinking.delta', text: 'hmm' },
+    { type: 'thinking.complete', text: 'hmm' },
+  ];
   const tool = { id: 'call_1', tool: { name: 'search', serverId: 's' }, arguments: { q: 'x' }, status: 'pending' };
-  chunks.push({ type: 'mcp_tool_pending', responses: [tool] }, { type: 'mcp_tool_complete', responses: [{ ...tool, status: 'done', response: 'found' }] });
+  chunks.push(
+    { type: 'mcp_tool_pending', responses: [tool] },
+    { type: 'mcp_tool_complete', responses: [{ ...tool, status: 'done', response: 'found' }] },
+  );
   chunks.push({ type: 'llm_response_created' }, { type: 'text.start' });
   let text = '';
   for (const word of words(length)) {
@@ -37,10 +51,21 @@ async function conversation(ledger: LedgerUnderTest) {
   return { sessionId, position: created.body.position as number };
 }
 
-async function stream(ledger: LedgerUnderTest, sessionId: string, messageId: string, chunks: object[], batch: number, pauseMs: number): Promise<number> {
+async function stream(
+  ledger: LedgerUnderTest,
+  sessionId: string,
+  messageId: string,
+  chunks: object[],
+  batch: number,
+  pauseMs: number,
+): Promise<number> {
   let position = 0;
   for (let start = 0; start < chunks.length; start += batch) {
-    const appended = await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, chunks.slice(start, start + batch));
+    const appended = await ledger.request(
+      'POST',
+      `/v1/sessions/${sessionId}/messages/${messageId}/chunks`,
+      chunks.slice(start, start + batch),
+    );
     expect(appended.status).toBe(200);
     position = appended.body.position;
     if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
@@ -100,7 +125,13 @@ describe('live session feed, every update delivered (no coalescing)', () => {
     ids.forEach((id, index) => index > 0 && expect(id).toBeGreaterThan(ids[index - 1]!));
     for (const { id, state: held } of checkpoints) {
       const atThatPosition = await ledger.request('GET', `/v1/sessions/${sessionId}?at=${id}`);
-      expect({ id, messages: assembled(held, atThatPosition.body.messages.map((m: { id: string }) => m.id)) }).toEqual({ id, messages: readView(atThatPosition.body.messages) });
+      expect({
+        id,
+        messages: assembled(
+          held,
+          atThatPosition.body.messages.map((m: { id: string }) => m.id),
+        ),
+      }).toEqual({ id, messages: readView(atThatPosition.body.messages) });
     }
     const final = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${ids.at(-1)}`);
     expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
@@ -114,7 +145,9 @@ describe('live session feed, every update delivered (no coalescing)', () => {
     const state = new LiveState();
     for (const message of snapshot.body.messages) {
       state.messages.set(message.id, message);
-      message.blocks.forEach((block: object, index: number) => state.blocks.set((block as { id: string }).id, { ...block, index }));
+      message.blocks.forEach((block: object, index: number) =>
+        state.blocks.set((block as { id: string }).id, { ...block, index }),
+      );
     }
     const seen: string[] = [];
     const client = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live?from=${snapshot.body.position}`, {
@@ -157,20 +190,29 @@ describe('live session feed for many clients (coalescing on)', () => {
     const { sessionId } = await conversation(ledger);
     const clients = Array.from({ length: 200 }, () => {
       const state = new LiveState();
-      const connection = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { onEvent: (event) => state.apply(event) });
+      const connection = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, {
+        onEvent: (event) => state.apply(event),
+      });
       return { state, connection };
     });
     for (const { connection } of clients) expect((await connection.opened).status).toBe(200);
     const chunks = response(150);
     const end = await stream(ledger, sessionId, 'a1', chunks, 2, 0);
-    await until(() => clients.every(({ connection }) => connection.lastEventId() === String(end)), 'every client to reach the end', 60_000);
+    await until(
+      () => clients.every(({ connection }) => connection.lastEventId() === String(end)),
+      'every client to reach the end',
+      60_000,
+    );
     const final = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${end}`);
     for (const { state, connection } of clients) {
       expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
       connection.close();
     }
     // The answer's block had ~150 states; clients got fewer, the last one always.
-    const answerUpdates = clients.map(({ connection }) => connection.events.filter((event) => event.event === 'block' && event.data.type === 'main_text').length);
+    const answerUpdates = clients.map(
+      ({ connection }) =>
+        connection.events.filter((event) => event.event === 'block' && event.data.type === 'main_text').length,
+    );
     expect(Math.min(...answerUpdates)).toBeGreaterThan(0);
     expect(Math.max(...answerUpdates)).toBeLessThan(150);
   });
@@ -186,7 +228,10 @@ describe('live session feed for many clients (coalescing on)', () => {
     stalled.stall();
     // Long snapshots: the answer's updates carry ~60 KB each, ~12 MB in all, more than the socket buffers take.
     const big = response(20_000)
-      .filter((chunk, index, all) => (chunk as { type: string }).type !== 'text.delta' || index % 100 === 0 || index === all.length - 3)
+      .filter(
+        (chunk, index, all) =>
+          (chunk as { type: string }).type !== 'text.delta' || index % 100 === 0 || index === all.length - 3,
+      )
       .map((chunk, index) => ({ ...chunk, seq: index + 1 }));
     const end = await stream(ledger, sessionId, 'a1', big, 1, 20);
     await until(() => other.lastEventId() === String(end), 'the healthy client to get everything', 60_000);
@@ -194,7 +239,9 @@ describe('live session feed for many clients (coalescing on)', () => {
     expect(assembled(healthy, ['u1', 'a1'])).toEqual(readView(final.body.messages));
     other.close();
 
-    const metrics = await fetch(`${ledger.baseUrl}/metrics`, { headers: await authorization(ledger.baseUrl, 'admin') }).then((response) => response.text());
+    const metrics = await fetch(`${ledger.baseUrl}/metrics`, {
+      headers: await authorization(ledger.baseUrl, 'admin'),
+    }).then((response) => response.text());
     expect(metrics).toMatch(/ledger_live_disconnects_total\{reason="slow_client"\} [1-9]/);
     // The stalled client comes back with the last id it got and catches up to exactly the read model.
     stalled.close();
@@ -215,7 +262,12 @@ describe('live feeds with two service instances on one database', () => {
     database = await createTestDatabase();
     // One data folder: whichever instance makes the admin key writes it there for both.
     const dataDir = await reachableTempDir('two-instances');
-    const start = async () => startService({ PORT: String(await freePort()), DATABASE_URL: database.connectionString, LEDGER_DATA_DIR: dataDir });
+    const start = async () =>
+      startService({
+        PORT: String(await freePort()),
+        DATABASE_URL: database.connectionString,
+        LEDGER_DATA_DIR: dataDir,
+      });
     [first, second] = await Promise.all([start(), start()]);
     await Promise.all([waitUntilHealthy(first), waitUntilHealthy(second)]);
   });
@@ -230,14 +282,22 @@ describe('live feeds with two service instances on one database', () => {
   it('appends through one instance and watches through the other: session and raw feeds both get everything', async () => {
     const via = (service: ServiceProcess) => async (method: string, path: string, body?: unknown) => {
       const headers = { ...(await authorization(service.baseUrl, 'client')), 'content-type': 'application/json' };
-      const response = await fetch(`${service.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const response = await fetch(`${service.baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: response.status, body: (await response.json()) as any };
     };
     const writer = via(first);
     const sessionId: string = (await writer('POST', '/v1/sessions', {})).body.id;
     const state = new LiveState();
-    const watcher = connectSse(`${second.baseUrl}/v1/sessions/${sessionId}/live`, { onEvent: (event) => state.apply(event) });
-    const auditor = connectSse(`${second.baseUrl}/v1/events/live?types=chunk.text,message.&streams=session-${sessionId}`);
+    const watcher = connectSse(`${second.baseUrl}/v1/sessions/${sessionId}/live`, {
+      onEvent: (event) => state.apply(event),
+    });
+    const auditor = connectSse(
+      `${second.baseUrl}/v1/events/live?types=chunk.text,message.&streams=session-${sessionId}`,
+    );
     expect((await watcher.opened).status).toBe(200);
     expect((await auditor.opened).status).toBe(200);
 
@@ -245,21 +305,34 @@ describe('live feeds with two service instances on one database', () => {
     await writer('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' });
     let end = 0;
     const chunks = response(60);
-    for (let start = 0; start < chunks.length; start += 5) end = (await writer('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, chunks.slice(start, start + 5))).body.position;
+    for (let start = 0; start < chunks.length; start += 5)
+      end = (await writer('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, chunks.slice(start, start + 5))).body
+        .position;
 
     await until(() => watcher.lastEventId() === String(end), 'the watcher on the other instance');
     const read = await via(second)('GET', `/v1/sessions/${sessionId}?minPosition=${end}`);
     expect(assembled(state, ['u1', 'a1'])).toEqual(readView(read.body.messages));
 
     const { events } = (await writer('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body;
-    const expected = events.filter((event: { type: string }) => event.type.startsWith('chunk.text') || event.type.startsWith('message.'));
+    const expected = events.filter(
+      (event: { type: string }) => event.type.startsWith('chunk.text') || event.type.startsWith('message.'),
+    );
     await until(() => auditor.events.length >= expected.length, 'the raw feed');
-    expect(auditor.events.map((event) => [event.id, event.data.type, event.data.id])).toEqual(expected.map((event: { position: number; type: string; id: string }) => [String(event.position), event.type, event.id]));
+    expect(auditor.events.map((event) => [event.id, event.data.type, event.data.id])).toEqual(
+      expected.map((event: { position: number; type: string; id: string }) => [
+        String(event.position),
+        event.type,
+        event.id,
+      ]),
+    );
 
     // The raw feed resumes after the id it was given, on either instance.
     auditor.close();
     const middle = expected[Math.floor(expected.length / 2)];
-    const resumed = connectSse(`${first.baseUrl}/v1/events/live?types=chunk.text,message.&streams=session-${sessionId}`, { lastEventId: String(middle.position) });
+    const resumed = connectSse(
+      `${first.baseUrl}/v1/events/live?types=chunk.text,message.&streams=session-${sessionId}`,
+      { lastEventId: String(middle.position) },
+    );
     const rest = expected.filter((event: { position: number }) => event.position > middle.position);
     await until(() => resumed.events.length >= rest.length, 'the resumed raw feed');
     expect(resumed.events.map((event) => event.data.id)).toEqual(rest.map((event: { id: string }) => event.id));

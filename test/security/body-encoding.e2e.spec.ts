@@ -27,7 +27,9 @@ describe('attack: a body that does not inflate as its Content-Encoding says', ()
   it.each(['gzip', 'deflate', 'br'])('%s that is not is a 400 naming the body', async (encoding) => {
     const response = await post(encoding, '{"id":"not-compressed"}');
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ error: { code: 'bad_request', message: expect.any(String), field: '(body)' } });
+    expect(await response.json()).toEqual({
+      error: { code: 'bad_request', message: expect.any(String), field: '(body)' },
+    });
   });
 
   it('a truncated gzip body is a 400 too, and a whole one is read', async () => {

@@ -22,6 +22,7 @@ describe('attack: a burst of live connections past the per-credential cap', () =
     expect(answers.filter(({ status }) => status === 200)).toHaveLength(CAP);
     const refused = answers.filter(({ status }) => status !== 200);
     expect(refused).toHaveLength(10 - CAP);
-    for (const answer of refused) expect(answer).toMatchObject({ status: 429, body: { error: { code: 'too_many_live_connections' } } });
+    for (const answer of refused)
+      expect(answer).toMatchObject({ status: 429, body: { error: { code: 'too_many_live_connections' } } });
   });
 });

@@ -23,7 +23,10 @@ describe("attack: a tenant's admin acts on the whole service", () => {
   ])('%s %s is a 403 for an admin of another tenant, and works for the operator', async (method, route) => {
     const refused = await ledger.request(method, route, undefined, undefined, 'acme-admin');
     expect(refused).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
-    const operator = await fetch(`${ledger.baseUrl}${route}`, { method, headers: { authorization: `Bearer ${ledger.credentials.adminKey}` } });
+    const operator = await fetch(`${ledger.baseUrl}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${ledger.credentials.adminKey}` },
+    });
     expect(operator.status).toBe(200);
   });
 });

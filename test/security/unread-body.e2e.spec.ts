@@ -20,7 +20,10 @@ describe('attack: a body in a media type the service does not read', () => {
     ['multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="id"\r\n\r\nmine\r\n--x--\r\n'],
   ])('%s is a 415 naming the content type', async (contentType, body) => {
     const response = await ledger.request('POST', '/v1/sessions', body, contentType);
-    expect(response).toMatchObject({ status: 415, body: { error: { code: 'unsupported_media_type', field: 'content-type' } } });
+    expect(response).toMatchObject({
+      status: 415,
+      body: { error: { code: 'unsupported_media_type', field: 'content-type' } },
+    });
   });
 
   it('a request without a body still works where every field is optional', async () => {

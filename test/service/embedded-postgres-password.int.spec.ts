@@ -2,7 +2,9 @@ import { readFile, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import {
-  passwordFileOf, startEmbeddedPostgres, type EmbeddedDatabase,
+  passwordFileOf,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
 } from '../../apps/ledger/src/database/embedded-postgres.js';
 import { freePort, reachableTempDir } from '../support/service-process.js';
 

@@ -32,8 +32,9 @@ describe('keys on the command line', () => {
   }
 
   const get = (route: string, key: string) =>
-    fetch(`${ledger.baseUrl}${route}`, { headers: { authorization: `Bearer ${key}` } })
-      .then((response) => response.status);
+    fetch(`${ledger.baseUrl}${route}`, { headers: { authorization: `Bearer ${key}` } }).then(
+      (response) => response.status,
+    );
 
   /** Actors of the events on a key's credential stream, straight from the log. */
   async function credentialEvents(keyId: string): Promise<{ type: string; actor: string }[]> {
@@ -67,8 +68,12 @@ describe('keys on the command line', () => {
     expect(lines).toHaveLength(1);
     const key = JSON.parse(lines[0]!);
     expect(key).toMatchObject({
-      name: 'ci bot', tenant: 'acme', roles: ['producer', 'reader'], subject: 'ci',
-      createdBy: 'system:cli', revokedAt: null,
+      name: 'ci bot',
+      tenant: 'acme',
+      roles: ['producer', 'reader'],
+      subject: 'ci',
+      createdBy: 'system:cli',
+      revokedAt: null,
       key: expect.stringMatching(/^blk_[a-z0-9]{16}_[A-Za-z0-9_-]{32}$/),
     });
     expect(await credentialEvents(key.id)).toEqual([{ type: 'credential.created', actor: 'system:cli' }]);

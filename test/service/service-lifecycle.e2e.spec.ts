@@ -60,13 +60,18 @@ describe('the service process with its embedded PostgreSQL', () => {
     try {
       await log.append('session-esdb', newEvents(2), NO_STREAM);
       const service = startService({
-        PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: String(await freePort()), EVENTSTORE_CONNECTION_STRING: double.connectionString,
+        PORT: String(await freePort()),
+        LEDGER_DATA_DIR: dataDir,
+        LEDGER_PG_PORT: String(await freePort()),
+        EVENTSTORE_CONNECTION_STRING: double.connectionString,
       });
       const health = await waitUntilHealthy(service);
       expect(health).toMatchObject({ details: { eventLog: { status: 'up', engine: 'eventstoredb' } } });
       // What the service records lands in EventStoreDB.
       const opened = await fetch(`${service.baseUrl}/v1/sessions`, {
-        method: 'POST', headers: { ...(await authorization(service.baseUrl, 'client')), 'content-type': 'application/json' }, body: '{}',
+        method: 'POST',
+        headers: { ...(await authorization(service.baseUrl, 'client')), 'content-type': 'application/json' },
+        body: '{}',
       });
       const { id } = (await opened.json()) as { id: string };
       expect((await log.readStream(`session-${id}`)).map((event) => event.type)).toEqual(['session.opened']);
@@ -83,7 +88,11 @@ describe('the service process with its embedded PostgreSQL', () => {
     const port = await freePort();
     await new Promise<void>((resolve) => blocker.listen(port, '0.0.0.0', resolve));
     try {
-      const service = startService({ PORT: String(port), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: String(await freePort()) });
+      const service = startService({
+        PORT: String(port),
+        LEDGER_DATA_DIR: dataDir,
+        LEDGER_PG_PORT: String(await freePort()),
+      });
       expect(await service.exited).toBe(1);
       expect(service.output()).toContain(`port ${port} is not available (EADDRINUSE); set PORT to a free port`);
       expect(service.output()).not.toMatch(/^\s+at /m);
@@ -100,6 +109,8 @@ describe('the service process with its embedded PostgreSQL', () => {
 
     const notAFolder = startService({ PORT: String(await freePort()), LEDGER_DATA_DIR: '/etc/hostname/ledger' });
     expect(await notAFolder.exited).toBe(1);
-    expect(notAFolder.output()).toContain('the data folder /etc/hostname/ledger is not writable (ENOTDIR); set LEDGER_DATA_DIR to a writable folder');
+    expect(notAFolder.output()).toContain(
+      'the data folder /etc/hostname/ledger is not writable (ENOTDIR); set LEDGER_DATA_DIR to a writable folder',
+    );
   });
 });

@@ -15,77 +15,353 @@ interface BadCase {
 const MAX_BODY = 16 * 1024;
 const tool = { id: 'call_1', tool: { name: 'read_file' }, arguments: { path: '/x' }, status: 'pending' };
 const VALID: Record<string, Record<string, unknown>> = {
-  llm_response_created: {}, 'text.start': {}, 'text.delta': { text: 'a' }, 'text.complete': { text: 'a' }, 'thinking.start': {},
-  'thinking.delta': { text: 'a' }, 'thinking.complete': { text: 'a' }, mcp_tool_streaming: { responses: [tool] }, mcp_tool_pending: { responses: [tool] },
-  mcp_tool_in_progress: { responses: [tool] }, mcp_tool_complete: { responses: [{ ...tool, status: 'done' }] }, llm_websearch_in_progress: {},
-  llm_websearch_complete: { llm_web_search: { results: [] } }, 'image.created': {}, 'image.delta': { image: { type: 'base64', images: [] } },
-  'image.complete': {}, 'video.searched': { video: {} }, raw: { content: 1 }, block_complete: {}, llm_response_complete: {}, error: { error: { name: 'E' } },
+  llm_response_created: {},
+  'text.start': {},
+  'text.delta': { text: 'a' },
+  'text.complete': { text: 'a' },
+  'thinking.start': {},
+  'thinking.delta': { text: 'a' },
+  'thinking.complete': { text: 'a' },
+  mcp_tool_streaming: { responses: [tool] },
+  mcp_tool_pending: { responses: [tool] },
+  mcp_tool_in_progress: { responses: [tool] },
+  mcp_tool_complete: { responses: [{ ...tool, status: 'done' }] },
+  llm_websearch_in_progress: {},
+  llm_websearch_complete: { llm_web_search: { results: [] } },
+  'image.created': {},
+  'image.delta': { image: { type: 'base64', images: [] } },
+  'image.complete': {},
+  'video.searched': { video: {} },
+  raw: { content: 1 },
+  block_complete: {},
+  llm_response_complete: {},
+  error: { error: { name: 'E' } },
 };
 const REQUIRED: Record<string, string[]> = {
-  'text.delta': ['text'], 'text.complete': ['text'], 'thinking.delta': ['text'], 'thinking.complete': ['text'], mcp_tool_streaming: ['responses'],
-  mcp_tool_pending: ['responses'], mcp_tool_in_progress: ['responses'], mcp_tool_complete: ['responses'], llm_websearch_complete: ['llm_web_search'],
-  'image.delta': ['image'], 'video.searched': ['video'], error: ['error'],
+  'text.delta': ['text'],
+  'text.complete': ['text'],
+  'thinking.delta': ['text'],
+  'thinking.complete': ['text'],
+  mcp_tool_streaming: ['responses'],
+  mcp_tool_pending: ['responses'],
+  mcp_tool_in_progress: ['responses'],
+  mcp_tool_complete: ['responses'],
+  llm_websearch_complete: ['llm_web_search'],
+  'image.delta': ['image'],
+  'video.searched': ['video'],
+  error: ['error'],
 };
 const NEXT = 4; // three chunks are recorded before the cases run
 
 function cases(): BadCase[] {
   const list: BadCase[] = [];
-  const chunk = (type: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ seq: NEXT, type, ...VALID[type], ...extra });
+  const chunk = (type: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    seq: NEXT,
+    type,
+    ...VALID[type],
+    ...extra,
+  });
   for (const type of Object.keys(VALID)) {
-    list.push({ name: `${type} with an extra field`, body: [chunk(type, { bogus: true })], status: 400, names: 'chunks[0].bogus' });
+    list.push({
+      name: `${type} with an extra field`,
+      body: [chunk(type, { bogus: true })],
+      status: 400,
+      names: 'chunks[0].bogus',
+    });
     for (const field of Object.keys(VALID[type]!)) {
       if (type === 'raw') continue;
-      list.push({ name: `${type}.${field} of the wrong type`, body: [chunk(type, { [field]: typeof VALID[type]![field] === 'string' ? 7 : 'x' })], status: 400, names: `chunks[0].${field}` });
+      list.push({
+        name: `${type}.${field} of the wrong type`,
+        body: [chunk(type, { [field]: typeof VALID[type]![field] === 'string' ? 7 : 'x' })],
+        status: 400,
+        names: `chunks[0].${field}`,
+      });
     }
     for (const field of REQUIRED[type] ?? []) {
       const { [field]: _dropped, ...rest } = chunk(type);
       list.push({ name: `${type} without ${field}`, body: [rest], status: 400, names: `chunks[0].${field}` });
     }
-    list.push({ name: `${type} with seq as a string`, body: [{ ...chunk(type), seq: String(NEXT) }], status: 400, names: 'chunks[0].seq' });
+    list.push({
+      name: `${type} with seq as a string`,
+      body: [{ ...chunk(type), seq: String(NEXT) }],
+      status: 400,
+      names: 'chunks[0].seq',
+    });
     if (type.startsWith('mcp_tool_')) {
-      list.push({ name: `${type} with an unknown tool status`, body: [chunk(type, { responses: [{ ...tool, status: 'flying' }] })], status: 400, names: 'chunks[0].responses.0.status' });
-      list.push({ name: `${type} with a tool without a name`, body: [chunk(type, { responses: [{ ...tool, tool: {} }] })], status: 400, names: 'chunks[0].responses.0.tool.name' });
-      list.push({ name: `${type} with no responses`, body: [chunk(type, { responses: [] })], status: 400, names: 'chunks[0].responses' });
+      list.push({
+        name: `${type} with an unknown tool status`,
+        body: [chunk(type, { responses: [{ ...tool, status: 'flying' }] })],
+        status: 400,
+        names: 'chunks[0].responses.0.status',
+      });
+      list.push({
+        name: `${type} with a tool without a name`,
+        body: [chunk(type, { responses: [{ ...tool, tool: {} }] })],
+        status: 400,
+        names: 'chunks[0].responses.0.tool.name',
+      });
+      list.push({
+        name: `${type} with no responses`,
+        body: [chunk(type, { responses: [] })],
+        status: 400,
+        names: 'chunks[0].responses',
+      });
     }
     // The bad chunk behind good ones: the whole batch is refused and names its index.
-    list.push({ name: `${type} broken at index 2 of a batch`, body: [chunk('raw'), { ...chunk('raw'), seq: NEXT + 1 }, { ...chunk(type, { bogus: 1 }), seq: NEXT + 2 }], status: 400, names: 'chunks[2]' });
+    list.push({
+      name: `${type} broken at index 2 of a batch`,
+      body: [chunk('raw'), { ...chunk('raw'), seq: NEXT + 1 }, { ...chunk(type, { bogus: 1 }), seq: NEXT + 2 }],
+      status: 400,
+      names: 'chunks[2]',
+    });
   }
-  for (const type of ['text', 'TEXT.DELTA', 'text.delta ', '', 'chunk.text.delta', 'text_delta', 'thinking', 'mcp_tool', 'tool_call', 'delta', 'block-complete', 'error ', 'image', 'video', 'llm_response', 'response.created', 'text.stop', 'thinking.end', 'mcp_tool_done', 'unknown', 'Text.Start', 'text..delta', 'thinking.delta.extra', 'mcp_tool_completed', 'llm_response_done', 'image.deltas', 'video.search', 'raws', 'errors', 'block_completed']) {
-    list.push({ name: `unknown chunk type ${JSON.stringify(type)}`, body: [{ seq: NEXT, type }], status: 400, names: 'chunks[0].type' });
+  for (const type of [
+    'text',
+    'TEXT.DELTA',
+    'text.delta ',
+    '',
+    'chunk.text.delta',
+    'text_delta',
+    'thinking',
+    'mcp_tool',
+    'tool_call',
+    'delta',
+    'block-complete',
+    'error ',
+    'image',
+    'video',
+    'llm_response',
+    'response.created',
+    'text.stop',
+    'thinking.end',
+    'mcp_tool_done',
+    'unknown',
+    'Text.Start',
+    'text..delta',
+    'thinking.delta.extra',
+    'mcp_tool_completed',
+    'llm_response_done',
+    'image.deltas',
+    'video.search',
+    'raws',
+    'errors',
+    'block_completed',
+  ]) {
+    list.push({
+      name: `unknown chunk type ${JSON.stringify(type)}`,
+      body: [{ seq: NEXT, type }],
+      status: 400,
+      names: 'chunks[0].type',
+    });
   }
-  for (const [label, value] of [['missing', undefined], ['zero', 0], ['negative', -1], ['fractional', 1.5], ['a string', '4'], ['null', null], ['an object', {}], ['huge', 1e20]] as const) {
-    list.push({ name: `seq ${label}`, body: [{ seq: value, type: 'raw', content: 1 }], status: 400, names: 'chunks[0].seq' });
+  for (const [label, value] of [
+    ['missing', undefined],
+    ['zero', 0],
+    ['negative', -1],
+    ['fractional', 1.5],
+    ['a string', '4'],
+    ['null', null],
+    ['an object', {}],
+    ['huge', 1e20],
+  ] as const) {
+    list.push({
+      name: `seq ${label}`,
+      body: [{ seq: value, type: 'raw', content: 1 }],
+      status: 400,
+      names: 'chunks[0].seq',
+    });
   }
-  for (const type of [7, null, ['text.start'], { t: 1 }]) list.push({ name: `type ${JSON.stringify(type)}`, body: [{ seq: NEXT, type }], status: 400, names: 'chunks[0].type' });
-  for (const gap of [NEXT + 1, NEXT + 2, NEXT + 10, 1_000]) list.push({ name: `seq gap to ${gap}`, body: [{ seq: gap, type: 'raw', content: 1 }], status: 409, names: `expected seq ${NEXT}` });
-  list.push({ name: 'seq gap inside a batch', body: [{ seq: NEXT, type: 'raw', content: 1 }, { seq: NEXT + 2, type: 'raw', content: 1 }], status: 409, names: `expected seq ${NEXT + 1}` });
-  for (const [seq, changed] of [[1, { type: 'text.start' }], [2, { type: 'thinking.start' }], [3, { type: 'text.delta', text: 'Hullo' }], [3, { type: 'text.delta', text: 'Hello', chunk_id: 1 }]] as const) {
-    list.push({ name: `seq ${seq} repeated with other content`, body: [{ seq, ...changed }], status: 409, names: `seq ${seq} is already recorded` });
+  for (const type of [7, null, ['text.start'], { t: 1 }])
+    list.push({
+      name: `type ${JSON.stringify(type)}`,
+      body: [{ seq: NEXT, type }],
+      status: 400,
+      names: 'chunks[0].type',
+    });
+  for (const gap of [NEXT + 1, NEXT + 2, NEXT + 10, 1_000])
+    list.push({
+      name: `seq gap to ${gap}`,
+      body: [{ seq: gap, type: 'raw', content: 1 }],
+      status: 409,
+      names: `expected seq ${NEXT}`,
+    });
+  list.push({
+    name: 'seq gap inside a batch',
+    body: [
+      { seq: NEXT, type: 'raw', content: 1 },
+      { seq: NEXT + 2, type: 'raw', content: 1 },
+    ],
+    status: 409,
+    names: `expected seq ${NEXT + 1}`,
+  });
+  for (const [seq, changed] of [
+    [1, { type: 'text.start' }],
+    [2, { type: 'thinking.start' }],
+    [3, { type: 'text.delta', text: 'Hullo' }],
+    [3, { type: 'text.delta', text: 'Hello', chunk_id: 1 }],
+  ] as const) {
+    list.push({
+      name: `seq ${seq} repeated with other content`,
+      body: [{ seq, ...changed }],
+      status: 409,
+      names: `seq ${seq} is already recorded`,
+    });
   }
-  for (const body of ['{', '[{"seq":4,', 'nul', '[1,]', '{"a":}', "['x']", '[{"seq":4 "type":"raw"}]', '[]]', 'tru', '"unterminated', '[{"seq":4,"type":"raw","content":1},]', '\u0000', '[NaN]', '[{seq:4}]', '[0x10]']) {
+  for (const body of [
+    '{',
+    '[{"seq":4,',
+    'nul',
+    '[1,]',
+    '{"a":}',
+    "['x']",
+    '[{"seq":4 "type":"raw"}]',
+    '[]]',
+    'tru',
+    '"unterminated',
+    '[{"seq":4,"type":"raw","content":1},]',
+    '\u0000',
+    '[NaN]',
+    '[{seq:4}]',
+    '[0x10]',
+  ]) {
     list.push({ name: `malformed JSON ${JSON.stringify(body)}`, body, status: 400, names: '(body)' });
   }
   const good = JSON.stringify({ seq: NEXT, type: 'raw', content: 1 });
-  for (const [index, bad] of ['{', '{"seq":5,', 'nope', '[', '{"seq": 5 "type": "raw"}', '}{', '{"a":1}}', 'undefined', "{'seq':5}", '{"seq":5,"type":"raw","content":}', '{,}', '"', '{"seq":5}x', 'NaN', '{"seq":5,"type":"raw" "content":1}'].entries()) {
+  for (const [index, bad] of [
+    '{',
+    '{"seq":5,',
+    'nope',
+    '[',
+    '{"seq": 5 "type": "raw"}',
+    '}{',
+    '{"a":1}}',
+    'undefined',
+    "{'seq':5}",
+    '{"seq":5,"type":"raw","content":}',
+    '{,}',
+    '"',
+    '{"seq":5}x',
+    'NaN',
+    '{"seq":5,"type":"raw" "content":1}',
+  ].entries()) {
     const lines = index % 2 === 0 ? [good, bad] : [bad, good];
-    list.push({ name: `malformed NDJSON line ${JSON.stringify(bad)}`, body: lines.join('\n'), contentType: 'application/x-ndjson', status: 400, names: `line ${index % 2 === 0 ? 2 : 1}` });
+    list.push({
+      name: `malformed NDJSON line ${JSON.stringify(bad)}`,
+      body: lines.join('\n'),
+      contentType: 'application/x-ndjson',
+      status: 400,
+      names: `line ${index % 2 === 0 ? 2 : 1}`,
+    });
   }
-  for (const [label, body] of [['an object', { seq: NEXT, type: 'raw' }], ['a number', 5], ['a string', 'text.start'], ['null', null], ['an empty array', []], ['an empty NDJSON body', '\n\n']] as const) {
-    list.push({ name: `a body that is ${label}`, body: typeof body === 'string' && label.includes('NDJSON') ? body : JSON.stringify(body), contentType: label.includes('NDJSON') ? 'application/x-ndjson' : 'application/json', status: 400, names: '(body)' });
+  for (const [label, body] of [
+    ['an object', { seq: NEXT, type: 'raw' }],
+    ['a number', 5],
+    ['a string', 'text.start'],
+    ['null', null],
+    ['an empty array', []],
+    ['an empty NDJSON body', '\n\n'],
+  ] as const) {
+    list.push({
+      name: `a body that is ${label}`,
+      body: typeof body === 'string' && label.includes('NDJSON') ? body : JSON.stringify(body),
+      contentType: label.includes('NDJSON') ? 'application/x-ndjson' : 'application/json',
+      status: 400,
+      names: '(body)',
+    });
   }
   const big = 'x'.repeat(MAX_BODY);
-  list.push({ name: 'an oversize JSON body', body: [{ seq: NEXT, type: 'raw', content: big }], status: 413, names: '(body)' });
-  list.push({ name: 'an oversize NDJSON body', body: JSON.stringify({ seq: NEXT, type: 'raw', content: big }), contentType: 'application/x-ndjson', status: 413, names: '(body)' });
-  list.push({ name: 'a batch of many chunks over the limit', body: Array.from({ length: 2_000 }, (_, index) => ({ seq: NEXT + index, type: 'raw', content: 1 })), status: 413, names: '(body)' });
-  list.push({ name: 'an unsupported dialect', path: 'dialect', body: [{ seq: NEXT, type: 'raw', content: 1 }], status: 400, names: 'dialect' });
-  list.push({ name: 'chunks for an unknown message', path: 'unknown-message', body: [{ seq: 1, type: 'raw', content: 1 }], status: 404, names: 'message' });
-  list.push({ name: 'chunks for a user message', path: 'user-message', body: [{ seq: 1, type: 'raw', content: 1 }], status: 422, names: 'assistant' });
-  list.push({ name: 'chunks for an unknown session', path: 'unknown-session', body: [{ seq: 1, type: 'raw', content: 1 }], status: 404, names: 'session' });
-  for (const [label, body] of [['an unknown role', { role: 'robot' }], ['no role', {}], ['an extra field', { role: 'user', colour: 'red' }], ['a parent that does not exist', { role: 'user', parentId: 'ghost' }], ['a bad id', { role: 'user', id: 'has spaces' }], ['content of the wrong type', { role: 'user', content: 5 }]] as const) {
-    list.push({ name: `a message with ${label}`, path: 'messages', body, status: label.includes('parent') ? 422 : 400, names: label === 'an extra field' ? 'colour' : label.includes('parent') ? 'parentId' : label === 'a bad id' ? 'id' : label === 'content of the wrong type' ? 'content' : 'role' });
+  list.push({
+    name: 'an oversize JSON body',
+    body: [{ seq: NEXT, type: 'raw', content: big }],
+    status: 413,
+    names: '(body)',
+  });
+  list.push({
+    name: 'an oversize NDJSON body',
+    body: JSON.stringify({ seq: NEXT, type: 'raw', content: big }),
+    contentType: 'application/x-ndjson',
+    status: 413,
+    names: '(body)',
+  });
+  list.push({
+    name: 'a batch of many chunks over the limit',
+    body: Array.from({ length: 2_000 }, (_, index) => ({ seq: NEXT + index, type: 'raw', content: 1 })),
+    status: 413,
+    names: '(body)',
+  });
+  list.push({
+    name: 'an unsupported dialect',
+    path: 'dialect',
+    body: [{ seq: NEXT, type: 'raw', content: 1 }],
+    status: 400,
+    names: 'dialect',
+  });
+  list.push({
+    name: 'chunks for an unknown message',
+    path: 'unknown-message',
+    body: [{ seq: 1, type: 'raw', content: 1 }],
+    status: 404,
+    names: 'message',
+  });
+  list.push({
+    name: 'chunks for a user message',
+    path: 'user-message',
+    body: [{ seq: 1, type: 'raw', content: 1 }],
+    status: 422,
+    names: 'assistant',
+  });
+  list.push({
+    name: 'chunks for an unknown session',
+    path: 'unknown-session',
+    body: [{ seq: 1, type: 'raw', content: 1 }],
+    status: 404,
+    names: 'session',
+  });
+  for (const [label, body] of [
+    ['an unknown role', { role: 'robot' }],
+    ['no role', {}],
+    ['an extra field', { role: 'user', colour: 'red' }],
+    ['a parent that does not exist', { role: 'user', parentId: 'ghost' }],
+    ['a bad id', { role: 'user', id: 'has spaces' }],
+    ['content of the wrong type', { role: 'user', content: 5 }],
+  ] as const) {
+    list.push({
+      name: `a message with ${label}`,
+      path: 'messages',
+      body,
+      status: label.includes('parent') ? 422 : 400,
+      names:
+        label === 'an extra field'
+          ? 'colour'
+          : label.includes('parent')
+            ? 'parentId'
+            : label === 'a bad id'
+              ? 'id'
+              : label === 'content of the wrong type'
+                ? 'content'
+                : 'role',
+    });
   }
-  for (const [label, body] of [['a title of the wrong type', { title: 5 }], ['metadata that is a list', { metadata: [1] }], ['an extra field', { owner: 'x' }], ['an existing id', { id: 'fixed-session' }]] as const) {
-    list.push({ name: `a session with ${label}`, path: 'sessions', body, status: label === 'an existing id' ? 409 : 400, names: label === 'an extra field' ? 'owner' : label === 'an existing id' ? 'id' : label.includes('title') ? 'title' : 'metadata' });
+  for (const [label, body] of [
+    ['a title of the wrong type', { title: 5 }],
+    ['metadata that is a list', { metadata: [1] }],
+    ['an extra field', { owner: 'x' }],
+    ['an existing id', { id: 'fixed-session' }],
+  ] as const) {
+    list.push({
+      name: `a session with ${label}`,
+      path: 'sessions',
+      body,
+      status: label === 'an existing id' ? 409 : 400,
+      names:
+        label === 'an extra field'
+          ? 'owner'
+          : label === 'an existing id'
+            ? 'id'
+            : label.includes('title')
+              ? 'title'
+              : 'metadata',
+    });
   }
   list.push(...unstorableCases(chunk));
   return list;
@@ -126,7 +402,9 @@ function unstorableCases(chunk: (type: string, extra?: Record<string, unknown>) 
     refused(`a message model with ${label}`, { role: 'assistant', model: bad }, 'model', messages);
     refused(`a fork title with ${label}`, { atPosition: 1, title: bad }, 'title', fork);
     refused(`a fork metadata value with ${label}`, { atPosition: 1, metadata: { foo: bad } }, 'metadata.foo', fork);
-    refused(`a decision comment with ${label}`, { argumentsSha256: '0'.repeat(64), comment: bad }, 'comment', { path: 'decision' });
+    refused(`a decision comment with ${label}`, { argumentsSha256: '0'.repeat(64), comment: bad }, 'comment', {
+      path: 'decision',
+    });
   }
   // Names that every plain object inherits are not chunk types.
   for (const type of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf']) {
@@ -173,7 +451,9 @@ describe('bad input over HTTP', () => {
     await database.connect();
     await ledger.request('POST', '/v1/sessions', { id: 'fixed-session' });
     sessionId = (await ledger.request('POST', '/v1/sessions', {})).body.id;
-    userMessageId = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'hi' })).body.id;
+    userMessageId = (
+      await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'hi' })
+    ).body.id;
     messageId = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body.id;
     const seeded = await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, [
       { seq: 1, type: 'llm_response_created' },
@@ -199,7 +479,11 @@ describe('bad input over HTTP', () => {
         ? { path: messages, body: { role: 'user', content: `innocent ${index}` } }
         : { path: '/v1/sessions', body: {} },
     );
-    const posts = innocents.map(({ path, body }) => () => ledger.request('POST', path, body));
+    const posts = innocents.map(
+      ({ path, body }) =>
+        () =>
+          ledger.request('POST', path, body),
+    );
     posts.splice(20, 0, () => ledger.request('POST', messages, { role: 'user', content: 'poison \u0000' }));
     const responses = await Promise.all(posts.map((post) => post()));
 
@@ -215,7 +499,8 @@ describe('bad input over HTTP', () => {
   });
 
   it.each(generated)('$name → $status naming the problem, and the log is unchanged', async (badCase) => {
-    const head = async () => (await database.query<{ position: string }>('SELECT position FROM event_log_head')).rows[0]!.position;
+    const head = async () =>
+      (await database.query<{ position: string }>('SELECT position FROM event_log_head')).rows[0]!.position;
     const before = await head();
     const chunkPath = (message: string, session = sessionId) => `/v1/sessions/${session}/messages/${message}/chunks`;
     const path = {

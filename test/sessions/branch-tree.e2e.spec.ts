@@ -19,14 +19,35 @@ const textReply = (text: string) => [
 
 /** The history of vector 03 (three rounds, two tool calls), written out by hand from the vector. */
 const toolLoopHistory = [
-  { role: 'assistant', content: null, tool_calls: [{ id: 'call_w1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
-  { role: 'tool', tool_call_id: 'call_w1', content: JSON.stringify({ content: [{ text: '{"city":"Paris","tempC":18,"sky":"light rain"}', type: 'text' }], isError: false }) },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_w1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+  },
+  {
+    role: 'tool',
+    tool_call_id: 'call_w1',
+    content: JSON.stringify({
+      content: [{ text: '{"city":"Paris","tempC":18,"sky":"light rain"}', type: 'text' }],
+      isError: false,
+    }),
+  },
   {
     role: 'assistant',
     content: 'Paris is 18°C with light rain. Let me also check the local time.',
-    tool_calls: [{ id: 'call_t2', type: 'function', function: { name: 'get_local_time', arguments: '{"timezone":"Europe/Paris"}' } }],
+    tool_calls: [
+      {
+        id: 'call_t2',
+        type: 'function',
+        function: { name: 'get_local_time', arguments: '{"timezone":"Europe/Paris"}' },
+      },
+    ],
   },
-  { role: 'tool', tool_call_id: 'call_t2', content: JSON.stringify({ content: [{ text: '2025-10-14T16:05:00+02:00', type: 'text' }], isError: false }) },
+  {
+    role: 'tool',
+    tool_call_id: 'call_t2',
+    content: JSON.stringify({ content: [{ text: '2025-10-14T16:05:00+02:00', type: 'text' }], isError: false }),
+  },
   { role: 'assistant', content: 'It is 16:05 in Paris right now, 18°C with light rain — bring an umbrella.' },
 ];
 
@@ -46,7 +67,11 @@ describe('branch trees and model history', () => {
     await ledger?.close();
   });
 
-  async function message(id: string, role: 'user' | 'assistant', fields: { parentId?: string | null; content?: string } = {}) {
+  async function message(
+    id: string,
+    role: 'user' | 'assistant',
+    fields: { parentId?: string | null; content?: string } = {},
+  ) {
     const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { id, role, ...fields });
     expect(created.status).toBe(201);
     position = created.body.position;
@@ -58,12 +83,21 @@ describe('branch trees and model history', () => {
     position = appended.body.position;
   }
   async function select(parentId: string | null, childId: string) {
-    const selected = await ledger.request('PUT', parentId === null ? `/v1/sessions/${sessionId}/selection` : `/v1/sessions/${sessionId}/messages/${parentId}/selection`, { childId });
+    const selected = await ledger.request(
+      'PUT',
+      parentId === null
+        ? `/v1/sessions/${sessionId}/selection`
+        : `/v1/sessions/${sessionId}/messages/${parentId}/selection`,
+      { childId },
+    );
     expect(selected).toMatchObject({ status: 200, body: { parentId, childId } });
     position = selected.body.position;
   }
   async function get(path: string) {
-    const response = await ledger.request('GET', `/v1/sessions/${sessionId}${path}${path.includes('?') ? '&' : '?'}minPosition=${position}`);
+    const response = await ledger.request(
+      'GET',
+      `/v1/sessions/${sessionId}${path}${path.includes('?') ? '&' : '?'}minPosition=${position}`,
+    );
     expect(response.status).toBe(200);
     return response.body;
   }
@@ -117,7 +151,16 @@ describe('branch trees and model history', () => {
 
     const tree = await get('/tree');
     expect(tree).toMatchObject({ roots: ['u1', 'u1b'], selectedRoot: 'u1', activePath: ['u1', 'a1', 'u2b', 'a3b'] });
-    expect(Object.fromEntries(tree.messages.map((m: { id: string; parentId: string | null; children: string[]; selectedChild: string | null }) => [m.id, [m.parentId, m.children, m.selectedChild]]))).toEqual({
+    expect(
+      Object.fromEntries(
+        tree.messages.map(
+          (m: { id: string; parentId: string | null; children: string[]; selectedChild: string | null }) => [
+            m.id,
+            [m.parentId, m.children, m.selectedChild],
+          ],
+        ),
+      ),
+    ).toEqual({
       u1: [null, ['a1', 'a1b'], 'a1'],
       a1: ['u1', ['u2', 'u2b'], 'u2b'],
       u2: ['a1', ['a2', 'a2b'], 'a2b'],
@@ -138,16 +181,32 @@ describe('branch trees and model history', () => {
       { role: 'assistant', content: 'Cloudy, 15°C, dry.' },
     ]);
     const withThinking = await get('/history?includeThinking=true');
-    expect(withThinking.messages[1]).toMatchObject({ reasoning_content: 'I need the weather in Paris first, then the local time there.' });
+    expect(withThinking.messages[1]).toMatchObject({
+      reasoning_content: 'I need the weather in Paris first, then the local time there.',
+    });
     const anthropic = await get('/history?format=anthropic');
-    expect(anthropic.messages.map((m: { role: string; content: { type: string }[] }) => `${m.role}:${m.content.map((block) => block.type).join('+')}`)).toEqual([
-      'user:text', 'assistant:tool_use', 'user:tool_result', 'assistant:text+tool_use', 'user:tool_result', 'assistant:text', 'user:text', 'assistant:text',
+    expect(
+      anthropic.messages.map(
+        (m: { role: string; content: { type: string }[] }) =>
+          `${m.role}:${m.content.map((block) => block.type).join('+')}`,
+      ),
+    ).toEqual([
+      'user:text',
+      'assistant:tool_use',
+      'user:tool_result',
+      'assistant:text+tool_use',
+      'user:tool_result',
+      'assistant:text',
+      'user:text',
+      'assistant:text',
     ]);
 
     // The read models and a fold of the log agree; ?at= gives the tree and selections as they were.
     const folded = await ledger.request('GET', `/v1/sessions/${sessionId}/tree?at=${position}`);
     expect({ ...folded.body, position: 0 }).toEqual({ ...tree, position: 0 });
-    expect((await ledger.request('GET', `/v1/sessions/${sessionId}?at=${position}`)).body.messages).toEqual(session.messages);
+    expect((await ledger.request('GET', `/v1/sessions/${sessionId}?at=${position}`)).body.messages).toEqual(
+      session.messages,
+    );
     const earlier = await ledger.request('GET', `/v1/sessions/${sessionId}/tree?at=${positionAfterFirstRegeneration}`);
     expect({ ...earlier.body, position: 0 }).toEqual({ ...treeAfterFirstRegeneration, position: 0 });
     expect(earlier.body.activePath).toEqual(['u1', 'a1', 'u2', 'a2b']);
@@ -159,15 +218,28 @@ describe('branch trees and model history', () => {
     expect(completion.choices[0]!.message.content).toBe('ok');
     expect(llm.requests.at(-1)!.messages).toEqual(history.messages);
     // …and that endpoint does refuse an orphan call or an unanswered result.
-    await expect(client.chat.completions.create({ model: 'test-model', messages: messages.filter((m) => !(m.role === 'tool' && m.tool_call_id === 'call_t2')) })).rejects.toMatchObject({ status: 400 });
-    await expect(client.chat.completions.create({ model: 'test-model', messages: messages.filter((_, index) => index !== 1) })).rejects.toMatchObject({ status: 400 });
+    await expect(
+      client.chat.completions.create({
+        model: 'test-model',
+        messages: messages.filter((m) => !(m.role === 'tool' && m.tool_call_id === 'call_t2')),
+      }),
+    ).rejects.toMatchObject({ status: 400 });
+    await expect(
+      client.chat.completions.create({ model: 'test-model', messages: messages.filter((_, index) => index !== 1) }),
+    ).rejects.toMatchObject({ status: 400 });
   });
 
   it('refuses a selection of a message that is not a child, and an unknown parent, naming the field', async () => {
     const notChild = await ledger.request('PUT', `/v1/sessions/${sessionId}/messages/u1/selection`, { childId: 'u2' });
     expect(notChild).toMatchObject({ status: 422, body: { error: { code: 'not_a_child', field: 'childId' } } });
-    expect((await ledger.request('PUT', `/v1/sessions/${sessionId}/messages/nope/selection`, { childId: 'u2' })).status).toBe(404);
-    expect((await ledger.request('PUT', `/v1/sessions/${sessionId}/selection`, { child: 'u1' })).body.error).toMatchObject({ code: 'invalid_request', field: 'childId' });
-    expect((await ledger.request('GET', `/v1/sessions/${sessionId}/history?format=gemini`)).body.error).toMatchObject({ field: 'format' });
+    expect(
+      (await ledger.request('PUT', `/v1/sessions/${sessionId}/messages/nope/selection`, { childId: 'u2' })).status,
+    ).toBe(404);
+    expect(
+      (await ledger.request('PUT', `/v1/sessions/${sessionId}/selection`, { child: 'u1' })).body.error,
+    ).toMatchObject({ code: 'invalid_request', field: 'childId' });
+    expect((await ledger.request('GET', `/v1/sessions/${sessionId}/history?format=gemini`)).body.error).toMatchObject({
+      field: 'format',
+    });
   });
 });

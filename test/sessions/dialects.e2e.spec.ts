@@ -128,7 +128,10 @@ describe('producer dialects on the chunk route', () => {
     const [first] = DIALECT_STREAMS.openai[0]!.events;
     const body = `[${JSON.stringify(first)}, {"object": "chat.completion.chunk", "choices": [], "usage": {"total_tokens": 1e400}}]`;
     const refused = await ledger.request('POST', `${route}?dialect=openai&seq=1`, body);
-    expect(refused).toMatchObject({ status: 400, body: { error: { code: 'invalid_event', field: 'events[1].usage.total_tokens' } } });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_event', field: 'events[1].usage.total_tokens' } },
+    });
   });
 
   it('refuses an unknown dialect, a missing or malformed seq, a gap, and mixing dialects on one message', async () => {

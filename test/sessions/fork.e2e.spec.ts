@@ -18,7 +18,7 @@ describe('forking a session', () => {
   }
   async function allEvents(sessionId: string) {
     const events: { id: string; type: string; position: number; metadata: { hash: string; prevHash: string } }[] = [];
-    for (let from = 0; ; ) {
+    for (let from = 0; ;) {
       const page = await ok('GET', `/v1/sessions/${sessionId}/events?from=${from}&limit=3`);
       events.push(...page.events);
       if (page.next === null) return events;
@@ -31,8 +31,25 @@ describe('forking a session', () => {
     const source = (await ok('POST', '/v1/sessions', { title: 'source', metadata: { team: 'audit' } })).id;
     await ok('POST', `/v1/sessions/${source}/messages`, { id: 'u1', role: 'user', content: 'Write a haiku' });
     await ok('POST', `/v1/sessions/${source}/messages`, { id: 'a1', role: 'assistant' });
-    const mid = (await ok('POST', `/v1/sessions/${source}/messages/a1/chunks`, text(1, { type: 'llm_response_created' }, { type: 'text.start' }, { type: 'text.delta', text: 'Autumn' }))).position;
-    const end = (await ok('POST', `/v1/sessions/${source}/messages/a1/chunks`, text(4, { type: 'text.delta', text: 'Autumn moonlight' }, { type: 'text.complete', text: 'Autumn moonlight' }, { type: 'block_complete' }))).position;
+    const mid = (
+      await ok(
+        'POST',
+        `/v1/sessions/${source}/messages/a1/chunks`,
+        text(1, { type: 'llm_response_created' }, { type: 'text.start' }, { type: 'text.delta', text: 'Autumn' }),
+      )
+    ).position;
+    const end = (
+      await ok(
+        'POST',
+        `/v1/sessions/${source}/messages/a1/chunks`,
+        text(
+          4,
+          { type: 'text.delta', text: 'Autumn moonlight' },
+          { type: 'text.complete', text: 'Autumn moonlight' },
+          { type: 'block_complete' },
+        ),
+      )
+    ).position;
 
     const sourceRead = await ok('GET', `/v1/sessions/${source}?minPosition=${end}`);
     const sourceTree = await ok('GET', `/v1/sessions/${source}/tree?minPosition=${end}`);
@@ -40,12 +57,20 @@ describe('forking a session', () => {
     const sourceAtMid = await ok('GET', `/v1/sessions/${source}?at=${mid}`);
 
     const fork = await ledger.request('POST', `/v1/sessions/${source}/fork`, { atPosition: mid, title: 'what if' });
-    expect(fork).toMatchObject({ status: 201, body: { forkedFrom: { sessionId: source, position: String(mid), messageId: null } } });
+    expect(fork).toMatchObject({
+      status: 201,
+      body: { forkedFrom: { sessionId: source, position: String(mid), messageId: null } },
+    });
     const forkId: string = fork.body.id;
 
     // The fork reads as the source did at that position, under its own id and title.
     const forkRead = await ok('GET', `/v1/sessions/${forkId}?minPosition=${fork.body.position}`);
-    expect(forkRead).toMatchObject({ id: forkId, title: 'what if', metadata: { team: 'audit' }, forkedFrom: { sessionId: source, position: String(mid) } });
+    expect(forkRead).toMatchObject({
+      id: forkId,
+      title: 'what if',
+      metadata: { team: 'audit' },
+      forkedFrom: { sessionId: source, position: String(mid) },
+    });
     expect(forkRead.messages).toEqual(sourceAtMid.messages);
     expect(forkRead.messages[1].blocks[0]).toMatchObject({ type: 'main_text', status: 'streaming', content: 'Autumn' });
 
@@ -53,8 +78,19 @@ describe('forking a session', () => {
     expect((await allEvents(forkId)).map((event) => event.type)).toEqual(['session.forked']);
 
     // Append to the fork: the streaming message goes on differently, and the conversation continues.
-    await ok('POST', `/v1/sessions/${forkId}/messages/a1/chunks`, text(4, { type: 'text.delta', text: 'Autumn rain on tin' }, { type: 'text.complete', text: 'Autumn rain on tin' }, { type: 'block_complete' }));
-    expect(await ok('POST', `/v1/sessions/${forkId}/messages`, { id: 'u2', role: 'user', content: 'Another' })).toMatchObject({ parentId: 'a1' });
+    await ok(
+      'POST',
+      `/v1/sessions/${forkId}/messages/a1/chunks`,
+      text(
+        4,
+        { type: 'text.delta', text: 'Autumn rain on tin' },
+        { type: 'text.complete', text: 'Autumn rain on tin' },
+        { type: 'block_complete' },
+      ),
+    );
+    expect(
+      await ok('POST', `/v1/sessions/${forkId}/messages`, { id: 'u2', role: 'user', content: 'Another' }),
+    ).toMatchObject({ parentId: 'a1' });
     const last = (await ok('POST', `/v1/sessions/${forkId}/messages`, { id: 'a2', role: 'assistant' })).position;
 
     const forked = await ok('GET', `/v1/sessions/${forkId}?minPosition=${last}`);
@@ -70,8 +106,12 @@ describe('forking a session', () => {
     expect((await ledger.request('GET', `/v1/sessions/${forkId}?at=${mid}`)).status).toBe(404);
 
     // The source: same reads, same events, same hash chain.
-    expect(withoutPosition(await ok('GET', `/v1/sessions/${source}?minPosition=${last}`))).toEqual(withoutPosition(sourceRead));
-    expect(withoutPosition(await ok('GET', `/v1/sessions/${source}/tree?minPosition=${last}`))).toEqual(withoutPosition(sourceTree));
+    expect(withoutPosition(await ok('GET', `/v1/sessions/${source}?minPosition=${last}`))).toEqual(
+      withoutPosition(sourceRead),
+    );
+    expect(withoutPosition(await ok('GET', `/v1/sessions/${source}/tree?minPosition=${last}`))).toEqual(
+      withoutPosition(sourceTree),
+    );
     const after = await allEvents(source);
     expect(after).toEqual(sourceEvents);
     after.forEach((event, index) => index > 0 && expect(event.metadata.prevHash).toBe(after[index - 1]!.metadata.hash));
@@ -84,13 +124,16 @@ describe('forking a session', () => {
     const reply = await ok('POST', `/v1/sessions/${again.id}/messages`, { role: 'user', content: 'Shorter' });
     expect(reply.parentId).toBe('a1');
     await ok('POST', '/v1/admin/rebuild', undefined, 'admin');
-    expect(withoutPosition(await ok('GET', `/v1/sessions/${forkId}?minPosition=${last}`))).toEqual(withoutPosition(forked));
+    expect(withoutPosition(await ok('GET', `/v1/sessions/${forkId}?minPosition=${last}`))).toEqual(
+      withoutPosition(forked),
+    );
     expect(withoutPosition(await ok('GET', `/v1/sessions/${source}`))).toEqual(withoutPosition(sourceRead));
   });
 
   it('refuses a fork it cannot pin down, naming the field, and records nothing', async () => {
     const source = (await ok('POST', '/v1/sessions', {})).id;
-    const head = (await ok('POST', `/v1/sessions/${source}/messages`, { id: 'u1', role: 'user', content: 'hi' })).position;
+    const head = (await ok('POST', `/v1/sessions/${source}/messages`, { id: 'u1', role: 'user', content: 'hi' }))
+      .position;
     const cases: [unknown, number, string | undefined][] = [
       [{}, 400, 'atPosition'],
       [{ atPosition: head + 1000 }, 422, 'atPosition'],
@@ -103,7 +146,9 @@ describe('forking a session', () => {
       expect({ body, status: response.status, field: response.body.error.field }).toEqual({ body, status, field });
     }
     expect((await ledger.request('POST', '/v1/sessions/missing/fork', { messageId: 'u1' })).status).toBe(404);
-    expect((await ledger.request('POST', `/v1/sessions/${source}/fork`, { atPosition: 1 })).body.error.code).toBe('source_not_found');
+    expect((await ledger.request('POST', `/v1/sessions/${source}/fork`, { atPosition: 1 })).body.error.code).toBe(
+      'source_not_found',
+    );
     const { events } = await ok('GET', `/v1/sessions/${source}/events`);
     expect(events.map((event: { type: string }) => event.type)).toEqual(['session.opened', 'message.created']);
   });

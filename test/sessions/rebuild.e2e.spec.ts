@@ -12,15 +12,25 @@ import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 async function readModelHash(database: pg.Client): Promise<Record<string, string>> {
   const hashes: Record<string, string> = {};
   for (const table of ['sessions', 'messages', 'message_blocks']) {
-    const { rows } = await database.query<{ hash: string; count: string }>(`SELECT md5(coalesce(string_agg(to_jsonb(t)::text, '|' ORDER BY t.id), '')) AS hash, count(*) AS count FROM ${table} t`);
+    const { rows } = await database.query<{ hash: string; count: string }>(
+      `SELECT md5(coalesce(string_agg(to_jsonb(t)::text, '|' ORDER BY t.id), '')) AS hash, count(*) AS count FROM ${table} t`,
+    );
     hashes[table] = `${rows[0]!.count}:${rows[0]!.hash}`;
   }
   return hashes;
 }
 
 const EVERYTHING_BUT_DATE: Config.FakeableAPI[] = [
-  'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate',
-  'setInterval', 'clearInterval', 'setTimeout', 'clearTimeout',
+  'hrtime',
+  'nextTick',
+  'performance',
+  'queueMicrotask',
+  'setImmediate',
+  'clearImmediate',
+  'setInterval',
+  'clearInterval',
+  'setTimeout',
+  'clearTimeout',
 ];
 
 /** `npm run rebuild`: the CLI in a process of its own, on the same database. */
@@ -63,7 +73,9 @@ describe('rebuilding the read models from the log', () => {
       sessionId = (await ledger.request('POST', '/v1/sessions', { title: vector.file })).body.id;
       await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' });
       messageId = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body.id;
-      last = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, numberedChunks(vector))).body.position;
+      last = (
+        await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, numberedChunks(vector))
+      ).body.position;
     }
     expect((await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${last}`)).status).toBe(200);
     const live = await readModelHash(database);
@@ -84,12 +96,16 @@ describe('rebuilding the read models from the log', () => {
     expect(await readModelHash(database)).toEqual(live);
 
     // A new response after the swap reaches the rebuilt tables through the live projection.
-    const assistant = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body.id;
+    const assistant = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body
+      .id;
     const after = await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${assistant}/chunks`, [
       { seq: 1, type: 'text.start' },
       { seq: 2, type: 'text.delta', text: 'after the rebuild' },
     ]);
-    const read = await ledger.request('GET', `/v1/sessions/${sessionId}/messages/${assistant}?minPosition=${after.body.position}`);
+    const read = await ledger.request(
+      'GET',
+      `/v1/sessions/${sessionId}/messages/${assistant}?minPosition=${after.body.position}`,
+    );
     expect(read.body.blocks).toMatchObject([{ type: 'main_text', status: 'streaming', content: 'after the rebuild' }]);
   });
 
@@ -103,7 +119,8 @@ describe('rebuilding the read models from the log', () => {
     const chunks = numberedChunks(loadBlockVectors().find((vector) => vector.file.includes('multi-round-tool-loop'))!);
     let last = 0;
     for (let start = 0; start < chunks.length; start += 3) {
-      last = (await ledger.request('POST', `${messages}/${messageId}/chunks`, chunks.slice(start, start + 3))).body.position;
+      last = (await ledger.request('POST', `${messages}/${messageId}/chunks`, chunks.slice(start, start + 3))).body
+        .position;
       expect((await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${last}`)).status).toBe(200);
     }
     const alone = await readModelHash(database);
@@ -130,7 +147,9 @@ describe('rebuilding the read models from the log', () => {
       await database.query(`CREATE TABLE ${name}.message_blocks (LIKE public.message_blocks INCLUDING ALL)`);
     };
     await leaveScratchSchema('rebuild_block_read_models_1763800000000');
-    expect((await ledger.request('POST', '/v1/admin/rebuild?projection=tool-calls', undefined, undefined, 'admin')).status).toBe(200);
+    expect(
+      (await ledger.request('POST', '/v1/admin/rebuild?projection=tool-calls', undefined, undefined, 'admin')).status,
+    ).toBe(200);
     expect(await scratchSchemas(database)).toEqual([]);
 
     await leaveScratchSchema('rebuild_tool_calls_1763800000001');

@@ -15,7 +15,11 @@ export interface ChatRequest {
 
 /** What the script answers: a message, or a failure mode to test against. */
 export type ScriptedReply =
-  | { readonly content: string | null; readonly toolCalls?: readonly { id: string; name: string; arguments: string }[]; readonly delayMs?: number }
+  | {
+      readonly content: string | null;
+      readonly toolCalls?: readonly { id: string; name: string; arguments: string }[];
+      readonly delayMs?: number;
+    }
   | { readonly status: number; readonly message: string; readonly delayMs?: number }
   /** A 200 whose body is not a Chat Completions response. */
   | { readonly malformedBody: string; readonly delayMs?: number };
@@ -46,28 +50,43 @@ const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
  * once before the conversation moves on, and an assistant message says something or calls a tool.
  */
 export function validateChatMessages(messages: unknown): void {
-  if (!Array.isArray(messages) || messages.length === 0) throw new SequenceError("'messages' must be a non-empty array", 'messages');
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new SequenceError("'messages' must be a non-empty array", 'messages');
   let open = new Map<string, boolean>();
   messages.forEach((message: Record<string, any>, index) => {
     const param = `messages[${index}]`;
-    if (!message || typeof message !== 'object' || !ROLES.has(message.role)) throw new SequenceError(`${param}.role must be one of ${[...ROLES].join(', ')}`, `${param}.role`);
+    if (!message || typeof message !== 'object' || !ROLES.has(message.role))
+      throw new SequenceError(`${param}.role must be one of ${[...ROLES].join(', ')}`, `${param}.role`);
     if (message.role === 'tool') {
-      if (typeof message.tool_call_id !== 'string') throw new SequenceError(`${param}.tool_call_id is required`, `${param}.tool_call_id`);
+      if (typeof message.tool_call_id !== 'string')
+        throw new SequenceError(`${param}.tool_call_id is required`, `${param}.tool_call_id`);
       if (!open.has(message.tool_call_id)) {
-        throw new SequenceError(`Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (${message.tool_call_id})`, `${param}.tool_call_id`);
+        throw new SequenceError(
+          `Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (${message.tool_call_id})`,
+          `${param}.tool_call_id`,
+        );
       }
-      if (open.get(message.tool_call_id)) throw new SequenceError(`${param}: tool call ${message.tool_call_id} was already answered`, `${param}.tool_call_id`);
-      if (typeof message.content !== 'string') throw new SequenceError(`${param}.content must be a string`, `${param}.content`);
+      if (open.get(message.tool_call_id))
+        throw new SequenceError(
+          `${param}: tool call ${message.tool_call_id} was already answered`,
+          `${param}.tool_call_id`,
+        );
+      if (typeof message.content !== 'string')
+        throw new SequenceError(`${param}.content must be a string`, `${param}.content`);
       open.set(message.tool_call_id, true);
       return;
     }
     const unanswered = [...open].filter(([, answered]) => !answered).map(([id]) => id);
     if (unanswered.length > 0) {
-      throw new SequenceError(`An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`, param);
+      throw new SequenceError(
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`,
+        param,
+      );
     }
     open = new Map();
     if (message.role !== 'assistant') {
-      if (typeof message.content !== 'string' && !Array.isArray(message.content)) throw new SequenceError(`${param}.content must be a string or an array of parts`, `${param}.content`);
+      if (typeof message.content !== 'string' && !Array.isArray(message.content))
+        throw new SequenceError(`${param}.content must be a string or an array of parts`, `${param}.content`);
       return;
     }
     const calls: unknown[] = message.tool_calls ?? [];
@@ -77,30 +96,48 @@ export function validateChatMessages(messages: unknown): void {
     }
     calls.forEach((call: any, callIndex) => {
       const callParam = `${param}.tool_calls[${callIndex}]`;
-      if (call?.type !== 'function' || typeof call.id !== 'string') throw new SequenceError(`${callParam} must be a function call with an id`, callParam);
-      if (!FUNCTION_NAME.test(call.function?.name ?? '')) throw new SequenceError(`${callParam}.function.name must match ${FUNCTION_NAME}`, `${callParam}.function.name`);
-      if (typeof call.function.arguments !== 'string') throw new SequenceError(`${callParam}.function.arguments must be a JSON string`, `${callParam}.function.arguments`);
+      if (call?.type !== 'function' || typeof call.id !== 'string')
+        throw new SequenceError(`${callParam} must be a function call with an id`, callParam);
+      if (!FUNCTION_NAME.test(call.function?.name ?? ''))
+        throw new SequenceError(`${callParam}.function.name must match ${FUNCTION_NAME}`, `${callParam}.function.name`);
+      if (typeof call.function.arguments !== 'string')
+        throw new SequenceError(
+          `${callParam}.function.arguments must be a JSON string`,
+          `${callParam}.function.arguments`,
+        );
       try {
         JSON.parse(call.function.arguments);
       } catch {
         throw new SequenceError(`${callParam}.function.arguments is not valid JSON`, `${callParam}.function.arguments`);
       }
-      if (open.has(call.id)) throw new SequenceError(`${callParam}: duplicate tool call id ${call.id}`, `${callParam}.id`);
+      if (open.has(call.id))
+        throw new SequenceError(`${callParam}: duplicate tool call id ${call.id}`, `${callParam}.id`);
       open.set(call.id, false);
     });
   });
   const unanswered = [...open].filter(([, answered]) => !answered).map(([id]) => id);
-  if (unanswered.length > 0) throw new SequenceError(`The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`, 'messages');
+  if (unanswered.length > 0)
+    throw new SequenceError(
+      `The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`,
+      'messages',
+    );
 }
 
-export async function startChatCompletionsServer(script: (request: ChatRequest) => ScriptedReply, apiKey = 'test-key'): Promise<ChatCompletionsServer> {
+export async function startChatCompletionsServer(
+  script: (request: ChatRequest) => ScriptedReply,
+  apiKey = 'test-key',
+): Promise<ChatCompletionsServer> {
   const requests: ChatRequest[] = [];
   let counter = 0;
   const server: Server = createServer(async (req, res) => {
-    const send = (status: number, body: string) => res.writeHead(status, { 'content-type': 'application/json' }).end(body);
-    const fail = (status: number, message: string, type: string, param: string | null = null) => send(status, JSON.stringify({ error: { message, type, param, code: null } }));
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') return fail(404, `no route ${req.method} ${req.url}`, 'invalid_request_error');
-    if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, 'Incorrect API key provided.', 'invalid_request_error');
+    const send = (status: number, body: string) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+    const fail = (status: number, message: string, type: string, param: string | null = null) =>
+      send(status, JSON.stringify({ error: { message, type, param, code: null } }));
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions')
+      return fail(404, `no route ${req.method} ${req.url}`, 'invalid_request_error');
+    if (req.headers.authorization !== `Bearer ${apiKey}`)
+      return fail(401, 'Incorrect API key provided.', 'invalid_request_error');
     let request: ChatRequest;
     try {
       request = JSON.parse(await readBody(req)) as ChatRequest;
@@ -108,7 +145,8 @@ export async function startChatCompletionsServer(script: (request: ChatRequest) 
       return fail(400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
     }
     requests.push(request);
-    if (typeof request.model !== 'string' || request.model === '') return fail(400, "'model' is required", 'invalid_request_error', 'model');
+    if (typeof request.model !== 'string' || request.model === '')
+      return fail(400, "'model' is required", 'invalid_request_error', 'model');
     if (request.stream) return fail(400, 'this test server does not stream', 'invalid_request_error', 'stream');
     try {
       validateChatMessages(request.messages);
@@ -119,18 +157,38 @@ export async function startChatCompletionsServer(script: (request: ChatRequest) 
     const reply = script(request);
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
-    if ('status' in reply) return fail(reply.status, reply.message, reply.status >= 500 ? 'server_error' : 'invalid_request_error');
+    if ('status' in reply)
+      return fail(reply.status, reply.message, reply.status >= 500 ? 'server_error' : 'invalid_request_error');
     if ('malformedBody' in reply) return send(200, reply.malformedBody);
     counter += 1;
-    const toolCalls = reply.toolCalls?.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
-    send(200, JSON.stringify({
-      id: `chatcmpl-test-${counter}`,
-      object: 'chat.completion',
-      created: Math.floor(Date.now() / 1000),
-      model: request.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: reply.content, refusal: null, ...(toolCalls ? { tool_calls: toolCalls } : {}) }, logprobs: null, finish_reason: toolCalls ? 'tool_calls' : 'stop' }],
-      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    const toolCalls = reply.toolCalls?.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
     }));
+    send(
+      200,
+      JSON.stringify({
+        id: `chatcmpl-test-${counter}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: request.model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: reply.content,
+              refusal: null,
+              ...(toolCalls ? { tool_calls: toolCalls } : {}),
+            },
+            logprobs: null,
+            finish_reason: toolCalls ? 'tool_calls' : 'stop',
+          },
+        ],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

@@ -45,7 +45,7 @@ export interface JwksServer {
 }
 
 export type AsymmetricAlgorithm =
-  | 'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
+  'RS256' | 'RS384' | 'RS512' | 'PS256' | 'PS384' | 'PS512' | 'ES256' | 'ES384' | 'ES512' | 'EdDSA';
 
 export interface SignOptions {
   readonly kid?: string;

@@ -13,7 +13,13 @@ export interface LedgerUnderTest {
   readonly database: TestDatabase;
   readonly credentials: TestCredentials;
   /** As the principal named `as` (default `client`: every role but admin; see TestCredentials). */
-  request(method: string, path: string, body?: unknown, contentType?: string, as?: string): Promise<{ status: number; body: any }>;
+  request(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+    as?: string,
+  ): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 
@@ -34,7 +40,10 @@ export async function startLedger(env: Record<string, string> = {}): Promise<Led
     async request(method, route, body, contentType = 'application/json', as = 'client') {
       const response = await fetch(`${baseUrl}${route}`, {
         method,
-        headers: { ...(await authorization(baseUrl, as)), ...(body === undefined ? {} : { 'content-type': contentType }) },
+        headers: {
+          ...(await authorization(baseUrl, as)),
+          ...(body === undefined ? {} : { 'content-type': contentType }),
+        },
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await response.text();

@@ -19,7 +19,10 @@ export interface ProbeOptions {
  * closed as soon as its status is known, so SSE routes probe like any other.
  */
 export async function probe(
-  baseUrl: string, method: string, path: string, options: ProbeOptions = {},
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: ProbeOptions = {},
 ): Promise<Probed> {
   const bearer = options.credential === undefined ? undefined : `Bearer ${options.credential}`;
   const authorization = options.authorization ?? bearer;

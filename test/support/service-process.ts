@@ -41,7 +41,8 @@ export async function waitUntilHealthy(service: ServiceProcess, timeoutMs = 60_0
     const response = await fetch(`${service.baseUrl}/health`).catch(() => undefined);
     if (response?.status === 200) {
       const adminKey = path.join(service.dataDir, 'admin.key');
-      if (existsSync(adminKey)) registerCredentials(await TestCredentials.fromDataDir(service.baseUrl, service.dataDir));
+      if (existsSync(adminKey))
+        registerCredentials(await TestCredentials.fromDataDir(service.baseUrl, service.dataDir));
       return (await response.json()) as Record<string, unknown>;
     }
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -29,7 +29,10 @@ export interface SseConnection {
  * spec: fields `event`, `data`, `id`, comment lines, dispatch on a blank line.
  */
 /** `as`: the principal named so on the ledger at that URL (see TestCredentials; default `client`); `key`: a credential given as is. */
-export function connectSse(url: string, options: { lastEventId?: string; onEvent?: (event: SseEvent) => void; as?: string; key?: string } = {}): SseConnection {
+export function connectSse(
+  url: string,
+  options: { lastEventId?: string; onEvent?: (event: SseEvent) => void; as?: string; key?: string } = {},
+): SseConnection {
   const events: SseEvent[] = [];
   const comments: string[] = [];
   let lastEventId = options.lastEventId;
@@ -44,59 +47,74 @@ export function connectSse(url: string, options: { lastEventId?: string; onEvent
   const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
   let request: http.ClientRequest | undefined;
   let closed = false;
-  const credential = options.key !== undefined ? Promise.resolve(options.key) : credentialsOf(new URL(url).origin).key(options.as ?? 'client');
-  void credential.then((key) => {
-    if (closed) return resolveEnded();
-    const headers = { accept: 'text/event-stream', authorization: `Bearer ${key}`, ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}) };
-    request = http.get(url, { headers }, (res) => {
-    response = res;
-    res.setEncoding('utf8');
-    res.on('end', resolveEnded);
-    res.on('close', resolveEnded);
-    res.on('error', resolveEnded);
-    if (res.statusCode !== 200) {
-      let text = '';
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolveOpened({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
-      return;
-    }
-    resolveOpened({ status: 200 });
-    let buffer = '';
-    let event = { type: '', data: [] as string[], id: undefined as string | undefined };
-    res.on('data', (chunk: string) => {
-      buffer += chunk;
-      let newline: number;
-      while ((newline = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, newline).replace(/\r$/, '');
-        buffer = buffer.slice(newline + 1);
-        if (line === '') {
-          if (event.data.length > 0) {
-            if (event.id !== undefined) lastEventId = event.id;
-            const dispatched: SseEvent = { event: event.type || 'message', data: JSON.parse(event.data.join('\n')), id: event.id, lastEventId };
-            events.push(dispatched);
-            options.onEvent?.(dispatched);
-          }
-          event = { type: '', data: [], id: undefined };
-        } else if (line.startsWith(':')) comments.push(line.slice(1).trim());
-        else {
-          const colon = line.indexOf(':');
-          const field = colon < 0 ? line : line.slice(0, colon);
-          const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-          if (field === 'event') event.type = value;
-          else if (field === 'data') event.data.push(value);
-          else if (field === 'id') event.id = value;
+  const credential =
+    options.key !== undefined
+      ? Promise.resolve(options.key)
+      : credentialsOf(new URL(url).origin).key(options.as ?? 'client');
+  void credential.then(
+    (key) => {
+      if (closed) return resolveEnded();
+      const headers = {
+        accept: 'text/event-stream',
+        authorization: `Bearer ${key}`,
+        ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}),
+      };
+      request = http.get(url, { headers }, (res) => {
+        response = res;
+        res.setEncoding('utf8');
+        res.on('end', resolveEnded);
+        res.on('close', resolveEnded);
+        res.on('error', resolveEnded);
+        if (res.statusCode !== 200) {
+          let text = '';
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolveOpened({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+          return;
         }
-      }
-    });
-  });
-    request.on('error', (error) => {
+        resolveOpened({ status: 200 });
+        let buffer = '';
+        let event = { type: '', data: [] as string[], id: undefined as string | undefined };
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let newline: number;
+          while ((newline = buffer.indexOf('\n')) >= 0) {
+            const line = buffer.slice(0, newline).replace(/\r$/, '');
+            buffer = buffer.slice(newline + 1);
+            if (line === '') {
+              if (event.data.length > 0) {
+                if (event.id !== undefined) lastEventId = event.id;
+                const dispatched: SseEvent = {
+                  event: event.type || 'message',
+                  data: JSON.parse(event.data.join('\n')),
+                  id: event.id,
+                  lastEventId,
+                };
+                events.push(dispatched);
+                options.onEvent?.(dispatched);
+              }
+              event = { type: '', data: [], id: undefined };
+            } else if (line.startsWith(':')) comments.push(line.slice(1).trim());
+            else {
+              const colon = line.indexOf(':');
+              const field = colon < 0 ? line : line.slice(0, colon);
+              const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+              if (field === 'event') event.type = value;
+              else if (field === 'data') event.data.push(value);
+              else if (field === 'id') event.id = value;
+            }
+          }
+        });
+      });
+      request.on('error', (error) => {
+        rejectOpened(error);
+        resolveEnded();
+      });
+    },
+    (error: Error) => {
       rejectOpened(error);
       resolveEnded();
-    });
-  }, (error: Error) => {
-    rejectOpened(error);
-    resolveEnded();
-  });
+    },
+  );
   return {
     opened,
     ended,

@@ -45,14 +45,24 @@ export class TestCredentials {
   }
 
   /** A fresh key every call (e.g. a second key of one subject). */
-  async mint(name: string, { roles = ALL_ROLES_BUT_ADMIN, tenant, subject = name, expiresAt }: KeyOptions = {}): Promise<string> {
+  async mint(
+    name: string,
+    { roles = ALL_ROLES_BUT_ADMIN, tenant, subject = name, expiresAt }: KeyOptions = {},
+  ): Promise<string> {
     const response = await fetch(`${this.baseUrl}/v1/admin/keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${this.adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name, roles, subject, ...(tenant ? { tenant } : {}), ...(expiresAt ? { expiresAt } : {}) }),
+      body: JSON.stringify({
+        name,
+        roles,
+        subject,
+        ...(tenant ? { tenant } : {}),
+        ...(expiresAt ? { expiresAt } : {}),
+      }),
     });
     const body = (await response.json()) as { key?: string; id?: string };
-    if (response.status !== 201 || !body.key) throw new Error(`minting key ${name}: ${response.status} ${JSON.stringify(body)}`);
+    if (response.status !== 201 || !body.key)
+      throw new Error(`minting key ${name}: ${response.status} ${JSON.stringify(body)}`);
     return body.key;
   }
 }

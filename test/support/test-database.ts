@@ -10,7 +10,8 @@ export interface TestDatabase {
 /** A fresh, migrated database in the run's embedded PostgreSQL, so suites never see each other's events. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.LEDGER_TEST_DATABASE_URL;
-  if (!serverUrl) throw new Error('LEDGER_TEST_DATABASE_URL is not set: run the tests through jest (global-setup starts PostgreSQL)');
+  if (!serverUrl)
+    throw new Error('LEDGER_TEST_DATABASE_URL is not set: run the tests through jest (global-setup starts PostgreSQL)');
   const name = `test_${randomUUID().replaceAll('-', '')}`;
   await withAdmin(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${name}`)));
   const url = new URL(serverUrl);
@@ -19,7 +20,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await runMigrations(connectionString);
   return {
     connectionString,
-    drop: () => withAdmin(serverUrl, async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+    drop: () =>
+      withAdmin(serverUrl, async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
   };
 }
 

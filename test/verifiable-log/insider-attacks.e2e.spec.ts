@@ -92,8 +92,7 @@ describe('the verifiable log against an insider holding the database', () => {
       });
       const { rows } = await db().query<{ count: string }>('SELECT count(*) FROM log_checkpoints');
       expect(rows[0]!.count).toBe('0');
-  });
-
+    });
   });
 
   describe('editing the leaf table', () => {
@@ -138,7 +137,7 @@ describe('the verifiable log against an insider holding the database', () => {
           reason: 'not_in_checkpoint',
         },
       });
-  });
+    });
   });
   /**
    * Open findings (see docs/verifiable-log.md, "What verify cannot see"): nothing the signed tree holds

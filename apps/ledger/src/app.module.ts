@@ -31,12 +31,25 @@ export class AppModule {
       imports: [
         LoggerModule.forRoot({
           // Credentials never reach the log, whatever is logged in a request's context.
-          pinoHttp: { level: config.logLevel, autoLogging: false, redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'] },
+          pinoHttp: {
+            level: config.logLevel,
+            autoLogging: false,
+            redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
+          },
         }),
-        TypeOrmModule.forRoot({ type: 'postgres', url: connectionString, synchronize: false, migrationsRun: false, entities: READ_MODEL_ENTITIES }),
+        TypeOrmModule.forRoot({
+          type: 'postgres',
+          url: connectionString,
+          synchronize: false,
+          migrationsRun: false,
+          entities: READ_MODEL_ENTITIES,
+        }),
         DatabaseModule.forRoot(connectionString),
         MetricsModule,
-        EventLogModule.forRoot({ postgresUrl: connectionString, eventStoreConnectionString: config.eventStoreConnectionString }),
+        EventLogModule.forRoot({
+          postgresUrl: connectionString,
+          eventStoreConnectionString: config.eventStoreConnectionString,
+        }),
         HealthModule,
         CqrsModule.forRoot(),
         IdentityModule,

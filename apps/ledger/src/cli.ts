@@ -21,7 +21,11 @@ const USAGE = [
 
 /** The command-line flag of each field of a new key, so a refusal names what the operator typed. */
 const FLAG_OF_FIELD: Record<string, string> = {
-  name: '--name', tenant: '--tenant', roles: '--roles', subject: '--subject', expiresAt: '--expires-at',
+  name: '--name',
+  tenant: '--tenant',
+  roles: '--roles',
+  subject: '--subject',
+  expiresAt: '--expires-at',
 };
 
 /**
@@ -55,8 +59,11 @@ function keysCommand(args: readonly string[]): (pool: pg.Pool, eventLog: EventLo
   const [action, ...rest] = args;
   if (action === 'create') {
     const { values } = parse(rest, {
-      tenant: { type: 'string' }, roles: { type: 'string' }, name: { type: 'string' },
-      subject: { type: 'string' }, 'expires-at': { type: 'string' },
+      tenant: { type: 'string' },
+      roles: { type: 'string' },
+      name: { type: 'string' },
+      subject: { type: 'string' },
+      'expires-at': { type: 'string' },
     });
     const tenant = values.tenant;
     if (tenant === undefined) throw new StartupError('--tenant is required');
@@ -129,7 +136,10 @@ async function withStorage(
 ): Promise<void> {
   const database: EmbeddedDatabase = config.databaseUrl
     ? { connectionString: config.databaseUrl, adopted: true, stop: async () => undefined }
-    : await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
+    : await startEmbeddedPostgres({
+        dataDir: path.join(config.dataDir, 'postgres'),
+        port: config.embeddedPostgresPort,
+      });
   const pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
   const eventLog = config.eventStoreConnectionString
     ? createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })

@@ -20,21 +20,40 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.
   app.use(GATEWAY_PATH, express.raw({ limit: options.config.gateway.maxRequestBytes, type: () => true }));
   app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
-  app.use(express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }));
+  app.use(
+    express.text({ limit, type: ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'] }),
+  );
   // A body no parser read would reach the routes as no body at all, and most fields are optional: refuse it.
   app.use((request: Request, _response: Response, next: NextFunction) => {
-    const carriesBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+    const carriesBody =
+      request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
     if (!carriesBody || request.body !== undefined) return next();
-    next(new ApiError(415, 'unsupported_media_type', 'send application/json (chunks also as application/x-ndjson)', 'content-type'));
+    next(
+      new ApiError(
+        415,
+        'unsupported_media_type',
+        'send application/json (chunks also as application/x-ndjson)',
+        'content-type',
+      ),
+    );
   });
   // Body-parser failures happen before Nest routes the request: answer them in the same shape.
   const logger = new NestLogger('HTTP');
   const metrics = app.get(LedgerMetrics);
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
-  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => sendError(response, error, logger, countRefusal));
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) =>
+    sendError(response, error, logger, countRefusal),
+  );
   app.useGlobalFilters(new ApiErrorFilter(countRefusal));
   app.useGlobalPipes(new PathIdsPipe());
-  const document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Block Ledger').setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.').setVersion('1').build());
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Block Ledger')
+      .setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.')
+      .setVersion('1')
+      .build(),
+  );
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }

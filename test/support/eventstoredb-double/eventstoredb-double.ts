@@ -55,12 +55,18 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
       server = new grpc.Server();
       server.addService(featuresGrpc.ServerFeaturesService, { getSupportedMethods });
       server.addService(streamsGrpc.StreamsService, {
-        append: (call: grpc.ServerReadableStream<InstanceType<typeof AppendReq>, unknown>, callback: grpc.sendUnaryData<unknown>) => append(store, call, callback),
-        batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof BatchAppendReq>, unknown>) => batchAppend(store, call),
+        append: (
+          call: grpc.ServerReadableStream<InstanceType<typeof AppendReq>, unknown>,
+          callback: grpc.sendUnaryData<unknown>,
+        ) => append(store, call, callback),
+        batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof BatchAppendReq>, unknown>) =>
+          batchAppend(store, call),
         read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) => read(store, call),
       });
       port = await new Promise<number>((resolve, reject) =>
-        server!.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+        server!.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+          error ? reject(error) : resolve(bound),
+        ),
       );
     },
   };
@@ -74,12 +80,16 @@ function getSupportedMethods(_call: unknown, callback: grpc.sendUnaryData<unknow
     ['event_store.client.streams.streams', 'batchappend'],
     ['event_store.client.streams.streams', 'read'],
   ].map(([service, method]) => new featuresPb.SupportedMethod().setServiceName(service!).setMethodName(method!));
-  callback(null, new featuresPb.SupportedMethods().setMethodsList(methods).setEventStoreServerVersion('24.10.0-double'));
+  callback(
+    null,
+    new featuresPb.SupportedMethods().setMethodsList(methods).setEventStoreServerVersion('24.10.0-double'),
+  );
 }
 
 // ---- appends ----------------------------------------------------------------------------------
 
-const streamNameOf = (identifier: { getStreamName_asU8(): Uint8Array } | undefined) => Buffer.from(identifier!.getStreamName_asU8()).toString('utf8');
+const streamNameOf = (identifier: { getStreamName_asU8(): Uint8Array } | undefined) =>
+  Buffer.from(identifier!.getStreamName_asU8()).toString('utf8');
 
 function proposedEvent(message: InstanceType<typeof AppendReq.ProposedMessage>): ProposedEvent {
   const metadata = message.getMetadataMap();
@@ -92,7 +102,11 @@ function proposedEvent(message: InstanceType<typeof AppendReq.ProposedMessage>):
   };
 }
 
-function append(store: DoubleStore, call: grpc.ServerReadableStream<InstanceType<typeof AppendReq>, unknown>, callback: grpc.sendUnaryData<unknown>): void {
+function append(
+  store: DoubleStore,
+  call: grpc.ServerReadableStream<InstanceType<typeof AppendReq>, unknown>,
+  callback: grpc.sendUnaryData<unknown>,
+): void {
   let streamName = '';
   let expected: Expected = { kind: 'any' };
   const proposed: ProposedEvent[] = [];
@@ -100,10 +114,13 @@ function append(store: DoubleStore, call: grpc.ServerReadableStream<InstanceType
     if (request.hasOptions()) {
       const options = request.getOptions()!;
       streamName = streamNameOf(options.getStreamIdentifier());
-      expected = options.hasRevision() ? { kind: 'revision', revision: BigInt(options.getRevision()) }
-        : options.hasNoStream() ? { kind: 'no_stream' }
-        : options.hasStreamExists() ? { kind: 'stream_exists' }
-        : { kind: 'any' };
+      expected = options.hasRevision()
+        ? { kind: 'revision', revision: BigInt(options.getRevision()) }
+        : options.hasNoStream()
+          ? { kind: 'no_stream' }
+          : options.hasStreamExists()
+            ? { kind: 'stream_exists' }
+            : { kind: 'any' };
     } else {
       proposed.push(proposedEvent(request.getProposedMessage()!));
     }
@@ -120,8 +137,12 @@ function append(store: DoubleStore, call: grpc.ServerReadableStream<InstanceType
     }
     const response = new AppendResp();
     if (outcome.ok) {
-      const position = new AppendResp.Position().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());
-      response.setSuccess(new AppendResp.Success().setCurrentRevision(outcome.currentRevision.toString()).setPosition(position));
+      const position = new AppendResp.Position()
+        .setCommitPosition(outcome.position.toString())
+        .setPreparePosition(outcome.position.toString());
+      response.setSuccess(
+        new AppendResp.Success().setCurrentRevision(outcome.currentRevision.toString()).setPosition(position),
+      );
     } else {
       const wrong = new AppendResp.WrongExpectedVersion();
       if (outcome.current === 'no_stream') wrong.setCurrentNoStream(new sharedPb.Empty());
@@ -136,17 +157,31 @@ function append(store: DoubleStore, call: grpc.ServerReadableStream<InstanceType
   });
 }
 
-function batchAppend(store: DoubleStore, call: grpc.ServerDuplexStream<InstanceType<typeof BatchAppendReq>, unknown>): void {
-  const pending = new Map<string, { streamName: string; expected: Expected; events: ProposedEvent[]; options: InstanceType<typeof BatchAppendReq.Options> }>();
+function batchAppend(
+  store: DoubleStore,
+  call: grpc.ServerDuplexStream<InstanceType<typeof BatchAppendReq>, unknown>,
+): void {
+  const pending = new Map<
+    string,
+    {
+      streamName: string;
+      expected: Expected;
+      events: ProposedEvent[];
+      options: InstanceType<typeof BatchAppendReq.Options>;
+    }
+  >();
   call.on('data', (request: InstanceType<typeof BatchAppendReq>) => {
     const correlation = request.getCorrelationId()!;
     const key = correlation.getString();
     if (request.hasOptions()) {
       const options = request.getOptions()!;
-      const expected: Expected = options.hasStreamPosition() ? { kind: 'revision', revision: BigInt(options.getStreamPosition()) }
-        : options.hasNoStream() ? { kind: 'no_stream' }
-        : options.hasStreamExists() ? { kind: 'stream_exists' }
-        : { kind: 'any' };
+      const expected: Expected = options.hasStreamPosition()
+        ? { kind: 'revision', revision: BigInt(options.getStreamPosition()) }
+        : options.hasNoStream()
+          ? { kind: 'no_stream' }
+          : options.hasStreamExists()
+            ? { kind: 'stream_exists' }
+            : { kind: 'any' };
       pending.set(key, { streamName: streamNameOf(options.getStreamIdentifier()), expected, events: [], options });
     }
     const entry = pending.get(key)!;
@@ -155,7 +190,9 @@ function batchAppend(store: DoubleStore, call: grpc.ServerDuplexStream<InstanceT
     pending.delete(key);
 
     const outcome = store.append(entry.streamName, entry.expected, entry.events);
-    const response = new BatchAppendResp().setCorrelationId(correlation).setStreamIdentifier(entry.options.getStreamIdentifier());
+    const response = new BatchAppendResp()
+      .setCorrelationId(correlation)
+      .setStreamIdentifier(entry.options.getStreamIdentifier());
     if (entry.expected.kind === 'revision') response.setStreamPosition(entry.expected.revision.toString());
     else if (entry.expected.kind === 'no_stream') response.setNoStream(new emptyPb.Empty());
     else if (entry.expected.kind === 'stream_exists') response.setStreamExists(new emptyPb.Empty());
@@ -168,8 +205,12 @@ function batchAppend(store: DoubleStore, call: grpc.ServerDuplexStream<InstanceT
       status.setMessage('MaximumAppendSizeExceeded');
       response.setError(status.setDetails(details));
     } else if (outcome.ok) {
-      const position = new sharedPb.AllStreamPosition().setCommitPosition(outcome.position.toString()).setPreparePosition(outcome.position.toString());
-      response.setSuccess(new BatchAppendResp.Success().setCurrentRevision(outcome.currentRevision.toString()).setPosition(position));
+      const position = new sharedPb.AllStreamPosition()
+        .setCommitPosition(outcome.position.toString())
+        .setPreparePosition(outcome.position.toString());
+      response.setSuccess(
+        new BatchAppendResp.Success().setCurrentRevision(outcome.currentRevision.toString()).setPosition(position),
+      );
     } else {
       // As the server does: the mismatch travels in the response body as a google.rpc.Status.
       const wrong = new sharedPb.WrongExpectedVersion();
@@ -181,7 +222,12 @@ function batchAppend(store: DoubleStore, call: grpc.ServerDuplexStream<InstanceT
       else wrong.setExpectedAny(new emptyPb.Empty());
       const details = new anyPb.Any();
       details.pack(wrong.serializeBinary(), 'event_store.client.WrongExpectedVersion');
-      response.setError(new statusPb.Status().setCode(codePb.Code.FAILED_PRECONDITION).setMessage('WrongExpectedVersion').setDetails(details));
+      response.setError(
+        new statusPb.Status()
+          .setCode(codePb.Code.FAILED_PRECONDITION)
+          .setMessage('WrongExpectedVersion')
+          .setDetails(details),
+      );
     }
     call.write(response);
   });
@@ -199,8 +245,14 @@ function readEvent(event: StoredEvent): ReadResponse {
     .setCommitPosition(event.position.toString())
     .setData(event.data)
     .setCustomMetadata(event.customMetadata);
-  recorded.getMetadataMap().set('type', event.type).set('content-type', event.contentType).set('created', event.created.toString());
-  return new ReadResp().setEvent(new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(event.position.toString()));
+  recorded
+    .getMetadataMap()
+    .set('type', event.type)
+    .set('content-type', event.contentType)
+    .set('created', event.created.toString());
+  return new ReadResp().setEvent(
+    new ReadResp.ReadEvent().setEvent(recorded).setCommitPosition(event.position.toString()),
+  );
 }
 
 type Matcher = (event: StoredEvent) => boolean;
@@ -214,7 +266,10 @@ function filterOf(options: InstanceType<typeof ReadReq.Options>): Matcher | unde
   const regex = expression.getRegex() ? new RegExp(expression.getRegex()) : undefined;
   return (event) => {
     const subject = onStream ? event.streamName : event.type;
-    return (prefixes.length === 0 || prefixes.some((prefix) => subject.startsWith(prefix))) && (!regex || regex.test(subject));
+    return (
+      (prefixes.length === 0 || prefixes.some((prefix) => subject.startsWith(prefix))) &&
+      (!regex || regex.test(subject))
+    );
   };
 }
 
@@ -226,13 +281,28 @@ function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, R
   if (options.hasStream()) {
     const streamOptions = options.getStream()!;
     const name = streamNameOf(streamOptions.getStreamIdentifier());
-    if (options.hasSubscription()) return void call.destroy(Object.assign(new Error('stream subscriptions are not implemented by the double'), { code: grpc.status.UNIMPLEMENTED }));
+    if (options.hasSubscription())
+      return void call.destroy(
+        Object.assign(new Error('stream subscriptions are not implemented by the double'), {
+          code: grpc.status.UNIMPLEMENTED,
+        }),
+      );
     const stream = store.stream(name);
     if (!stream) {
-      call.write(new ReadResp().setStreamNotFound(new ReadResp.StreamNotFound().setStreamIdentifier(streamOptions.getStreamIdentifier())));
+      call.write(
+        new ReadResp().setStreamNotFound(
+          new ReadResp.StreamNotFound().setStreamIdentifier(streamOptions.getStreamIdentifier()),
+        ),
+      );
       return void call.end();
     }
-    const from = streamOptions.hasRevision() ? Number(BigInt(streamOptions.getRevision())) : streamOptions.hasEnd() ? stream.length - 1 : backwards ? stream.length - 1 : 0;
+    const from = streamOptions.hasRevision()
+      ? Number(BigInt(streamOptions.getRevision()))
+      : streamOptions.hasEnd()
+        ? stream.length - 1
+        : backwards
+          ? stream.length - 1
+          : 0;
     const selected = backwards ? stream.slice(0, from + 1).reverse() : stream.slice(from);
     for (const event of selected.slice(0, count)) call.write(readEvent(event));
     return void call.end();
@@ -243,20 +313,41 @@ function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, R
   if (!options.hasSubscription()) {
     // Forwards from a position includes the event there; backwards from it, only those before.
     const events = backwards
-      ? store.all.filter((event) => allOptions.hasEnd() || position === undefined || event.position < position).reverse()
+      ? store.all
+          .filter((event) => allOptions.hasEnd() || position === undefined || event.position < position)
+          .reverse()
       : store.all.filter((event) => !allOptions.hasEnd() && (position === undefined || event.position >= position));
     for (const event of events.slice(0, count)) call.write(readEvent(event));
     return void call.end();
   }
-  subscribeToAll(store, call, allOptions.hasEnd() ? store.all.at(-1)?.position ?? -1n : position ?? -1n, filterOf(options));
+  subscribeToAll(
+    store,
+    call,
+    allOptions.hasEnd() ? (store.all.at(-1)?.position ?? -1n) : (position ?? -1n),
+    filterOf(options),
+  );
 }
 
 /** Catch-up from after `after`, then live. Filtered subscriptions get checkpoints as the server sends them. */
-function subscribeToAll(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>, after: bigint, matches: Matcher | undefined): void {
-  call.write(new ReadResp().setConfirmation(new ReadResp.SubscriptionConfirmation().setSubscriptionId(`double-${Math.random().toString(36).slice(2)}`)));
+function subscribeToAll(
+  store: DoubleStore,
+  call: grpc.ServerWritableStream<ReadRequest, ReadResponse>,
+  after: bigint,
+  matches: Matcher | undefined,
+): void {
+  call.write(
+    new ReadResp().setConfirmation(
+      new ReadResp.SubscriptionConfirmation().setSubscriptionId(`double-${Math.random().toString(36).slice(2)}`),
+    ),
+  );
   let nextIndex = store.all.findIndex((event) => event.position > after);
   if (nextIndex === -1) nextIndex = store.all.length;
-  const checkpoint = (position: bigint) => call.write(new ReadResp().setCheckpoint(new ReadResp.Checkpoint().setCommitPosition(position.toString()).setPreparePosition(position.toString())));
+  const checkpoint = (position: bigint) =>
+    call.write(
+      new ReadResp().setCheckpoint(
+        new ReadResp.Checkpoint().setCommitPosition(position.toString()).setPreparePosition(position.toString()),
+      ),
+    );
 
   const deliver = () => {
     if (call.cancelled || call.destroyed) return;

@@ -26,7 +26,11 @@ export class AdminController {
   async rebuild(@Query() query: unknown) {
     const { projection } = rebuildQuery.parse(query);
     const rebuilt = await rebuildReadModels(this.pool, this.eventLog, projection ? [projection] : undefined);
-    const summary = ({ events, position, durationMs }: { events: number; position: bigint; durationMs: number }) => ({ events, position: Number(position), durationMs: Math.round(durationMs) });
+    const summary = ({ events, position, durationMs }: { events: number; position: bigint; durationMs: number }) => ({
+      events,
+      position: Number(position),
+      durationMs: Math.round(durationMs),
+    });
     return {
       ...summary({
         events: rebuilt.reduce((sum, { result }) => sum + result.events, 0),

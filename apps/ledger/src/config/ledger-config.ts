@@ -9,56 +9,64 @@ const httpUrl = z
   .url()
   .refine((value) => /^https?:$/.test(new URL(value).protocol), 'must be an http(s) URL');
 
-const environment = z.object({
-  PORT: port(3000),
-  DATABASE_URL: z.string().url().optional(),
-  EVENTSTORE_CONNECTION_STRING: z.string().regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string').optional(),
-  LEDGER_DATA_DIR: z.string().min(1).default('.data'),
-  LEDGER_PG_PORT: port(54_329),
-  LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
-  LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
-  LEDGER_LIVE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
-  LEDGER_LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
-  LEDGER_MCP_SERVERS: z.string().min(1).optional(),
-  LEDGER_FIREWALL_POLICY: z.string().min(1).optional(),
-  LEDGER_UPSTREAMS: z.string().min(1).optional(),
-  LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
-  LEDGER_GATEWAY_ON_LOG_FAILURE: z.enum(['refuse', 'pass']).default('refuse'),
-  LEDGER_GATEWAY_MAX_REQUEST_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
-  LEDGER_GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
-  LEDGER_GATEWAY_RECORD_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
-  LEDGER_GATEWAY_RECORD_BATCH_MS: z.coerce.number().int().min(0).max(10_000).default(50),
-  LEDGER_GUARDIAN_MODE: z.enum(['off', 'monitor', 'enforce']).default('enforce'),
-  LEDGER_GUARDIAN_BASE_URL: z.string().url().optional(),
-  LEDGER_GUARDIAN_API_KEY: z.string().min(1).optional(),
-  LEDGER_GUARDIAN_MODEL: z.string().min(1).default('gpt-4o-mini'),
-  LEDGER_GUARDIAN_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
-  LEDGER_GUARDIAN_ON_FAILURE: z.enum(['ask', 'deny', 'allow']).default('ask'),
-  LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
-  LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
-  LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(20_000),
-  LEDGER_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(10_000),
-  LEDGER_LIVE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
-  LEDGER_OIDC_ISSUER: httpUrl.optional(),
-  LEDGER_OIDC_AUDIENCE: z.string().min(1).optional(),
-  LEDGER_OIDC_JWKS_URL: httpUrl.optional(),
-  LEDGER_OIDC_TENANT_CLAIM: z.string().min(1).default('tenant'),
-  LEDGER_OIDC_ROLES_CLAIM: z.string().min(1).default('roles'),
-  LEDGER_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
-  LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
-  LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
-  LEDGER_SIGNING_KEY: z.string().min(1).optional(),
-  LEDGER_LOG_ORIGIN: z.string().regex(/^[^\s+]+$/, 'must hold no spaces and no "+"').optional(),
-  LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  LEDGER_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  LEDGER_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
-  LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
-  LEDGER_HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1_000),
-}).refine((values) => values.LEDGER_HTTP_HEADERS_TIMEOUT_MS <= values.LEDGER_HTTP_REQUEST_TIMEOUT_MS, {
-  path: ['LEDGER_HTTP_HEADERS_TIMEOUT_MS'],
-  message: 'must not exceed LEDGER_HTTP_REQUEST_TIMEOUT_MS',
-});
+const environment = z
+  .object({
+    PORT: port(3000),
+    DATABASE_URL: z.string().url().optional(),
+    EVENTSTORE_CONNECTION_STRING: z
+      .string()
+      .regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string')
+      .optional(),
+    LEDGER_DATA_DIR: z.string().min(1).default('.data'),
+    LEDGER_PG_PORT: port(54_329),
+    LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
+    LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
+    LEDGER_LIVE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
+    LEDGER_LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
+    LEDGER_MCP_SERVERS: z.string().min(1).optional(),
+    LEDGER_FIREWALL_POLICY: z.string().min(1).optional(),
+    LEDGER_UPSTREAMS: z.string().min(1).optional(),
+    LEDGER_GATEWAY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+    LEDGER_GATEWAY_ON_LOG_FAILURE: z.enum(['refuse', 'pass']).default('refuse'),
+    LEDGER_GATEWAY_MAX_REQUEST_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
+    LEDGER_GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1_024).default(33_554_432),
+    LEDGER_GATEWAY_RECORD_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
+    LEDGER_GATEWAY_RECORD_BATCH_MS: z.coerce.number().int().min(0).max(10_000).default(50),
+    LEDGER_GUARDIAN_MODE: z.enum(['off', 'monitor', 'enforce']).default('enforce'),
+    LEDGER_GUARDIAN_BASE_URL: z.string().url().optional(),
+    LEDGER_GUARDIAN_API_KEY: z.string().min(1).optional(),
+    LEDGER_GUARDIAN_MODEL: z.string().min(1).default('gpt-4o-mini'),
+    LEDGER_GUARDIAN_TIMEOUT_MS: z.coerce.number().int().min(100).default(20_000),
+    LEDGER_GUARDIAN_ON_FAILURE: z.enum(['ask', 'deny', 'allow']).default('ask'),
+    LEDGER_APPROVAL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(900_000),
+    LEDGER_MCP_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+    LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(20_000),
+    LEDGER_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(10_000),
+    LEDGER_LIVE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
+    LEDGER_OIDC_ISSUER: httpUrl.optional(),
+    LEDGER_OIDC_AUDIENCE: z.string().min(1).optional(),
+    LEDGER_OIDC_JWKS_URL: httpUrl.optional(),
+    LEDGER_OIDC_TENANT_CLAIM: z.string().min(1).default('tenant'),
+    LEDGER_OIDC_ROLES_CLAIM: z.string().min(1).default('roles'),
+    LEDGER_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
+    LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
+    LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
+    LEDGER_SIGNING_KEY: z.string().min(1).optional(),
+    LEDGER_LOG_ORIGIN: z
+      .string()
+      .regex(/^[^\s+]+$/, 'must hold no spaces and no "+"')
+      .optional(),
+    LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    LEDGER_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    LEDGER_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+    LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+    LEDGER_HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1_000),
+  })
+  .refine((values) => values.LEDGER_HTTP_HEADERS_TIMEOUT_MS <= values.LEDGER_HTTP_REQUEST_TIMEOUT_MS, {
+    path: ['LEDGER_HTTP_HEADERS_TIMEOUT_MS'],
+    message: 'must not exceed LEDGER_HTTP_REQUEST_TIMEOUT_MS',
+  });
 
 export interface LedgerConfig {
   readonly port: number;
@@ -181,13 +189,23 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,
-    live: { coalesceMs: values.LEDGER_LIVE_COALESCE_MS, heartbeatMs: values.LEDGER_LIVE_HEARTBEAT_MS, maxBufferedBytes: values.LEDGER_LIVE_MAX_BUFFERED_BYTES },
+    live: {
+      coalesceMs: values.LEDGER_LIVE_COALESCE_MS,
+      heartbeatMs: values.LEDGER_LIVE_HEARTBEAT_MS,
+      maxBufferedBytes: values.LEDGER_LIVE_MAX_BUFFERED_BYTES,
+    },
     governance: {
       mcpServersFile: values.LEDGER_MCP_SERVERS && path.resolve(values.LEDGER_MCP_SERVERS),
       firewallPolicyFile: values.LEDGER_FIREWALL_POLICY && path.resolve(values.LEDGER_FIREWALL_POLICY),
       guardian: {
         mode: values.LEDGER_GUARDIAN_MODE,
-        endpoint: values.LEDGER_GUARDIAN_BASE_URL ? { baseUrl: values.LEDGER_GUARDIAN_BASE_URL, apiKey: values.LEDGER_GUARDIAN_API_KEY ?? 'none', model: values.LEDGER_GUARDIAN_MODEL } : undefined,
+        endpoint: values.LEDGER_GUARDIAN_BASE_URL
+          ? {
+              baseUrl: values.LEDGER_GUARDIAN_BASE_URL,
+              apiKey: values.LEDGER_GUARDIAN_API_KEY ?? 'none',
+              model: values.LEDGER_GUARDIAN_MODEL,
+            }
+          : undefined,
         timeoutMs: values.LEDGER_GUARDIAN_TIMEOUT_MS,
         onFailure: values.LEDGER_GUARDIAN_ON_FAILURE,
       },
@@ -234,9 +252,7 @@ function oidcConfig(values: z.infer<typeof environment>): OidcConfig | undefined
   }
   if (!issuer || !audience) {
     if (values.LEDGER_OIDC_JWKS_URL) {
-      throw new StartupError(
-        'environment variable LEDGER_OIDC_ISSUER is required when LEDGER_OIDC_JWKS_URL is set',
-      );
+      throw new StartupError('environment variable LEDGER_OIDC_ISSUER is required when LEDGER_OIDC_JWKS_URL is set');
     }
     return undefined;
   }

@@ -51,7 +51,14 @@ describe('OIDC configuration', () => {
 describe('gateway configuration', () => {
   it('has no upstreams file by default, a 60 s upstream timeout and refuses requests the log cannot take', () => {
     const sizes = { maxRequestBytes: 33_554_432, maxResponseBytes: 33_554_432 };
-    const defaults = { upstreamsFile: undefined, upstreamTimeoutMs: 60_000, onLogFailure: 'refuse', ...sizes, recordWaitMs: 5_000, recordBatchMs: 50 };
+    const defaults = {
+      upstreamsFile: undefined,
+      upstreamTimeoutMs: 60_000,
+      onLogFailure: 'refuse',
+      ...sizes,
+      recordWaitMs: 5_000,
+      recordBatchMs: 50,
+    };
     expect(loadConfig({}).gateway).toEqual(defaults);
   });
 
@@ -67,7 +74,14 @@ describe('gateway configuration', () => {
     }).gateway;
     const upstreamsFile = path.resolve('config/upstreams.yaml');
     const sizes = { maxRequestBytes: 2_048, maxResponseBytes: 4_096 };
-    expect(gateway).toEqual({ upstreamsFile, upstreamTimeoutMs: 5_000, onLogFailure: 'pass', ...sizes, recordWaitMs: 0, recordBatchMs: 10 });
+    expect(gateway).toEqual({
+      upstreamsFile,
+      upstreamTimeoutMs: 5_000,
+      onLogFailure: 'pass',
+      ...sizes,
+      recordWaitMs: 0,
+      recordBatchMs: 10,
+    });
   });
 
   it.each<[NodeJS.ProcessEnv, string]>([

@@ -75,8 +75,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (!existed) await server.initialise();
     await server.start();
   } catch (error) {
-    const asRoot = process.getuid?.() === 0 ? ' (as root, PostgreSQL runs as the "postgres" user, which must be able to reach and write this folder)' : '';
-    throw new StartupError(`embedded PostgreSQL did not start in ${dataDir}${asRoot}: ${error instanceof Error ? error.message : lastLines(logs)}`);
+    const asRoot =
+      process.getuid?.() === 0
+        ? ' (as root, PostgreSQL runs as the "postgres" user, which must be able to reach and write this folder)'
+        : '';
+    throw new StartupError(
+      `embedded PostgreSQL did not start in ${dataDir}${asRoot}: ${error instanceof Error ? error.message : lastLines(logs)}`,
+    );
   }
   try {
     if (existed) await ensurePassword(options.port, password, dataDir);
@@ -137,7 +142,9 @@ async function ensureWritable(folder: string): Promise<void> {
     await mkdir(folder, { recursive: true });
     await access(folder, constants.W_OK);
   } catch (error) {
-    throw new StartupError(`the data folder ${folder} is not writable (${(error as NodeJS.ErrnoException).code}); set LEDGER_DATA_DIR to a writable folder`);
+    throw new StartupError(
+      `the data folder ${folder} is not writable (${(error as NodeJS.ErrnoException).code}); set LEDGER_DATA_DIR to a writable folder`,
+    );
   }
 }
 
@@ -145,7 +152,11 @@ function ensurePortFree(port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new StartupError(`port ${port} for the embedded PostgreSQL is not available (${error.code}); set LEDGER_PG_PORT to a free port`)),
+      reject(
+        new StartupError(
+          `port ${port} for the embedded PostgreSQL is not available (${error.code}); set LEDGER_PG_PORT to a free port`,
+        ),
+      ),
     );
     probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
   });
@@ -174,7 +185,8 @@ function isAlive(pid: number): boolean {
 async function stopProcess(pid: number): Promise<void> {
   if (!isAlive(pid)) return;
   process.kill(pid, 'SIGINT');
-  for (let waited = 0; isAlive(pid) && waited < 30_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+  for (let waited = 0; isAlive(pid) && waited < 30_000; waited += 50)
+    await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
 function lastLines(logs: readonly string[]): string {

@@ -9,7 +9,11 @@ import { DataSource } from 'typeorm';
 
 /** Every schema change, in order. Read-model migrations join this list beside the event log's. */
 export const migrations = [
-  EventLog1763800000001, BlockReadModels1763800000002, BranchTrees1763800000003, ToolCalls1763800000004, Identity1763800000005,
+  EventLog1763800000001,
+  BlockReadModels1763800000002,
+  BranchTrees1763800000003,
+  ToolCalls1763800000004,
+  Identity1763800000005,
   VerifiableLog1763800000006,
 ];
 
@@ -24,7 +28,13 @@ export async function runMigrations(connectionString: string): Promise<void> {
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, migrationsTransactionMode: 'each', logging: false });
+    const dataSource = new DataSource({
+      type: 'postgres',
+      url: connectionString,
+      migrations,
+      migrationsTransactionMode: 'each',
+      logging: false,
+    });
     await dataSource.initialize();
     try {
       await dataSource.runMigrations();

@@ -13,7 +13,13 @@ export class EventLogModule implements OnApplicationShutdown {
   constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
 
   /** EventStoreDB when its connection string is set, else the PostgreSQL event log in `postgresUrl`. */
-  static forRoot({ postgresUrl, eventStoreConnectionString }: { postgresUrl: string; eventStoreConnectionString?: string }): DynamicModule {
+  static forRoot({
+    postgresUrl,
+    eventStoreConnectionString,
+  }: {
+    postgresUrl: string;
+    eventStoreConnectionString?: string;
+  }): DynamicModule {
     return {
       module: EventLogModule,
       imports: [MetricsModule],
@@ -25,7 +31,11 @@ export class EventLogModule implements OnApplicationShutdown {
             const onError = (error: Error) => logger.warn({ err: error }, 'event log connection problem');
             return eventStoreConnectionString
               ? createEventStoreDbEventLog({ connectionString: eventStoreConnectionString, onError })
-              : createPostgresEventLog({ connectionString: postgresUrl, onCommit: (stats) => metrics.recordCommit(stats), onError });
+              : createPostgresEventLog({
+                  connectionString: postgresUrl,
+                  onCommit: (stats) => metrics.recordCommit(stats),
+                  onError,
+                });
           },
         },
       ],

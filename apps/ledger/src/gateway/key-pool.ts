@@ -7,13 +7,7 @@ export interface Clock {
 
 /** How one attempt with a key ended; `client_error` is a 4xx other than 401/403/429, the client's own fault. */
 export type AttemptOutcome =
-  | 'ok'
-  | 'rate_limited'
-  | 'unauthorized'
-  | 'server_error'
-  | 'timeout'
-  | 'network'
-  | 'client_error';
+  'ok' | 'rate_limited' | 'unauthorized' | 'server_error' | 'timeout' | 'network' | 'client_error';
 
 /** Why a key was taken out: a 429, too many 5xx/timeouts, or a 401/403 (until the next reload). */
 export type CooldownReason = 'rate_limited' | 'failure_rate' | 'unauthorized';

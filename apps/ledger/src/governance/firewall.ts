@@ -50,7 +50,11 @@ export const firewallPolicySchema = z
      */
     approvals: z
       .object({
-        none: approvalCount, low: approvalCount, medium: approvalCount, high: approvalCount, critical: approvalCount,
+        none: approvalCount,
+        low: approvalCount,
+        medium: approvalCount,
+        high: approvalCount,
+        critical: approvalCount,
         tools: z.record(z.string(), z.number().int().min(1).max(10)).default({}),
       })
       .strict()
@@ -90,7 +94,9 @@ export interface ServerPlacement {
 
 /** Without a policy file nothing runs unseen: every call asks a person. */
 export const DEFAULT_FIREWALL_POLICY: FirewallPolicy = firewallPolicySchema.parse({
-  version: 'built-in:ask-everything', default: 'ask', tools: {},
+  version: 'built-in:ask-everything',
+  default: 'ask',
+  tools: {},
 });
 
 /** Reads a policy file: YAML when it is named `.yaml` or `.yml`, JSON otherwise. */
@@ -170,7 +176,9 @@ export class Firewall {
   requiredApprovals(tool: ToolRef, risk: Risk): number {
     const { tools, ...byRisk } = this.policy.approvals;
     const name = `${tool.server}/${tool.name}`;
-    const byTool = Object.entries(tools).filter(([pattern]) => glob(pattern).test(name)).map(([, count]) => count);
+    const byTool = Object.entries(tools)
+      .filter(([pattern]) => glob(pattern).test(name))
+      .map(([, count]) => count);
     return Math.max(1, byRisk[risk] ?? 1, ...byTool);
   }
 
@@ -231,9 +239,9 @@ export class Firewall {
       Array.isArray(holder)
         ? holder.map((_, index) => ({ holder, key: index, label: `${label}[${index}]`, declared, depth }))
         : Object.keys(holder).map((key) => {
-          const named = label === '' ? shortLabel(key) : `${label}.${shortLabel(key)}`;
-          return { holder, key, label: named, declared: declared || this.namesPath(key, schemaNames), depth };
-        });
+            const named = label === '' ? shortLabel(key) : `${label}.${shortLabel(key)}`;
+            return { holder, key, label: named, declared: declared || this.namesPath(key, schemaNames), depth };
+          });
     const pending = slotsOf(args, '', false, 1);
     while (pending.length > 0) {
       const { holder, key, label, declared, depth } = pending.pop()!;
@@ -301,10 +309,12 @@ export class Firewall {
     let directories = this.serverDirectories.get(server);
     if (!directories) {
       directories = (async () => {
-        const listed = await Promise.all(placement.directories.map(async (dir) => {
-          const real = await realpath(dir).catch(() => dir);
-          return real === dir ? [dir] : [dir, real];
-        }));
+        const listed = await Promise.all(
+          placement.directories.map(async (dir) => {
+            const real = await realpath(dir).catch(() => dir);
+            return real === dir ? [dir] : [dir, real];
+          }),
+        );
         const isFolder = async (dir: string) => (await stat(dir).catch(() => undefined))?.isDirectory() === true;
         const checked = await Promise.all(listed.flat().map(async (dir) => ((await isFolder(dir)) ? [dir] : [])));
         return checked.flat();
@@ -444,7 +454,12 @@ function glob(pattern: string, caseInsensitive = false): RegExp {
   if (!compiled) {
     const source = pattern
       .split('**')
-      .map((part) => part.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*'))
+      .map((part) =>
+        part
+          .split('*')
+          .map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('[^/]*'),
+      )
       .join('.*');
     compiled = new RegExp(`^${source}$`, caseInsensitive ? 'i' : '');
     globCache.set(key, compiled);

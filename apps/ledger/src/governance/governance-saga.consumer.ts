@@ -46,7 +46,8 @@ export function governanceSagaConsumer(
       const completed = events
         .filter((event) => event.type === 'toolcall.completed')
         .map((event) => parseToolCallStreamId(event.streamId)!.id);
-      if (completed.length > 0) await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
+      if (completed.length > 0)
+        await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
       for (const event of read) eventBus.publish(event);
     },
   };

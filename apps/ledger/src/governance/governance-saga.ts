@@ -94,8 +94,13 @@ export class GovernanceSaga {
 
 function commandsFor(event: RecordedEvent, requests: readonly GovernedRequest[]): AdvanceToolCallCommand[] {
   const toolCall = parseToolCallStreamId(event.streamId);
-  if (toolCall) return [new AdvanceToolCallCommand({ tenant: toolCall.tenant, toolCallId: toolCall.id }, undefined, event.position)];
-  return requests.map((request) => new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId: request.toolCallId }, request));
+  if (toolCall)
+    return [
+      new AdvanceToolCallCommand({ tenant: toolCall.tenant, toolCallId: toolCall.id }, undefined, event.position),
+    ];
+  return requests.map(
+    (request) => new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId: request.toolCallId }, request),
+  );
 }
 
 @CommandHandler(AdvanceToolCallCommand)

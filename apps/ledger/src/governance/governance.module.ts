@@ -33,19 +33,34 @@ const GOVERNANCE_SAGA_RUNNER = Symbol('GOVERNANCE_SAGA_RUNNER');
     GovernanceSaga,
     AdvanceToolCallHandler,
     DecideToolCallHandler,
-    { provide: GOVERNANCE, inject: [LEDGER_CONFIG], useFactory: (config: LedgerConfig) => governanceParts(config.governance) },
+    {
+      provide: GOVERNANCE,
+      inject: [LEDGER_CONFIG],
+      useFactory: (config: LedgerConfig) => governanceParts(config.governance),
+    },
     {
       provide: TOOL_CALLS_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger],
       useFactory: (pool: pg.Pool, eventLog: EventLog, logger: Logger) =>
-        new ProjectionRunner(pool, eventLog, toolCallsProjection(), { onError: (error) => logger.warn({ err: error }, 'tool-calls projection failed; restarting from its checkpoint') }),
+        new ProjectionRunner(pool, eventLog, toolCallsProjection(), {
+          onError: (error) =>
+            logger.warn({ err: error }, 'tool-calls projection failed; restarting from its checkpoint'),
+        }),
     },
     {
       provide: GOVERNANCE_SAGA_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger, GOVERNANCE, EventBus, CommandBus],
-      useFactory: (pool: pg.Pool, eventLog: EventLog, logger: Logger, parts: GovernanceParts, eventBus: EventBus, commandBus: CommandBus) =>
+      useFactory: (
+        pool: pg.Pool,
+        eventLog: EventLog,
+        logger: Logger,
+        parts: GovernanceParts,
+        eventBus: EventBus,
+        commandBus: CommandBus,
+      ) =>
         new ProjectionRunner(pool, eventLog, governanceSagaConsumer(parts, eventBus, commandBus, pool), {
-          onError: (error) => logger.warn({ err: error }, 'governance saga consumer failed; restarting from its checkpoint'),
+          onError: (error) =>
+            logger.warn({ err: error }, 'governance saga consumer failed; restarting from its checkpoint'),
         }),
     },
   ],

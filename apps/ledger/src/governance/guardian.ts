@@ -34,12 +34,15 @@ export class Guardian {
 
   constructor(private readonly options: GuardianOptions) {
     const { endpoint } = options;
-    this.client = endpoint ? new OpenAI({ baseURL: endpoint.baseUrl, apiKey: endpoint.apiKey, timeout: options.timeoutMs, maxRetries: 0 }) : undefined;
+    this.client = endpoint
+      ? new OpenAI({ baseURL: endpoint.baseUrl, apiKey: endpoint.apiKey, timeout: options.timeoutMs, maxRetries: 0 })
+      : undefined;
   }
 
   async review(tool: ToolRef, args: unknown, policyVersion: string): Promise<GuardianReview> {
     const { mode } = this.options;
-    if (mode === 'off') return { risk: 'none', rationale: 'the guardian is off', reviewer: 'off', cacheHit: false, mode, failed: false };
+    if (mode === 'off')
+      return { risk: 'none', rationale: 'the guardian is off', reviewer: 'off', cacheHit: false, mode, failed: false };
     const key = sha256Hex(canonicalJson({ tool, arguments: args ?? null, policyVersion }));
     const cached = this.cache.get(key);
     if (cached) return { ...cached, cacheHit: true, mode };
@@ -62,7 +65,16 @@ export class Guardian {
         ],
         response_format: {
           type: 'json_schema',
-          json_schema: { name: 'tool_call_risk', strict: true, schema: { type: 'object', properties: { risk: { type: 'string', enum: [...RISKS] }, rationale: { type: 'string' } }, required: ['risk', 'rationale'], additionalProperties: false } },
+          json_schema: {
+            name: 'tool_call_risk',
+            strict: true,
+            schema: {
+              type: 'object',
+              properties: { risk: { type: 'string', enum: [...RISKS] }, rationale: { type: 'string' } },
+              required: ['risk', 'rationale'],
+              additionalProperties: false,
+            },
+          },
         },
       });
       const content = completion.choices?.[0]?.message?.content;
@@ -74,12 +86,19 @@ export class Guardian {
         return failure(reviewer, 'the reviewer did not answer with JSON');
       }
       const verdict = verdictSchema.safeParse(parsed);
-      if (!verdict.success) return failure(reviewer, `the reviewer's answer does not fit the verdict schema (${verdict.error.issues[0]!.path.join('.') || 'answer'})`);
+      if (!verdict.success)
+        return failure(
+          reviewer,
+          `the reviewer's answer does not fit the verdict schema (${verdict.error.issues[0]!.path.join('.') || 'answer'})`,
+        );
       return { ...verdict.data, reviewer, failed: false };
     } catch (error) {
       // The client reports a timeout as a connection error; the clock tells them apart.
       const timedOut = performance.now() - started >= this.options.timeoutMs;
-      return failure(reviewer, timedOut ? `no answer within ${this.options.timeoutMs} ms` : `the reviewer failed: ${(error as Error).message}`);
+      return failure(
+        reviewer,
+        timedOut ? `no answer within ${this.options.timeoutMs} ms` : `the reviewer failed: ${(error as Error).message}`,
+      );
     }
   }
 }

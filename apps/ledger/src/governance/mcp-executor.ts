@@ -6,14 +6,28 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { z } from 'zod';
 
 /** The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url. */
-const stdioServer = z.object({ command: z.string().min(1), args: z.array(z.string()).default([]), env: z.record(z.string(), z.string()).optional(), cwd: z.string().optional() }).passthrough();
-const httpServer = z.object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() }).passthrough();
-export const mcpServersSchema = z.object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) }).passthrough();
+const stdioServer = z
+  .object({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().optional(),
+  })
+  .passthrough();
+const httpServer = z
+  .object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() })
+  .passthrough();
+export const mcpServersSchema = z
+  .object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) })
+  .passthrough();
 export type McpServersConfig = z.infer<typeof mcpServersSchema>;
 
 export function loadMcpServers(file: string): McpServersConfig {
   const parsed = mcpServersSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new Error(`MCP servers ${file}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success)
+    throw new Error(
+      `MCP servers ${file}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+    );
   return parsed.data;
 }
 
@@ -58,7 +72,9 @@ export class McpExecutor {
   async tools(server: string): Promise<readonly McpTool[]> {
     const cached = this.toolLists.get(server);
     if (cached && Date.now() - cached.at < this.options.toolListTtlMs) return cached.tools;
-    const { tools } = await this.withClient(server, (client) => client.listTools(undefined, { timeout: this.options.callTimeoutMs }));
+    const { tools } = await this.withClient(server, (client) =>
+      client.listTools(undefined, { timeout: this.options.callTimeoutMs }),
+    );
     this.toolLists.set(server, { at: Date.now(), tools });
     return tools;
   }
@@ -69,9 +85,12 @@ export class McpExecutor {
   }
 
   async call(tool: ToolRef, args: unknown): Promise<McpCallResult> {
-    if (!(await this.tools(tool.server)).some((listed) => listed.name === tool.name)) throw new Error(`MCP server ${tool.server} has no tool ${tool.name}`);
+    if (!(await this.tools(tool.server)).some((listed) => listed.name === tool.name))
+      throw new Error(`MCP server ${tool.server} has no tool ${tool.name}`);
     const result = await this.withClient(tool.server, (client) =>
-      client.callTool({ name: tool.name, arguments: (args ?? {}) as Record<string, unknown> }, undefined, { timeout: this.options.callTimeoutMs }),
+      client.callTool({ name: tool.name, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
+        timeout: this.options.callTimeoutMs,
+      }),
     );
     return { ...result, content: (result.content as unknown[] | undefined) ?? [], isError: result.isError === true };
   }
@@ -104,8 +123,14 @@ export class McpExecutor {
     const client = new Client({ name: 'block-ledger', version: '0.1.0' });
     const transport =
       'url' in entry && typeof entry.url === 'string'
-        ? new StreamableHTTPClientTransport(new URL(entry.url), { requestInit: { headers: (entry as z.infer<typeof httpServer>).headers } })
-        : new StdioClientTransport({ ...(entry as z.infer<typeof stdioServer>), env: { ...getDefaultEnvironment(), ...(entry as z.infer<typeof stdioServer>).env }, stderr: 'ignore' });
+        ? new StreamableHTTPClientTransport(new URL(entry.url), {
+            requestInit: { headers: (entry as z.infer<typeof httpServer>).headers },
+          })
+        : new StdioClientTransport({
+            ...(entry as z.infer<typeof stdioServer>),
+            env: { ...getDefaultEnvironment(), ...(entry as z.infer<typeof stdioServer>).env },
+            stderr: 'ignore',
+          });
     await client.connect(transport, { timeout: this.options.callTimeoutMs });
     return client;
   }

@@ -19,7 +19,10 @@ import { ToolCallRepository, type ToolCallActor, type ToolCallRef } from './tool
 import { systemActor } from '../identity/principal.js';
 
 /** A tool call the saga found in a session's `mcp_tool_pending`, before its stream exists. */
-export type GovernedRequest = ToolCallEventOf<'toolcall.requested'>['data'] & { readonly tenant: string; readonly causationId: string };
+export type GovernedRequest = ToolCallEventOf<'toolcall.requested'>['data'] & {
+  readonly tenant: string;
+  readonly causationId: string;
+};
 
 type OpenToolCall = Exclude<ToolCallState, { status: 'absent' }>;
 type RecordResult = Extract<ToolCallCommand, { type: 'record_result' }>;
@@ -31,7 +34,8 @@ const MAX_REMEMBERED_CALLS = 10_000;
 const MAX_RETRY_DELAY_MS = 30_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const RESULT_NOT_STORED = 'the tool ran but its result could not be stored';
-const IN_DOUBT = 'the execution started but its outcome was never recorded (the service stopped while it ran); it is not run again';
+const IN_DOUBT =
+  'the execution started but its outcome was never recorded (the service stopped while it ran); it is not run again';
 
 /**
  * Takes each tool call through its saga, one step at a time: load the call from its stream,
@@ -119,14 +123,16 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         if (!request) return;
         const { tenant: _tenant, causationId, ...data } = request;
         state =
-          (await this.step(() => this.toolCalls.execute(ref, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId }))) ??
-          (await this.toolCalls.load(ref)).state;
+          (await this.step(() =>
+            this.toolCalls.execute(ref, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId }),
+          )) ?? (await this.toolCalls.load(ref)).state;
         continue;
       }
       await this.showOnBlock(state, tenant);
       const next = nextSagaStep(state);
       if (next.kind === 'done') return;
-      if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline)) return this.wakeAt(ref, next.deadline);
+      if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline))
+        return this.wakeAt(ref, next.deadline);
       const current = state;
       state = (await this.step(() => this.take(next, current, ref))) ?? (await this.toolCalls.load(ref)).state;
     }
@@ -153,7 +159,11 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }
   }
 
-  private async take(step: Exclude<SagaStep, { kind: 'done' }>, state: OpenToolCall, id: ToolCallRef): Promise<ToolCallState> {
+  private async take(
+    step: Exclude<SagaStep, { kind: 'done' }>,
+    state: OpenToolCall,
+    id: ToolCallRef,
+  ): Promise<ToolCallState> {
     const { tenant } = id;
     const { tool, arguments: args } = state.request;
     const as = { actor: SAGA_ACTOR };
@@ -225,7 +235,10 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       return await this.toolCalls.execute(id, outcome, as);
     } catch (error) {
       if (!outcome.ok || error instanceof ToolCallError) throw error;
-      this.logger.warn({ err: error, toolCallId: id.toolCallId }, 'tool result not stored; recorded as an unknown outcome');
+      this.logger.warn(
+        { err: error, toolCallId: id.toolCallId },
+        'tool result not stored; recorded as an unknown outcome',
+      );
       const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
       return this.toolCalls.execute(id, { type: 'record_result', ok: false, ...unstored }, as);
     }
@@ -249,7 +262,13 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     if (!shown || state.status === 'absent') return;
     const { sessionId, messageId, toolCallId } = state.request;
     try {
-      const command = { type: 'update_tool_call' as const, eventId: shown.eventId, messageId, toolCallId, ...shown.update };
+      const command = {
+        type: 'update_tool_call' as const,
+        eventId: shown.eventId,
+        messageId,
+        toolCallId,
+        ...shown.update,
+      };
       await this.commandBus.execute(new ExecuteSessionCommand({ tenant, sessionId }, command, SAGA_AUTHOR));
     } catch (error) {
       // The call stands on its own stream even if its session is gone; the audit trail is there.

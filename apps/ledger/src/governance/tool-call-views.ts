@@ -27,17 +27,37 @@ export interface ToolCallView {
 export function toolCallView(state: Exclude<ToolCallState, { status: 'absent' }>): ToolCallView {
   const { request } = state;
   return {
-    id: request.toolCallId, sessionId: request.sessionId, messageId: request.messageId, toolId: request.toolId, tool: request.tool, arguments: request.arguments,
-    argumentsSha256: request.argumentsSha256, requestedBy: request.requestedBy, status: state.status, outcome: state.outcome, firewall: state.firewall,
-    guardian: state.guardian, approval: state.approval, decision: state.decision,
-    execution: decodeToolResults(state.execution), position: Number(state.position),
+    id: request.toolCallId,
+    sessionId: request.sessionId,
+    messageId: request.messageId,
+    toolId: request.toolId,
+    tool: request.tool,
+    arguments: request.arguments,
+    argumentsSha256: request.argumentsSha256,
+    requestedBy: request.requestedBy,
+    status: state.status,
+    outcome: state.outcome,
+    firewall: state.firewall,
+    guardian: state.guardian,
+    approval: state.approval,
+    decision: state.decision,
+    execution: decodeToolResults(state.execution),
+    position: Number(state.position),
   };
 }
 
 /** The audit trail: every event of the call's stream with who recorded it, when, and its hash link. */
 export function trailView(events: readonly RecordedEvent[]) {
   return events.map((event) => ({
-    id: event.id, type: event.type, data: event.data, revision: Number(event.revision), position: Number(event.position), actor: event.metadata.actor,
-    recordedAt: event.metadata.recordedAt, causationId: event.metadata.causationId, prevHash: event.metadata.prevHash, hash: event.metadata.hash,
+    id: event.id,
+    type: event.type,
+    data: event.data,
+    revision: Number(event.revision),
+    position: Number(event.position),
+    actor: event.metadata.actor,
+    recordedAt: event.metadata.recordedAt,
+    causationId: event.metadata.causationId,
+    prevHash: event.metadata.prevHash,
+    hash: event.metadata.hash,
   }));
 }

@@ -20,7 +20,10 @@ export class EventLogHealthIndicator {
       const { engine, appendLockHeldMs } = await this.eventLog.health();
       const details = { engine, appendLockHeldMs };
       return (appendLockHeldMs ?? 0) > STALL_LIMIT_MS
-        ? indicator.down({ ...details, message: `a writer has held the append lock for ${Math.round(appendLockHeldMs!)} ms; subscribers are stalled behind it` })
+        ? indicator.down({
+            ...details,
+            message: `a writer has held the append lock for ${Math.round(appendLockHeldMs!)} ms; subscribers are stalled behind it`,
+          })
         : indicator.up(details);
     } catch (error) {
       return indicator.down({ message: (error as Error).message });

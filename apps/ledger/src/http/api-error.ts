@@ -63,11 +63,17 @@ export class ApiErrorFilter implements ExceptionFilter {
 }
 
 /** Writes the error body; also used for failures raised by Express middleware (body parsing) before Nest routes a request. */
-export function sendError(response: Response, error: unknown, logger: Pick<Logger, 'error'>, countRefusal?: RefusalCounter): void {
+export function sendError(
+  response: Response,
+  error: unknown,
+  logger: Pick<Logger, 'error'>,
+  countRefusal?: RefusalCounter,
+): void {
   const { status, body } = describeError(error);
   if (status >= 500) logger.error(error);
   if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer realm="block-ledger"');
-  if (status === 401 || status === 403 || status === 429) countRefusal?.(status, (error as { reason?: string }).reason ?? body.code);
+  if (status === 401 || status === 403 || status === 429)
+    countRefusal?.(status, (error as { reason?: string }).reason ?? body.code);
   if (response.headersSent) {
     response.end();
     return;
@@ -82,27 +88,53 @@ function describeError(error: unknown): { status: number; body: { code: string; 
     const field = error.field || '(body)';
     return { status: 400, body: withField('invalid_request', `${field}: ${error.message}`, field) };
   }
-  if (error instanceof ApiError) return { status: error.status, body: withField(error.code, error.message, error.field) };
-  if (error instanceof SessionError) return { status: SESSION_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
-  if (error instanceof ToolCallError) return { status: TOOLCALL_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
-  if (error instanceof ChunkValidationError) return { status: 400, body: withField('invalid_chunk', error.message, `chunks[${error.index}].${error.field}`) };
+  if (error instanceof ApiError)
+    return { status: error.status, body: withField(error.code, error.message, error.field) };
+  if (error instanceof SessionError)
+    return { status: SESSION_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
+  if (error instanceof ToolCallError)
+    return { status: TOOLCALL_ERROR_STATUS[error.code], body: withField(error.code, error.message, error.field) };
+  if (error instanceof ChunkValidationError)
+    return { status: 400, body: withField('invalid_chunk', error.message, `chunks[${error.index}].${error.field}`) };
   if (error instanceof ZodError) {
     const issue = error.issues[0]!;
     const field = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(',') : '(body)');
-    return { status: 400, body: withField('invalid_request', `${field}: ${issue.code === 'unrecognized_keys' ? 'is not an accepted field' : issue.message}`, field) };
+    return {
+      status: 400,
+      body: withField(
+        'invalid_request',
+        `${field}: ${issue.code === 'unrecognized_keys' ? 'is not an accepted field' : issue.message}`,
+        field,
+      ),
+    };
   }
-  if (error instanceof InvalidEventError) return { status: 400, body: withField('invalid_event', error.message, error.field) };
-  if (error instanceof WrongExpectedRevisionError) return { status: 409, body: withField('concurrent_write', 'the session changed concurrently; retry the request') };
+  if (error instanceof InvalidEventError)
+    return { status: 400, body: withField('invalid_event', error.message, error.field) };
+  if (error instanceof WrongExpectedRevisionError)
+    return { status: 409, body: withField('concurrent_write', 'the session changed concurrently; retry the request') };
   // Body-parser failures carry a `type` and a status of their own.
   const parserError = error as { type?: string; status?: number; limit?: number };
-  if (parserError.type === 'entity.too.large') return { status: 413, body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)') };
-  if (parserError.type === 'entity.parse.failed') return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
-  if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500) return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
+  if (parserError.type === 'entity.too.large')
+    return {
+      status: 413,
+      body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)'),
+    };
+  if (parserError.type === 'entity.parse.failed')
+    return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
+  if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500)
+    return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
   // A body that does not inflate as its Content-Encoding says: the parser passes on zlib's error as a 400 without a type.
   if (parserError.status && parserError.status < 500 && (error as { expose?: boolean }).expose === true) {
-    return { status: parserError.status, body: withField('bad_request', 'the request body does not decode as its Content-Encoding says', '(body)') };
+    return {
+      status: parserError.status,
+      body: withField('bad_request', 'the request body does not decode as its Content-Encoding says', '(body)'),
+    };
   }
-  if (error instanceof HttpException) return { status: error.getStatus(), body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message) };
+  if (error instanceof HttpException)
+    return {
+      status: error.getStatus(),
+      body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message),
+    };
   return { status: 500, body: withField('internal', 'internal error') };
 }
 

@@ -33,11 +33,17 @@ export class Identity1763800000005 implements MigrationInterface {
       await queryRunner.query(`ALTER TABLE ${table} ADD COLUMN tenant text NOT NULL`);
     }
     await queryRunner.query(`ALTER TABLE sessions DROP CONSTRAINT sessions_pkey, ADD PRIMARY KEY (tenant, id)`);
-    await queryRunner.query(`ALTER TABLE messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (tenant, session_id, id)`);
-    await queryRunner.query(`ALTER TABLE message_blocks DROP CONSTRAINT message_blocks_pkey, ADD PRIMARY KEY (tenant, session_id, id)`);
+    await queryRunner.query(
+      `ALTER TABLE messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (tenant, session_id, id)`,
+    );
+    await queryRunner.query(
+      `ALTER TABLE message_blocks DROP CONSTRAINT message_blocks_pkey, ADD PRIMARY KEY (tenant, session_id, id)`,
+    );
     await queryRunner.query(`DROP INDEX messages_session_ordinal_idx, message_blocks_message_index_idx`);
     await queryRunner.query(`CREATE INDEX messages_session_ordinal_idx ON messages (tenant, session_id, ordinal)`);
-    await queryRunner.query(`CREATE INDEX message_blocks_message_index_idx ON message_blocks (tenant, session_id, message_id, index)`);
+    await queryRunner.query(
+      `CREATE INDEX message_blocks_message_index_idx ON message_blocks (tenant, session_id, message_id, index)`,
+    );
     await queryRunner.query(`ALTER TABLE tool_calls DROP CONSTRAINT tool_calls_pkey, ADD PRIMARY KEY (tenant, id)`);
     await queryRunner.query(`DROP INDEX tool_calls_status_idx, tool_calls_session_idx`);
     await queryRunner.query(`CREATE INDEX tool_calls_status_idx ON tool_calls (tenant, status, requested_at)`);
@@ -50,8 +56,11 @@ export class Identity1763800000005 implements MigrationInterface {
     await queryRunner.query(`DELETE FROM projection_checkpoints WHERE name IN ('block-read-models', 'tool-calls')`);
     await queryRunner.query(`ALTER TABLE sessions DROP CONSTRAINT sessions_pkey, ADD PRIMARY KEY (id)`);
     await queryRunner.query(`ALTER TABLE messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (session_id, id)`);
-    await queryRunner.query(`ALTER TABLE message_blocks DROP CONSTRAINT message_blocks_pkey, ADD PRIMARY KEY (session_id, id)`);
+    await queryRunner.query(
+      `ALTER TABLE message_blocks DROP CONSTRAINT message_blocks_pkey, ADD PRIMARY KEY (session_id, id)`,
+    );
     await queryRunner.query(`ALTER TABLE tool_calls DROP CONSTRAINT tool_calls_pkey, ADD PRIMARY KEY (id)`);
-    for (const table of ['sessions', 'messages', 'message_blocks', 'tool_calls']) await queryRunner.query(`ALTER TABLE ${table} DROP COLUMN tenant`);
+    for (const table of ['sessions', 'messages', 'message_blocks', 'tool_calls'])
+      await queryRunner.query(`ALTER TABLE ${table} DROP COLUMN tenant`);
   }
 }

@@ -81,13 +81,34 @@ export class ApiKeyStore {
     const { rows } = await this.pool.query<KeyRecord>(
       `INSERT INTO api_keys (id, name, tenant, roles, subject, expires_at, salt, secret_hash, suffix, created_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
-      [id, input.name, input.tenant, [...input.roles], input.subject ?? null, input.expiresAt ?? null, salt, digest(salt, secret), secret.slice(-4), createdBy],
+      [
+        id,
+        input.name,
+        input.tenant,
+        [...input.roles],
+        input.subject ?? null,
+        input.expiresAt ?? null,
+        salt,
+        digest(salt, secret),
+        secret.slice(-4),
+        createdBy,
+      ],
     );
     const record = present(rows[0]!);
     const { name, tenant, roles, subject, expiresAt } = record;
-    await this.eventLog.append(tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id), [
-      { id: nameUuid(`credential:${id}:created`), type: 'credential.created', data: { keyId: id, name, roles, subject, expiresAt }, actor: createdBy, tenant },
-    ], NO_STREAM);
+    await this.eventLog.append(
+      tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
+      [
+        {
+          id: nameUuid(`credential:${id}:created`),
+          type: 'credential.created',
+          data: { keyId: id, name, roles, subject, expiresAt },
+          actor: createdBy,
+          tenant,
+        },
+      ],
+      NO_STREAM,
+    );
     return { ...record, key: `blk_${id}_${secret}` };
   }
 
@@ -110,9 +131,19 @@ export class ApiKeyStore {
     if (rows.length === 0) throw new ApiError(404, 'key_not_found', 'no such key');
     const record = present(rows[0]!);
     this.cache.delete(id);
-    await this.eventLog.append(tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id), [
-      { id: nameUuid(`credential:${id}:revoked`), type: 'credential.revoked', data: { keyId: id }, actor: revokedBy, tenant: record.tenant },
-    ], 0n); // A second revocation repeats the same event id: the log records it once.
+    await this.eventLog.append(
+      tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id),
+      [
+        {
+          id: nameUuid(`credential:${id}:revoked`),
+          type: 'credential.revoked',
+          data: { keyId: id },
+          actor: revokedBy,
+          tenant: record.tenant,
+        },
+      ],
+      0n,
+    ); // A second revocation repeats the same event id: the log records it once.
     return record;
   }
 
@@ -138,9 +169,11 @@ export class ApiKeyStore {
     if (!match) throw new AuthenticationError('malformed', 'not an API key');
     const [, id, secret] = match as unknown as [string, string, string];
     const key = await this.lookup(id, now);
-    if (!key || !timingSafeEqual(key.hash, digest(key.salt, secret))) throw new AuthenticationError('unknown', 'unknown key');
+    if (!key || !timingSafeEqual(key.hash, digest(key.salt, secret)))
+      throw new AuthenticationError('unknown', 'unknown key');
     if (key.record.revokedAt !== null) throw new AuthenticationError('revoked', 'revoked key');
-    if (key.record.expiresAt !== null && Date.parse(key.record.expiresAt) <= now) throw new AuthenticationError('expired', 'expired key');
+    if (key.record.expiresAt !== null && Date.parse(key.record.expiresAt) <= now)
+      throw new AuthenticationError('expired', 'expired key');
     this.touch(id, now);
     return key.principal;
   }
@@ -174,7 +207,9 @@ export class ApiKeyStore {
   private touch(id: string, now: number): void {
     if (now - (this.lastUsedWritten.get(id) ?? 0) < LAST_USED_WRITE_INTERVAL_MS) return;
     this.lastUsedWritten.set(id, now);
-    this.pool.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [id]).catch(() => this.lastUsedWritten.delete(id));
+    this.pool
+      .query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [id])
+      .catch(() => this.lastUsedWritten.delete(id));
   }
 }
 
@@ -202,9 +237,20 @@ function digest(salt: Buffer, secret: string): Buffer {
 }
 
 function present(row: KeyRecord): KeyRecord {
-  const iso = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string).toISOString());
+  const iso = (value: unknown) =>
+    value === null || value === undefined ? null : new Date(value as string).toISOString();
   return {
-    id: row.id, name: row.name, tenant: row.tenant, roles: row.roles, subject: row.subject, expiresAt: iso(row.expiresAt), createdBy: row.createdBy,
-    createdAt: iso(row.createdAt)!, revokedAt: iso(row.revokedAt), revokedBy: row.revokedBy, lastUsedAt: iso(row.lastUsedAt), suffix: row.suffix,
+    id: row.id,
+    name: row.name,
+    tenant: row.tenant,
+    roles: row.roles,
+    subject: row.subject,
+    expiresAt: iso(row.expiresAt),
+    createdBy: row.createdBy,
+    createdAt: iso(row.createdAt)!,
+    revokedAt: iso(row.revokedAt),
+    revokedBy: row.revokedBy,
+    lastUsedAt: iso(row.lastUsedAt),
+    suffix: row.suffix,
   };
 }

@@ -44,13 +44,23 @@ export class AuthGuard implements CanActivate {
         throw new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);
       // The token may be fine: the provider's keys could not be had. Say so, not "bad credential".
       if (error instanceof IdentityProviderUnavailableError)
-        throw new ApiError(503, 'identity_provider_unavailable', 'the identity provider cannot be reached; retry later');
+        throw new ApiError(
+          503,
+          'identity_provider_unavailable',
+          'the identity provider cannot be reached; retry later',
+        );
       throw error;
     }
     if (!rule.some((role) => principal.roles.has(role)))
       throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');
     if (OPERATOR_ROUTES.has(route) && principal.tenant !== DEFAULT_TENANT) {
-      throw new ApiError(403, 'forbidden', 'this route acts on every tenant; it is for admins of the default tenant', undefined, 'tenant');
+      throw new ApiError(
+        403,
+        'forbidden',
+        'this route acts on every tenant; it is for admins of the default tenant',
+        undefined,
+        'tenant',
+      );
     }
     const waitMs = this.rateLimiter.take(principal.credentialId);
     if (waitMs > 0) {
@@ -58,7 +68,13 @@ export class AuthGuard implements CanActivate {
         .switchToHttp()
         .getResponse<Response>()
         .setHeader('Retry-After', String(Math.ceil(waitMs / 1_000)));
-      throw new ApiError(429, 'rate_limited', 'too many requests for this credential; retry after Retry-After seconds', undefined, 'rate');
+      throw new ApiError(
+        429,
+        'rate_limited',
+        'too many requests for this credential; retry after Retry-After seconds',
+        undefined,
+        'rate',
+      );
     }
     request.principal = principal;
     return true;

@@ -29,6 +29,7 @@ export class CredentialRateLimiter {
   private sweep(now: number): void {
     if (now - this.lastSweep < this.windowMs) return;
     this.lastSweep = now;
-    for (const [credentialId, bucket] of this.buckets) if (now - bucket.at >= this.windowMs) this.buckets.delete(credentialId);
+    for (const [credentialId, bucket] of this.buckets)
+      if (now - bucket.at >= this.windowMs) this.buckets.delete(credentialId);
   }
 }

@@ -22,9 +22,14 @@ import { KeysController } from './keys.controller.js';
     {
       provide: CredentialRateLimiter,
       inject: [LEDGER_CONFIG],
-      useFactory: ({ identity }: LedgerConfig) => new CredentialRateLimiter(identity.rateLimit.limit, identity.rateLimit.windowMs),
+      useFactory: ({ identity }: LedgerConfig) =>
+        new CredentialRateLimiter(identity.rateLimit.limit, identity.rateLimit.windowMs),
     },
-    { provide: JWT_VERIFIER, inject: [LEDGER_CONFIG], useFactory: ({ oidc }: LedgerConfig) => (oidc ? createJwtVerifier(oidc) : undefined) },
+    {
+      provide: JWT_VERIFIER,
+      inject: [LEDGER_CONFIG],
+      useFactory: ({ oidc }: LedgerConfig) => (oidc ? createJwtVerifier(oidc) : undefined),
+    },
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
   exports: [ApiKeyStore, Authenticator],
@@ -39,6 +44,7 @@ export class IdentityModule implements OnApplicationBootstrap {
 
   async onApplicationBootstrap(): Promise<void> {
     const file = await bootstrapAdminKey(this.pool, this.keys, this.config.dataDir);
-    if (file) this.logger.warn({ file }, 'no credentials existed: created an admin key for tenant default; the file holds it');
+    if (file)
+      this.logger.warn({ file }, 'no credentials existed: created an admin key for tenant default; the file holds it');
   }
 }

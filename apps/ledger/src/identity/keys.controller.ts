@@ -41,7 +41,10 @@ export class KeysController {
   @HttpCode(201)
   create(@Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const input = parseNewKey(body, Date.now());
-    return this.keys.create({ ...input, tenant: managedTenant(principal, input.tenant) ?? principal.tenant }, principal.actor);
+    return this.keys.create(
+      { ...input, tenant: managedTenant(principal, input.tenant) ?? principal.tenant },
+      principal.actor,
+    );
   }
 
   @Get()

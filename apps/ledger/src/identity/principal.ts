@@ -21,10 +21,14 @@ export interface Principal {
 }
 
 /** Why a credential was refused; counted in /metrics, never told to the client beyond "401". */
-export type AuthenticationFailure = 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked' | 'bad_signature' | 'invalid_claims';
+export type AuthenticationFailure =
+  'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked' | 'bad_signature' | 'invalid_claims';
 
 export class AuthenticationError extends Error {
-  constructor(readonly reason: AuthenticationFailure, message: string) {
+  constructor(
+    readonly reason: AuthenticationFailure,
+    message: string,
+  ) {
     super(message);
   }
 }

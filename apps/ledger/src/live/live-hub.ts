@@ -63,7 +63,11 @@ export class LiveHub {
    * Adds a watcher of a session as of `from` (which the hub must have reached: see `reach`),
    * opening its sink only if the session exists, and returns how to remove it.
    */
-  async watch(session: SessionRef, from: bigint | undefined, openSink: () => LiveSink): Promise<{ unwatch: () => void } | undefined> {
+  async watch(
+    session: SessionRef,
+    from: bigint | undefined,
+    openSink: () => LiveSink,
+  ): Promise<{ unwatch: () => void } | undefined> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
     if (from === undefined) {
       // A snapshot of a session already folded here needs no read.

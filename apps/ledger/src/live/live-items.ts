@@ -24,11 +24,16 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
   const items: LiveItem[] = [];
   for (const { message, previous } of changes.messages) {
     // Every chunk moves its message's position; clients hear of a message when it appears, or its status or selected child changes.
-    if (!previous || messageStatus(previous) !== messageStatus(message) || previous.selectedChildId !== message.selectedChildId) {
+    if (
+      !previous ||
+      messageStatus(previous) !== messageStatus(message) ||
+      previous.selectedChildId !== message.selectedChildId
+    ) {
       items.push({ event: 'message', key: `message:${message.id}`, position, data: foldedSummary(message) });
     }
   }
-  for (const selection of changes.selections) items.push({ event: 'selection', key: `selection:${selection.parentId ?? ''}`, position, data: selection });
+  for (const selection of changes.selections)
+    items.push({ event: 'selection', key: `selection:${selection.parentId ?? ''}`, position, data: selection });
   for (const { block, index } of changes.blocks) {
     const data = { ...decodeToolResults(block), index };
     items.push({ event: 'block', key: `block:${block.messageId}:${block.id}`, position, data });
@@ -37,10 +42,12 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
     const governance = block.metadata?.governance as { toolCallId?: string } | undefined;
     if (!governance) continue;
     const previous = changes.messages.find((changed) => changed.message === message)?.previous;
-    if (previous?.blocks.blocks.find((earlier) => earlier.id === block.id)?.metadata?.governance === governance) continue;
+    if (previous?.blocks.blocks.find((earlier) => earlier.id === block.id)?.metadata?.governance === governance)
+      continue;
     const data = { ...decodeToolResults(governance), messageId: message.id, toolId: block.toolId };
     items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data });
   }
-  for (const { messageId, id } of changes.removedBlocks) items.push({ event: 'block', key: `block:${messageId}:${id}`, position, data: { id, messageId, removed: true } });
+  for (const { messageId, id } of changes.removedBlocks)
+    items.push({ event: 'block', key: `block:${messageId}:${id}`, position, data: { id, messageId, removed: true } });
   return items;
 }

@@ -28,7 +28,11 @@ const prefixes = z
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
 const sessionLiveQuery = z.object({ from: position.optional() });
-const eventsLiveQuery = z.object({ from: position.optional(), types: prefixes.optional(), streams: prefixes.optional() });
+const eventsLiveQuery = z.object({
+  from: position.optional(),
+  types: prefixes.optional(),
+  streams: prefixes.optional(),
+});
 
 /**
  * Server-Sent Events. `id:` is the log position; a client resumes with `Last-Event-ID` (or
@@ -172,7 +176,12 @@ export class LiveController implements BeforeApplicationShutdown {
     if (resume === undefined && typeof header === 'string' && header !== '') {
       const parsed = position.safeParse(header);
       if (!parsed.success)
-        throw new ApiError(400, 'invalid_last_event_id', 'Last-Event-ID must be a log position sent by this service', 'Last-Event-ID');
+        throw new ApiError(
+          400,
+          'invalid_last_event_id',
+          'Last-Event-ID must be a log position sent by this service',
+          'Last-Event-ID',
+        );
       resume = parsed.data;
     }
     if (resume !== undefined && resume > (await this.eventLog.headPosition())) {

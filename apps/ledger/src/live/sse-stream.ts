@@ -39,7 +39,12 @@ export class SseStream {
     resumedFrom: bigint | undefined,
   ) {
     this.lastId = resumedFrom?.toString();
-    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
     response.write('retry: 1000\n\n');
     this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), options.heartbeatMs);
     response.on('close', () => this.close('client_closed'));
@@ -66,7 +71,9 @@ export class SseStream {
   }
 
   /** Raw events (no coalescing): written at once, each with its own id. Resolves when the client has taken them, so a slow reader slows only its own feed. */
-  async send(events: readonly { readonly id: bigint; readonly event?: string; readonly data: unknown }[]): Promise<void> {
+  async send(
+    events: readonly { readonly id: bigint; readonly event?: string; readonly data: unknown }[],
+  ): Promise<void> {
     if (this.closed || events.length === 0) return;
     const text = events.map((event) => frame(event.event, event.data, event.id.toString())).join('');
     this.lastId = events.at(-1)!.id.toString();
@@ -89,7 +96,13 @@ export class SseStream {
     clearInterval(this.heartbeat);
     clearTimeout(this.timer);
     if (reason === 'slow_client') {
-      this.response.end(frame('overflow', { reason: 'the client did not keep up; reconnect with Last-Event-ID', resumeFrom: this.lastId ?? null }, undefined));
+      this.response.end(
+        frame(
+          'overflow',
+          { reason: 'the client did not keep up; reconnect with Last-Event-ID', resumeFrom: this.lastId ?? null },
+          undefined,
+        ),
+      );
       // If it does not even take that, let it go: it resumes from its own Last-Event-ID.
       setTimeout(() => this.response.destroy(), 5_000).unref();
     } else this.response.end();
@@ -100,7 +113,9 @@ export class SseStream {
     this.timer = undefined;
     if (this.closed || this.pending.size === 0) return;
     if (this.response.writableLength > this.options.maxBufferedBytes) return this.close('slow_client');
-    const items = [...this.pending.values()].sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    const items = [...this.pending.values()].sort((a, b) =>
+      a.position < b.position ? -1 : a.position > b.position ? 1 : 0,
+    );
     this.pending = new Map();
     this.lastFlush = Date.now();
     let text = '';

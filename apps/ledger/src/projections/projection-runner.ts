@@ -72,7 +72,10 @@ export class ProjectionRunner {
   /** The position the read models reflect: this runner's, or the stored checkpoint when another instance runs the projection. */
   async position(): Promise<bigint> {
     if (this.applied >= 0n) return this.applied;
-    const { rows } = await this.pool.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [this.definition.name]);
+    const { rows } = await this.pool.query<{ position: string }>(
+      'SELECT position FROM projection_checkpoints WHERE name = $1',
+      [this.definition.name],
+    );
     return rows[0] ? BigInt(rows[0].position) : 0n;
   }
 
@@ -92,7 +95,9 @@ export class ProjectionRunner {
         void this.subscription?.close();
       });
       try {
-        const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [lockKey.toString()]);
+        const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [
+          lockKey.toString(),
+        ]);
         if (!rows[0]!.leader) {
           this.applied = -1n;
           await this.pause();
@@ -125,9 +130,10 @@ export class ProjectionRunner {
         if (batch.checkpoint === checkpoint) continue;
         await inTransaction(this.pool, async (client) => {
           if (batch.events.length > 0) await this.definition.handle(batch.events, { client, eventLog: this.eventLog });
-          const moved = await client.query('UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2', [
-            this.definition.name, checkpoint.toString(), batch.checkpoint.toString(),
-          ]);
+          const moved = await client.query(
+            'UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2',
+            [this.definition.name, checkpoint.toString(), batch.checkpoint.toString()],
+          );
           if (moved.rowCount !== 1) throw new CheckpointMovedError(this.definition.name, checkpoint);
         });
         checkpoint = batch.checkpoint;
@@ -141,12 +147,21 @@ export class ProjectionRunner {
 
   /** Creates the checkpoint at `position` unless it exists: a consumer that must not act on history it predates starts at the log's head. */
   async createCheckpointAt(position: bigint): Promise<void> {
-    await this.pool.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [this.definition.name, position.toString()]);
+    await this.pool.query(
+      'INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING',
+      [this.definition.name, position.toString()],
+    );
   }
 
   private async storedCheckpoint(): Promise<bigint> {
-    await this.pool.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING', [this.definition.name]);
-    const { rows } = await this.pool.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [this.definition.name]);
+    await this.pool.query(
+      'INSERT INTO projection_checkpoints (name, position) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING',
+      [this.definition.name],
+    );
+    const { rows } = await this.pool.query<{ position: string }>(
+      'SELECT position FROM projection_checkpoints WHERE name = $1',
+      [this.definition.name],
+    );
     return BigInt(rows[0]!.position);
   }
 

@@ -7,7 +7,11 @@ import { rebuildProjection, type RebuildResult } from './rebuild.js';
 import type { ProjectionDefinition } from './projection.js';
 
 /** Every read model the log can rebuild, with the tables each owns. (The governance saga's consumer is not one: it acts, it does not project.) */
-export const READ_MODEL_PROJECTIONS: readonly { readonly name: string; readonly create: () => ProjectionDefinition; readonly tables: readonly string[] }[] = [
+export const READ_MODEL_PROJECTIONS: readonly {
+  readonly name: string;
+  readonly create: () => ProjectionDefinition;
+  readonly tables: readonly string[];
+}[] = [
   { name: 'block-read-models', create: blockReadModelsProjection, tables: BLOCK_READ_MODEL_TABLES },
   { name: 'tool-calls', create: toolCallsProjection, tables: TOOL_CALL_TABLES },
 ];
@@ -15,9 +19,15 @@ export const READ_MODEL_PROJECTIONS: readonly { readonly name: string; readonly 
 export const READ_MODEL_NAMES = READ_MODEL_PROJECTIONS.map((projection) => projection.name);
 
 /** Rebuilds the named read models (all when none are named), one after another. */
-export async function rebuildReadModels(pool: Pool, eventLog: EventLog, names: readonly string[] = READ_MODEL_NAMES): Promise<{ name: string; result: RebuildResult }[]> {
+export async function rebuildReadModels(
+  pool: Pool,
+  eventLog: EventLog,
+  names: readonly string[] = READ_MODEL_NAMES,
+): Promise<{ name: string; result: RebuildResult }[]> {
   const rebuilt: { name: string; result: RebuildResult }[] = [];
-  for (const { name, create, tables } of READ_MODEL_PROJECTIONS.filter((projection) => names.includes(projection.name))) {
+  for (const { name, create, tables } of READ_MODEL_PROJECTIONS.filter((projection) =>
+    names.includes(projection.name),
+  )) {
     rebuilt.push({ name, result: await rebuildProjection(pool, eventLog, create(), tables) });
   }
   return rebuilt;

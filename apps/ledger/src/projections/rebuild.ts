@@ -101,7 +101,8 @@ async function rebuildIntoScratchSchema(
   definition.reset();
   await pool.query(`CREATE SCHEMA ${schema}`);
   try {
-    for (const table of tables) await pool.query(`CREATE TABLE ${schema}.${table} (LIKE public.${table} INCLUDING ALL)`);
+    for (const table of tables)
+      await pool.query(`CREATE TABLE ${schema}.${table} (LIKE public.${table} INCLUDING ALL)`);
     let position = 0n;
     let events = 0;
     // Bulk of the work, outside any lock: readers keep using the live tables.
@@ -117,7 +118,9 @@ async function rebuildIntoScratchSchema(
     }
     // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename.
     await inTransaction(pool, async (client) => {
-      await client.query(`LOCK TABLE ${tables.map((table) => `public.${table}`).join(', ')}, public.projection_checkpoints IN ACCESS EXCLUSIVE MODE`);
+      await client.query(
+        `LOCK TABLE ${tables.map((table) => `public.${table}`).join(', ')}, public.projection_checkpoints IN ACCESS EXCLUSIVE MODE`,
+      );
       await client.query(`SET LOCAL search_path = ${schema}, public`);
       for (;;) {
         const page = await eventLog.readAll({ fromPosition: position, maxCount: READ_PAGE, filter: definition.filter });

@@ -3,10 +3,16 @@ import { z } from 'zod';
 import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
 
 const id = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_CHARACTERS, 'letters, digits and . _ : - only');
-const position = z.coerce.bigint({ error: 'must be a log position (a non-negative integer)' }).nonnegative('must be a log position (a non-negative integer)');
+const position = z.coerce
+  .bigint({ error: 'must be a log position (a non-negative integer)' })
+  .nonnegative('must be a log position (a non-negative integer)');
 
 /** Subjects as credentials carry them: `subject:<name>`, `key:<id>` or `jwt:<issuer>#<sub>`. */
-const subject = z.string().min(1).max(600).regex(/^(subject|key|jwt):\S+$/, 'a subject: subject:<name>, key:<key id> or jwt:<issuer>#<sub>');
+const subject = z
+  .string()
+  .min(1)
+  .max(600)
+  .regex(/^(subject|key|jwt):\S+$/, 'a subject: subject:<name>, key:<key id> or jwt:<issuer>#<sub>');
 const writers = z.array(subject).max(100);
 
 // Every body schema refuses unstorable text (NUL, unpaired surrogates) and over-deep nesting first.
@@ -65,10 +71,16 @@ export const readPointQuery = z.object({ at: position.optional(), minPosition: p
 
 export const historyQuery = readPointQuery.extend({
   format: z.enum(['openai', 'anthropic', 'openai-responses']).default('openai'),
-  includeThinking: z.enum(['true', 'false']).default('false').transform((value) => value === 'true'),
+  includeThinking: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((value) => value === 'true'),
 });
 
-export const pageQuery = z.object({ from: position.default(0n), limit: z.coerce.number().int().min(1).max(1_000).default(100) });
+export const pageQuery = z.object({
+  from: position.default(0n),
+  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+});
 
 /** The chunk route's dialect, and for a provider dialect the producer's number of the first event in the body. */
 export const dialectQuery = z.object({

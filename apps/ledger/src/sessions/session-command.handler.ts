@@ -58,14 +58,30 @@ export class ForkSessionHandler implements ICommandHandler<ForkSessionCommand, C
     const { forkId, sourceSessionId, atPosition, messageId, title, metadata, writers } = request;
     // Beyond the head, the source's state at that position could still change: a fork must be fixed.
     if (atPosition !== undefined && atPosition > (await this.eventLog.headPosition())) {
-      throw new ApiError(422, 'position_beyond_head', `atPosition ${atPosition} is beyond the log's last event`, 'atPosition');
+      throw new ApiError(
+        422,
+        'position_beyond_head',
+        `atPosition ${atPosition} is beyond the log's last event`,
+        'atPosition',
+      );
     }
     const sourceRef = { tenant, sessionId: sourceSessionId };
     const current = await this.sessions.load(sourceRef);
     // Forking continues someone's session under a new id: it takes the right to write to the source.
-    if (current.status === 'open' && !mayWrite(current, author.subject)) throw new SessionError('not_a_writer', 'this credential may not fork this session');
+    if (current.status === 'open' && !mayWrite(current, author.subject))
+      throw new SessionError('not_a_writer', 'this credential may not fork this session');
     const source = atPosition === undefined ? current : await this.sessions.loadAt(sourceRef, atPosition);
-    const command = { type: 'fork_session' as const, sessionId: forkId, sourceSessionId, source, messageId, title, metadata, owner: author.subject, writers };
+    const command = {
+      type: 'fork_session' as const,
+      sessionId: forkId,
+      sourceSessionId,
+      source,
+      messageId,
+      title,
+      metadata,
+      owner: author.subject,
+      writers,
+    };
     return this.sessions.execute({ tenant, sessionId: forkId }, command, author);
   }
 }

@@ -1,4 +1,12 @@
-import { evolveSession, forkSession, initialSessionState, sessionStreamId, type SessionEventEnvelope, type SessionEventOf, type SessionState } from '#core';
+import {
+  evolveSession,
+  forkSession,
+  initialSessionState,
+  sessionStreamId,
+  type SessionEventEnvelope,
+  type SessionEventOf,
+  type SessionState,
+} from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 
 /** A fold reads only whole streams (a fork's source): the log, or the events of an export bundle. */
@@ -11,19 +19,30 @@ export type StreamReader = Pick<EventLogReader, 'readStream'>;
  * Every read path (repository, projections, `?at=`) folds through here, so they agree.
  */
 export async function foldSessionEvents(
-  eventLog: StreamReader, state: SessionState, events: readonly RecordedEvent[],
+  eventLog: StreamReader,
+  state: SessionState,
+  events: readonly RecordedEvent[],
 ): Promise<SessionState> {
   let folded = state;
-  for (const event of events) folded = startsFork(folded, event) ? await applyFork(eventLog, event) : evolveSession(folded, sessionEnvelope(event));
+  for (const event of events)
+    folded = startsFork(folded, event)
+      ? await applyFork(eventLog, event)
+      : evolveSession(folded, sessionEnvelope(event));
   return folded;
 }
 
 /** The session as it was at a log position (its last event at or before it). */
 export async function sessionAt(
-  eventLog: StreamReader, session: { tenant: string; sessionId: string }, position: bigint,
+  eventLog: StreamReader,
+  session: { tenant: string; sessionId: string },
+  position: bigint,
 ): Promise<SessionState> {
   const events = await eventLog.readStream(sessionStreamId(session.tenant, session.sessionId));
-  return foldSessionEvents(eventLog, initialSessionState, events.filter((event) => event.position <= position));
+  return foldSessionEvents(
+    eventLog,
+    initialSessionState,
+    events.filter((event) => event.position <= position),
+  );
 }
 
 export function startsFork(state: SessionState, event: RecordedEvent): boolean {
@@ -33,7 +52,11 @@ export function startsFork(state: SessionState, event: RecordedEvent): boolean {
 export async function applyFork(eventLog: StreamReader, event: RecordedEvent): Promise<SessionState> {
   const { source } = event.data as SessionEventOf<'session.forked'>['data'];
   // A fork's source is in the fork's own tenant.
-  const sourceState = await sessionAt(eventLog, { tenant: event.metadata.tenant, sessionId: source.sessionId }, BigInt(source.position));
+  const sourceState = await sessionAt(
+    eventLog,
+    { tenant: event.metadata.tenant, sessionId: source.sessionId },
+    BigInt(source.position),
+  );
   return forkSession(sourceState, sessionEnvelope(event));
 }
 

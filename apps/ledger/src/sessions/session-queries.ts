@@ -6,7 +6,13 @@ import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { rowToBlock } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
 import { SessionRepository, type SessionRef } from './session-repository.js';
-import { foldedMessageView, foldedSnapshot, messageView, type MessageSummary, type SessionSnapshot } from './session-views.js';
+import {
+  foldedMessageView,
+  foldedSnapshot,
+  messageView,
+  type MessageSummary,
+  type SessionSnapshot,
+} from './session-views.js';
 
 export const BLOCK_PROJECTION_RUNNER = Symbol('BLOCK_PROJECTION_RUNNER');
 
@@ -32,7 +38,11 @@ export class SessionQueries {
     private readonly sessions: SessionRepository,
   ) {}
 
-  async withSession<T>(ref: SessionRef, point: ReadPoint, use: (snapshot: SessionSnapshot) => Promise<T> | T): Promise<T> {
+  async withSession<T>(
+    ref: SessionRef,
+    point: ReadPoint,
+    use: (snapshot: SessionSnapshot) => Promise<T> | T,
+  ): Promise<T> {
     const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
       const state = await this.sessions.loadAt(ref, point.at);
@@ -46,7 +56,14 @@ export class SessionQueries {
       if (!session) throw sessionNotFound();
       const messages = await manager.find(MessageRow, { where: { tenant, sessionId }, order: { ordinal: 'ASC' } });
       return use({
-        header: { id: session.id, title: session.title, metadata: session.metadata, createdAt: session.createdAt.toISOString(), forkedFrom: session.forkedFrom, position },
+        header: {
+          id: session.id,
+          title: session.title,
+          metadata: session.metadata,
+          createdAt: session.createdAt.toISOString(),
+          forkedFrom: session.forkedFrom,
+          position,
+        },
         selectedRootId: session.selectedRootId,
         messages: messages.map(messageSummary),
         blocksOf: (messageIds) => blocksOf(manager, ref, messageIds),
@@ -74,14 +91,29 @@ export class SessionQueries {
   private async reach(minPosition: bigint | undefined): Promise<void> {
     if (minPosition === undefined) return;
     if (!(await this.runner.waitForPosition(minPosition, READ_YOUR_WRITES_TIMEOUT_MS))) {
-      throw new ApiError(503, 'projection_behind', `the read models have not reached position ${minPosition} within ${READ_YOUR_WRITES_TIMEOUT_MS} ms; retry later`, 'minPosition');
+      throw new ApiError(
+        503,
+        'projection_behind',
+        `the read models have not reached position ${minPosition} within ${READ_YOUR_WRITES_TIMEOUT_MS} ms; retry later`,
+        'minPosition',
+      );
     }
   }
 }
 
 function messageSummary(row: MessageRow): MessageSummary {
   const { id, role, parentId, selectedChildId, model, content, status } = row;
-  return { id, role, parentId, selectedChildId, model, content, status, createdAt: row.createdAt.toISOString(), position: Number(row.position) };
+  return {
+    id,
+    role,
+    parentId,
+    selectedChildId,
+    model,
+    content,
+    status,
+    createdAt: row.createdAt.toISOString(),
+    position: Number(row.position),
+  };
 }
 
 async function blocksOf(manager: EntityManager, { tenant, sessionId }: SessionRef, messageIds: readonly string[]) {
@@ -93,9 +125,12 @@ async function blocksOf(manager: EntityManager, { tenant, sessionId }: SessionRe
 }
 
 async function checkpoint(manager: EntityManager): Promise<number> {
-  const rows: { position: string }[] = await manager.query(`SELECT position FROM projection_checkpoints WHERE name = 'block-read-models'`);
+  const rows: { position: string }[] = await manager.query(
+    `SELECT position FROM projection_checkpoints WHERE name = 'block-read-models'`,
+  );
   return Number(rows[0]?.position ?? 0);
 }
 
 const sessionNotFound = () => new ApiError(404, 'session_not_found', 'no such session');
-const messageNotFound = (sessionId: string, messageId: string) => new ApiError(404, 'message_not_found', `message ${messageId} is not in session ${sessionId}`);
+const messageNotFound = (sessionId: string, messageId: string) =>
+  new ApiError(404, 'message_not_found', `message ${messageId} is not in session ${sessionId}`);

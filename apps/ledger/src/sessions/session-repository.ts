@@ -98,7 +98,10 @@ export class SessionRepository {
     return sessionAt(this.eventLog, session, position);
   }
 
-  private async decideAndAppend(session: SessionRef, commands: readonly QueuedCommand[]): Promise<(CommandOutcome | Error)[]> {
+  private async decideAndAppend(
+    session: SessionRef,
+    commands: readonly QueuedCommand[],
+  ): Promise<(CommandOutcome | Error)[]> {
     for (let attempt = 1; ; attempt += 1) {
       const cached = await this.refresh(session);
       let state = cached.state;
@@ -112,7 +115,9 @@ export class SessionRepository {
               position: current.status === 'open' ? current.position : 0n,
               recordedAt: new Date().toISOString(),
             };
-            return command.type === 'fork_session' ? forkSession(command.source, envelope) : evolveSession(current, envelope);
+            return command.type === 'fork_session'
+              ? forkSession(command.source, envelope)
+              : evolveSession(current, envelope);
           }, state);
           return { command, decision };
         } catch (error) {
@@ -157,8 +162,13 @@ export class SessionRepository {
   /** Brings the cached fold up to the stream's end. */
   private async refresh(session: SessionRef): Promise<CachedSession & { positions?: Map<string, bigint> }> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
-    const entry = this.cache.get(streamId) ?? { state: initialSessionState, revision: NO_STREAM as bigint | typeof NO_STREAM };
-    const events = await this.eventLog.readStream(streamId, { fromRevision: entry.revision === NO_STREAM ? 0n : entry.revision + 1n });
+    const entry = this.cache.get(streamId) ?? {
+      state: initialSessionState,
+      revision: NO_STREAM as bigint | typeof NO_STREAM,
+    };
+    const events = await this.eventLog.readStream(streamId, {
+      fromRevision: entry.revision === NO_STREAM ? 0n : entry.revision + 1n,
+    });
     entry.state = await foldSessionEvents(this.eventLog, entry.state, events);
     const positions = new Map<string, bigint>();
     for (const event of events) {
@@ -184,7 +194,9 @@ function authorize(command: QueuedCommand, state: SessionState): void {
   const { subject, admin } = command.author;
   if (subject === null || state.status !== 'open') return;
   const allowed =
-    command.type === 'grant_writers' ? admin === true || state.owner === null || state.owner === subject : mayWrite(state, subject);
+    command.type === 'grant_writers'
+      ? admin === true || state.owner === null || state.owner === subject
+      : mayWrite(state, subject);
   if (!allowed)
     throw new SessionError(
       'not_a_writer',

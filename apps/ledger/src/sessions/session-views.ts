@@ -1,6 +1,17 @@
 import {
-  activePath, anthropicHistory, branchTree, childrenByParent, decodeToolResults, messageStatus, openAiHistory, responsesHistory,
-  siblingsOf, type ForkSource, type MessageBlock, type MessageState, type OpenSession,
+  activePath,
+  anthropicHistory,
+  branchTree,
+  childrenByParent,
+  decodeToolResults,
+  messageStatus,
+  openAiHistory,
+  responsesHistory,
+  siblingsOf,
+  type ForkSource,
+  type MessageBlock,
+  type MessageState,
+  type OpenSession,
 } from '#core';
 
 /**
@@ -55,7 +66,10 @@ export function foldedMessageView(message: MessageState): MessageView {
 export async function sessionView(snapshot: SessionSnapshot) {
   const children = childrenByParent(snapshot.messages);
   const path = await activePathViews(snapshot);
-  return { ...snapshot.header, messages: path.map((message) => ({ ...message, siblings: siblingsOf(message, children) })) };
+  return {
+    ...snapshot.header,
+    messages: path.map((message) => ({ ...message, siblings: siblingsOf(message, children) })),
+  };
 }
 
 export function treeView(snapshot: SessionSnapshot) {
@@ -63,7 +77,19 @@ export function treeView(snapshot: SessionSnapshot) {
   return {
     ...snapshot.header,
     ...tree,
-    messages: tree.messages.map(({ id, role, parentId, model, status, createdAt, position, children, selectedChild }) => ({ id, role, parentId, model, status, createdAt, position, children, selectedChild })),
+    messages: tree.messages.map(
+      ({ id, role, parentId, model, status, createdAt, position, children, selectedChild }) => ({
+        id,
+        role,
+        parentId,
+        model,
+        status,
+        createdAt,
+        position,
+        children,
+        selectedChild,
+      }),
+    ),
   };
 }
 
@@ -98,5 +124,15 @@ async function activePathViews(snapshot: SessionSnapshot): Promise<MessageView[]
 
 export function foldedSummary(message: MessageState): MessageSummary {
   const { id, role, parentId, model, content, createdAt, selectedChildId } = message;
-  return { id, role, parentId, model, content, createdAt, selectedChildId, status: messageStatus(message), position: Number(message.position) };
+  return {
+    id,
+    role,
+    parentId,
+    model,
+    content,
+    createdAt,
+    selectedChildId,
+    status: messageStatus(message),
+    position: Number(message.position),
+  };
 }

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand, type SessionEventOf } from '#core';
+import {
+  DIALECT_NAMES,
+  isDialectName,
+  parseChunks,
+  sessionStreamId,
+  type SessionCommand,
+  type SessionEventOf,
+} from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { Request } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -54,7 +61,11 @@ export class SessionsController {
 
   @Post(':sid/messages')
   @HttpCode(201)
-  async createMessage(@Param('sid') sessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+  async createMessage(
+    @Param('sid') sessionId: string,
+    @Body() body: unknown,
+    @CurrentPrincipal() principal: Principal,
+  ) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
     const command = {
@@ -114,7 +125,9 @@ export class SessionsController {
       metadata: input.metadata ?? null,
       writers: input.writers ?? [],
     };
-    const { decision, position } = await this.commandBus.execute(new ForkSessionCommand(principal.tenant, request, authorOf(principal)));
+    const { decision, position } = await this.commandBus.execute(
+      new ForkSessionCommand(principal.tenant, request, authorOf(principal)),
+    );
     const forked = decision.events[0]!.event as SessionEventOf<'session.forked'>;
     return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
   }
@@ -139,7 +152,11 @@ export class SessionsController {
   @HttpCode(200)
   async grantWriters(@Param('sid') sessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
     const { writers } = grantBody.parse(body ?? {});
-    const { position } = await this.run(principal, sessionId, { type: 'grant_writers', writers, eventId: randomUUID() });
+    const { position } = await this.run(principal, sessionId, {
+      type: 'grant_writers',
+      writers,
+      eventId: randomUUID(),
+    });
     const session = await this.sessions.load({ tenant: principal.tenant, sessionId });
     return {
       owner: session.status === 'open' ? session.owner : null,
@@ -181,7 +198,12 @@ export class SessionsController {
   async events(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { from, limit } = pageQuery.parse(query);
     const session = { tenant: principal.tenant, sessionId };
-    const events = await readStreamAfterPosition(this.eventLog, sessionStreamId(session.tenant, sessionId), from, limit + 1);
+    const events = await readStreamAfterPosition(
+      this.eventLog,
+      sessionStreamId(session.tenant, sessionId),
+      from,
+      limit + 1,
+    );
     if (events.length === 0 && (await this.sessions.load(session)).status !== 'open')
       throw new ApiError(404, 'session_not_found', 'no such session');
     const page = events.slice(0, limit);
@@ -193,12 +215,19 @@ export class SessionsController {
 
   private async select(principal: Principal, sessionId: string, parentId: string | null, body: unknown) {
     const { childId } = selectionBody.parse(body ?? {});
-    const { position } = await this.run(principal, sessionId, { type: 'select_branch', parentId, childId, eventId: randomUUID() });
+    const { position } = await this.run(principal, sessionId, {
+      type: 'select_branch',
+      parentId,
+      childId,
+      eventId: randomUUID(),
+    });
     return { parentId, childId, position: Number(position) };
   }
 
   private run(principal: Principal, sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
-    return this.commandBus.execute(new ExecuteSessionCommand({ tenant: principal.tenant, sessionId }, command, authorOf(principal)));
+    return this.commandBus.execute(
+      new ExecuteSessionCommand({ tenant: principal.tenant, sessionId }, command, authorOf(principal)),
+    );
   }
 }
 

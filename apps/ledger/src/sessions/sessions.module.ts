@@ -24,7 +24,10 @@ import { SessionsController } from './sessions.controller.js';
       provide: BLOCK_PROJECTION_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger],
       useFactory: (pool: pg.Pool, eventLog: EventLog, logger: Logger) =>
-        new ProjectionRunner(pool, eventLog, blockReadModelsProjection(), { onError: (error) => logger.warn({ err: error }, 'block read-model projection failed; restarting from its checkpoint') }),
+        new ProjectionRunner(pool, eventLog, blockReadModelsProjection(), {
+          onError: (error) =>
+            logger.warn({ err: error }, 'block read-model projection failed; restarting from its checkpoint'),
+        }),
     },
   ],
   exports: [SessionRepository, BLOCK_PROJECTION_RUNNER],

@@ -41,8 +41,17 @@ const TOOL_ERROR_MESSAGE = 'Tool execution failed/error';
 
 export function initialMessageBlocks(messageId: string): MessageBlocksState {
   return {
-    messageId, status: 'processing', blocks: [], placeholderId: undefined, openTextId: undefined, openThinkingId: undefined,
-    openImageId: undefined, webSearchCitationId: undefined, toolBlockIds: {}, governedToolIds: {}, finalized: false,
+    messageId,
+    status: 'processing',
+    blocks: [],
+    placeholderId: undefined,
+    openTextId: undefined,
+    openThinkingId: undefined,
+    openImageId: undefined,
+    webSearchCitationId: undefined,
+    toolBlockIds: {},
+    governedToolIds: {},
+    finalized: false,
   };
 }
 
@@ -52,7 +61,16 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
   switch (chunk.type) {
     // Rule 1: a placeholder at the start of a response and after every tool round.
     case 'llm_response_created':
-      return { ...append(state, { id: newId, messageId: state.messageId, type: 'unknown', status: 'processing', createdAt: at }), placeholderId: newId };
+      return {
+        ...append(state, {
+          id: newId,
+          messageId: state.messageId,
+          type: 'unknown',
+          status: 'processing',
+          createdAt: at,
+        }),
+        placeholderId: newId,
+      };
 
     // Rule 3: one main_text block per text part; only text.complete closes it.
     case 'text.start': {
@@ -61,9 +79,13 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return { ...started.state, openTextId: started.id };
     }
     case 'text.delta':
-      return state.openTextId ? update(state, state.openTextId, at, { content: chunk.text, status: 'streaming' }) : state;
+      return state.openTextId
+        ? update(state, state.openTextId, at, { content: chunk.text, status: 'streaming' })
+        : state;
     case 'text.complete':
-      return state.openTextId ? { ...update(state, state.openTextId, at, { content: chunk.text, status: 'success' }), openTextId: undefined } : state;
+      return state.openTextId
+        ? { ...update(state, state.openTextId, at, { content: chunk.text, status: 'success' }), openTextId: undefined }
+        : state;
 
     // Rule 5: one thinking block per thinking part, after an open text part if there is one.
     case 'thinking.start': {
@@ -75,7 +97,11 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     case 'thinking.complete': {
       if (!state.openThinkingId) return state;
       const complete = chunk.type === 'thinking.complete';
-      const changes: Partial<MessageBlock> = { content: chunk.text, status: complete ? 'success' : 'streaming', ...(chunk.thinking_millsec === undefined ? {} : { thinking_millsec: chunk.thinking_millsec }) };
+      const changes: Partial<MessageBlock> = {
+        content: chunk.text,
+        status: complete ? 'success' : 'streaming',
+        ...(chunk.thinking_millsec === undefined ? {} : { thinking_millsec: chunk.thinking_millsec }),
+      };
       const kept = chunk.type === 'thinking.complete' ? keptReasoning(chunk) : {};
       const metadata = { ...blockOf(state, state.openThinkingId)?.metadata, ...kept };
       const signed = Object.keys(kept).length === 0 ? changes : { ...changes, metadata };
@@ -120,7 +146,11 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return complete ? { ...updated, openImageId: undefined } : updated;
     }
     case 'video.searched':
-      return startBlock(state, newId, at, { type: 'video', status: 'success', metadata: { video: chunk.video, ...chunk.metadata } }).state;
+      return startBlock(state, newId, at, {
+        type: 'video',
+        status: 'success',
+        metadata: { video: chunk.video, ...chunk.metadata },
+      }).state;
 
     case 'error':
       return failMessage(state, chunk, newId, at);
@@ -157,7 +187,11 @@ export interface GovernedToolUpdate {
  * applies after the message ended too, and replaces whatever the producer's chunks had shown
  * (result, error, arguments) with the governed call's state, its record in `metadata.governance`.
  */
-export function evolveGovernedTool(state: MessageBlocksState, { response, governance }: GovernedToolUpdate, at: string): MessageBlocksState {
+export function evolveGovernedTool(
+  state: MessageBlocksState,
+  { response, governance }: GovernedToolUpdate,
+  at: string,
+): MessageBlocksState {
   const governed = { ...state, governedToolIds: { ...state.governedToolIds, [response.id]: true as const } };
   const finished = response.status === 'done' || response.status === 'error';
   const failed = response.status === 'error';
@@ -189,7 +223,13 @@ function toolBlockIdOf(state: MessageBlocksState, toolId: string): string | unde
 
 type ToolChunkType = 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress' | 'mcp_tool_complete';
 
-function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, response: McpToolResponse, newId: string, at: string): MessageBlocksState {
+function applyToolResponse(
+  state: MessageBlocksState,
+  chunkType: ToolChunkType,
+  response: McpToolResponse,
+  newId: string,
+  at: string,
+): MessageBlocksState {
   const existingId = toolBlockIdOf(state, response.id);
   const creates = chunkType === 'mcp_tool_streaming' || chunkType === 'mcp_tool_pending';
   // Rule 10: a completion or progress report for a tool id never announced changes nothing.
@@ -202,7 +242,8 @@ function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, 
     metadata: { ...existing?.metadata, rawMcpToolResponse: response },
   };
   if (chunkType !== 'mcp_tool_complete') {
-    const status: BlockStatus = chunkType === 'mcp_tool_in_progress' || response.status === 'invoking' ? 'processing' : 'pending';
+    const status: BlockStatus =
+      chunkType === 'mcp_tool_in_progress' || response.status === 'invoking' ? 'processing' : 'pending';
     if (existingId) return update(state, existingId, at, { ...fields, status });
     // A call that takes a response's placeholder over opens a round, which a history must keep apart from the last one's calls.
     const opensRound = state.placeholderId === undefined ? {} : { opensRound: true };
@@ -217,10 +258,24 @@ function applyToolResponse(state: MessageBlocksState, chunkType: ToolChunkType, 
     content: response.response,
     ...(failed ? { error: { message: TOOL_ERROR_MESSAGE, details: response.response } } : {}),
   });
-  return SEARCH_TOOLS.has(response.tool.name) && hasResults(response.response) ? insertAfter(completed, existingId!, { id: newId, messageId: state.messageId, type: 'citation', status: 'success', createdAt: at, response: { results: response.response, source: response.tool.name } }) : completed;
+  return SEARCH_TOOLS.has(response.tool.name) && hasResults(response.response)
+    ? insertAfter(completed, existingId!, {
+        id: newId,
+        messageId: state.messageId,
+        type: 'citation',
+        status: 'success',
+        createdAt: at,
+        response: { results: response.response, source: response.tool.name },
+      })
+    : completed;
 }
 
-function completeWebSearch(state: MessageBlocksState, chunk: ChunkOf<'llm_websearch_complete'>, newId: string, at: string): MessageBlocksState {
+function completeWebSearch(
+  state: MessageBlocksState,
+  chunk: ChunkOf<'llm_websearch_complete'>,
+  newId: string,
+  at: string,
+): MessageBlocksState {
   const search = chunk.llm_web_search;
   let citationId = state.webSearchCitationId;
   let next = state;
@@ -231,7 +286,10 @@ function completeWebSearch(state: MessageBlocksState, chunk: ChunkOf<'llm_websea
     next = started.state;
   }
   const firstText = next.blocks.find((block) => block.type === 'main_text');
-  if (firstText) next = update(next, firstText.id, at, { metadata: { ...firstText.metadata, citationBlockId: citationId, citationBlockSource: search.source } });
+  if (firstText)
+    next = update(next, firstText.id, at, {
+      metadata: { ...firstText.metadata, citationBlockId: citationId, citationBlockSource: search.source },
+    });
   return { ...next, webSearchCitationId: undefined };
 }
 
@@ -239,17 +297,37 @@ function completeWebSearch(state: MessageBlocksState, chunk: ChunkOf<'llm_websea
  * Rule 8: open blocks fail (pause on abort), partial text stays, an error block is appended, the
  * message fails. A governed call's block is left to the saga.
  */
-function failMessage(state: MessageBlocksState, chunk: ChunkOf<'error'>, newId: string, at: string): MessageBlocksState {
+function failMessage(
+  state: MessageBlocksState,
+  chunk: ChunkOf<'error'>,
+  newId: string,
+  at: string,
+): MessageBlocksState {
   const aborted = chunk.error.name === 'AbortError';
   const closedStatus: BlockStatus = aborted ? 'paused' : 'error';
   const blocks = state.blocks.map((block): MessageBlock => {
     if (!OPEN_STATUSES.has(block.status) || isGoverned(state, block)) return block;
     const raw = block.metadata?.rawMcpToolResponse as McpToolResponse | undefined;
-    const metadata = block.type === 'tool' && raw ? { ...block.metadata, rawMcpToolResponse: { ...raw, status: aborted ? 'cancelled' : 'error' } } : block.metadata;
+    const metadata =
+      block.type === 'tool' && raw
+        ? { ...block.metadata, rawMcpToolResponse: { ...raw, status: aborted ? 'cancelled' : 'error' } }
+        : block.metadata;
     return { ...block, status: closedStatus, updatedAt: at, ...(metadata ? { metadata } : {}) };
   });
-  const errorBlock: MessageBlock = { id: newId, messageId: state.messageId, type: 'error', status: 'success', createdAt: at, error: { ...chunk.error } };
-  return { ...closeParts(state), blocks: [...blocks, errorBlock], status: aborted ? 'paused' : 'error', finalized: true };
+  const errorBlock: MessageBlock = {
+    id: newId,
+    messageId: state.messageId,
+    type: 'error',
+    status: 'success',
+    createdAt: at,
+    error: { ...chunk.error },
+  };
+  return {
+    ...closeParts(state),
+    blocks: [...blocks, errorBlock],
+    status: aborted ? 'paused' : 'error',
+    finalized: true,
+  };
 }
 
 /**
@@ -272,16 +350,33 @@ function isGoverned(state: MessageBlocksState, block: MessageBlock): boolean {
 }
 
 function closeParts(state: MessageBlocksState): MessageBlocksState {
-  return { ...state, placeholderId: undefined, openTextId: undefined, openThinkingId: undefined, openImageId: undefined, webSearchCitationId: undefined };
+  return {
+    ...state,
+    placeholderId: undefined,
+    openTextId: undefined,
+    openThinkingId: undefined,
+    openImageId: undefined,
+    webSearchCitationId: undefined,
+  };
 }
 
 type NewBlockFields = Omit<MessageBlock, 'id' | 'messageId' | 'createdAt'>;
 
 /** Rules 1 and 2: the next block to start takes the placeholder over in place (same id and position), or is appended. */
-function startBlock(state: MessageBlocksState, newId: string, at: string, fields: NewBlockFields): { state: MessageBlocksState; id: string } {
+function startBlock(
+  state: MessageBlocksState,
+  newId: string,
+  at: string,
+  fields: NewBlockFields,
+): { state: MessageBlocksState; id: string } {
   const placeholderId = state.placeholderId;
-  if (!placeholderId) return { state: append(state, { id: newId, messageId: state.messageId, createdAt: at, ...fields }), id: newId };
-  const blocks = state.blocks.map((block) => (block.id === placeholderId ? { id: block.id, messageId: block.messageId, createdAt: block.createdAt, updatedAt: at, ...fields } : block));
+  if (!placeholderId)
+    return { state: append(state, { id: newId, messageId: state.messageId, createdAt: at, ...fields }), id: newId };
+  const blocks = state.blocks.map((block) =>
+    block.id === placeholderId
+      ? { id: block.id, messageId: block.messageId, createdAt: block.createdAt, updatedAt: at, ...fields }
+      : block,
+  );
   return { state: { ...state, blocks, placeholderId: undefined }, id: placeholderId };
 }
 
@@ -298,8 +393,16 @@ function insertAfter(state: MessageBlocksState, afterId: string, block: MessageB
   return { ...state, blocks: [...state.blocks.slice(0, index + 1), block, ...state.blocks.slice(index + 1)] };
 }
 
-function update(state: MessageBlocksState, blockId: string, at: string, changes: Partial<MessageBlock>): MessageBlocksState {
-  return { ...state, blocks: state.blocks.map((block) => (block.id === blockId ? { ...block, ...changes, updatedAt: at } : block)) };
+function update(
+  state: MessageBlocksState,
+  blockId: string,
+  at: string,
+  changes: Partial<MessageBlock>,
+): MessageBlocksState {
+  return {
+    ...state,
+    blocks: state.blocks.map((block) => (block.id === blockId ? { ...block, ...changes, updatedAt: at } : block)),
+  };
 }
 
 function hasResults(result: unknown): boolean {

@@ -4,7 +4,10 @@ import { compareBlocks, loadBlockVectors } from '../testing/block-vectors.js';
 import { evolveBlocks, initialMessageBlocks, type MessageBlocksState } from './block-rules.js';
 
 /** Folds posted chunks the way the ledger does: validate, store (snapshot suffixes), restore, evolve. */
-function fold(messageId: string, raw: readonly Record<string, unknown>[]): { state: MessageBlocksState; stored: StoredChunk[] } {
+function fold(
+  messageId: string,
+  raw: readonly Record<string, unknown>[],
+): { state: MessageBlocksState; stored: StoredChunk[] } {
   let encoder = EMPTY_SNAPSHOTS;
   let decoder = EMPTY_SNAPSHOTS;
   let state = initialMessageBlocks(messageId);
@@ -17,7 +20,10 @@ function fold(messageId: string, raw: readonly Record<string, unknown>[]): { sta
     const decoded = decodeChunk(decoder, JSON.parse(JSON.stringify(encoded.stored)) as StoredChunk);
     decoder = decoded.state;
     expect(decoded.chunk).toEqual(chunk);
-    state = evolveBlocks(state, { chunk: decoded.chunk, recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString() });
+    state = evolveBlocks(state, {
+      chunk: decoded.chunk,
+      recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString(),
+    });
   });
   return { state, stored };
 }
@@ -41,7 +47,11 @@ describe.each(loadBlockVectors())('vector $file', (vector) => {
 describe('snapshot text in the log (rule 4)', () => {
   it('stores suffixes when a snapshot extends the previous one, so a long answer costs O(n) bytes', () => {
     const words = Array.from({ length: 400 }, (_, index) => `word${index} `);
-    const chunks: Record<string, unknown>[] = [{ type: 'text.start' }, ...words.map((_, index) => ({ type: 'text.delta', text: words.slice(0, index + 1).join('') })), { type: 'text.complete', text: words.join('') }];
+    const chunks: Record<string, unknown>[] = [
+      { type: 'text.start' },
+      ...words.map((_, index) => ({ type: 'text.delta', text: words.slice(0, index + 1).join('') })),
+      { type: 'text.complete', text: words.join('') },
+    ];
     const { stored, state } = fold('msg-long', chunks);
     const snapshotBytes = words.reduce((sum, _, index) => sum + words.slice(0, index + 1).join('').length, 0);
     const storedBytes = stored.reduce((sum, chunk) => sum + JSON.stringify(chunk).length, 0);
@@ -50,8 +60,17 @@ describe('snapshot text in the log (rule 4)', () => {
   });
 
   it('stores the whole text when a snapshot does not extend the previous one (a provider rewrote it)', () => {
-    const { stored, state } = fold('msg-rewrite', [{ type: 'text.start' }, { type: 'text.delta', text: 'Helo' }, { type: 'text.delta', text: 'Hello' }, { type: 'text.delta', text: 'Hello, world' }]);
-    expect(stored.slice(1).map((chunk) => ('append' in chunk ? { append: chunk.append } : { text: (chunk as { text: string }).text }))).toEqual([{ text: 'Helo' }, { text: 'Hello' }, { append: ', world' }]);
+    const { stored, state } = fold('msg-rewrite', [
+      { type: 'text.start' },
+      { type: 'text.delta', text: 'Helo' },
+      { type: 'text.delta', text: 'Hello' },
+      { type: 'text.delta', text: 'Hello, world' },
+    ]);
+    expect(
+      stored
+        .slice(1)
+        .map((chunk) => ('append' in chunk ? { append: chunk.append } : { text: (chunk as { text: string }).text })),
+    ).toEqual([{ text: 'Helo' }, { text: 'Hello' }, { append: ', world' }]);
     expect(state.blocks[0]!.content).toBe('Hello, world');
   });
 });

@@ -3,7 +3,19 @@
  * are. Only the fields each type uses are present.
  */
 export type BlockStatus = 'pending' | 'processing' | 'streaming' | 'success' | 'error' | 'paused';
-export type BlockType = 'unknown' | 'main_text' | 'thinking' | 'translation' | 'image' | 'code' | 'tool' | 'file' | 'error' | 'citation' | 'video' | 'compact';
+export type BlockType =
+  | 'unknown'
+  | 'main_text'
+  | 'thinking'
+  | 'translation'
+  | 'image'
+  | 'code'
+  | 'tool'
+  | 'file'
+  | 'error'
+  | 'citation'
+  | 'video'
+  | 'compact';
 export type MessageStatus = 'processing' | 'success' | 'error' | 'paused';
 
 export interface MessageBlock {

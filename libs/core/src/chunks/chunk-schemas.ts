@@ -49,7 +49,12 @@ export const CHUNK_PAYLOADS = {
   llm_websearch_complete: { llm_web_search: z.object({ source: z.string().optional(), results: json }).passthrough() },
   'image.created': {},
   'image.delta': { image: z.object({ type: z.string(), images: z.array(z.string()) }).passthrough() },
-  'image.complete': { image: z.object({ type: z.string(), images: z.array(z.string()) }).passthrough().optional() },
+  'image.complete': {
+    image: z
+      .object({ type: z.string(), images: z.array(z.string()) })
+      .passthrough()
+      .optional(),
+  },
   'video.searched': { video: loose, metadata: loose.optional() },
   raw: { content: json },
   block_complete: { ...responseChunk, error: loose.optional() },
@@ -92,7 +97,8 @@ export class ChunkValidationError extends Error {
 
 /** Validates one chunk; throws `ChunkValidationError` with the first problem. */
 export function parseChunk(value: unknown, index: number): Chunk {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ChunkValidationError(index, '(chunk)', 'must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ChunkValidationError(index, '(chunk)', 'must be a JSON object');
   const unstorable = findUnstorableJson(value);
   if (unstorable) {
     throw new ChunkValidationError(index, unstorable.path.map(String).join('.') || '(chunk)', unstorable.message);
@@ -109,7 +115,11 @@ export function parseChunk(value: unknown, index: number): Chunk {
     const issue = result.error.issues[0]!;
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
     const field = [...issue.path, ...keys].map(String).join('.') || '(chunk)';
-    throw new ChunkValidationError(index, field, issue.code === 'unrecognized_keys' ? 'is not a field of this chunk type' : issue.message);
+    throw new ChunkValidationError(
+      index,
+      field,
+      issue.code === 'unrecognized_keys' ? 'is not a field of this chunk type' : issue.message,
+    );
   }
   return result.data as Chunk;
 }

@@ -40,7 +40,8 @@ function refusal(value: unknown, index = 3): ChunkValidationError {
 describe('chunk validation', () => {
   it('knows every Cherry Studio chunk type and accepts a valid chunk of each', () => {
     expect(Object.keys(VALID).sort()).toEqual([...CHUNK_TYPES].sort());
-    for (const [type, payload] of Object.entries(VALID)) expect(parseChunk({ seq: 1, type, ...payload }, 0)).toMatchObject({ seq: 1, type });
+    for (const [type, payload] of Object.entries(VALID))
+      expect(parseChunk({ seq: 1, type, ...payload }, 0)).toMatchObject({ seq: 1, type });
   });
 
   it('names the index and the field of an unknown type, a missing seq, a bad seq', () => {
@@ -60,19 +61,32 @@ describe('chunk validation', () => {
     { name: `${type}: extra field`, value: { seq: 1, type, ...payload, surprise: 1 }, field: 'surprise' },
     ...Object.keys(payload)
       .filter((key) => !(type === 'raw' && key === 'content'))
-      .map((key) => ({ name: `${type}: ${key} of the wrong type`, value: { seq: 1, type, ...payload, [key]: typeof payload[key] === 'string' ? 12345 : 'not this type' }, field: key })),
+      .map((key) => ({
+        name: `${type}: ${key} of the wrong type`,
+        value: { seq: 1, type, ...payload, [key]: typeof payload[key] === 'string' ? 12345 : 'not this type' },
+        field: key,
+      })),
   ]);
   it.each(cases)('$name is refused, naming the field', ({ value, field }) => {
     expect(refusal(value).field.split('.')[0]).toBe(field);
   });
 
   it('names nested fields of tool responses', () => {
-    expect(refusal({ seq: 1, type: 'mcp_tool_pending', responses: [{ ...tool, status: 'flying' }] }).field).toBe('responses.0.status');
-    expect(refusal({ seq: 1, type: 'mcp_tool_pending', responses: [{ ...tool, tool: {} }] }).field).toBe('responses.0.tool.name');
+    expect(refusal({ seq: 1, type: 'mcp_tool_pending', responses: [{ ...tool, status: 'flying' }] }).field).toBe(
+      'responses.0.status',
+    );
+    expect(refusal({ seq: 1, type: 'mcp_tool_pending', responses: [{ ...tool, tool: {} }] }).field).toBe(
+      'responses.0.tool.name',
+    );
     expect(refusal({ seq: 1, type: 'mcp_tool_pending', responses: [] }).field).toBe('responses');
   });
 
   it('refuses a whole batch at its first bad chunk', () => {
-    expect(() => parseChunks([{ seq: 1, type: 'text.start' }, { seq: 2, type: 'text.delta' }])).toThrow('chunks[1].text');
+    expect(() =>
+      parseChunks([
+        { seq: 1, type: 'text.start' },
+        { seq: 2, type: 'text.delta' },
+      ]),
+    ).toThrow('chunks[1].text');
   });
 });

@@ -6,7 +6,11 @@ import type { Chunk } from './chunk-schemas.js';
  * whole only when it does not — so a long answer costs O(n) bytes in the log, not O(n²).
  * Replaying restores every snapshot exactly.
  */
-export type StoredChunk = Chunk extends infer C ? (C extends { type: 'text.delta' | 'thinking.delta'; text: string } ? Omit<C, 'text'> & ({ text: string } | { append: string }) : C) : never;
+export type StoredChunk = Chunk extends infer C
+  ? C extends { type: 'text.delta' | 'thinking.delta'; text: string }
+    ? Omit<C, 'text'> & ({ text: string } | { append: string })
+    : C
+  : never;
 
 /** The snapshot each open part has reached; parts are independent (thinking may run inside text). */
 export interface SnapshotState {
@@ -16,19 +20,32 @@ export interface SnapshotState {
 
 export const EMPTY_SNAPSHOTS: SnapshotState = { text: '', thinking: '' };
 
-const PART_OF = { 'text.start': 'text', 'text.delta': 'text', 'text.complete': 'text', 'thinking.start': 'thinking', 'thinking.delta': 'thinking', 'thinking.complete': 'thinking' } as const;
+const PART_OF = {
+  'text.start': 'text',
+  'text.delta': 'text',
+  'text.complete': 'text',
+  'thinking.start': 'thinking',
+  'thinking.delta': 'thinking',
+  'thinking.complete': 'thinking',
+} as const;
 
 export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: StoredChunk; state: SnapshotState } {
-  if (chunk.type !== 'text.delta' && chunk.type !== 'thinking.delta') return { stored: chunk as StoredChunk, state: advance(state, chunk) };
+  if (chunk.type !== 'text.delta' && chunk.type !== 'thinking.delta')
+    return { stored: chunk as StoredChunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const previous = state[part];
   const { text, ...rest } = chunk;
-  const stored = (text.startsWith(previous) && previous.length > 0 ? { ...rest, append: text.slice(previous.length) } : { ...rest, text }) as StoredChunk;
+  const stored = (
+    text.startsWith(previous) && previous.length > 0
+      ? { ...rest, append: text.slice(previous.length) }
+      : { ...rest, text }
+  ) as StoredChunk;
   return { stored, state: { ...state, [part]: text } };
 }
 
 export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
-  if (stored.type !== 'text.delta' && stored.type !== 'thinking.delta') return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
+  if (stored.type !== 'text.delta' && stored.type !== 'thinking.delta')
+    return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
   const part = PART_OF[stored.type];
   const { append, text, ...rest } = stored as typeof stored & { append?: string; text?: string };
   const full = append === undefined ? text! : state[part] + append;

@@ -37,7 +37,8 @@ export function findUnstorableJson(value: unknown, maxDepth = MAX_JSON_DEPTH): U
       return message ? { path, message } : undefined;
     }
     // JSON.parse turns a number beyond the double range (1e400) into Infinity, which JSON cannot hold again.
-    if (typeof current === 'number') return Number.isFinite(current) ? undefined : { path, message: 'is not a finite number' };
+    if (typeof current === 'number')
+      return Number.isFinite(current) ? undefined : { path, message: 'is not a finite number' };
     if (typeof current !== 'object' || current === null) return undefined;
     if (path.length >= maxDepth) {
       return { path: path.slice(0, 1), message: `nests arrays and objects deeper than ${maxDepth} levels` };

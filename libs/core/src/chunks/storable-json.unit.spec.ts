@@ -20,7 +20,12 @@ describe('findUnstorableJson', () => {
     ['a __proto__ key', JSON.parse('{"a":{"__proto__":{}}}'), ['a'], '__proto__'],
     [`nesting ${MAX_JSON_DEPTH + 1} deep`, { field: nested(MAX_JSON_DEPTH) }, ['field'], 'deeper'],
     ['nesting 100,000 deep, without recursing that far', { field: deepArray(100_000) }, ['field'], 'deeper'],
-    ['a number too large for JSON (1e400 parses as Infinity)', JSON.parse('{"usage":{"tokens":1e400}}'), ['usage', 'tokens'], 'finite'],
+    [
+      'a number too large for JSON (1e400 parses as Infinity)',
+      JSON.parse('{"usage":{"tokens":1e400}}'),
+      ['usage', 'tokens'],
+      'finite',
+    ],
   ])('refuses %s, naming where', (_label, value, path, words) => {
     const problem = findUnstorableJson(value);
     expect(problem?.path).toEqual(path);

@@ -253,7 +253,10 @@ export const openAiResponsesTranslator: Translator<OpenAiResponsesState> = {
     if (event.type === 'response.created') {
       if (round.phase !== 'before') throw new DialectError('type', 'response.created comes once, first');
       const responseId = event.response.id ?? undefined;
-      return { state: { ...round, phase: 'streaming', ...(responseId ? { responseId } : {}) }, chunks: [{ type: 'llm_response_created' }] };
+      return {
+        state: { ...round, phase: 'streaming', ...(responseId ? { responseId } : {}) },
+        chunks: [{ type: 'llm_response_created' }],
+      };
     }
     if (round.phase === 'before') throw new DialectError('type', `${event.type} before response.created`);
     return translateInResponse(round, event);

@@ -13,7 +13,8 @@ export function canonicalJson(value: unknown): string {
     return JSON.stringify(value);
   }
   if (typeof value === 'bigint') return value.toString();
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
   if (typeof value === 'object') {
     const members = Object.keys(value as object)
       .filter((key) => (value as Record<string, unknown>)[key] !== undefined)

@@ -9,16 +9,25 @@ export interface TreeMessage {
 }
 
 /** The active path: the selected top-level message → its selected child → … → the leaf. */
-export function activePath<Message extends TreeMessage>(selectedRootId: string | null, messages: ReadonlyMap<string, Message>): Message[] {
+export function activePath<Message extends TreeMessage>(
+  selectedRootId: string | null,
+  messages: ReadonlyMap<string, Message>,
+): Message[] {
   const path: Message[] = [];
-  for (let next = selectedRootId === null ? undefined : messages.get(selectedRootId); next; next = next.selectedChildId === null ? undefined : messages.get(next.selectedChildId)) {
+  for (
+    let next = selectedRootId === null ? undefined : messages.get(selectedRootId);
+    next;
+    next = next.selectedChildId === null ? undefined : messages.get(next.selectedChildId)
+  ) {
     path.push(next);
   }
   return path;
 }
 
 /** Children ids of every parent (`null` = the top-level messages), in creation order. */
-export function childrenByParent(messagesInCreationOrder: Iterable<Pick<TreeMessage, 'id' | 'parentId'>>): Map<string | null, string[]> {
+export function childrenByParent(
+  messagesInCreationOrder: Iterable<Pick<TreeMessage, 'id' | 'parentId'>>,
+): Map<string | null, string[]> {
   const children = new Map<string | null, string[]>();
   for (const message of messagesInCreationOrder) {
     const siblings = children.get(message.parentId);
@@ -35,7 +44,10 @@ export interface Siblings {
   readonly count: number;
 }
 
-export function siblingsOf(message: Pick<TreeMessage, 'id' | 'parentId'>, children: ReadonlyMap<string | null, readonly string[]>): Siblings {
+export function siblingsOf(
+  message: Pick<TreeMessage, 'id' | 'parentId'>,
+  children: ReadonlyMap<string | null, readonly string[]>,
+): Siblings {
   const ids = children.get(message.parentId) ?? [message.id];
   return { ids, index: ids.indexOf(message.id), count: ids.length };
 }
@@ -56,13 +68,20 @@ export interface BranchTree<Message> {
 }
 
 /** Every message with its children and selected child, plus the top-level messages and the active path. */
-export function branchTree<Message extends TreeMessage>(selectedRootId: string | null, messagesInCreationOrder: readonly Message[]): BranchTree<Message> {
+export function branchTree<Message extends TreeMessage>(
+  selectedRootId: string | null,
+  messagesInCreationOrder: readonly Message[],
+): BranchTree<Message> {
   const children = childrenByParent(messagesInCreationOrder);
   const byId = new Map(messagesInCreationOrder.map((message) => [message.id, message]));
   return {
     roots: children.get(null) ?? [],
     selectedRoot: selectedRootId,
     activePath: activePath(selectedRootId, byId).map((message) => message.id),
-    messages: messagesInCreationOrder.map((message) => ({ ...message, children: children.get(message.id) ?? [], selectedChild: message.selectedChildId })),
+    messages: messagesInCreationOrder.map((message) => ({
+      ...message,
+      children: children.get(message.id) ?? [],
+      selectedChild: message.selectedChildId,
+    })),
   };
 }

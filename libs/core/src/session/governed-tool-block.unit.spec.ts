@@ -3,11 +3,18 @@ import type { MessageBlock } from '../blocks/message-block.js';
 import { openAiHistory } from '../history/history-builder.js';
 import type { ToolCallEvent } from '../toolcall/toolcall-events.js';
 import {
-  evolveToolCall, initialToolCallState, toolBlockUpdate, type ToolCallState,
+  evolveToolCall,
+  initialToolCallState,
+  toolBlockUpdate,
+  type ToolCallState,
 } from '../toolcall/toolcall-state-machine.js';
 import { decideSession, type SessionCommand } from './session-decider.js';
 import {
-  evolveSession, initialSessionState, type OpenSession, type SessionEvent, type SessionState,
+  evolveSession,
+  initialSessionState,
+  type OpenSession,
+  type SessionEvent,
+  type SessionState,
 } from './session-events.js';
 
 /**
@@ -31,8 +38,13 @@ const producerInProgress = toolChunk('mcp_tool_in_progress', { status: 'invoking
 const requested: ToolCallEvent = {
   type: 'toolcall.requested',
   data: {
-    toolCallId: 't1', sessionId: 's1', messageId: 'a1', toolId: 'call_1',
-    tool: { server: 'filesystem', name: 'write_file' }, arguments: governedArgs, argumentsSha256: 'abc',
+    toolCallId: 't1',
+    sessionId: 's1',
+    messageId: 'a1',
+    toolId: 'call_1',
+    tool: { server: 'filesystem', name: 'write_file' },
+    arguments: governedArgs,
+    argumentsSha256: 'abc',
     requestedBy: 'producer',
   },
 };
@@ -116,7 +128,9 @@ describe('a governed tool block belongs to the saga', () => {
         .then(({ block, before, toolResult }) => {
           expect(block).toBe(before);
           expect(block).toMatchObject({
-            status: 'pending', arguments: governedArgs, metadata: { governance: { status: 'awaiting_approval' } },
+            status: 'pending',
+            arguments: governedArgs,
+            metadata: { governance: { status: 'awaiting_approval' } },
           });
           expect(toolResult).not.toContain('INVENTED');
         });
@@ -150,7 +164,9 @@ describe('a governed tool block belongs to the saga', () => {
       )
       .then(({ block, toolResult }) => {
         expect(block).toMatchObject({
-          status: 'error', arguments: governedArgs, metadata: { governance: { status: 'denied' } },
+          status: 'error',
+          arguments: governedArgs,
+          metadata: { governance: { status: 'denied' } },
         });
         expect(JSON.stringify(block)).not.toContain('INVENTED');
         expect(toolResult).not.toContain('INVENTED');

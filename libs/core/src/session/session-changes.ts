@@ -10,7 +10,11 @@ import type { MessageState, OpenSession, SessionState } from './session-events.j
  */
 export interface SessionChanges {
   readonly session: OpenSession;
-  readonly messages: readonly { readonly message: MessageState; readonly ordinal: number; readonly previous: MessageState | undefined }[];
+  readonly messages: readonly {
+    readonly message: MessageState;
+    readonly ordinal: number;
+    readonly previous: MessageState | undefined;
+  }[];
   readonly blocks: readonly { readonly block: MessageBlock; readonly index: number; readonly message: MessageState }[];
   readonly removedBlocks: readonly { readonly messageId: string; readonly id: string }[];
   /** `parentId: null`: the session's selected top-level message. */
@@ -20,8 +24,17 @@ export interface SessionChanges {
 export function sessionChanges(previous: SessionState, current: SessionState): SessionChanges | undefined {
   if (current.status !== 'open' || previous === current) return undefined;
   const previousMessages = previous.status === 'open' ? previous.messages : new Map<string, MessageState>();
-  const changes = { session: current, messages: [] as SessionChanges['messages'][number][], blocks: [] as SessionChanges['blocks'][number][], removedBlocks: [] as SessionChanges['removedBlocks'][number][], selections: [] as SessionChanges['selections'][number][] };
-  if (current.selectedRootId !== null && (previous.status !== 'open' || previous.selectedRootId !== current.selectedRootId)) {
+  const changes = {
+    session: current,
+    messages: [] as SessionChanges['messages'][number][],
+    blocks: [] as SessionChanges['blocks'][number][],
+    removedBlocks: [] as SessionChanges['removedBlocks'][number][],
+    selections: [] as SessionChanges['selections'][number][],
+  };
+  if (
+    current.selectedRootId !== null &&
+    (previous.status !== 'open' || previous.selectedRootId !== current.selectedRootId)
+  ) {
     changes.selections.push({ parentId: null, childId: current.selectedRootId });
   }
   let ordinal = 0;
@@ -30,7 +43,8 @@ export function sessionChanges(previous: SessionState, current: SessionState): S
     const earlier = previousMessages.get(message.id);
     if (earlier === message) continue;
     changes.messages.push({ message, ordinal, previous: earlier });
-    if (message.selectedChildId !== null && message.selectedChildId !== earlier?.selectedChildId) changes.selections.push({ parentId: message.id, childId: message.selectedChildId });
+    if (message.selectedChildId !== null && message.selectedChildId !== earlier?.selectedChildId)
+      changes.selections.push({ parentId: message.id, childId: message.selectedChildId });
     const before = new Map((earlier?.blocks.blocks ?? []).map((block, index) => [block.id, { block, index }]));
     message.blocks.blocks.forEach((block, index) => {
       const was = before.get(block.id);

@@ -46,7 +46,12 @@ export type SessionCommand =
       readonly content: string | null;
     }
   /** `parentId: null` selects among the top-level messages. */
-  | { readonly type: 'select_branch'; readonly parentId: string | null; readonly childId: string; readonly eventId: string }
+  | {
+      readonly type: 'select_branch';
+      readonly parentId: string | null;
+      readonly childId: string;
+      readonly eventId: string;
+    }
   | {
       readonly type: 'fork_session';
       readonly sessionId: string;
@@ -76,9 +81,16 @@ export type SessionCommand =
   /** A model call through the gateway, placed in the tree from the conversation it sends (DESIGN §12). */
   | ({ readonly type: 'record_model_call' } & ModelCallCommand)
   /** The gateway's account of how an answer it relayed ended badly: the client left (the message pauses) or the record has a gap. */
-  | { readonly type: 'record_answer_failure'; readonly messageId: string; readonly error: { readonly name: string; readonly message: string } }
+  | {
+      readonly type: 'record_answer_failure';
+      readonly messageId: string;
+      readonly error: { readonly name: string; readonly message: string };
+    }
   /** From the governance saga: one id per step of the call, so a retried step is recorded once. */
-  | ({ readonly type: 'update_tool_call'; readonly eventId: string } & SessionEventOf<'message.tool_call_updated'>['data']);
+  | ({
+      readonly type: 'update_tool_call';
+      readonly eventId: string;
+    } & SessionEventOf<'message.tool_call_updated'>['data']);
 
 export type { DecidedEvent } from './chunk-numbering.js';
 export { SessionError } from './session-error.js';
@@ -93,11 +105,11 @@ export interface Decision {
   readonly answer?: { readonly messageId: string; readonly nextEventSeq: number };
 }
 
-
 export function decideSession(command: SessionCommand, state: SessionState): Decision {
   switch (command.type) {
     case 'open_session': {
-      if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
+      if (state.status === 'open')
+        throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       return {
         events: [
           {
@@ -121,17 +133,28 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       const writers = command.writers.filter((writer) => writer !== state.owner && !state.writers.includes(writer));
       if (writers.length === 0) return { events: [], duplicateSeqs: [] };
-      return { events: [{ id: command.eventId, event: { type: 'session.writers_granted', data: { writers } } }], duplicateSeqs: [] };
+      return {
+        events: [{ id: command.eventId, event: { type: 'session.writers_granted', data: { writers } } }],
+        duplicateSeqs: [],
+      };
     }
     case 'create_message': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
       if (state.messages.has(command.messageId))
         throw new SessionError('message_exists', `message ${command.messageId} already exists`, 'id');
       const parentId =
-        command.parentId === undefined ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null) : command.parentId;
+        command.parentId === undefined
+          ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null)
+          : command.parentId;
       if (parentId !== null && !state.messages.has(parentId))
         throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
-      const data = { messageId: command.messageId, role: command.role, parentId, model: command.model, content: command.content };
+      const data = {
+        messageId: command.messageId,
+        role: command.role,
+        parentId,
+        model: command.model,
+        content: command.content,
+      };
       return {
         events: [{ id: nameUuid(`message:${command.messageId}`), event: { type: 'message.created', data } }],
         duplicateSeqs: [],
@@ -159,7 +182,8 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       };
     }
     case 'fork_session': {
-      if (state.status === 'open') throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
+      if (state.status === 'open')
+        throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       const { source, messageId } = command;
       if (source.status !== 'open')
         throw new SessionError('source_not_found', `session ${command.sourceSessionId} did not exist at that position`);
@@ -177,7 +201,10 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
         owner: command.owner,
         writers: command.writers,
       };
-      return { events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }], duplicateSeqs: [] };
+      return {
+        events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }],
+        duplicateSeqs: [],
+      };
     }
     case 'append_chunks': {
       const message = assistantMessage(state, command.messageId);
@@ -206,13 +233,20 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
           return;
         }
         if (chunk.seq !== recorded + 1)
-          throw new SessionError('seq_gap', `chunks[${index}]: expected seq ${recorded + 1}, got ${chunk.seq}`, `chunks[${index}].seq`);
+          throw new SessionError(
+            'seq_gap',
+            `chunks[${index}]: expected seq ${recorded + 1}, got ${chunk.seq}`,
+            `chunks[${index}].seq`,
+          );
         const encoded = encodeChunk(snapshots, chunk);
         snapshots = encoded.state;
         recorded += 1;
         events.push({
           id: nameUuid(`chunk:${command.messageId}:${chunk.seq}`),
-          event: { type: `chunk.${chunk.type}`, data: { messageId: command.messageId, ...encoded.stored } as ChunkEventData },
+          event: {
+            type: `chunk.${chunk.type}`,
+            data: { messageId: command.messageId, ...encoded.stored } as ChunkEventData,
+          },
         });
       });
       return { events, duplicateSeqs };
@@ -221,7 +255,12 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       return decideDialectEvents(command, assistantMessage(state, command.messageId));
     case 'record_answer_failure': {
       const message = assistantMessage(state, command.messageId);
-      const { event } = numberChunk(chunkCursor(message), { type: 'error', error: command.error }, { origin: 'gateway' }, 0);
+      const { event } = numberChunk(
+        chunkCursor(message),
+        { type: 'error', error: command.error },
+        { origin: 'gateway' },
+        0,
+      );
       return { events: [event], duplicateSeqs: [] };
     }
     case 'record_model_call': {
@@ -255,7 +294,10 @@ function assistantMessage(state: SessionState, messageId: string): MessageState 
  * (a `raw` chunk stands for an event that means no chunk, so every event is in the log). A
  * repeated seq with the same event is a duplicate; one bad event refuses the whole batch.
  */
-function decideDialectEvents(command: Extract<SessionCommand, { type: 'append_dialect_events' }>, message: MessageState): Decision {
+function decideDialectEvents(
+  command: Extract<SessionCommand, { type: 'append_dialect_events' }>,
+  message: MessageState,
+): Decision {
   const { dialect, messageId } = command;
   if (message.dialect ? message.dialect.name !== dialect : message.producerChunks) {
     const recorded = message.dialect?.name ?? 'cherry';
@@ -307,4 +349,3 @@ function translateEvent(dialect: DialectName, state: unknown, providerEvent: unk
     throw error;
   }
 }
-

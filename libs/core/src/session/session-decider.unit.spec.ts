@@ -13,7 +13,8 @@ import {
 
 function stateOf(...events: SessionEvent[]): SessionState {
   return events.reduce<SessionState>(
-    (current, event, index) => evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' }),
+    (current, event, index) =>
+      evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' }),
     initialSessionState,
   );
 }
@@ -45,7 +46,8 @@ const message = (messageId: string, role: 'user' | 'assistant', parentId: string
   type: 'message.created',
   data: { messageId, role, parentId, model: null, content: null },
 });
-const chunks = (...values: Record<string, unknown>[]): Chunk[] => parseChunks(values.map((value, index) => ({ seq: index + 1, ...value })));
+const chunks = (...values: Record<string, unknown>[]): Chunk[] =>
+  parseChunks(values.map((value, index) => ({ seq: index + 1, ...value })));
 const recorded = (messageId: string, list: Chunk[]) =>
   given(opened, message('u1', 'user', null), message(messageId, 'assistant', 'u1')).when({
     type: 'append_chunks',
@@ -56,10 +58,20 @@ const recorded = (messageId: string, list: Chunk[]) =>
 describe('session decider', () => {
   it('opens a session once', () => {
     given()
-      .when({ type: 'open_session', sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] })
+      .when({
+        type: 'open_session',
+        sessionId: 's1',
+        title: 'T',
+        metadata: {},
+        owner: 'subject:alice',
+        writers: ['subject:bob'],
+      })
       .then(({ events }) => {
         expect(events.map((e) => e.event)).toEqual([
-          { type: 'session.opened', data: { sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] } },
+          {
+            type: 'session.opened',
+            data: { sessionId: 's1', title: 'T', metadata: {}, owner: 'subject:alice', writers: ['subject:bob'] },
+          },
         ]);
       });
     given(opened)
@@ -75,29 +87,45 @@ describe('session decider', () => {
     given(owned)
       .when({ type: 'grant_writers', writers: ['subject:alice', 'subject:bob', 'subject:carol'], eventId: 'e1' })
       .then(({ events }) => {
-        expect(events).toEqual([{ id: 'e1', event: { type: 'session.writers_granted', data: { writers: ['subject:carol'] } } }]);
+        expect(events).toEqual([
+          { id: 'e1', event: { type: 'session.writers_granted', data: { writers: ['subject:carol'] } } },
+        ]);
       });
     given(owned)
       .when({ type: 'grant_writers', writers: ['subject:bob'], eventId: 'e1' })
       .then(({ events }) => expect(events).toEqual([]));
-    const state = stateOf(owned, { type: 'session.writers_granted', data: { writers: ['subject:carol'] } }) as OpenSession;
-    expect(['subject:alice', 'subject:bob', 'subject:carol', 'subject:mallory'].map((subject) => mayWrite(state, subject))).toEqual([
-      true,
-      true,
-      true,
-      false,
-    ]);
+    const state = stateOf(owned, {
+      type: 'session.writers_granted',
+      data: { writers: ['subject:carol'] },
+    }) as OpenSession;
+    expect(
+      ['subject:alice', 'subject:bob', 'subject:carol', 'subject:mallory'].map((subject) => mayWrite(state, subject)),
+    ).toEqual([true, true, true, false]);
   });
 
   it('attaches a message without parentId to the active leaf, and null makes a top-level one', () => {
     given(opened, message('u1', 'user', null))
-      .when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: undefined, model: null, content: null })
+      .when({
+        type: 'create_message',
+        messageId: 'a1',
+        role: 'assistant',
+        parentId: undefined,
+        model: null,
+        content: null,
+      })
       .then(({ parentId }) => expect(parentId).toBe('u1'));
     given(opened, message('u1', 'user', null))
       .when({ type: 'create_message', messageId: 'u2', role: 'user', parentId: null, model: null, content: 'hi' })
       .then(({ parentId }) => expect(parentId).toBeNull());
     given(opened)
-      .when({ type: 'create_message', messageId: 'a1', role: 'assistant', parentId: 'nope', model: null, content: null })
+      .when({
+        type: 'create_message',
+        messageId: 'a1',
+        role: 'assistant',
+        parentId: 'nope',
+        model: null,
+        content: null,
+      })
       .thenThrows('parent_not_found', 'parentId');
     given(opened, message('u1', 'user', null))
       .when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null })
@@ -108,14 +136,15 @@ describe('session decider', () => {
   });
 
   it('records chunks with deterministic ids and text deltas as suffixes', () => {
-    recorded('a1', chunks({ type: 'text.start' }, { type: 'text.delta', text: 'Hel' }, { type: 'text.delta', text: 'Hello' })).then(
-      ({ events, duplicateSeqs }) => {
-        expect(events.map((e) => e.event.type)).toEqual(['chunk.text.start', 'chunk.text.delta', 'chunk.text.delta']);
-        expect(events[2]!.event.data).toEqual({ messageId: 'a1', seq: 3, type: 'text.delta', append: 'lo' });
-        expect(duplicateSeqs).toEqual([]);
-        expect(new Set(events.map((e) => e.id)).size).toBe(3);
-      },
-    );
+    recorded(
+      'a1',
+      chunks({ type: 'text.start' }, { type: 'text.delta', text: 'Hel' }, { type: 'text.delta', text: 'Hello' }),
+    ).then(({ events, duplicateSeqs }) => {
+      expect(events.map((e) => e.event.type)).toEqual(['chunk.text.start', 'chunk.text.delta', 'chunk.text.delta']);
+      expect(events[2]!.event.data).toEqual({ messageId: 'a1', seq: 3, type: 'text.delta', append: 'lo' });
+      expect(duplicateSeqs).toEqual([]);
+      expect(new Set(events.map((e) => e.id)).size).toBe(3);
+    });
   });
 
   it('reports a retried batch as duplicates, refuses a gap naming the expected seq, and a repeat with other content', () => {
@@ -130,10 +159,18 @@ describe('session decider', () => {
         expect(duplicateSeqs).toEqual([1, 2]);
       });
     given(...after)
-      .when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 4, type: 'text.complete', text: 'Hi' }]) })
+      .when({
+        type: 'append_chunks',
+        messageId: 'a1',
+        chunks: parseChunks([{ seq: 4, type: 'text.complete', text: 'Hi' }]),
+      })
       .thenThrows('seq_gap', 'chunks[0].seq');
     given(...after)
-      .when({ type: 'append_chunks', messageId: 'a1', chunks: parseChunks([{ seq: 2, type: 'text.delta', text: 'Ho' }]) })
+      .when({
+        type: 'append_chunks',
+        messageId: 'a1',
+        chunks: parseChunks([{ seq: 2, type: 'text.delta', text: 'Ho' }]),
+      })
       .thenThrows('seq_conflict', 'chunks[0].seq');
     given(...after)
       .when({
@@ -178,9 +215,17 @@ describe('session decider', () => {
       const state = stateOf(...tree, message('a1b', 'assistant', 'u1'));
       expect(pathOf(state)).toEqual(['u1', 'a1b']);
       const shape = branchTree((state as OpenSession).selectedRootId, [...(state as OpenSession).messages.values()]);
-      expect(shape.messages.find((m) => m.id === 'u1')).toMatchObject({ children: ['a1', 'a1b'], selectedChild: 'a1b' });
+      expect(shape.messages.find((m) => m.id === 'u1')).toMatchObject({
+        children: ['a1', 'a1b'],
+        selectedChild: 'a1b',
+      });
       // The old branch keeps its own selections: going back shows it as it was.
-      expect(pathOf(stateOf(...tree, message('a1b', 'assistant', 'u1'), select('u1', 'a1')))).toEqual(['u1', 'a1', 'u2', 'a2']);
+      expect(pathOf(stateOf(...tree, message('a1b', 'assistant', 'u1'), select('u1', 'a1')))).toEqual([
+        'u1',
+        'a1',
+        'u2',
+        'a2',
+      ]);
     });
 
     it('a new message on a branch that is not active selects its whole path', () => {
@@ -191,9 +236,21 @@ describe('session decider', () => {
     it('editing the first message makes a new top-level branch; the session selects among top-level messages', () => {
       const state = stateOf(...tree, message('u1b', 'user', null));
       expect(pathOf(state)).toEqual(['u1b']);
-      expect(pathOf(stateOf(...tree, message('u1b', 'user', null), select(null, 'u1')))).toEqual(['u1', 'a1', 'u2', 'a2']);
+      expect(pathOf(stateOf(...tree, message('u1b', 'user', null), select(null, 'u1')))).toEqual([
+        'u1',
+        'a1',
+        'u2',
+        'a2',
+      ]);
       given(...tree, message('u1b', 'user', null))
-        .when({ type: 'create_message', messageId: 'a3', role: 'assistant', parentId: undefined, model: null, content: null })
+        .when({
+          type: 'create_message',
+          messageId: 'a3',
+          role: 'assistant',
+          parentId: undefined,
+          model: null,
+          content: null,
+        })
         .then(({ parentId }) => expect(parentId).toBe('u1b'));
     });
 
@@ -205,13 +262,23 @@ describe('session decider', () => {
           expect(events).toEqual([{ id: '00000000-0000-4000-8000-000000000001', event: select('u1', 'a1') }]);
         });
       given(...branched)
-        .when({ type: 'select_branch', parentId: 'u1', childId: 'a1b', eventId: '00000000-0000-4000-8000-000000000002' })
+        .when({
+          type: 'select_branch',
+          parentId: 'u1',
+          childId: 'a1b',
+          eventId: '00000000-0000-4000-8000-000000000002',
+        })
         .then(({ events }) => expect(events).toEqual([]));
       given(...branched)
         .when({ type: 'select_branch', parentId: 'u1', childId: 'u2', eventId: '00000000-0000-4000-8000-000000000003' })
         .thenThrows('not_a_child', 'childId');
       given(...branched)
-        .when({ type: 'select_branch', parentId: 'nope', childId: 'a1', eventId: '00000000-0000-4000-8000-000000000004' })
+        .when({
+          type: 'select_branch',
+          parentId: 'nope',
+          childId: 'a1',
+          eventId: '00000000-0000-4000-8000-000000000004',
+        })
         .thenThrows('message_not_found');
       given(...branched)
         .when({ type: 'select_branch', parentId: null, childId: 'a1', eventId: '00000000-0000-4000-8000-000000000005' })
@@ -220,7 +287,9 @@ describe('session decider', () => {
 
     it('a selection event that does not fit the tree changes nothing', () => {
       const state = stateOf(...tree);
-      expect(evolveSession(state, { ...select('u1', 'u2'), position: 99n, recordedAt: '2026-01-01T00:00:00.000Z' })).toBe(state);
+      expect(
+        evolveSession(state, { ...select('u1', 'u2'), position: 99n, recordedAt: '2026-01-01T00:00:00.000Z' }),
+      ).toBe(state);
     });
   });
 
@@ -260,7 +329,11 @@ describe('session decider', () => {
               writers: [],
             },
           });
-          const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
+          const forked = forkSession(source, {
+            ...events[0]!.event,
+            position: 9n,
+            recordedAt: '2026-01-02T00:00:00.000Z',
+          }) as OpenSession;
           expect(forked).toMatchObject({
             sessionId: 'f1',
             position: 9n,
@@ -276,7 +349,11 @@ describe('session decider', () => {
       given()
         .when(fork('a1'))
         .then(({ events }) => {
-          const forked = forkSession(source, { ...events[0]!.event, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' }) as OpenSession;
+          const forked = forkSession(source, {
+            ...events[0]!.event,
+            position: 9n,
+            recordedAt: '2026-01-02T00:00:00.000Z',
+          }) as OpenSession;
           expect([...forked.messages.keys()]).toEqual(['u1', 'a1']);
           expect(activePath(forked.selectedRootId, forked.messages).map((m) => m.id)).toEqual(['u1', 'a1']);
           expect(forked.messages.get('a1')!.selectedChildId).toBeNull();
@@ -297,7 +374,9 @@ describe('session decider', () => {
   describe('governed tool calls', () => {
     const pending = chunks({
       type: 'mcp_tool_pending',
-      responses: [{ id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status: 'pending' }],
+      responses: [
+        { id: 'call_1', tool: { name: 'read_file', serverName: 'fs' }, arguments: { path: '/x' }, status: 'pending' },
+      ],
     });
     const withPending: SessionEvent[] = [
       opened,
@@ -335,10 +414,18 @@ describe('session decider', () => {
       const result = { content: [{ type: 'text', text: 'x' }], isError: false };
       const done = decideSession(update('done', result), executing).events.map(({ event }) => event);
       const finished = stateOf(...withPending, ...invoking, ...done);
-      expect(toolBlock(finished)).toMatchObject({ status: 'success', content: result, metadata: { governance: { status: 'succeeded' } } });
+      expect(toolBlock(finished)).toMatchObject({
+        status: 'success',
+        content: result,
+        metadata: { governance: { status: 'succeeded' } },
+      });
       // The producer's next chunk is still seq 2.
       given(...withPending, ...invoking, ...done)
-        .when({ type: 'append_chunks', messageId: 'a1', chunks: chunks({ type: 'text.start' }, { type: 'text.start' }).slice(1) })
+        .when({
+          type: 'append_chunks',
+          messageId: 'a1',
+          chunks: chunks({ type: 'text.start' }, { type: 'text.start' }).slice(1),
+        })
         .then((decision) => expect(decision.events.map(({ event }) => event.type)).toEqual(['chunk.text.start']));
     });
 

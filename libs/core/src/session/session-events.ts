@@ -1,6 +1,12 @@
 import { sha256Hex } from '../hashing/hash-chain.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { evolveBlocks, evolveGovernedTool, initialMessageBlocks, type GovernedToolUpdate, type MessageBlocksState } from '../blocks/block-rules.js';
+import {
+  evolveBlocks,
+  evolveGovernedTool,
+  initialMessageBlocks,
+  type GovernedToolUpdate,
+  type MessageBlocksState,
+} from '../blocks/block-rules.js';
 import type { Chunk } from '../chunks/chunk-schemas.js';
 import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
@@ -35,23 +41,42 @@ export interface SessionWriters {
 export type SessionEvent =
   | {
       readonly type: 'session.opened';
-      readonly data: { readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>> } & SessionWriters;
+      readonly data: {
+        readonly sessionId: string;
+        readonly title: string | null;
+        readonly metadata: Readonly<Record<string, unknown>>;
+      } & SessionWriters;
     }
   | {
       readonly type: 'session.forked';
       readonly data: {
-        readonly sessionId: string; readonly title: string | null; readonly metadata: Readonly<Record<string, unknown>>; readonly source: ForkSource;
+        readonly sessionId: string;
+        readonly title: string | null;
+        readonly metadata: Readonly<Record<string, unknown>>;
+        readonly source: ForkSource;
       } & SessionWriters;
     }
   | { readonly type: 'session.writers_granted'; readonly data: { readonly writers: readonly string[] } }
   | {
       readonly type: 'message.created';
-      readonly data: { readonly messageId: string; readonly role: MessageRole; readonly parentId: string | null; readonly model: string | null; readonly content: string | null };
+      readonly data: {
+        readonly messageId: string;
+        readonly role: MessageRole;
+        readonly parentId: string | null;
+        readonly model: string | null;
+        readonly content: string | null;
+      };
     }
   /** `parentId: null` selects among the top-level messages. */
-  | { readonly type: 'message.branch_selected'; readonly data: { readonly parentId: string | null; readonly childId: string } }
+  | {
+      readonly type: 'message.branch_selected';
+      readonly data: { readonly parentId: string | null; readonly childId: string };
+    }
   /** The governance saga's progress on a tool call the ledger governs; it takes no producer seq. */
-  | { readonly type: 'message.tool_call_updated'; readonly data: GovernedToolUpdate & { readonly messageId: string; readonly toolCallId: string } }
+  | {
+      readonly type: 'message.tool_call_updated';
+      readonly data: GovernedToolUpdate & { readonly messageId: string; readonly toolCallId: string };
+    }
   | { readonly type: `chunk.${string}`; readonly data: ChunkEventData };
 
 export type SessionEventOf<Type extends SessionEvent['type']> = Extract<SessionEvent, { type: Type }>;
@@ -92,7 +117,8 @@ export interface DialectLog {
 }
 
 export const SESSION_STREAM_PREFIX = 'session-';
-export const sessionStreamId = (tenant: string, sessionId: string) => tenantStreamId(SESSION_STREAM_PREFIX, tenant, sessionId);
+export const sessionStreamId = (tenant: string, sessionId: string) =>
+  tenantStreamId(SESSION_STREAM_PREFIX, tenant, sessionId);
 export const parseSessionStreamId = (streamId: string) => parseTenantStreamId(SESSION_STREAM_PREFIX, streamId);
 
 export interface MessageState {
@@ -156,7 +182,8 @@ export function mayWrite(state: OpenSession, subject: string): boolean {
 }
 
 /** A message's status: an assistant message's comes from its blocks; the others are whole when created. */
-export const messageStatus = (message: MessageState) => (message.role === 'assistant' ? message.blocks.status : 'success');
+export const messageStatus = (message: MessageState) =>
+  message.role === 'assistant' ? message.blocks.status : 'success';
 
 export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
 export const providerEventDigest = (event: unknown) => sha256Hex(canonicalJson(event)).slice(0, 32);
@@ -170,8 +197,17 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (state.status !== 'absent') return state;
     const data = event.data as SessionEventOf<'session.opened'>['data'];
     return {
-      status: 'open', sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt,
-      forkedFrom: null, owner: data.owner ?? null, writers: data.writers ?? [], messages: new Map(), selectedRootId: null, position: event.position,
+      status: 'open',
+      sessionId: data.sessionId,
+      title: data.title,
+      metadata: data.metadata,
+      createdAt: event.recordedAt,
+      forkedFrom: null,
+      owner: data.owner ?? null,
+      writers: data.writers ?? [],
+      messages: new Map(),
+      selectedRootId: null,
+      position: event.position,
     };
   }
   if (state.status !== 'open') return state;
@@ -181,14 +217,30 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
   }
   if (event.type === 'message.created') {
     const data = event.data as SessionEventOf<'message.created'>['data'];
-    if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId))) return state;
+    if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId)))
+      return state;
     const message: MessageState = {
-      id: data.messageId, role: data.role, parentId: data.parentId, model: data.model, content: data.content, createdAt: event.recordedAt,
-      selectedChildId: null, chunkDigests: [], snapshots: EMPTY_SNAPSHOTS, dialect: null, producerChunks: false,
-      blocks: initialMessageBlocks(data.messageId), blockPositions: new Map(), position: event.position,
+      id: data.messageId,
+      role: data.role,
+      parentId: data.parentId,
+      model: data.model,
+      content: data.content,
+      createdAt: event.recordedAt,
+      selectedChildId: null,
+      chunkDigests: [],
+      snapshots: EMPTY_SNAPSHOTS,
+      dialect: null,
+      producerChunks: false,
+      blocks: initialMessageBlocks(data.messageId),
+      blockPositions: new Map(),
+      position: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
-    return selectPathTo({ ...state, messages: new Map(state.messages).set(message.id, message), position: event.position }, message.id, event.position);
+    return selectPathTo(
+      { ...state, messages: new Map(state.messages).set(message.id, message), position: event.position },
+      message.id,
+      event.position,
+    );
   }
   if (event.type === 'message.branch_selected') {
     const { parentId, childId } = event.data as SessionEventOf<'message.branch_selected'>['data'];
@@ -242,8 +294,15 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
   const data = event.data as SessionEventOf<'session.forked'>['data'];
   if (source.status !== 'open') return initialSessionState;
   const fork: OpenSession = {
-    ...source, sessionId: data.sessionId, title: data.title, metadata: data.metadata, createdAt: event.recordedAt, forkedFrom: data.source,
-    owner: data.owner ?? null, writers: data.writers ?? [], position: event.position,
+    ...source,
+    sessionId: data.sessionId,
+    title: data.title,
+    metadata: data.metadata,
+    createdAt: event.recordedAt,
+    forkedFrom: data.source,
+    owner: data.owner ?? null,
+    writers: data.writers ?? [],
+    position: event.position,
   };
   const cutAt = data.source.messageId;
   if (cutAt === null) return fork;
@@ -255,21 +314,35 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
 }
 
 /** The message and its ancestors, root first. */
-export function ancestry<Message extends { readonly id: string; readonly parentId: string | null }>(messages: ReadonlyMap<string, Message>, messageId: string): Message[] {
+export function ancestry<Message extends { readonly id: string; readonly parentId: string | null }>(
+  messages: ReadonlyMap<string, Message>,
+  messageId: string,
+): Message[] {
   const path: Message[] = [];
-  for (let message = messages.get(messageId); message; message = message.parentId === null ? undefined : messages.get(message.parentId)) path.unshift(message);
+  for (
+    let message = messages.get(messageId);
+    message;
+    message = message.parentId === null ? undefined : messages.get(message.parentId)
+  )
+    path.unshift(message);
   return path;
 }
 
 function selectPathTo(state: OpenSession, messageId: string, position: bigint): OpenSession {
-  return ancestry(state.messages, messageId).reduce((current, message) => select(current, message.parentId, message.id, position), state);
+  return ancestry(state.messages, messageId).reduce(
+    (current, message) => select(current, message.parentId, message.id, position),
+    state,
+  );
 }
 
 function select(state: OpenSession, parentId: string | null, childId: string, position: bigint): OpenSession {
   if (parentId === null) return state.selectedRootId === childId ? state : { ...state, selectedRootId: childId };
   const parent = state.messages.get(parentId)!;
   if (parent.selectedChildId === childId) return state;
-  return { ...state, messages: new Map(state.messages).set(parentId, { ...parent, selectedChildId: childId, position }) };
+  return {
+    ...state,
+    messages: new Map(state.messages).set(parentId, { ...parent, selectedChildId: childId, position }),
+  };
 }
 
 /** The translator folds the recorded provider event again: its state is never stored, only rebuilt. */

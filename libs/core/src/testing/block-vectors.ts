@@ -18,7 +18,10 @@ export function loadBlockVectors(): BlockVector[] {
   return readdirSync(folder)
     .filter((file) => file.endsWith('.json'))
     .sort()
-    .map((file) => ({ file, ...(JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as Omit<BlockVector, 'file'>) }));
+    .map((file) => ({
+      file,
+      ...(JSON.parse(readFileSync(path.join(folder, file), 'utf8')) as Omit<BlockVector, 'file'>),
+    }));
 }
 
 /** The chunks numbered 1, 2, 3 … as posted. */
@@ -30,8 +33,12 @@ export function numberedChunks(vector: BlockVector): Record<string, unknown>[] {
  * Compares blocks as the vectors specify: only the fields a vector lists, with `"@blocks[i]"`
  * standing for the id of block i. Returns [actual, expected] views for `toEqual`.
  */
-export function compareBlocks(blocks: readonly MessageBlock[], expected: readonly Record<string, unknown>[]): [unknown[], unknown[]] {
-  const resolve = (value: unknown) => (typeof value === 'string' && value.startsWith('@blocks[') ? blocks[Number(value.slice(8, -1))]?.id : value);
+export function compareBlocks(
+  blocks: readonly MessageBlock[],
+  expected: readonly Record<string, unknown>[],
+): [unknown[], unknown[]] {
+  const resolve = (value: unknown) =>
+    typeof value === 'string' && value.startsWith('@blocks[') ? blocks[Number(value.slice(8, -1))]?.id : value;
   const actual = blocks.map((block, index) => {
     const wanted = expected[index] ?? { type: undefined, status: undefined };
     const fields: Record<string, unknown> = {
@@ -49,10 +56,16 @@ export function compareBlocks(blocks: readonly MessageBlock[], expected: readonl
       citationBlockSource: block.metadata?.citationBlockSource,
       signature: block.metadata?.signature,
       reasoningItem: block.metadata?.reasoningItem,
-      error: block.error && Object.fromEntries(Object.keys((wanted.error as object | undefined) ?? {}).map((key) => [key, block.error![key]])),
+      error:
+        block.error &&
+        Object.fromEntries(
+          Object.keys((wanted.error as object | undefined) ?? {}).map((key) => [key, block.error![key]]),
+        ),
     };
     return Object.fromEntries(Object.keys(wanted).map((key) => [key, fields[key]]));
   });
-  const wanted = expected.map((block) => Object.fromEntries(Object.entries(block).map(([key, value]) => [key, resolve(value)])));
+  const wanted = expected.map((block) =>
+    Object.fromEntries(Object.entries(block).map(([key, value]) => [key, resolve(value)])),
+  );
   return [actual, wanted];
 }

@@ -307,7 +307,7 @@ const ANTHROPIC_RESPONSES: readonly DialectStream[] = [
     },
   },
   {
-    name: 'redacted thinking (kept as the block\'s reasoning item), then text',
+    name: "redacted thinking (kept as the block's reasoning item), then text",
     events: [
       MESSAGE_START,
       blockStart(0, REDACTED),
@@ -741,8 +741,6 @@ export const AI_SDK_REFUSALS: readonly RefusedStream[] = [
   },
 ];
 
-
-
 /** A Responses API response object as `response.created` and the end events carry it. */
 function responseObject(status: string, output: readonly unknown[], usage: unknown = null): Record<string, unknown> {
   return {
@@ -982,7 +980,6 @@ export const OPENAI_RESPONSES_STREAMS: readonly DialectStream[] = [
   ...OPENAI_RESPONSES_RESPONSES,
   twoRounds(RESPONSES_TOOL_ROUND, RESPONSES_TEXT),
 ];
-
 
 export const OPENAI_WHOLE: WholeResponses = {
   responses: [

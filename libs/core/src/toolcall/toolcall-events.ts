@@ -72,7 +72,10 @@ export type ToolCallEvent =
   | { readonly type: 'toolcall.expired'; readonly data: { readonly deadline: string; readonly at: string } }
   | { readonly type: 'toolcall.execution_started'; readonly data: { readonly at: string } }
   /** `result` as stored: as it came, or wrapped when a JSON column could not hold it (`tool-result-encoding.ts`). */
-  | { readonly type: 'toolcall.execution_succeeded'; readonly data: { readonly result: unknown; readonly durationMs: number } }
+  | {
+      readonly type: 'toolcall.execution_succeeded';
+      readonly data: { readonly result: unknown; readonly durationMs: number };
+    }
   | {
       readonly type: 'toolcall.execution_failed';
       readonly data: { readonly error: string; readonly durationMs: number | null; readonly unknownOutcome: boolean };
@@ -90,5 +93,6 @@ export interface ReviewerApproval {
 export type ToolCallEventOf<Type extends ToolCallEvent['type']> = Extract<ToolCallEvent, { type: Type }>;
 
 export const TOOLCALL_STREAM_PREFIX = 'toolcall-';
-export const toolCallStreamId = (tenant: string, toolCallId: string) => tenantStreamId(TOOLCALL_STREAM_PREFIX, tenant, toolCallId);
+export const toolCallStreamId = (tenant: string, toolCallId: string) =>
+  tenantStreamId(TOOLCALL_STREAM_PREFIX, tenant, toolCallId);
 export const parseToolCallStreamId = (streamId: string) => parseTenantStreamId(TOOLCALL_STREAM_PREFIX, streamId);

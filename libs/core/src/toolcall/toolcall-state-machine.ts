@@ -12,14 +12,24 @@ import type { FirewallVerdict, ReviewerApproval, Risk, ToolCallEvent, ToolCallEv
  * completed once the result went back to the session.
  */
 export type ToolCallStatus =
-  'requested' | 'screened' | 'awaiting_approval' | 'ready' | 'executing' | 'succeeded' | 'failed' | 'denied' | 'completed';
+  | 'requested'
+  | 'screened'
+  | 'awaiting_approval'
+  | 'ready'
+  | 'executing'
+  | 'succeeded'
+  | 'failed'
+  | 'denied'
+  | 'completed';
 
 export interface ToolCallRecord {
   readonly request: ToolCallEventOf<'toolcall.requested'>['data'];
   readonly firewall: ToolCallEventOf<'toolcall.firewall_evaluated'>['data'] | null;
   readonly guardian: ToolCallEventOf<'toolcall.guardian_reviewed'>['data'] | null;
   /** The request for a person's decision, with the approvals recorded so far while it waits for more reviewers. */
-  readonly approval: (ToolCallEventOf<'toolcall.approval_requested'>['data'] & { readonly approvals?: readonly ReviewerApproval[] }) | null;
+  readonly approval:
+    | (ToolCallEventOf<'toolcall.approval_requested'>['data'] & { readonly approvals?: readonly ReviewerApproval[] })
+    | null;
   readonly decision:
     | (ToolCallEventOf<'toolcall.approved'>['data'] & { readonly approved: true })
     | (ToolCallEventOf<'toolcall.denied'>['data'] & { readonly approved: false })
@@ -77,13 +87,20 @@ export function evolveToolCall(
       return to('screened', { firewall: event.data as ToolCallRecord['firewall'] });
     }
     case 'toolcall.guardian_reviewed':
-      return state.status === 'screened' ? to('screened', { guardian: event.data as ToolCallRecord['guardian'] }) : state;
+      return state.status === 'screened'
+        ? to('screened', { guardian: event.data as ToolCallRecord['guardian'] })
+        : state;
     case 'toolcall.approval_requested':
-      return state.status === 'screened' ? to('awaiting_approval', { approval: event.data as ToolCallRecord['approval'] }) : state;
+      return state.status === 'screened'
+        ? to('awaiting_approval', { approval: event.data as ToolCallRecord['approval'] })
+        : state;
     case 'toolcall.approval_recorded':
       if (state.status !== 'awaiting_approval') return state;
       return to('awaiting_approval', {
-        approval: { ...state.approval!, approvals: [...(state.approval!.approvals ?? []), event.data as ReviewerApproval] },
+        approval: {
+          ...state.approval!,
+          approvals: [...(state.approval!.approvals ?? []), event.data as ReviewerApproval],
+        },
       });
     case 'toolcall.approved': {
       const data = event.data as ToolCallEventOf<'toolcall.approved'>['data'];
@@ -93,13 +110,16 @@ export function evolveToolCall(
     }
     case 'toolcall.denied': {
       const data = event.data as ToolCallEventOf<'toolcall.denied'>['data'];
-      if (state.status !== 'requested' && state.status !== 'screened' && state.status !== 'awaiting_approval') return state;
+      if (state.status !== 'requested' && state.status !== 'screened' && state.status !== 'awaiting_approval')
+        return state;
       return to('denied', { decision: { ...data, approved: false }, outcome: 'denied' });
     }
     case 'toolcall.expired':
       return state;
     case 'toolcall.execution_started':
-      return state.status === 'ready' ? to('executing', { execution: { startedAt: (event.data as { at: string }).at } }) : state;
+      return state.status === 'ready'
+        ? to('executing', { execution: { startedAt: (event.data as { at: string }).at } })
+        : state;
     case 'toolcall.execution_succeeded': {
       if (state.status !== 'executing') return state;
       const data = event.data as ToolCallEventOf<'toolcall.execution_succeeded'>['data'];
@@ -112,12 +132,19 @@ export function evolveToolCall(
       if (state.status !== 'executing') return state;
       const data = event.data as ToolCallEventOf<'toolcall.execution_failed'>['data'];
       return to('failed', {
-        execution: { ...state.execution!, error: data.error, durationMs: data.durationMs, unknownOutcome: data.unknownOutcome },
+        execution: {
+          ...state.execution!,
+          error: data.error,
+          durationMs: data.durationMs,
+          unknownOutcome: data.unknownOutcome,
+        },
         outcome: 'failed',
       });
     }
     case 'toolcall.completed':
-      return state.status === 'succeeded' || state.status === 'failed' || state.status === 'denied' ? to('completed') : state;
+      return state.status === 'succeeded' || state.status === 'failed' || state.status === 'denied'
+        ? to('completed')
+        : state;
     default:
       return state;
   }
@@ -201,7 +228,8 @@ const BLOCKING_RISKS: ReadonlySet<Risk> = new Set(['high', 'critical']);
 
 export function decideToolCall(command: ToolCallCommand, state: ToolCallState): ToolCallDecidedEvent[] {
   if (command.type === 'request') {
-    if (state.status !== 'absent') throw new ToolCallError('toolcall_exists', `tool call ${command.toolCallId} already exists`);
+    if (state.status !== 'absent')
+      throw new ToolCallError('toolcall_exists', `tool call ${command.toolCallId} already exists`);
     const { type: _type, ...data } = command;
     return [step(data.toolCallId, 'requested', { type: 'toolcall.requested', data })];
   }
@@ -209,7 +237,10 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
   const id = state.request.toolCallId;
   const expect = (...statuses: ToolCallState['status'][]) => {
     if (!statuses.includes(state.status))
-      throw new ToolCallError('wrong_state', `tool call ${id} is ${state.status}; ${command.type} needs ${statuses.join(' or ')}`);
+      throw new ToolCallError(
+        'wrong_state',
+        `tool call ${id} is ${state.status}; ${command.type} needs ${statuses.join(' or ')}`,
+      );
   };
   switch (command.type) {
     case 'record_firewall': {
@@ -248,7 +279,12 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
             reviewed,
             step(id, 'decision', {
               type: 'toolcall.denied',
-              data: { by: 'guardian', at: command.at, comment: `the guardian failed: ${review.rationale}`, stage: 'guardian' },
+              data: {
+                by: 'guardian',
+                at: command.at,
+                comment: `the guardian failed: ${review.rationale}`,
+                stage: 'guardian',
+              },
             }),
           ];
       }
@@ -280,17 +316,24 @@ export function decideToolCall(command: ToolCallCommand, state: ToolCallState): 
       expect('awaiting_approval');
       checkDecision(command, state);
       const data = { by: command.by, at: command.at, comment: command.comment };
-      if (!command.approve) return [{ id: command.eventId, event: { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
+      if (!command.approve)
+        return [{ id: command.eventId, event: { type: 'toolcall.denied', data: { ...data, stage: 'reviewer' } } }];
       // Four-eyes: the call runs after the required number of distinct subjects approved; any denial ends it.
       const approvals = [...(state.approval!.approvals ?? []), { ...data, subject: command.bySubject }];
       if (approvals.length < (state.approval!.required ?? 1))
         return [{ id: command.eventId, event: { type: 'toolcall.approval_recorded', data: approvals.at(-1)! } }];
-      return [{ id: command.eventId, event: { type: 'toolcall.approved', data: approvals.length > 1 ? { ...data, approvals } : data } }];
+      return [
+        {
+          id: command.eventId,
+          event: { type: 'toolcall.approved', data: approvals.length > 1 ? { ...data, approvals } : data },
+        },
+      ];
     }
     case 'expire': {
       expect('awaiting_approval');
       const deadline = state.approval!.deadline;
-      if (Date.parse(command.now) < Date.parse(deadline)) throw new ToolCallError('not_due', `tool call ${id} expires at ${deadline}`);
+      if (Date.parse(command.now) < Date.parse(deadline))
+        throw new ToolCallError('not_due', `tool call ${id} expires at ${deadline}`);
       return [
         step(id, 'expired', { type: 'toolcall.expired', data: { deadline, at: command.now } }),
         step(id, 'decision', {
@@ -341,7 +384,10 @@ function checkDecision(command: Extract<ToolCallCommand, { type: 'decide' }>, st
     throw new ToolCallError('self_approval', 'the principal that requested this call cannot decide it');
   }
   if (command.approve && state.approval!.approvals?.some((approval) => approval.subject === command.bySubject)) {
-    throw new ToolCallError('already_approved', 'this reviewer approved the call already; another reviewer must approve it');
+    throw new ToolCallError(
+      'already_approved',
+      'this reviewer approved the call already; another reviewer must approve it',
+    );
   }
 }
 
@@ -425,7 +471,9 @@ const SHOWN_ON_BLOCK: ReadonlySet<ToolCallStatus> = new Set([
   'denied',
 ]);
 
-export function toolBlockUpdate(state: ToolCallState): { readonly eventId: string; readonly update: GovernedToolUpdate } | undefined {
+export function toolBlockUpdate(
+  state: ToolCallState,
+): { readonly eventId: string; readonly update: GovernedToolUpdate } | undefined {
   if (state.status === 'absent' || !SHOWN_ON_BLOCK.has(state.status)) return undefined;
   const { request } = state;
   const raw = (status: 'pending' | 'invoking' | 'done' | 'error', response?: unknown) => ({

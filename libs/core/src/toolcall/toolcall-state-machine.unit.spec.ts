@@ -68,7 +68,12 @@ function given(...events: ToolCallEvent[]) {
   };
 }
 
-const decide = (approve: boolean, by = 'reviewer', argumentsSha256 = 'abc', bySubject = `subject:${by}`): ToolCallCommand => ({
+const decide = (
+  approve: boolean,
+  by = 'reviewer',
+  argumentsSha256 = 'abc',
+  bySubject = `subject:${by}`,
+): ToolCallCommand => ({
   type: 'decide',
   approve,
   by,
@@ -79,7 +84,11 @@ const decide = (approve: boolean, by = 'reviewer', argumentsSha256 = 'abc', bySu
   at,
   eventId: '00000000-0000-4000-8000-000000000001',
 });
-const guardian = (risk: 'low' | 'high', onFailure: 'ask' | 'deny' | 'allow' = 'ask', failed = false): ToolCallCommand => ({
+const guardian = (
+  risk: 'low' | 'high',
+  onFailure: 'ask' | 'deny' | 'allow' = 'ask',
+  failed = false,
+): ToolCallCommand => ({
   type: 'record_guardian',
   review: review(risk, failed),
   onFailure,
@@ -97,15 +106,21 @@ describe('tool-call state machine', () => {
       .when({ type: 'record_firewall', verdict: 'allow', rule: 'r', policyVersion: 'v1', at })
       .then('toolcall.firewall_evaluated');
     expect(
-      given(requested, firewall('deny'), { type: 'toolcall.denied', data: { by: 'firewall', at, comment: null, stage: 'firewall' } }).state
-        .status,
+      given(requested, firewall('deny'), {
+        type: 'toolcall.denied',
+        data: { by: 'firewall', at, comment: null, stage: 'firewall' },
+      }).state.status,
     ).toBe('denied');
   });
 
   it('guardian: low risk runs, high risk or a firewall ask waits for a person, a failure follows the configured policy', () => {
     given(requested, firewall('allow')).when(guardian('low')).then('toolcall.guardian_reviewed', 'toolcall.approved');
-    given(requested, firewall('allow')).when(guardian('high')).then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
-    given(requested, firewall('ask')).when(guardian('low')).then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
+    given(requested, firewall('allow'))
+      .when(guardian('high'))
+      .then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
+    given(requested, firewall('ask'))
+      .when(guardian('low'))
+      .then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
     given(requested, firewall('allow'))
       .when(guardian('low', 'ask', true))
       .then('toolcall.guardian_reviewed', 'toolcall.approval_requested');
@@ -120,7 +135,10 @@ describe('tool-call state machine', () => {
   it('four-eyes: the call runs after the N-th distinct subject approves; the same subject never counts twice; any denial ends it', () => {
     const twoEyes: ToolCallEvent[] = [
       ...awaiting.slice(0, 3),
-      { type: 'toolcall.approval_requested', data: { reason: 'ask', deadline: '2026-01-01T00:10:00.000Z', required: 2 } },
+      {
+        type: 'toolcall.approval_requested',
+        data: { reason: 'ask', deadline: '2026-01-01T00:10:00.000Z', required: 2 },
+      },
     ];
     given(...twoEyes)
       .when(decide(true, 'alice'))
@@ -264,24 +282,37 @@ describe('tool-call state machine', () => {
   });
 
   it('evolve ignores events that do not fit: approving a denied call changes nothing', () => {
-    const denied = given(...awaiting, { type: 'toolcall.denied', data: { by: 'r', at, comment: null, stage: 'reviewer' } }).state;
-    expect(evolveToolCall(denied, { type: 'toolcall.approved', data: { by: 'x', at, comment: null }, position: 99n })).toBe(denied);
+    const denied = given(...awaiting, {
+      type: 'toolcall.denied',
+      data: { by: 'r', at, comment: null, stage: 'reviewer' },
+    }).state;
+    expect(
+      evolveToolCall(denied, { type: 'toolcall.approved', data: { by: 'x', at, comment: null }, position: 99n }),
+    ).toBe(denied);
   });
 
   describe("the saga's next step and the tool block", () => {
     const approved: ToolCallEvent = { type: 'toolcall.approved', data: { by: 'r', at, comment: null } };
     const started: ToolCallEvent = { type: 'toolcall.execution_started', data: { at } };
-    const succeeded = (result: unknown): ToolCallEvent => ({ type: 'toolcall.execution_succeeded', data: { result, durationMs: 5 } });
+    const succeeded = (result: unknown): ToolCallEvent => ({
+      type: 'toolcall.execution_succeeded',
+      data: { result, durationMs: 5 },
+    });
 
     it('names one step per state, and waits for a person until the stored deadline', () => {
       expect(nextSagaStep(initialToolCallState)).toEqual({ kind: 'done' });
       expect(nextSagaStep(given(requested).state)).toEqual({ kind: 'screen' });
       expect(nextSagaStep(given(requested, firewall('ask')).state)).toEqual({ kind: 'review' });
-      expect(nextSagaStep(given(...awaiting).state)).toEqual({ kind: 'await_decision', deadline: '2026-01-01T00:10:00.000Z' });
+      expect(nextSagaStep(given(...awaiting).state)).toEqual({
+        kind: 'await_decision',
+        deadline: '2026-01-01T00:10:00.000Z',
+      });
       expect(nextSagaStep(given(...awaiting, approved).state)).toEqual({ kind: 'execute' });
       // Found executing by a run that did not start it: the process that did is gone.
       expect(nextSagaStep(given(...awaiting, approved, started).state)).toEqual({ kind: 'execution_in_doubt' });
-      expect(nextSagaStep(given(...awaiting, approved, started, succeeded({ content: [], isError: false })).state)).toEqual({
+      expect(
+        nextSagaStep(given(...awaiting, approved, started, succeeded({ content: [], isError: false })).state),
+      ).toEqual({
         kind: 'complete',
       });
       const completed = given(...awaiting, approved, started, succeeded({ content: [], isError: false }), {
@@ -293,7 +324,8 @@ describe('tool-call state machine', () => {
     });
 
     it('shows pending when requested or awaiting a person, invoking while executing, the result or the denial', () => {
-      const statusOf = (state: ToolCallState) => (toolBlockUpdate(state)?.update.response as { status?: string } | undefined)?.status;
+      const statusOf = (state: ToolCallState) =>
+        (toolBlockUpdate(state)?.update.response as { status?: string } | undefined)?.status;
       // Shown as soon as it is requested: from then on the block is the saga's, whatever the producer sends.
       expect(statusOf(given(requested).state)).toBe('pending');
       expect(toolBlockUpdate(given(requested, firewall('allow')).state)).toBeUndefined();
@@ -314,16 +346,24 @@ describe('tool-call state machine', () => {
         firewall: { verdict: 'ask' },
         decision: { approved: true, by: 'r' },
       });
-      expect(statusOf(given(...awaiting, approved, started, succeeded({ content: [], isError: true })).state)).toBe('error');
+      expect(statusOf(given(...awaiting, approved, started, succeeded({ content: [], isError: true })).state)).toBe(
+        'error',
+      );
       const denied = toolBlockUpdate(
-        given(...awaiting, { type: 'toolcall.denied', data: { by: 'alice', at, comment: 'no', stage: 'reviewer' } }).state,
+        given(...awaiting, { type: 'toolcall.denied', data: { by: 'alice', at, comment: 'no', stage: 'reviewer' } })
+          .state,
       )!;
       expect(denied.update.response).toMatchObject({
         status: 'error',
-        response: { isError: true, content: [{ type: 'text', text: 'the tool call was denied (reviewer, by alice): no' }] },
+        response: {
+          isError: true,
+          content: [{ type: 'text', text: 'the tool call was denied (reviewer, by alice): no' }],
+        },
       });
       // One event id per state: a step repeated after a crash shows once.
-      expect(toolBlockUpdate(given(...awaiting).state)!.eventId).toBe(toolBlockUpdate(given(...awaiting).state)!.eventId);
+      expect(toolBlockUpdate(given(...awaiting).state)!.eventId).toBe(
+        toolBlockUpdate(given(...awaiting).state)!.eventId,
+      );
       expect(toolBlockUpdate(given(...awaiting).state)!.eventId).not.toBe(denied.eventId);
     });
   });

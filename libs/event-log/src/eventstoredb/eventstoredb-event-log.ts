@@ -1,9 +1,28 @@
 import esdb from '@eventstore/db-client';
-import { appendResult, EMPTY_STREAM, matchesFilter, planAppend, validateNewEvents, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
+import {
+  appendResult,
+  EMPTY_STREAM,
+  matchesFilter,
+  planAppend,
+  validateNewEvents,
+  type KnownEvent,
+  type SealedEvent,
+  type StreamHead,
+} from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import {
-  NO_STREAM, type AppendResult, type EventLog, type EventLogHealth, type ExpectedRevision,
-  type NewEvent, type ReadAllOptions, type ReadAllResult, type ReadStreamOptions, type RecordedEvent, type SubscribeOptions, type Subscription,
+  NO_STREAM,
+  type AppendResult,
+  type EventLog,
+  type EventLogHealth,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadAllResult,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
 } from '../event-log.js';
 import { isConnectionLoss, isErrorType, isSystem, toRecordedEvent } from './eventstoredb-records.js';
 import { EventStoreSubscription } from './eventstoredb-subscription.js';
@@ -115,7 +134,9 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         try {
           // If the connection drops, the very same ids are sent again, which the server accepts
           // as an idempotent retry if the first attempt landed.
-          const proposed = sealed.map((event) => jsonEvent({ id: event.id, type: event.type, data: event.data as never, metadata: event.metadata as never }));
+          const proposed = sealed.map((event) =>
+            jsonEvent({ id: event.id, type: event.type, data: event.data as never, metadata: event.metadata as never }),
+          );
           const expectedRevision = entry.head.revision === NO_STREAM ? 'no_stream' : entry.head.revision;
           await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
         } catch (error) {
@@ -129,7 +150,13 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         }
         entry.head = head;
       }
-      return plans.map(({ plan, headAfter }) => appendResult(plan, headAfter.revision, plan.kind === 'write' ? entry.known.get(plan.events.at(-1)!.id)!.position : 0n));
+      return plans.map(({ plan, headAfter }) =>
+        appendResult(
+          plan,
+          headAfter.revision,
+          plan.kind === 'write' ? entry.known.get(plan.events.at(-1)!.id)!.position : 0n,
+        ),
+      );
     }
   }
 
@@ -154,7 +181,12 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     // $all has no server-side filter on reads (only on subscriptions): scan pages and filter here.
     // Reading forwards from a position includes the event there, which is skipped.
     for (;;) {
-      const page = await readToEnd(client.readAll({ fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint }, maxCount: readPageSize }));
+      const page = await readToEnd(
+        client.readAll({
+          fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
+          maxCount: readPageSize,
+        }),
+      );
       for (const resolved of page) {
         const record = resolved.event!;
         const position = record.position!.commit;
@@ -201,7 +233,10 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       return { engine: 'eventstoredb', headPosition: await headPosition() };
     },
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
-      const subscription = new EventStoreSubscription(client, subscribeOptions, { retryDelayMs, onError: options.onError });
+      const subscription = new EventStoreSubscription(client, subscribeOptions, {
+        retryDelayMs,
+        onError: options.onError,
+      });
       subscriptions.add(subscription);
       return subscription;
     },

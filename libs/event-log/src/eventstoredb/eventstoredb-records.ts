@@ -31,4 +31,3 @@ export function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
 export function isConnectionLoss(error: unknown): boolean {
   return isErrorType(error, ErrorType.UNAVAILABLE) || isErrorType(error, ErrorType.CANCELLED);
 }
-

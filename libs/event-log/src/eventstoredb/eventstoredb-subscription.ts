@@ -6,7 +6,8 @@ import { isConnectionLoss, isSystem, toRecordedEvent, type ResolvedRecord } from
 const { START, eventTypeFilter, streamNameFilter, excludeSystemEvents } = esdb;
 type Client = InstanceType<typeof esdb.EventStoreDBClient>;
 
-type Inbox = { kind: 'event'; record: ResolvedRecord } | { kind: 'checkpoint'; position: bigint } | { kind: 'caught_up' };
+type Inbox =
+  { kind: 'event'; record: ResolvedRecord } | { kind: 'checkpoint'; position: bigint } | { kind: 'caught_up' };
 
 interface Dependencies {
   readonly retryDelayMs: number;
@@ -113,7 +114,10 @@ export class EventStoreSubscription implements Subscription {
   }
 }
 
-function serverFilter(filter: EventFilter | undefined, checkpointReached: (subscription: esdb.AllStreamSubscription, position: esdb.Position) => void) {
+function serverFilter(
+  filter: EventFilter | undefined,
+  checkpointReached: (subscription: esdb.AllStreamSubscription, position: esdb.Position) => void,
+) {
   const common = { checkpointInterval: 1, checkpointReached };
   if (filter?.eventTypePrefixes) return eventTypeFilter({ prefixes: [...filter.eventTypePrefixes], ...common });
   if (filter?.streamPrefixes) return streamNameFilter({ prefixes: [...filter.streamPrefixes], ...common });

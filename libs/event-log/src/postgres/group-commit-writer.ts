@@ -1,5 +1,12 @@
 import pg, { type Pool, type PoolClient } from 'pg';
-import { appendResult, EMPTY_STREAM, planAppend, type KnownEvent, type SealedEvent, type StreamHead } from '../append-plan.js';
+import {
+  appendResult,
+  EMPTY_STREAM,
+  planAppend,
+  type KnownEvent,
+  type SealedEvent,
+  type StreamHead,
+} from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import type { AppendResult, ExpectedRevision, NewEvent } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
@@ -144,13 +151,18 @@ async function lockAndReadState(client: PoolClient, batch: readonly PendingAppen
   // found in another stream of the batch lands under that stream and matches nothing here.
   const eventIds = batch.flatMap((pending) => pending.events.map((event) => event.id));
   await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${APPEND_LOCK_KEY})`);
-  const { rows } = await client.query<StateRow>({ name: 'event-log-append-state', text: STATE_SQL, values: [streamIds, eventIds] });
+  const { rows } = await client.query<StateRow>({
+    name: 'event-log-append-state',
+    text: STATE_SQL,
+    values: [streamIds, eventIds],
+  });
   const heads = new Map<string, StreamHead>();
   const known = new Map<string, Map<string, KnownEvent>>();
   let headPosition = 0n;
   for (const row of rows) {
     if (row.kind === 'log') headPosition = BigInt(row.position!);
-    else if (row.kind === 'stream') heads.set(row.stream_id!, { revision: BigInt(row.revision), lastHash: row.last_hash! });
+    else if (row.kind === 'stream')
+      heads.set(row.stream_id!, { revision: BigInt(row.revision), lastHash: row.last_hash! });
     else {
       const streamKnown = known.get(row.stream_id!) ?? new Map<string, KnownEvent>();
       streamKnown.set(row.event_id!, { revision: BigInt(row.revision), position: BigInt(row.position!) });
@@ -183,7 +195,11 @@ const WRITE_SQL = `
  * one statement. Rows travel as one JSON document that PostgreSQL unpacks itself, far cheaper
  * than the driver serializing a parameter array per column.
  */
-function writeStatement(rows: readonly { event: SealedEvent; position: bigint }[], heads: ReadonlyMap<string, StreamHead>, lastPosition: bigint) {
+function writeStatement(
+  rows: readonly { event: SealedEvent; position: bigint }[],
+  heads: ReadonlyMap<string, StreamHead>,
+  lastPosition: bigint,
+) {
   const events = rows.map(({ event, position }) => ({
     position: position.toString(),
     stream_id: event.streamId,
@@ -204,5 +220,9 @@ function writeStatement(rows: readonly { event: SealedEvent; position: bigint }[
     const head = heads.get(streamId)!;
     return { stream_id: streamId, revision: (head.revision as bigint).toString(), last_hash: head.lastHash };
   });
-  return { name: 'event-log-append-write', text: WRITE_SQL, values: [JSON.stringify(events), JSON.stringify(streams), lastPosition.toString()] };
+  return {
+    name: 'event-log-append-write',
+    text: WRITE_SQL,
+    values: [JSON.stringify(events), JSON.stringify(streams), lastPosition.toString()],
+  };
 }

@@ -27,7 +27,8 @@ export class PollingSubscription implements Subscription {
       const seen = this.notifier.currentVersion;
       const batch = await this.read(checkpoint);
       if (signal.aborted) return;
-      if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp)) yield batch;
+      if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
+        yield batch;
       announcedCaughtUp ||= batch.caughtUp;
       checkpoint = batch.checkpoint;
       if (batch.caughtUp) await this.notifier.waitForChange(seen, this.pollIntervalMs, signal);

@@ -1,8 +1,18 @@
 import pg from 'pg';
 import { validateNewEvents } from '../append-plan.js';
 import type {
-  AppendResult, EventFilter, EventLog, EventLogHealth, ExpectedRevision, NewEvent, ReadAllOptions, ReadAllResult,
-  ReadStreamOptions, RecordedEvent, SubscribeOptions, Subscription,
+  AppendResult,
+  EventFilter,
+  EventLog,
+  EventLogHealth,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadAllResult,
+  ReadStreamOptions,
+  RecordedEvent,
+  SubscribeOptions,
+  Subscription,
 } from '../event-log.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
 import { PostgresNotifier } from './postgres-notifier.js';
@@ -94,7 +104,9 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       `SELECT ${EVENT_COLUMNS} FROM event_log_events
         WHERE stream_id = $1 ${from === null ? '' : backwards ? 'AND revision <= $3' : 'AND revision >= $3'}
         ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
-      from === null ? [streamId, readOptions.maxCount ?? null] : [streamId, readOptions.maxCount ?? null, from.toString()],
+      from === null
+        ? [streamId, readOptions.maxCount ?? null]
+        : [streamId, readOptions.maxCount ?? null, from.toString()],
     );
     return rows.map(toRecordedEvent);
   }
@@ -108,7 +120,12 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
               (SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND NOT l.granted)::int AS waiting`,
       [APPEND_LOCK_KEY],
     );
-    return { engine: 'postgres', headPosition: await headPosition(), appendLockHeldMs: rows[0]!.held_ms, waitingWriters: rows[0]!.waiting };
+    return {
+      engine: 'postgres',
+      headPosition: await headPosition(),
+      appendLockHeldMs: rows[0]!.held_ms,
+      waitingWriters: rows[0]!.waiting,
+    };
   }
 
   return {
@@ -168,7 +185,8 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
 function filterClause(filter: EventFilter | undefined, firstParam: number): { clause: string; params: string[][] } {
   const parts: string[] = [];
   const params: string[][] = [];
-  const likePatterns = (prefixes: readonly string[]) => prefixes.map((prefix) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  const likePatterns = (prefixes: readonly string[]) =>
+    prefixes.map((prefix) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
   if (filter?.eventTypePrefixes) {
     params.push(likePatterns(filter.eventTypePrefixes));
     parts.push(`AND type LIKE ANY($${firstParam + params.length - 1}::text[])`);

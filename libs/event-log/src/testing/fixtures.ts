@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { NewEvent, RecordedEvent, Subscription } from '../event-log.js';
 
-export function newEvents(count: number, type = 'test.happened', data: (index: number) => unknown = (index) => ({ index })): NewEvent[] {
+export function newEvents(
+  count: number,
+  type = 'test.happened',
+  data: (index: number) => unknown = (index) => ({ index }),
+): NewEvent[] {
   return Array.from({ length: count }, (_, index) => ({ id: randomUUID(), type, data: data(index) }));
 }
 
@@ -19,7 +23,11 @@ export interface Collected {
  * Reads a subscription until `done` holds, then closes it. Bounded: fails after `timeoutMs`
  * with what was collected, never a fixed sleep.
  */
-export async function collectUntil(subscription: Subscription, done: (collected: Collected) => boolean, timeoutMs = 30_000): Promise<Collected> {
+export async function collectUntil(
+  subscription: Subscription,
+  done: (collected: Collected) => boolean,
+  timeoutMs = 30_000,
+): Promise<Collected> {
   const events: RecordedEvent[] = [];
   let checkpoint = -1n;
   const timer = setTimeout(() => void subscription.close(), timeoutMs);
@@ -33,7 +41,8 @@ export async function collectUntil(subscription: Subscription, done: (collected:
     clearTimeout(timer);
     await subscription.close();
   }
-  if (!done({ events, checkpoint })) throw new Error(`subscription gave up after ${timeoutMs} ms with ${events.length} events`);
+  if (!done({ events, checkpoint }))
+    throw new Error(`subscription gave up after ${timeoutMs} ms with ${events.length} events`);
   return { events, checkpoint };
 }
 

@@ -33,7 +33,9 @@ export class ToolCalls1763800000004 implements MigrationInterface {
       )`);
     await queryRunner.query(`CREATE INDEX tool_calls_status_idx ON tool_calls (status, requested_at)`);
     await queryRunner.query(`CREATE INDEX tool_calls_session_idx ON tool_calls (session_id, requested_at)`);
-    await queryRunner.query(`CREATE TABLE governance_saga_open (tool_call_id text PRIMARY KEY, request jsonb NOT NULL, opened_at timestamptz NOT NULL DEFAULT now())`);
+    await queryRunner.query(
+      `CREATE TABLE governance_saga_open (tool_call_id text PRIMARY KEY, request jsonb NOT NULL, opened_at timestamptz NOT NULL DEFAULT now())`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

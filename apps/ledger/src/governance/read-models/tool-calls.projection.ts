@@ -24,7 +24,11 @@ export function toolCallsProjection(): ProjectionDefinition {
       const rows: object[] = [];
       for (const [streamId, last] of lastByCall) {
         const { tenant, id: toolCallId } = parseToolCallStreamId(streamId)!;
-        const { state, events: stream } = await loadToolCall(eventLog, { tenant, toolCallId }, Number(last.revision) + 1);
+        const { state, events: stream } = await loadToolCall(
+          eventLog,
+          { tenant, toolCallId },
+          Number(last.revision) + 1,
+        );
         if (state.status === 'absent') continue;
         const { request } = state;
         rows.push({

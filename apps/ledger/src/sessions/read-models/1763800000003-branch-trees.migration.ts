@@ -12,9 +12,13 @@ export class BranchTrees1763800000003 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE sessions ADD COLUMN selected_root_id text, ADD COLUMN forked_from jsonb`);
     await queryRunner.query(`ALTER TABLE messages ADD COLUMN selected_child_id text`);
     await queryRunner.query(`ALTER TABLE messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (session_id, id)`);
-    await queryRunner.query(`ALTER TABLE message_blocks DROP CONSTRAINT message_blocks_pkey, ADD PRIMARY KEY (session_id, id)`);
+    await queryRunner.query(
+      `ALTER TABLE message_blocks DROP CONSTRAINT message_blocks_pkey, ADD PRIMARY KEY (session_id, id)`,
+    );
     await queryRunner.query(`DROP INDEX message_blocks_message_index_idx`);
-    await queryRunner.query(`CREATE INDEX message_blocks_message_index_idx ON message_blocks (session_id, message_id, index)`);
+    await queryRunner.query(
+      `CREATE INDEX message_blocks_message_index_idx ON message_blocks (session_id, message_id, index)`,
+    );
     // The new columns can only be filled by folding the log again: the projection starts over.
     await queryRunner.query(`TRUNCATE sessions, messages, message_blocks`);
     await queryRunner.query(`DELETE FROM projection_checkpoints WHERE name = 'block-read-models'`);

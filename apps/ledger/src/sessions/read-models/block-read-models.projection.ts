@@ -1,4 +1,11 @@
-import { initialSessionState, messageStatus, parseSessionStreamId, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
+import {
+  initialSessionState,
+  messageStatus,
+  parseSessionStreamId,
+  SESSION_STREAM_PREFIX,
+  sessionChanges,
+  type SessionState,
+} from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
@@ -48,7 +55,11 @@ export function blockReadModelsProjection(): ProjectionDefinition {
 
 /** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
 async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
-  return foldSessionEvents(eventLog, initialSessionState, await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) }));
+  return foldSessionEvents(
+    eventLog,
+    initialSessionState,
+    await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) }),
+  );
 }
 
 interface Change {
@@ -93,7 +104,9 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
       });
     }
     for (const { block, index, message } of changed.blocks) {
-      blockRows.push(blockToRow(block, tenant, session.sessionId, index, message.blockPositions.get(block.id) ?? message.position));
+      blockRows.push(
+        blockToRow(block, tenant, session.sessionId, index, message.blockPositions.get(block.id) ?? message.position),
+      );
     }
     for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });
   }

@@ -22,14 +22,47 @@ export interface BlockRowValues {
   readonly position: string;
 }
 
-export function blockToRow(block: MessageBlock, tenant: string, sessionId: string, index: number, position: bigint): BlockRowValues {
-  const { id, messageId, type, status, createdAt, updatedAt, content, toolId, toolName, arguments: args, metadata, error, ...extra } = block;
+export function blockToRow(
+  block: MessageBlock,
+  tenant: string,
+  sessionId: string,
+  index: number,
+  position: bigint,
+): BlockRowValues {
+  const {
+    id,
+    messageId,
+    type,
+    status,
+    createdAt,
+    updatedAt,
+    content,
+    toolId,
+    toolName,
+    arguments: args,
+    metadata,
+    error,
+    ...extra
+  } = block;
   return {
-    tenant, id, message_id: messageId, session_id: sessionId, index, type, status,
-    content: content ?? null, tool_id: toolId ?? null, tool_name: toolName ?? null, arguments: args ?? null,
-    tool_response: metadata?.rawMcpToolResponse ?? null, metadata: metadata ?? null, error: error ?? null,
+    tenant,
+    id,
+    message_id: messageId,
+    session_id: sessionId,
+    index,
+    type,
+    status,
+    content: content ?? null,
+    tool_id: toolId ?? null,
+    tool_name: toolName ?? null,
+    arguments: args ?? null,
+    tool_response: metadata?.rawMcpToolResponse ?? null,
+    metadata: metadata ?? null,
+    error: error ?? null,
     extra: JSON.parse(JSON.stringify(extra)) as Record<string, unknown>,
-    created_at: createdAt, updated_at: updatedAt ?? null, position: position.toString(),
+    created_at: createdAt,
+    updated_at: updatedAt ?? null,
+    position: position.toString(),
   };
 }
 
