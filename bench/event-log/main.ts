@@ -52,7 +52,7 @@ async function naiveEngine(connectionString: string): Promise<Engine> {
     name: 'naive INSERT per event',
     async append(streamId, events) {
       if (events.length === 1)
-        return pool.query(insert, [streamId, events[0]!.id, events[0]!.type, JSON.stringify(events[0]!.data)]);
+        return pool.query(insert, [streamId, events[0].id, events[0].type, JSON.stringify(events[0].data)]);
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
@@ -144,9 +144,9 @@ async function main(): Promise<void> {
       const [ours, naive, emmett, eventStoreDb] = engines.map((engine) => best.get(engine.name)!);
       rows.push([
         scenario.name,
-        ...[ours!, naive!, emmett!, eventStoreDb!].map(formatRate),
-        formatRatio(ours! / naive!),
-        formatRatio(ours! / emmett!),
+        ...[ours, naive, emmett, eventStoreDb].map(formatRate),
+        formatRatio(ours / naive),
+        formatRatio(ours / emmett),
       ]);
     }
     printTable(

@@ -160,7 +160,7 @@ async function recordedProviderEvents(connectionString: string): Promise<number>
     const { rows } = await client.query<{ count: string }>(
       "SELECT count(*) FROM event_log_events WHERE data->'source' ? 'event'",
     );
-    return Number(rows[0]!.count);
+    return Number(rows[0].count);
   } finally {
     await client.end();
   }
@@ -181,7 +181,7 @@ async function startDoubleProcess(): Promise<{ baseUrl: string; stop(): void }> 
     [Symbol.asyncIterator]()
     .next()
     .then((next) => [next.value as string]);
-  const { baseUrl } = JSON.parse(line!) as { baseUrl: string };
+  const { baseUrl } = JSON.parse(line) as { baseUrl: string };
   return { baseUrl, stop: () => void child.kill('SIGTERM') };
 }
 

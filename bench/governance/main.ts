@@ -41,8 +41,8 @@ async function main(): Promise<void> {
   const database = await openBenchDatabase(54_393);
   const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString, env);
-  registerCredentials(new TestCredentials(ledger.url, adminKey!));
-  const direct = new McpExecutor(loadMcpServers(env.LEDGER_MCP_SERVERS!), {
+  registerCredentials(new TestCredentials(ledger.url, adminKey));
+  const direct = new McpExecutor(loadMcpServers(env.LEDGER_MCP_SERVERS), {
     callTimeoutMs: 20_000,
     toolListTtlMs: 60_000,
   });

@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     // Ledger: sessions and messages first (not timed), each opened by the producer that streams into it.
     const targets = await Promise.all(
       plans.map(async (_, message) => {
-        const key = producerKeys[message % PRODUCERS]!;
+        const key = producerKeys[message % PRODUCERS];
         const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {}, key);
         await post(`${ledger.url}/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' }, key);
         const messages = `${ledger.url}/v1/sessions/${sessionId}/messages`;
@@ -100,10 +100,10 @@ async function main(): Promise<void> {
     let started = performance.now();
     await Promise.all(
       Array.from({ length: PRODUCERS }, async (_, producer) => {
-        const key = producerKeys[producer]!;
+        const key = producerKeys[producer];
         for (let message = producer; message < plans.length; message += PRODUCERS) {
-          const { sessionId, messageId } = targets[message]!;
-          const chunks = plans[message]!.chunks;
+          const { sessionId, messageId } = targets[message];
+          const chunks = plans[message].chunks;
           for (let from = 0; from < chunks.length; from += BATCH) {
             const route = `${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}/chunks`;
             const { position } = await post(route, chunks.slice(from, from + BATCH), key);
@@ -130,7 +130,7 @@ async function main(): Promise<void> {
     await Promise.all(
       Array.from({ length: PRODUCERS }, async (_, producer) => {
         for (let message = producer; message < plans.length; message += PRODUCERS) {
-          const chunks = plans[message]!.chunks;
+          const chunks = plans[message].chunks;
           for (let from = 0; from < chunks.length; from += BATCH)
             await post(`${naive.url}/chunks/naive-${message}`, chunks.slice(from, from + BATCH));
         }
@@ -147,10 +147,10 @@ async function main(): Promise<void> {
     const { rows } = await sql.query<{ bytes: string }>(
       `SELECT sum(octet_length(data::text)) AS bytes FROM event_log_events WHERE type IN ('chunk.text.delta', 'chunk.thinking.delta')`,
     );
-    const logBytesPerMessage = Number(rows[0]!.bytes) / plans.length;
+    const logBytesPerMessage = Number(rows[0].bytes) / plans.length;
     const snapshotBytesPerMessage = plans.reduce((sum, plan) => sum + plan.snapshotBytes, 0) / plans.length;
 
-    const shape = `${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0]!.chunks.length} chunks`;
+    const shape = `${PRODUCERS} producers × ${MESSAGES} responses × ${plans[0].chunks.length} chunks`;
     const machine = `${os.cpus().length} cores, Node ${process.version}`;
     console.log(`ingest over HTTP, an API key per producer: ${shape}, batches of ${BATCH}; ${machine}`);
     printTable(

@@ -26,7 +26,7 @@ export async function startNaiveService(
         chunk.type,
         JSON.stringify(chunk),
       ]);
-    const kind = chunk.type.split('.')[0]!;
+    const kind = chunk.type.split('.')[0];
     await client.query(
       `INSERT INTO naive_blocks (message_id, kind, content, status) VALUES ($1, $2, $3, $4)
        ON CONFLICT (message_id, kind) DO UPDATE SET content = coalesce(excluded.content, naive_blocks.content), status = excluded.status`,
@@ -38,7 +38,7 @@ export async function startNaiveService(
     request.on('data', (part: Buffer) => (body += part));
     request.on('end', async () => {
       try {
-        const messageId = decodeURIComponent(request.url!.split('/')[2]!);
+        const messageId = decodeURIComponent(request.url!.split('/')[2]);
         for (const chunk of JSON.parse(body) as Chunk[]) await apply(pool, messageId, chunk, true);
         response.writeHead(200).end('{}');
       } catch (error) {

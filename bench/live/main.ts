@@ -79,7 +79,7 @@ async function openTarget(url: string, key: string): Promise<Target> {
 function watch(url: string, target: Target, samples: number[], keys: BenchKeys, index: number) {
   const see = observer(target, samples);
   return connectSse(`${url}/v1/sessions/${target.sessionId}/live`, {
-    key: keys.readers[Math.floor(index / WATCHERS_PER_KEY)]!,
+    key: keys.readers[Math.floor(index / WATCHERS_PER_KEY)],
     onEvent: (event) => event.event === 'block' && event.data.type === 'main_text' && see(event.data.content),
   });
 }
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
       roles: ['reader'] as const,
     })),
   ]);
-  const keys: BenchKeys = { producer: producer!, readers };
+  const keys: BenchKeys = { producer: producer, readers };
   const ledger = await startLedgerProcess(database.connectionString);
   try {
     // A: many sessions, one watcher each; pollers on the first POLLERS of them.
@@ -161,11 +161,11 @@ async function main(): Promise<void> {
     const pollB: number[] = [];
     const firstKeyOfB = Math.ceil(SESSIONS / WATCHERS_PER_KEY) * WATCHERS_PER_KEY;
     const crowd = Array.from({ length: WATCHERS }, (_, index) =>
-      watch(ledger.url, single!, sseB, keys, firstKeyOfB + index),
+      watch(ledger.url, single, sseB, keys, firstKeyOfB + index),
     );
     await allOpened(crowd);
-    const stop = poll(ledger.url, single!, pollB, keys);
-    const acksB = await produce(ledger.url, [single!], ROUND_MS_ONE, keys.producer);
+    const stop = poll(ledger.url, single, pollB, keys);
+    const acksB = await produce(ledger.url, [single], ROUND_MS_ONE, keys.producer);
     stop();
     crowd.forEach((watcher) => watcher.close());
 

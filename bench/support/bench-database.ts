@@ -36,9 +36,9 @@ export async function openBenchDatabase(port = 54_390): Promise<BenchDatabase> {
 
 /** Prints a Markdown table; the first numeric column is what the ratio columns compare against. */
 export function printTable(headers: readonly string[], rows: readonly (readonly string[])[]): void {
-  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column]!.length)));
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column].length)));
   const line = (cells: readonly string[]) =>
-    `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column])).join(' | ')} |`;
   console.log(line(headers));
   console.log(`| ${widths.map((width) => '-'.repeat(width)).join(' | ')} |`);
   for (const row of rows) console.log(line(row));
@@ -48,7 +48,7 @@ export const formatRate = (perSecond: number) => Math.round(perSecond).toLocaleS
 export const formatRatio = (ratio: number) => `${ratio.toFixed(1)}×`;
 
 export const percentile = (values: readonly number[], p: number) =>
-  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 
 /**
  * API keys of tenant `default` made by the service's own store on the bench database (as

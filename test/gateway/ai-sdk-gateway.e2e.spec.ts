@@ -65,8 +65,8 @@ describe('gateway: AI SDK streamText tool loop', () => {
     const tree = await gateway().ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
     expect(tree.body.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant']);
     const [, assistant] = session.body.messages as { status: string; blocks: { type: string; toolId?: string }[] }[];
-    expect(assistant!.status).toBe('success');
-    const tools = assistant!.blocks.filter((block) => block.type === 'tool').map((block) => block.toolId);
+    expect(assistant.status).toBe('success');
+    const tools = assistant.blocks.filter((block) => block.type === 'tool').map((block) => block.toolId);
     expect(tools).toEqual(weather.map((call) => call.id));
   }
 

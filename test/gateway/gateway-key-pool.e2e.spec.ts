@@ -34,7 +34,7 @@ describe('gateway: key pool', () => {
           model: MODEL,
           messages: [{ role: 'user', content: `q${index}` }],
         });
-        return completion.choices[0]!.message.content;
+        return completion.choices[0].message.content;
       }),
     );
     expect(answers).toEqual(sessions.map((_, index) => `answer to q${index}`));
@@ -79,7 +79,7 @@ describe('gateway: key pool', () => {
       );
       for (const key of [...gateway.openAiKeys, ...gateway.anthropicKeys]) {
         expect(metrics).not.toContain(key);
-        expect(rows[0]!.text).not.toContain(key);
+        expect(rows[0].text).not.toContain(key);
       }
     } finally {
       await database.end();

@@ -228,7 +228,7 @@ describe('gateway: refusals and bad endings', () => {
       async (route) => {
         const before = exchangesNow();
         const bearer = async (who: string, roles: string[]) => ({
-          authorization: `Bearer ${await gateway.ledger.credentials.key(who, { roles: roles as never })}`,
+          authorization: `Bearer ${await gateway.ledger.credentials.key(who, { roles: roles })}`,
         });
         expect((await call(route.path, JSON.stringify(route.body), {})).status).toBe(401);
         for (const role of ['reader', 'reviewer', 'auditor', 'admin']) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { eventually, startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
 import { canonicalChat } from '../support/gateway-history.js';
@@ -41,7 +41,7 @@ describe('gateway: OpenAI Chat Completions', () => {
 
   async function streamed(client: OpenAI, messages: ChatCompletionMessageParam[]) {
     const stream = client.chat.completions.stream({ model: MODEL, messages, stream: true });
-    return (await stream.finalChatCompletion()).choices[0]!.message;
+    return (await stream.finalChatCompletion()).choices[0].message;
   }
 
   it('streams an answer byte for byte and records the tool loop as one assistant message, round by round', async () => {
@@ -92,7 +92,7 @@ describe('gateway: OpenAI Chat Completions', () => {
       'GET',
       `/v1/sessions/${sessionId}/history?format=openai&minPosition=${position}`,
     );
-    expect(canonicalChat(read.body.messages)).toBe(canonicalChat([...sent, data.choices[0]!.message]));
+    expect(canonicalChat(read.body.messages)).toBe(canonicalChat([...sent, data.choices[0].message]));
     const message = await gateway.ledger.request(
       'GET',
       `/v1/sessions/${sessionId}/messages/${response.headers.get('x-ledger-message')}`,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { gatewayForSuite } from '../support/gateway-fixture.js';
 import {
   canonicalResponses,

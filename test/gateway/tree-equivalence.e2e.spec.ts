@@ -85,7 +85,7 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
     gateway().double.script(answers.map((text) => ({ text })));
     const ask = async (messages: ChatCompletionMessageParam[]) => {
       const stream = client.chat.completions.stream({ model: MODEL, messages, stream: true });
-      return (await stream.finalChatCompletion()).choices[0]!.message.content!;
+      return (await stream.finalChatCompletion()).choices[0].message.content!;
     };
     const opening: ChatCompletionMessageParam[] = [
       { role: 'system', content: system },
@@ -124,7 +124,7 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
     };
     const answer = async (parentId: string) => {
       const id = await message('assistant', parentId);
-      const text = answers[answered++]!;
+      const text = answers[answered++];
       const chunks = [
         { seq: 1, type: 'llm_response_created' },
         { seq: 2, type: 'text.start' },
@@ -159,15 +159,15 @@ describe('gateway: the tree of stateless calls is the tree of the same actions t
     expect(recorded).toEqual(native);
     // The shape itself: regenerations are selected siblings, the edit a selected sibling of the user turn.
     const [systemNode] = recorded.roots;
-    const questionNode = systemNode!.children[0]!;
+    const questionNode = systemNode.children[0];
     expect(questionNode.children.map((child) => child.text)).toEqual([['Paris.'], ['It is Paris.']]);
     expect(questionNode.selected).toBe(1);
-    const turns = questionNode.children[1]!.children;
+    const turns = questionNode.children[1].children;
     expect(turns.map((turn) => [turn.content, turn.children.map((child) => child.text[0])])).toEqual([
       [followUp, ['Rome.', 'It is Rome.']],
       [edited, ['Madrid.']],
     ]);
-    expect(questionNode.children[1]!.selected).toBe(1);
-    expect(turns[0]!.selected).toBe(1);
+    expect(questionNode.children[1].selected).toBe(1);
+    expect(turns[0].selected).toBe(1);
   });
 });

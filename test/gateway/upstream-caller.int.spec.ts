@@ -130,7 +130,7 @@ describe('UpstreamCaller', () => {
     const { protocol = 'openai', timeoutMs = 30_000 } = options;
     const keyList = keys.map((key) => ({ key }));
     const configured = { name: 'main', protocol, baseUrl: provider.baseUrl, models: '*', keys: keyList };
-    const upstream: Upstream = parseUpstreams({ upstreams: [configured] }, {})[0]!;
+    const upstream: Upstream = parseUpstreams({ upstreams: [configured] }, {})[0];
     const pools = new UpstreamPools(() => [upstream], { clock, observer: metrics });
     metrics.watchUpstreamKeys(() => pools.availableKeys());
     caller = new UpstreamCaller(pools, { timeoutMs, observer: metrics });
@@ -159,7 +159,7 @@ describe('UpstreamCaller', () => {
     let storm = false;
     const retryAfter: Record<string, number> = { 'sk-storm-a': 2, 'sk-storm-b': 3 };
     const script = ({ key }: Arrival) =>
-      storm && key !== 'sk-storm-c' ? rateLimited(retryAfter[key]!) : { status: 200 };
+      storm && key !== 'sk-storm-c' ? rateLimited(retryAfter[key]) : { status: 200 };
     const { upstream } = await setUp(keys, script);
     const sessions = ['s0', 's1', 's2', 's3', 's4', 's5'];
 
@@ -176,7 +176,7 @@ describe('UpstreamCaller', () => {
     const calmArrivals = provider!.arrivals.length;
     for (let index = 0; index < 120; index++) {
       // Old sessions come back; new ones keep landing on the rate-limited keys once they cool off.
-      const session = index % 2 === 0 ? `new-${index}` : sessions[index % sessions.length]!;
+      const session = index % 2 === 0 ? `new-${index}` : sessions[index % sessions.length];
       const { result, body } = await call(upstream, session);
       expect(result).toMatchObject({ kind: 'response', status: 200 });
       expect(body).toBe('{"served_by":"c"}');
@@ -188,8 +188,8 @@ describe('UpstreamCaller', () => {
     for (const key of ['sk-storm-a', 'sk-storm-b']) {
       const times = stormArrivals.filter((arrival) => arrival.key === key).map((arrival) => arrival.at);
       expect(times.length).toBeGreaterThan(2);
-      const gaps = times.slice(1).map((time, index) => time - times[index]!);
-      for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(retryAfter[key]! * 1_000);
+      const gaps = times.slice(1).map((time, index) => time - times[index]);
+      for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(retryAfter[key] * 1_000);
     }
     // Sessions on the healthy key never left it; every session that moved stayed on the healthy key.
     for (const session of sessions) {
@@ -201,9 +201,9 @@ describe('UpstreamCaller', () => {
       expect(firstAttempts.slice(moved ? 1 : 0).every((arrival) => arrival.key === 'sk-storm-c')).toBe(true);
     }
     const text = await metrics.registry.metrics();
-    const hashC = upstream.keys[2]!.hash;
+    const hashC = upstream.keys[2].hash;
     const attempts = 'ledger_gateway_upstream_attempts_total';
-    const hashA = upstream.keys[0]!.hash;
+    const hashA = upstream.keys[0].hash;
     expect(text).toMatch(new RegExp(`${attempts}\\{upstream="main",key="${hashA}",outcome="rate_limited"\\} \\d`));
     expect(text).toMatch(new RegExp(`${attempts}\\{upstream="main",key="${hashC}",outcome="ok"\\} \\d`));
     expect(text).not.toMatch(new RegExp(`key="${hashC}",reason=`));
@@ -216,7 +216,7 @@ describe('UpstreamCaller', () => {
     const results: UpstreamResult[] = [];
     for (let index = 0; index < 10; index++) {
       const { result } = await call(upstream, `session-${index}`);
-      expect(result).toMatchObject({ status: 200, key: upstream.keys[1]!.hash });
+      expect(result).toMatchObject({ status: 200, key: upstream.keys[1].hash });
       results.push(result);
       clock.time += 3_600_000;
     }
@@ -256,7 +256,7 @@ describe('UpstreamCaller', () => {
       connection: 'keep-alive',
     };
     const { result, bytes } = await call(upstream, 's', { headers });
-    expect(result).toMatchObject({ kind: 'response', status: 200, upstream: 'main', key: upstream.keys[0]!.hash });
+    expect(result).toMatchObject({ kind: 'response', status: 200, upstream: 'main', key: upstream.keys[0].hash });
     expect(result).toMatchObject({ headers: { 'content-type': 'text/event-stream', 'x-request-id': 'req_1' } });
     if (result.kind !== 'response') throw new Error('no response');
     // What a client may see: the provider's headers without hop-by-hop ones.
@@ -268,7 +268,7 @@ describe('UpstreamCaller', () => {
     });
     expect(bytes!.toString('hex')).toBe(Buffer.concat(chunks.map((chunk) => Buffer.from(chunk))).toString('hex'));
 
-    const sent = provider!.arrivals[0]!.headers;
+    const sent = provider!.arrivals[0].headers;
     expect(sent).toMatchObject({
       authorization: 'Bearer sk-stream',
       'content-type': 'application/json',
@@ -288,7 +288,7 @@ describe('UpstreamCaller', () => {
     const anthropicHeaders = { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'interleaved-thinking-2025-05-14' };
     const headers = { 'x-api-key': 'ledger-producer-key', ...anthropicHeaders };
     await call(upstream, 's', { headers, path: '/messages?beta=true' });
-    const sent = provider!.arrivals[0]!.headers;
+    const sent = provider!.arrivals[0].headers;
     expect(sent).toMatchObject({ 'x-api-key': 'ak-pool', ...anthropicHeaders });
     expect(sent.authorization).toBeUndefined();
   });
@@ -300,14 +300,14 @@ describe('UpstreamCaller', () => {
       'sk-500': { status: 500 },
       'sk-ok': { status: 200 },
     };
-    const { upstream } = await setUp(Object.keys(replies), ({ key }) => replies[key]!, { timeoutMs: 200 });
+    const { upstream } = await setUp(Object.keys(replies), ({ key }) => replies[key], { timeoutMs: 200 });
     const { result, body } = await call(upstream, 's');
-    expect(result).toMatchObject({ status: 200, key: upstream.keys[3]!.hash });
+    expect(result).toMatchObject({ status: 200, key: upstream.keys[3].hash });
     expect(body).toBe('{"served_by":"k"}');
     expect(provider!.arrivals.map((arrival) => arrival.key)).toEqual(['sk-slow', 'sk-drop', 'sk-500', 'sk-ok']);
     const text = await metrics.registry.metrics();
     for (const [index, outcome] of ['timeout', 'network', 'server_error', 'ok'].entries()) {
-      const labels = `upstream="main",key="${upstream.keys[index]!.hash}",outcome="${outcome}"`;
+      const labels = `upstream="main",key="${upstream.keys[index].hash}",outcome="${outcome}"`;
       expect(text).toContain(`ledger_gateway_upstream_attempts_total{${labels}} 1`);
     }
   });
@@ -323,7 +323,7 @@ describe('UpstreamCaller', () => {
   it('returns the last refusal as it came when every key is out, then 429 until the soonest wait ends', async () => {
     const { upstream } = await setUp(['sk-a', 'sk-b'], ({ key }) => rateLimited(key === 'sk-a' ? 20 : 7));
     const { result, body } = await call(upstream, 's');
-    expect(result).toMatchObject({ status: 429, key: upstream.keys[1]!.hash, headers: { 'retry-after': '7' } });
+    expect(result).toMatchObject({ status: 429, key: upstream.keys[1].hash, headers: { 'retry-after': '7' } });
     expect(body).toBe('{"error":{"type":"rate_limit_error","retry_after":7}}');
     const refusedAt = clock.time;
     clock.time += 2_500;
@@ -332,7 +332,7 @@ describe('UpstreamCaller', () => {
     expect((await call(upstream, 's')).result).toEqual({ kind: 'unavailable', status: 429, retryAfterSeconds: 1 });
     expect(provider!.arrivals).toHaveLength(2);
     clock.time = refusedAt + 7_000;
-    expect((await call(upstream, 's')).result).toMatchObject({ status: 429, key: upstream.keys[1]!.hash });
+    expect((await call(upstream, 's')).result).toMatchObject({ status: 429, key: upstream.keys[1].hash });
     expect(provider!.arrivals.map((arrival) => arrival.key)).toEqual(['sk-a', 'sk-b', 'sk-b']);
   });
 

@@ -302,7 +302,7 @@ describe('firewall', () => {
   /** `tool` names a tool of `fs`; `server:tool` one of another server. */
   const toolOf = (name = 'read_text_file') => {
     const [server, tool] = name.includes(':') ? name.split(':') : ['fs', name];
-    return { server: server!, name: tool! };
+    return { server: server, name: tool };
   };
 
   const cases = corpus.length + literalNamesAsked.length;

@@ -33,7 +33,7 @@ describe('guardian', () => {
     });
     const request = server.requests.at(-1)!;
     expect(request).toMatchObject({ model: 'guard-1', response_format: { type: 'json_schema' } });
-    expect(request.messages[1]!.content).toBe('{"arguments":{"content":"x","path":"a"},"tool":"fs/write_file"}');
+    expect(request.messages[1].content).toBe('{"arguments":{"content":"x","path":"a"},"tool":"fs/write_file"}');
     expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v1')).toMatchObject({
       risk: 'high',
       cacheHit: true,

@@ -44,9 +44,9 @@ describe('tool results are recorded as they came', () => {
 
   it.each(Object.keys(files))('%s: stored faithfully, read back identical (call, block, history)', async (name) => {
     const file = path.join(fixture.workspace, name);
-    writeFileSync(file, files[name]!);
+    writeFileSync(file, files[name]);
     // What the server sends: the file read as UTF-8 (invalid bytes become U+FFFD, NUL stays NUL).
-    const text = files[name]!.toString('utf8');
+    const text = files[name].toString('utf8');
     const sessionId = (await call(url(), 'POST', '/v1/sessions', { title: name })).body.id;
     const toolId = `call_${name.replace(/\W/g, '_')}`;
     const tool = { server: 'filesystem', name: 'read_text_file' };
@@ -80,14 +80,14 @@ describe('tool results are recorded as they came', () => {
 
   it('binary read as media: the base64 the server sent is on the call and the block, byte for byte', async () => {
     const file = path.join(fixture.workspace, 'media.bin');
-    writeFileSync(file, files['binary.bin']!);
+    writeFileSync(file, files['binary.bin']);
     const sessionId = (await call(url(), 'POST', '/v1/sessions', { title: 'media' })).body.id;
     const tool = { server: 'filesystem', name: 'read_media_file' };
     const { messageId, toolCallId } = await requestTool(url(), sessionId, 'call_media', tool, { path: file });
     const toolCall = await waitForToolCall(url(), toolCallId, completed);
     expect(toolCall.outcome).toBe('succeeded');
     const [item] = toolCall.execution.result.content;
-    expect(Buffer.from(item.resource.blob, 'base64').equals(files['binary.bin']!)).toBe(true);
+    expect(Buffer.from(item.resource.blob, 'base64').equals(files['binary.bin'])).toBe(true);
     expect((await toolBlock(sessionId, messageId, toolCall.position)).content).toEqual(toolCall.execution.result);
   });
 });

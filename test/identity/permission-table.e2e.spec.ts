@@ -130,14 +130,14 @@ function declaredRoutes(app: INestApplication): string[] {
 function fill(route: string, resources: TenantResources, example: Example): string {
   const id = route.includes('/admin/keys/') ? resources.spareKeyId : resources.toolCallId;
   const path = route
-    .split(' ')[1]!
+    .split(' ')[1]
     .replace(':sid', resources.sessionId)
     .replace(':mid', example.mid ?? 'u1')
     .replace(':id', id);
   return `${path}${example.query ?? ''}`;
 }
 
-const keyId = (key: string) => /^blk_([a-z0-9]{16})_/.exec(key)![1]!;
+const keyId = (key: string) => /^blk_([a-z0-9]{16})_/.exec(key)![1];
 
 describe('the permission table against the live router', () => {
   let fixture: GovernanceFixture;
@@ -254,11 +254,11 @@ describe('the permission table against the live router', () => {
     const own = resources.get(OWN)!;
     for (const [route, rule] of Object.entries(PERMISSIONS)) {
       if (rule !== 'public') continue;
-      const example = EXAMPLES[route]!(own);
+      const example = EXAMPLES[route](own);
       const [method] = route.split(' ');
       const answers = await Promise.all(
         [undefined, roleKeys.get('admin')].map((credential) =>
-          probe(ledger.baseUrl, method!, fill(route, own, example), { credential }),
+          probe(ledger.baseUrl, method, fill(route, own, example), { credential }),
         ),
       );
       for (const answer of answers) {
@@ -291,9 +291,9 @@ describe('the permission table against the live router', () => {
     for (const [route, rule] of Object.entries(PERMISSIONS)) {
       if (rule === 'public') continue;
       const [method] = route.split(' ');
-      const example = EXAMPLES[route]!(own);
+      const example = EXAMPLES[route](own);
       const call = (target: TenantResources, credential: { credential?: string; authorization?: string }) =>
-        probe(ledger.baseUrl, method!, fill(route, target, example), { ...credential, body: example.body });
+        probe(ledger.baseUrl, method, fill(route, target, example), { ...credential, body: example.body });
       const targets = route.includes(':')
         ? ([
             ['own', own],
@@ -326,9 +326,9 @@ describe('the permission table against the live router', () => {
     const getRoutes = Object.entries(PERMISSIONS).filter(([route]) => route.startsWith('GET '));
     await Promise.all(
       getRoutes.map(async ([route, rule]) => {
-        const example = EXAMPLES[route]!(own);
+        const example = EXAMPLES[route](own);
         const url = fill(route, own, example);
-        const allowed = rule === 'public' ? undefined : roleKeys.get(rule[0]!);
+        const allowed = rule === 'public' ? undefined : roleKeys.get(rule[0]);
         const anonymous = await probe(ledger.baseUrl, 'HEAD', url);
         const authenticated = await probe(ledger.baseUrl, 'HEAD', url, { credential: allowed });
         const expected = rule === 'public' ? example.status : 401;

@@ -17,7 +17,7 @@ async function refusals(ledger: LedgerUnderTest, credential = ledger.credentials
   for (const line of String(metrics.body).split('\n')) {
     const match = /^ledger_http_refused_total\{(.*)\} (\d+)$/.exec(line);
     if (!match) continue;
-    const pairs = [...match[1]!.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]);
+    const pairs = [...match[1].matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]);
     const labels = Object.fromEntries(pairs);
     counted.set(`${labels.status} ${labels.reason}`, Number(match[2]));
   }
@@ -30,7 +30,7 @@ function growth(before: Map<string, number>, after: Map<string, number>): Record
   return Object.fromEntries(deltas.filter(([, delta]) => delta !== 0));
 }
 
-const keyId = (key: string) => /^blk_([a-z0-9]{16})_/.exec(key)![1]!;
+const keyId = (key: string) => /^blk_([a-z0-9]{16})_/.exec(key)![1];
 
 describe('the actor is the credential, and refusals are counted', () => {
   let ledger: LedgerUnderTest;

@@ -179,7 +179,7 @@ describe('tenants with the same client ids', () => {
   it("lets a tenant's admin manage its own keys only", async () => {
     const admin = await ledger.credentials.key('acme-admin', { tenant: 'acme', roles: ['admin'] });
     const asAdmin = (method: string, path: string) => probe(ledger.baseUrl, method, path, { credential: admin });
-    const defaultKeyId = /^blk_([a-z0-9]{16})_/.exec(keys.get('default')!)![1]!;
+    const defaultKeyId = /^blk_([a-z0-9]{16})_/.exec(keys.get('default')!)![1];
 
     expect(await asAdmin('DELETE', `/v1/admin/keys/${defaultKeyId}`)).toMatchObject({
       status: 404,

@@ -122,7 +122,7 @@ describe('live session feed, every update delivered (no coalescing)', () => {
     }
 
     expect(ids.length).toBeGreaterThan(20);
-    ids.forEach((id, index) => index > 0 && expect(id).toBeGreaterThan(ids[index - 1]!));
+    ids.forEach((id, index) => index > 0 && expect(id).toBeGreaterThan(ids[index - 1]));
     for (const { id, state: held } of checkpoints) {
       const atThatPosition = await ledger.request('GET', `/v1/sessions/${sessionId}?at=${id}`);
       expect({

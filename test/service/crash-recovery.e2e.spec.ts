@@ -107,7 +107,7 @@ describe('kill -9 during concurrent ingest', () => {
         projected.map((response) => response.body.messages),
       );
       for (const [index, producer] of producers.entries()) {
-        const blocks = projected[index]!.body.messages.at(-1).blocks;
+        const blocks = projected[index].body.messages.at(-1).blocks;
         expect(blocks[0].content.split(' ').length - 1).toBeGreaterThanOrEqual(producer.acknowledged - 1);
       }
     } finally {

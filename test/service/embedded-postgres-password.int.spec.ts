@@ -55,7 +55,7 @@ describe('the embedded PostgreSQL password', () => {
 
   it('is random per folder, kept in a 0600 file, reused on a restart; the old fixed password is refused', async () => {
     folders.push(await reachableTempDir('password-a'), await reachableTempDir('password-b'));
-    const [first, second] = [await start(folders[0]!), await start(folders[1]!)];
+    const [first, second] = [await start(folders[0]), await start(folders[1])];
     const passwords = [first, second].map(({ connectionString }) => passwordIn(connectionString));
     expect(passwords[0]).not.toEqual(passwords[1]);
     for (const [index, folder] of folders.entries()) {
@@ -67,7 +67,7 @@ describe('the embedded PostgreSQL password', () => {
     expect(await connects(withPassword(first.connectionString, OLD_FIXED_PASSWORD))).toBe('28P01');
 
     await stop(first);
-    const restarted = await start(folders[0]!);
+    const restarted = await start(folders[0]);
     expect(passwordIn(restarted.connectionString)).toBe(passwords[0]);
     expect(await connects(restarted.connectionString)).toBe(true);
   });

@@ -61,7 +61,7 @@ describe('HTTP server limits', () => {
       socket.write(`POST /v1/sessions HTTP/1.1\r\n${headers}\r\n\r\n`);
       let sent = 0;
       const dripping = setInterval(() => {
-        if (!socket.destroyed) socket.write(body[sent++]!);
+        if (!socket.destroyed) socket.write(body[sent++]);
       }, 20);
       try {
         await until(() => socket.destroyed || socket.readableEnded, 20_000, 'the server to close the slow connection');
@@ -116,9 +116,9 @@ describe('HTTP server limits', () => {
       }
       expect(await health(ledger.baseUrl)).not.toBe(200);
 
-      open[0]!.destroy();
+      open[0].destroy();
       await until(async () => (await health(ledger.baseUrl)) === 200, 10_000, 'a connection to be accepted again');
-      open[1]!.destroy();
+      open[1].destroy();
     });
   });
 

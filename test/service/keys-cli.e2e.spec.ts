@@ -66,7 +66,7 @@ describe('keys on the command line', () => {
     expect(created).toMatchObject({ code: 0, stderr: '' });
     const lines = created.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
-    const key = JSON.parse(lines[0]!);
+    const key = JSON.parse(lines[0]);
     expect(key).toMatchObject({
       name: 'ci bot',
       tenant: 'acme',

@@ -68,11 +68,11 @@ function cases(): BadCase[] {
       status: 400,
       names: 'chunks[0].bogus',
     });
-    for (const field of Object.keys(VALID[type]!)) {
+    for (const field of Object.keys(VALID[type])) {
       if (type === 'raw') continue;
       list.push({
         name: `${type}.${field} of the wrong type`,
-        body: [chunk(type, { [field]: typeof VALID[type]![field] === 'string' ? 7 : 'x' })],
+        body: [chunk(type, { [field]: typeof VALID[type][field] === 'string' ? 7 : 'x' })],
         status: 400,
         names: `chunks[0].${field}`,
       });
@@ -488,8 +488,8 @@ describe('bad input over HTTP', () => {
     const responses = await Promise.all(posts.map((post) => post()));
 
     const [poisoned] = responses.splice(20, 1);
-    expect(poisoned!.status).toBe(400);
-    expect(poisoned!.body.error.field).toBe('content');
+    expect(poisoned.status).toBe(400);
+    expect(poisoned.body.error.field).toBe('content');
     expect(responses.map((response) => response.status)).toEqual(innocents.map(() => 201));
     type Event = { type: string; data: { content?: string } };
     const events: Event[] = (await ledger.request('GET', `/v1/sessions/${shared}/events`)).body.events;
@@ -500,7 +500,7 @@ describe('bad input over HTTP', () => {
 
   it.each(generated)('$name → $status naming the problem, and the log is unchanged', async (badCase) => {
     const head = async () =>
-      (await database.query<{ position: string }>('SELECT position FROM event_log_head')).rows[0]!.position;
+      (await database.query<{ position: string }>('SELECT position FROM event_log_head')).rows[0].position;
     const before = await head();
     const chunkPath = (message: string, session = sessionId) => `/v1/sessions/${session}/messages/${message}/chunks`;
     const path = {

@@ -125,7 +125,7 @@ describe('producer dialects on the chunk route', () => {
 
   it('refuses a number JSON cannot hold again (1e400 parses as Infinity) with a 400, not a failure to hash it', async () => {
     const { route } = await assistantMessage();
-    const [first] = DIALECT_STREAMS.openai[0]!.events;
+    const [first] = DIALECT_STREAMS.openai[0].events;
     const body = `[${JSON.stringify(first)}, {"object": "chat.completion.chunk", "choices": [], "usage": {"total_tokens": 1e400}}]`;
     const refused = await ledger.request('POST', `${route}?dialect=openai&seq=1`, body);
     expect(refused).toMatchObject({
@@ -136,7 +136,7 @@ describe('producer dialects on the chunk route', () => {
 
   it('refuses an unknown dialect, a missing or malformed seq, a gap, and mixing dialects on one message', async () => {
     const { route } = await assistantMessage();
-    const [start] = DIALECT_STREAMS.anthropic[0]!.events;
+    const [start] = DIALECT_STREAMS.anthropic[0].events;
     const unknown = await ledger.request('POST', `${route}?dialect=gemini&seq=1`, [start]);
     expect(unknown).toMatchObject({ status: 400, body: { error: { code: 'unsupported_dialect', field: 'dialect' } } });
     const noSeq = await ledger.request('POST', `${route}?dialect=anthropic`, [start]);
@@ -161,7 +161,7 @@ describe('producer dialects on the chunk route', () => {
 
   it('shows each chunk event with the provider event it came from', async () => {
     const { sessionId, route } = await assistantMessage();
-    const events = DIALECT_STREAMS['ai-sdk'][0]!.events;
+    const events = DIALECT_STREAMS['ai-sdk'][0].events;
     const posted = await ledger.request('POST', `${route}?dialect=ai-sdk&seq=1`, events.slice(0, 3));
     expect(posted.status).toBe(200);
     const log = await ledger.request('GET', `/v1/sessions/${sessionId}/events`);

@@ -114,7 +114,7 @@ describe('forking a session', () => {
     );
     const after = await allEvents(source);
     expect(after).toEqual(sourceEvents);
-    after.forEach((event, index) => index > 0 && expect(event.metadata.prevHash).toBe(after[index - 1]!.metadata.hash));
+    after.forEach((event, index) => index > 0 && expect(event.metadata.prevHash).toBe(after[index - 1].metadata.hash));
 
     // A fork of the fork, and a rebuild of every read model, resolve the same way.
     const again = await ok('POST', `/v1/sessions/${forkId}/fork`, { messageId: 'a1' });

@@ -113,12 +113,12 @@ export function gatewayForSuite(options?: Parameters<typeof startGateway>[0]): (
 
 /** A fetch that keeps each response's bytes in `received` (the body is read whole before the caller sees it). */
 export function capturingFetch(received: Buffer[]): typeof fetch {
-  return (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+  return async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
     const response = await fetch(input, init);
     const bytes = Buffer.from(await response.arrayBuffer());
     received.push(bytes);
     return new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
-  }) as typeof fetch;
+  };
 }
 
 /** Polls `read` until `done` holds of its result (the read models follow the log), at most `timeoutMs`. */

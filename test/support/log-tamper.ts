@@ -12,7 +12,7 @@ export async function rewriteStreamFrom(
   events: readonly RecordedEvent[],
   from: number,
 ): Promise<string[]> {
-  let prevHash = events[from - 1]!.metadata.hash;
+  let prevHash = events[from - 1].metadata.hash;
   const hashes: string[] = [];
   for (const event of events.slice(from)) {
     const data = event.revision === BigInt(from) ? { ...(event.data as object), content: 'rewritten' } : event.data;
@@ -27,7 +27,7 @@ export async function rewriteStreamFrom(
     hashes.push(hash);
     prevHash = hash;
   }
-  await db.query('UPDATE event_log_streams SET last_hash = $2 WHERE stream_id = $1', [events[0]!.streamId, prevHash]);
+  await db.query('UPDATE event_log_streams SET last_hash = $2 WHERE stream_id = $1', [events[0].streamId, prevHash]);
   return hashes;
 }
 

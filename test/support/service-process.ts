@@ -25,8 +25,8 @@ export function startService(env: Record<string, string>): ServiceProcess {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, LEDGER_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, baseUrl: `http://127.0.0.1:${env.PORT}`, dataDir, output: () => output, exited };
 }

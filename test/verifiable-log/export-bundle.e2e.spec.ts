@@ -154,7 +154,7 @@ describe('session export bundles', () => {
       reason: expect.stringMatching(/out of order/),
     });
     const swapped = [...lines];
-    [swapped[2], swapped[3]] = [swapped[3]!, swapped[2]!];
+    [swapped[2], swapped[3]] = [swapped[3], swapped[2]];
     expect(await failure(joined(swapped))).toMatchObject({ line: 3, reason: expect.stringMatching(/out of order/) });
     expect(await failure(joined(lines.slice(0, -2)))).toMatchObject({
       line: lines.length - 2,
@@ -163,7 +163,7 @@ describe('session export bundles', () => {
     expect(await failure(bundle.slice(0, bundle.length - 40))).toBeInstanceOf(BundleError);
 
     const other = (await bundleOf('exported-fork')).trimEnd().split('\n');
-    const foreign = [...lines.slice(0, 2), other[2]!, ...lines.slice(2)];
+    const foreign = [...lines.slice(0, 2), other[2], ...lines.slice(2)];
     expect(await failure(joined(foreign))).toMatchObject({ line: 3, reason: expect.stringMatching(/out of order/) });
   });
 
@@ -174,7 +174,7 @@ describe('session export bundles', () => {
    */
   it('fails, naming the line, on data it cannot hash and on absurd numbers, proofs and repeated lines', async () => {
     const lines = (await bundleOf(await recordForkedSession('malicious'))).trimEnd().split('\n');
-    const event = JSON.parse(lines[1]!);
+    const event = JSON.parse(lines[1]);
     const withEvent = (edited: object) => `${[lines[0], JSON.stringify(edited), ...lines.slice(2)].join('\n')}\n`;
     const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
     const cases: [string, string][] = [
@@ -215,7 +215,7 @@ describe('session export bundles', () => {
     await expect(
       verifySessionBundle(`${[...lines.slice(0, -1), forgedCheckpoint].join('\n')}\n`, vkey),
     ).rejects.toMatchObject({ line: lines.length, reason: expect.stringMatching(/^checkpoint signature/) });
-    const manifestText = JSON.parse(lines[0]!).note.split('\n\n')[0];
+    const manifestText = JSON.parse(lines[0]).note.split('\n\n')[0];
     const forgedManifest = JSON.stringify({ type: 'manifest', note: signNote(`${manifestText}\n`, impostor) });
     await expect(
       verifySessionBundle(`${[forgedManifest, ...lines.slice(1)].join('\n')}\n`, vkey),

@@ -77,7 +77,7 @@ describe('the verifiable log against an insider holding the database', () => {
         const rewritten = await rewriteStreamFrom(db(), events, 1);
         for (const [i, hash] of rewritten.entries()) {
           await db().query('UPDATE log_leaves SET event_hash = $2 WHERE position = $1', [
-            events[1 + i]!.position.toString(),
+            events[1 + i].position.toString(),
             hash,
           ]);
         }
@@ -91,7 +91,7 @@ describe('the verifiable log against an insider holding the database', () => {
         firstBroken: { stream: 'session-erased', reason: 'not_in_checkpoint' },
       });
       const { rows } = await db().query<{ count: string }>('SELECT count(*) FROM log_checkpoints');
-      expect(rows[0]!.count).toBe('0');
+      expect(rows[0].count).toBe('0');
     });
   });
 
@@ -106,7 +106,7 @@ describe('the verifiable log against an insider holding the database', () => {
     it('catches rewritten events whose leaf rows claim the leaves of genuine events checked with them', async () => {
       const source = await recordSession('claimed-source');
       const fork = await request('POST', '/v1/sessions/claimed-source/fork', {
-        atPosition: Number(source[2]!.position),
+        atPosition: Number(source[2].position),
         id: 'claimed-fork',
       });
       expect(fork.status).toBe(201);
@@ -124,7 +124,7 @@ describe('the verifiable log against an insider holding the database', () => {
           await db().query(
             `UPDATE log_leaves SET event_hash = $2,
                leaf_index = (SELECT leaf_index FROM log_leaves WHERE position = $3) WHERE position = $1`,
-            [forkEvents[1 + i]!.position.toString(), hash, source[i]!.position.toString()],
+            [forkEvents[1 + i].position.toString(), hash, source[i].position.toString()],
           );
         }
       });
@@ -133,7 +133,7 @@ describe('the verifiable log against an insider holding the database', () => {
         firstBroken: {
           stream: 'session-claimed-fork',
           revision: '1',
-          position: forkEvents[1]!.position.toString(),
+          position: forkEvents[1].position.toString(),
           reason: 'not_in_checkpoint',
         },
       });
@@ -175,19 +175,19 @@ describe('the verifiable log against an insider holding the database', () => {
       }
       const source = await streamEvents('session-relabelled-source');
       const [between] = await streamEvents('session-in-between');
-      const forkPoint = source[2]!.position;
+      const forkPoint = source[2].position;
       const fork = await request('POST', '/v1/sessions/relabelled-source/fork', {
         atPosition: Number(forkPoint),
         id: 'relabelled-fork',
       });
       expect(fork.status).toBe(201);
       expect(await verified('relabelled-fork')).toMatchObject({ ok: true, checkedEvents: 1 + 3 });
-      expect(between!.position).toBeLessThan(forkPoint);
+      expect(between.position).toBeLessThan(forkPoint);
       // The in-between event steps aside; revision 2 takes its position, revision 3 the fork point.
       const moves: [bigint, bigint][] = [
-        [between!.position, -1n],
-        [forkPoint, between!.position],
-        [source[3]!.position, forkPoint],
+        [between.position, -1n],
+        [forkPoint, between.position],
+        [source[3].position, forkPoint],
       ];
       await tampering(async () => {
         for (const [from, to] of moves) {

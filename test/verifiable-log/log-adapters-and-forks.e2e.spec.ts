@@ -112,7 +112,7 @@ describe('a log rebuilt with changes', () => {
     const pinned: Checkpoint = openCheckpoint(before.body.checkpoint.note, verifier);
 
     // The rebuild: one early event's hash changes, the tree tables are emptied and the consumer's checkpoint reset.
-    const changed = (await allEvents(ledger))[1]!;
+    const changed = (await allEvents(ledger))[1];
     await db.query('BEGIN');
     await db.query('UPDATE event_log_events SET hash = $2 WHERE position = $1', [
       changed.position.toString(),
@@ -126,7 +126,7 @@ describe('a log rebuilt with changes', () => {
     const events = await allEvents(ledger);
     await eventually('the consumer rebuilt the tree', async () => {
       const { rows } = await db.query<{ count: string }>('SELECT count(*) FROM log_leaves');
-      return Number(rows[0]!.count) === events.length ? true : undefined;
+      return Number(rows[0].count) === events.length ? true : undefined;
     });
 
     const after = await ledger.request('GET', '/v1/sessions/after/verify');

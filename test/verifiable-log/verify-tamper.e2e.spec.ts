@@ -88,7 +88,7 @@ describe('verifying sessions and tool calls against a tampered database', () => 
       checkedEvents: toolCallEvents.length,
     });
 
-    const forkPoint = sessionEvents[2]!.position;
+    const forkPoint = sessionEvents[2].position;
     const fork = await ledger.request(
       'POST',
       '/v1/sessions/whole/fork',
@@ -101,7 +101,7 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     expect(forkReport).toMatchObject({ ok: true, checkedEvents: 1 + 3 });
     expect(forkReport.streams).toEqual([
       { stream: 'session-whole-fork', events: 1, headHash: expect.any(String) },
-      { stream: 'session-whole', events: 3, headHash: sessionEvents[2]!.metadata.hash },
+      { stream: 'session-whole', events: 3, headHash: sessionEvents[2].metadata.hash },
     ]);
   });
 
@@ -109,29 +109,29 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     const toolCallId = await recordSession('edited');
     const [, , third] = await streamEvents('session-edited');
     await db.query(`UPDATE event_log_events SET data = jsonb_set(data, '{content}', '"edited"') WHERE position = $1`, [
-      third!.position.toString(),
+      third.position.toString(),
     ]);
     expect(await verified('/v1/sessions/edited/verify')).toMatchObject({
       ok: false,
       firstBroken: {
         stream: 'session-edited',
         revision: '2',
-        position: third!.position.toString(),
+        position: third.position.toString(),
         reason: 'hash_mismatch',
-        actual: third!.metadata.hash,
+        actual: third.metadata.hash,
       },
     });
 
     const [requested] = await streamEvents(`toolcall-${toolCallId}`);
     await db.query(`UPDATE event_log_events SET data = jsonb_set(data, '{arguments}', '{}') WHERE position = $1`, [
-      requested!.position.toString(),
+      requested.position.toString(),
     ]);
     expect(await verified(`/v1/tool-calls/${toolCallId}/verify`)).toMatchObject({
       ok: false,
       firstBroken: {
         stream: `toolcall-${toolCallId}`,
         revision: '0',
-        position: requested!.position.toString(),
+        position: requested.position.toString(),
         reason: 'hash_mismatch',
       },
     });
@@ -140,13 +140,13 @@ describe('verifying sessions and tool calls against a tampered database', () => 
   it('names the position of a removed event, in the middle of a stream or at its end', async () => {
     await recordSession('removed');
     const events = await streamEvents('session-removed');
-    await db.query('DELETE FROM event_log_events WHERE position = $1', [events[1]!.position.toString()]);
+    await db.query('DELETE FROM event_log_events WHERE position = $1', [events[1].position.toString()]);
     expect(await verified('/v1/sessions/removed/verify')).toMatchObject({
       ok: false,
       firstBroken: {
         stream: 'session-removed',
         revision: '1',
-        position: events[1]!.position.toString(),
+        position: events[1].position.toString(),
         reason: 'missing_event',
       },
     });
@@ -175,7 +175,7 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     await recordSession('rewritten');
     const events = await streamEvents('session-rewritten');
     const rewritten = await rewriteStreamFrom(db, events, 1);
-    const first = events[1]!.position.toString();
+    const first = events[1].position.toString();
     expect(await verified('/v1/sessions/rewritten/verify')).toMatchObject({
       ok: false,
       firstBroken: {
@@ -183,14 +183,14 @@ describe('verifying sessions and tool calls against a tampered database', () => 
         revision: '1',
         position: first,
         reason: 'not_in_log',
-        expected: events[1]!.metadata.hash,
+        expected: events[1].metadata.hash,
         actual: rewritten[0],
       },
     });
 
     for (const [i, hash] of rewritten.entries()) {
       await db.query('UPDATE log_leaves SET event_hash = $2 WHERE position = $1', [
-        events[1 + i]!.position.toString(),
+        events[1 + i].position.toString(),
         hash,
       ]);
     }

@@ -106,7 +106,7 @@ function parse<O extends Options>(args: readonly string[], options: O, positiona
     parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: positional !== undefined });
   } catch (error) {
     // Node's message goes on about `--`; its first sentence names the flag.
-    throw new StartupError((error as Error).message.split('. ')[0]!);
+    throw new StartupError((error as Error).message.split('. ')[0]);
   }
   if (positional !== undefined && parsed.positionals.length !== 1) throw new StartupError(`expected one ${positional}`);
   return parsed;
@@ -118,7 +118,7 @@ function newKey(input: Record<string, unknown>): ReturnType<typeof parseNewKey> 
     return parseNewKey(input, Date.now());
   } catch (error) {
     if (error instanceof ZodError) {
-      const issue = error.issues[0]!;
+      const issue = error.issues[0];
       throw new StartupError(`${FLAG_OF_FIELD[String(issue.path[0])] ?? String(issue.path[0])}: ${issue.message}`);
     }
     if (error instanceof ApiError) {

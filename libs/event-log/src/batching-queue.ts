@@ -65,7 +65,7 @@ export class BatchingQueue<Item, Result> {
         const batch = this.queue.splice(0, count);
         const results = await this.settle(batch.map((queued) => queued.item));
         batch.forEach((queued, index) => {
-          const result = results[index]!;
+          const result = results[index];
           if (result instanceof Error) queued.reject(result);
           else queued.resolve(result);
         });

@@ -72,9 +72,9 @@ export class DoubleStore {
       firstIndex >= 0 &&
       proposed.length > 0 &&
       firstIndex + proposed.length <= stream.length &&
-      proposed.every((event, offset) => stream[firstIndex + offset]!.id === event.id)
+      proposed.every((event, offset) => stream[firstIndex + offset].id === event.id)
     ) {
-      const last = stream[firstIndex + proposed.length - 1]!;
+      const last = stream[firstIndex + proposed.length - 1];
       return { ok: true, currentRevision: last.revision, position: last.position };
     }
 

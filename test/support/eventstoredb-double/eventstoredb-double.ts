@@ -79,7 +79,7 @@ function getSupportedMethods(_call: unknown, callback: grpc.sendUnaryData<unknow
     ['event_store.client.streams.streams', 'append'],
     ['event_store.client.streams.streams', 'batchappend'],
     ['event_store.client.streams.streams', 'read'],
-  ].map(([service, method]) => new featuresPb.SupportedMethod().setServiceName(service!).setMethodName(method!));
+  ].map(([service, method]) => new featuresPb.SupportedMethod().setServiceName(service).setMethodName(method));
   callback(
     null,
     new featuresPb.SupportedMethods().setMethodsList(methods).setEventStoreServerVersion('24.10.0-double'),

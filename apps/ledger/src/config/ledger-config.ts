@@ -178,7 +178,7 @@ export const LEDGER_CONFIG = Symbol('LEDGER_CONFIG');
 export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
   const parsed = environment.safeParse(env);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+    const issue = parsed.error.issues[0];
     throw new StartupError(`environment variable ${issue.path.join('.')} is invalid: ${issue.message}`);
   }
   const values = parsed.data;

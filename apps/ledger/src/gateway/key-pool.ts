@@ -179,7 +179,7 @@ export class KeyPool {
   // the chosen one by the total, so a 3:1 pair goes a,a,b,a rather than a,a,a,b.
   private nextByWeight(candidates: KeyHealth[]): KeyHealth {
     let total = 0;
-    let chosen = candidates[0]!;
+    let chosen = candidates[0];
     for (const health of candidates) {
       health.current += health.key.weight;
       total += health.key.weight;

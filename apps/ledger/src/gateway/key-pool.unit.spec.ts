@@ -15,7 +15,7 @@ class ManualClock {
 
 function upstreamWith(keys: { key: string; weight?: number }[]): Upstream {
   const upstream = { name: 'main', protocol: 'openai', baseUrl: 'http://provider.test/v1', models: '*', keys };
-  return parseUpstreams({ upstreams: [upstream] }, {})[0]!;
+  return parseUpstreams({ upstreams: [upstream] }, {})[0];
 }
 
 function keyNamed(upstream: Upstream, value: string): UpstreamKey {
@@ -201,13 +201,13 @@ describe('KeyPool', () => {
   it('reports each cooldown to the metrics by upstream, key hash and reason, never the key', async () => {
     const metrics = new LedgerMetrics();
     const { upstream, pool } = poolOf([{ key: 'sk-live-secret-a' }, { key: 'sk-live-secret-b' }], metrics);
-    pool.report(upstream.keys[0]!, 'rate_limited', { retryAfter: '1' });
-    pool.report(upstream.keys[1]!, 'unauthorized');
+    pool.report(upstream.keys[0], 'rate_limited', { retryAfter: '1' });
+    pool.report(upstream.keys[1], 'unauthorized');
     const text = await metrics.registry.metrics();
-    const hashA = upstream.keys[0]!.hash;
+    const hashA = upstream.keys[0].hash;
     const cooldowns = 'ledger_gateway_upstream_key_cooldowns_total';
     expect(text).toContain(`${cooldowns}{upstream="main",key="${hashA}",reason="rate_limited"} 1`);
-    expect(text).toContain(`key="${upstream.keys[1]!.hash}",reason="unauthorized"} 1`);
+    expect(text).toContain(`key="${upstream.keys[1].hash}",reason="unauthorized"} 1`);
     expect(text).not.toContain('secret');
   });
 });

@@ -81,7 +81,7 @@ export function parseUpstreams(document: unknown, env: NodeJS.ProcessEnv): Upstr
   const parsed = upstreamsSchema.safeParse(document);
   if (!parsed.success) {
     const [issue] = parsed.error.issues;
-    throw new UpstreamsConfigError(`${issue!.path.join('.') || '(document)'}: ${issue!.message}`);
+    throw new UpstreamsConfigError(`${issue.path.join('.') || '(document)'}: ${issue.message}`);
   }
   return parsed.data.upstreams.map((upstream, upstreamIndex) => {
     const keys = upstream.keys.map(({ key, weight }, keyIndex) => {
@@ -100,7 +100,7 @@ export function parseUpstreams(document: unknown, env: NodeJS.ProcessEnv): Upstr
 function resolveKey(key: string, env: NodeJS.ProcessEnv, where: string): string {
   const reference = ENV_REFERENCE.exec(key);
   if (!reference) return key;
-  const value = env[reference[1]!];
+  const value = env[reference[1]];
   if (!value) throw new UpstreamsConfigError(`${where}: environment variable ${reference[1]} is not set`);
   return value;
 }

@@ -35,16 +35,16 @@ describe('LEDGER_UPSTREAMS', () => {
       baseUrl: 'https://api.openai.com/v1',
       models: ['gpt-4o', 'gpt-4o-mini'],
     });
-    expect(openai!.keys.map((key) => [key.value(), key.weight])).toEqual([
+    expect(openai.keys.map((key) => [key.value(), key.weight])).toEqual([
       [SECRET, 3],
       ['sk-from-the-environment', 1],
     ]);
-    expect(anthropic!.models).toBe('*');
+    expect(anthropic.models).toBe('*');
   });
 
   it('names each key by the first 8 hex digits of its SHA-256 and never shows the key', () => {
     const upstreams = parseUpstreams({ upstreams: [openaiUpstream()] }, env);
-    expect(upstreams[0]!.keys[0]!.hash).toBe(shortKeyHash(SECRET));
+    expect(upstreams[0].keys[0].hash).toBe(shortKeyHash(SECRET));
     expect(shortKeyHash('abc')).toBe('ba7816bf');
     expect(JSON.stringify(upstreams)).not.toContain(SECRET);
     expect(inspect(upstreams, { depth: 10, showHidden: true })).not.toContain(SECRET);
@@ -137,8 +137,8 @@ describe('LEDGER_UPSTREAMS', () => {
         ].join('\n'),
       );
       const json = write('upstreams.json', JSON.stringify({ upstreams: [anthropicUpstream] }));
-      expect(loadUpstreams(yaml, env)[0]!.keys[0]!.value()).toBe('sk-from-the-environment');
-      expect(loadUpstreams(json, env)[0]!.name).toBe('anthropic');
+      expect(loadUpstreams(yaml, env)[0].keys[0].value()).toBe('sk-from-the-environment');
+      expect(loadUpstreams(json, env)[0].name).toBe('anthropic');
     });
 
     it.each<[string, string, string]>([

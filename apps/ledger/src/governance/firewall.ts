@@ -105,7 +105,7 @@ export function loadFirewallPolicy(file: string): FirewallPolicy {
   const parsed = firewallPolicySchema.safeParse(/\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text));
   if (parsed.success) return parsed.data;
   const [issue] = parsed.error.issues;
-  throw new Error(`firewall policy ${file}: ${issue!.path.join('.')}: ${issue!.message}`);
+  throw new Error(`firewall policy ${file}: ${issue.path.join('.')}: ${issue.message}`);
 }
 
 /**
@@ -372,7 +372,7 @@ function placeRelative(relative: string, directories: readonly string[]): string
     const candidate = path.resolve(directory, relative);
     if (directories.some((allowed) => within(candidate, allowed))) return candidate;
   }
-  return path.resolve(directories[0]!, relative);
+  return path.resolve(directories[0], relative);
 }
 
 function within(candidate: string, directory: string): boolean {

@@ -89,7 +89,7 @@ export class Guardian {
       if (!verdict.success)
         return failure(
           reviewer,
-          `the reviewer's answer does not fit the verdict schema (${verdict.error.issues[0]!.path.join('.') || 'answer'})`,
+          `the reviewer's answer does not fit the verdict schema (${verdict.error.issues[0].path.join('.') || 'answer'})`,
         );
       return { ...verdict.data, reviewer, failed: false };
     } catch (error) {

@@ -25,9 +25,7 @@ export type McpServersConfig = z.infer<typeof mcpServersSchema>;
 export function loadMcpServers(file: string): McpServersConfig {
   const parsed = mcpServersSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
   if (!parsed.success)
-    throw new Error(
-      `MCP servers ${file}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
-    );
+    throw new Error(`MCP servers ${file}: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
   return parsed.data;
 }
 

@@ -97,7 +97,7 @@ function describeError(error: unknown): { status: number; body: { code: string; 
   if (error instanceof ChunkValidationError)
     return { status: 400, body: withField('invalid_chunk', error.message, `chunks[${error.index}].${error.field}`) };
   if (error instanceof ZodError) {
-    const issue = error.issues[0]!;
+    const issue = error.issues[0];
     const field = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(',') : '(body)');
     return {
       status: 400,

@@ -94,7 +94,7 @@ export class ApiKeyStore {
         createdBy,
       ],
     );
-    const record = present(rows[0]!);
+    const record = present(rows[0]);
     const { name, tenant, roles, subject, expiresAt } = record;
     await this.eventLog.append(
       tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
@@ -129,7 +129,7 @@ export class ApiKeyStore {
       [id, tenant ?? null, revokedBy],
     );
     if (rows.length === 0) throw new ApiError(404, 'key_not_found', 'no such key');
-    const record = present(rows[0]!);
+    const record = present(rows[0]);
     this.cache.delete(id);
     await this.eventLog.append(
       tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id),
@@ -160,7 +160,7 @@ export class ApiKeyStore {
 
   async count(): Promise<number> {
     const { rows } = await this.pool.query<{ count: string }>('SELECT count(*) FROM api_keys');
-    return Number(rows[0]!.count);
+    return Number(rows[0].count);
   }
 
   /** The principal of a presented key, or an AuthenticationError saying why not. */

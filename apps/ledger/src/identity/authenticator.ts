@@ -34,7 +34,7 @@ function presentedCredential(headers: IncomingHttpHeaders): string {
   if (authorization !== undefined) {
     const match = /^Bearer ([\x21-\x7e]{1,8192})$/i.exec(authorization);
     if (!match) throw new AuthenticationError('malformed', 'the authorization header is not `Bearer <credential>`');
-    return match[1]!;
+    return match[1];
   }
   const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.length > 0 && apiKey.length <= 8192) return apiKey;

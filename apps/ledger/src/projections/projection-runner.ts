@@ -98,7 +98,7 @@ export class ProjectionRunner {
         const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [
           lockKey.toString(),
         ]);
-        if (!rows[0]!.leader) {
+        if (!rows[0].leader) {
           this.applied = -1n;
           await this.pause();
           continue;
@@ -162,7 +162,7 @@ export class ProjectionRunner {
       'SELECT position FROM projection_checkpoints WHERE name = $1',
       [this.definition.name],
     );
-    return BigInt(rows[0]!.position);
+    return BigInt(rows[0].position);
   }
 
   private advance(position: bigint): void {

@@ -68,7 +68,7 @@ async function withRebuildLock<T>(
       const { rows } = await lock.query<{ free: boolean }>('SELECT pg_try_advisory_lock($1) AS free', [
         REBUILD_LOCK_KEY,
       ]);
-      if (!rows[0]!.free) return undefined;
+      if (!rows[0].free) return undefined;
     }
     try {
       return await work();

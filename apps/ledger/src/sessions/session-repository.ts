@@ -76,7 +76,7 @@ export class SessionRepository {
     }
     const pending = queue.push({ ...command, author });
     return pending.finally(() => {
-      if (queue!.idle) this.queues.delete(streamId);
+      if (queue.idle) this.queues.delete(streamId);
     });
   }
 

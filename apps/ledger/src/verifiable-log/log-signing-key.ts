@@ -44,5 +44,5 @@ export async function loadLogSigningKey(config: VerifiableLogConfig, dataDir: st
     .digest('hex');
   const signer = { name: config.origin ?? `block-ledger/${fingerprint.slice(0, 16)}`, privateKey };
   const verifierKey = verifierKeyOf(signer);
-  return { signer, verifierKey, keyId: verifierKey.split('+')[1]! };
+  return { signer, verifierKey, keyId: verifierKey.split('+')[1] };
 }

@@ -37,7 +37,7 @@ export class SessionExporter {
 
   async export(principal: Principal, sessionId: string, since: bigint | undefined, now: Date): Promise<string[]> {
     const streams = await this.streams.sessionStreams(principal.tenant, sessionId);
-    if (streams[0]!.events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
+    if (streams[0].events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
     const events = streams.flatMap((stream) => stream.events);
     const lastPosition = events.reduce((max, event) => (event.position > max ? event.position : max), 0n);
     const checkpoint = await this.log.checkpointCovering(lastPosition);

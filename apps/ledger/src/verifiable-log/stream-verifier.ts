@@ -66,7 +66,7 @@ export class StreamVerifier {
 
   async verifySession(tenant: string, sessionId: string): Promise<VerifyReport> {
     const streams = await this.sessionStreams(tenant, sessionId);
-    if (streams[0]!.events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
+    if (streams[0].events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
     return this.verify(streams);
   }
 

@@ -183,7 +183,7 @@ export class VerifiableLog {
           position: leaf.position,
           leafIndex: leaf.leafIndex,
           treeSize,
-          hashes: paths[i]!.map((range) => rangeHash(range, lookup)),
+          hashes: paths[i].map((range) => rangeHash(range, lookup)),
         },
       ]),
     );

@@ -56,7 +56,7 @@ describe('snapshot text in the log (rule 4)', () => {
     const snapshotBytes = words.reduce((sum, _, index) => sum + words.slice(0, index + 1).join('').length, 0);
     const storedBytes = stored.reduce((sum, chunk) => sum + JSON.stringify(chunk).length, 0);
     expect(storedBytes).toBeLessThan(snapshotBytes / 20);
-    expect(state.blocks[0]!.content).toBe(words.join(''));
+    expect(state.blocks[0].content).toBe(words.join(''));
   });
 
   it('stores the whole text when a snapshot does not extend the previous one (a provider rewrote it)', () => {
@@ -71,6 +71,6 @@ describe('snapshot text in the log (rule 4)', () => {
         .slice(1)
         .map((chunk) => ('append' in chunk ? { append: chunk.append } : { text: (chunk as { text: string }).text })),
     ).toEqual([{ text: 'Helo' }, { text: 'Hello' }, { append: ', world' }]);
-    expect(state.blocks[0]!.content).toBe('Hello, world');
+    expect(state.blocks[0].content).toBe('Hello, world');
   });
 });

@@ -112,7 +112,7 @@ export function parseChunk(value: unknown, index: number): Chunk {
   }
   const result = schema.safeParse(value);
   if (!result.success) {
-    const issue = result.error.issues[0]!;
+    const issue = result.error.issues[0];
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
     const field = [...issue.path, ...keys].map(String).join('.') || '(chunk)';
     throw new ChunkValidationError(
@@ -121,7 +121,7 @@ export function parseChunk(value: unknown, index: number): Chunk {
       issue.code === 'unrecognized_keys' ? 'is not a field of this chunk type' : issue.message,
     );
   }
-  return result.data as Chunk;
+  return result.data;
 }
 
 /** Validates a whole batch before anything is used: the first bad chunk fails it all. */

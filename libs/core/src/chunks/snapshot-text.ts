@@ -31,7 +31,7 @@ const PART_OF = {
 
 export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: StoredChunk; state: SnapshotState } {
   if (chunk.type !== 'text.delta' && chunk.type !== 'thinking.delta')
-    return { stored: chunk as StoredChunk, state: advance(state, chunk) };
+    return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const previous = state[part];
   const { text, ...rest } = chunk;
@@ -45,11 +45,11 @@ export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: Store
 
 export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
   if (stored.type !== 'text.delta' && stored.type !== 'thinking.delta')
-    return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
+    return { chunk: stored, state: advance(state, stored) };
   const part = PART_OF[stored.type];
   const { append, text, ...rest } = stored as typeof stored & { append?: string; text?: string };
   const full = append === undefined ? text! : state[part] + append;
-  return { chunk: { ...rest, text: full } as Chunk, state: { ...state, [part]: full } };
+  return { chunk: { ...rest, text: full }, state: { ...state, [part]: full } };
 }
 
 /** A part's snapshot starts empty when the part starts and is forgotten when it completes. */

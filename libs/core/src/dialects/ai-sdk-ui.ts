@@ -117,7 +117,7 @@ export const aiSdkUiTranslator: Translator<AiSdkUiState> = {
       if (state.phase !== 'before') throw new DialectError('type', 'start comes once, first');
       return { state: { ...state, phase: 'streaming' }, chunks: [{ type: 'llm_response_created' }] };
     }
-    const inStream = part as Exclude<UiPart, { type: 'start' }>;
+    const inStream = part;
     return afterStart(state, (started) => translatePart(started, inStream));
   },
 };

@@ -4,7 +4,7 @@ import { DialectRecording } from '../testing/dialect-recording.js';
 import { ANTHROPIC_STREAMS, OPENAI_STREAMS } from '../testing/dialect-streams.js';
 
 const [openAiText] = OPENAI_STREAMS;
-const events = openAiText!.events;
+const events = openAiText.events;
 
 function thrownBy(run: () => unknown): unknown {
   try {
@@ -19,15 +19,15 @@ describe('provider events in the log (ADR 0015)', () => {
   // A raw chunk stands for an event that means no chunk, so every provider event is in the log.
   it('records every provider event as the source of its first chunk', () => {
     const recording = new DialectRecording('anthropic');
-    const decision = recording.send(1, ANTHROPIC_STREAMS[0]!.events.slice(0, 3));
+    const decision = recording.send(1, ANTHROPIC_STREAMS[0].events.slice(0, 3));
     expect(
       decision.events.map(({ event }) => [
         event.type,
         (event.data as { source: { seq: number; event?: unknown } }).source,
       ]),
     ).toEqual([
-      ['chunk.llm_response_created', { dialect: 'anthropic', seq: 1, event: ANTHROPIC_STREAMS[0]!.events[0] }],
-      ['chunk.text.start', { dialect: 'anthropic', seq: 2, event: ANTHROPIC_STREAMS[0]!.events[1] }],
+      ['chunk.llm_response_created', { dialect: 'anthropic', seq: 1, event: ANTHROPIC_STREAMS[0].events[0] }],
+      ['chunk.text.start', { dialect: 'anthropic', seq: 2, event: ANTHROPIC_STREAMS[0].events[1] }],
       ['chunk.raw', { dialect: 'anthropic', seq: 3, event: { type: 'ping' } }],
     ]);
   });

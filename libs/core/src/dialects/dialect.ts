@@ -47,7 +47,7 @@ export function fieldPath(path: readonly PropertyKey[]): string {
 export function parseEvent<T>(schema: z.ZodType<T>, event: unknown): T {
   const result = schema.safeParse(event);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  const issue = result.error.issues[0];
   const keys = issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : [];
   const message = issue.code === 'unrecognized_keys' ? 'is not a field of this event' : issue.message;
   throw new DialectError(fieldPath([...issue.path, ...keys]), message);

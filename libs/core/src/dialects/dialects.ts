@@ -21,5 +21,5 @@ export function isDialectName(name: string): name is DialectName {
 
 /** A dialect's translator, its state kept opaque where the dialect is chosen at run time. */
 export function translatorOf(name: DialectName): Translator<unknown> {
-  return DIALECTS[name] as Translator<unknown>;
+  return DIALECTS[name];
 }

@@ -156,7 +156,7 @@ export const openAiChatTranslator: Translator<OpenAiChatState> = {
 
 /** The chunks that would stream a whole response: one delta per part, then the finish with the usage. */
 function completionStandIns({ choices: [choice], usage }: z.infer<typeof completion>): StandIn[] {
-  const { message, finish_reason: finishReason } = choice!;
+  const { message, finish_reason: finishReason } = choice;
   const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
     object: 'chat.completion.chunk',
     choices: [{ index: 0, delta, finish_reason: finishReason }],

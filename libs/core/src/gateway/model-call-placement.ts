@@ -236,10 +236,10 @@ function missingResults(recorded: Turn, sent: Extract<Turn, { role: 'assistant' 
   };
   if (!sameTurn(pending, sentPending)) return undefined;
   const added = lastSent.tools.filter(
-    (tool, index) => tool.result !== undefined && lastRecorded.tools[index]!.result === undefined,
+    (tool, index) => tool.result !== undefined && lastRecorded.tools[index].result === undefined,
   );
   const agree = lastSent.tools.every((tool, index) => {
-    const known = lastRecorded.tools[index]!.result;
+    const known = lastRecorded.tools[index].result;
     return known === undefined || canonicalJson(known) === canonicalJson(tool.result ?? null);
   });
   return agree ? (added as ResultedCall[]) : undefined;
@@ -277,7 +277,7 @@ function roundChunks(round: Round): UnnumberedChunk[] {
         text: part.text,
         ...(part.signature === undefined ? {} : { signature: part.signature }),
         ...(part.item === undefined ? {} : { item: part.item }),
-      } as UnnumberedChunk,
+      },
     ]),
     ...(round.text === ''
       ? []

@@ -63,7 +63,7 @@ export function readModelCallRequest(protocol: GatewayProtocol, body: unknown): 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  const issue = result.error.issues[0];
   throw new ModelCallRequestError(fieldPath(issue.path), issue.message);
 }
 

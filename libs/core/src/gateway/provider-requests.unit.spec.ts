@@ -42,9 +42,9 @@ describe('readModelCallRequest (openai-responses)', () => {
     expect(turns).toHaveLength(2);
     const [round, ...more] = (turns[1] as Extract<(typeof turns)[number], { role: 'assistant' }>).rounds;
     expect(more).toEqual([]);
-    expect(round!.text).toBe('Checking.');
-    expect(round!.thinking.map((part) => part.item)).toEqual([reasoning]);
-    expect(round!.tools.map((tool) => [tool.id, tool.result?.content])).toEqual([
+    expect(round.text).toBe('Checking.');
+    expect(round.thinking.map((part) => part.item)).toEqual([reasoning]);
+    expect(round.tools.map((tool) => [tool.id, tool.result?.content])).toEqual([
       ['paris', 'sky over paris'],
       ['rome', 'sky over rome'],
     ]);
@@ -89,7 +89,7 @@ describe('readModelCallRequest (openai-responses)', () => {
       metadata: {},
       owner: 'subject:p',
       writers: [],
-    } as SessionCommand);
+    });
     const first = place([user], 'answer-1');
     const whole = { object: 'response', status: 'completed', output: firstResponse };
     run({

@@ -16,7 +16,7 @@ export function canonicalJson(value: unknown): string {
   if (Array.isArray(value))
     return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
   if (typeof value === 'object') {
-    const members = Object.keys(value as object)
+    const members = Object.keys(value)
       .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
       .sort()
       .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);

@@ -136,15 +136,15 @@ describe('history builder', () => {
       ['assistant', ['text']],
       ['user', ['text']],
     ]);
-    expect(history.messages[1]!.content[1]).toEqual({
+    expect(history.messages[1].content[1]).toEqual({
       type: 'tool_use',
       id: 'call_w1',
       name: 'get_weather',
       input: { city: 'Paris' },
     });
-    expect(history.messages[2]!.content[0]).toEqual({ type: 'tool_result', tool_use_id: 'call_w1', content: weather });
+    expect(history.messages[2].content[0]).toEqual({ type: 'tool_result', tool_use_id: 'call_w1', content: weather });
     const failed = anthropicHistory([assistantFrom('05-tool-error.json')], { includeThinking: false });
-    expect(failed.messages[1]!.content[0]).toMatchObject({
+    expect(failed.messages[1].content[0]).toMatchObject({
       type: 'tool_result',
       tool_use_id: 'call_f1',
       is_error: true,

@@ -80,7 +80,7 @@ function given(...steps: Step[]) {
     { type: 'message.created', data: { messageId: 'u1', role: 'user', parentId: null, model: null, content: 'go' } },
     { type: 'message.created', data: { messageId: 'a1', role: 'assistant', parentId: 'u1', model: null, content: '' } },
   ];
-  let state = initialSessionState as SessionState;
+  let state = initialSessionState;
   const record = (event: SessionEvent) => {
     const position = state.status === 'open' ? state.position + 1n : 1n;
     state = evolveSession(state, { ...event, position, recordedAt: at });

@@ -141,7 +141,7 @@ describe('session decider', () => {
       chunks({ type: 'text.start' }, { type: 'text.delta', text: 'Hel' }, { type: 'text.delta', text: 'Hello' }),
     ).then(({ events, duplicateSeqs }) => {
       expect(events.map((e) => e.event.type)).toEqual(['chunk.text.start', 'chunk.text.delta', 'chunk.text.delta']);
-      expect(events[2]!.event.data).toEqual({ messageId: 'a1', seq: 3, type: 'text.delta', append: 'lo' });
+      expect(events[2].event.data).toEqual({ messageId: 'a1', seq: 3, type: 'text.delta', append: 'lo' });
       expect(duplicateSeqs).toEqual([]);
       expect(new Set(events.map((e) => e.id)).size).toBe(3);
     });
@@ -318,7 +318,7 @@ describe('session decider', () => {
         .when(fork(null))
         .then(({ events }) => {
           expect(events).toHaveLength(1);
-          expect(events[0]!.event).toEqual({
+          expect(events[0].event).toEqual({
             type: 'session.forked',
             data: {
               sessionId: 'f1',
@@ -330,7 +330,7 @@ describe('session decider', () => {
             },
           });
           const forked = forkSession(source, {
-            ...events[0]!.event,
+            ...events[0].event,
             position: 9n,
             recordedAt: '2026-01-02T00:00:00.000Z',
           }) as OpenSession;
@@ -350,7 +350,7 @@ describe('session decider', () => {
         .when(fork('a1'))
         .then(({ events }) => {
           const forked = forkSession(source, {
-            ...events[0]!.event,
+            ...events[0].event,
             position: 9n,
             recordedAt: '2026-01-02T00:00:00.000Z',
           }) as OpenSession;

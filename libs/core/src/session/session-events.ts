@@ -259,7 +259,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const { messageId, source, ...stored } = event.data as ChunkEventData;
     const message = state.messages.get(messageId);
     if (!message || stored.seq !== message.chunkDigests.length + 1) return state;
-    const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored as StoredChunk);
+    const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored);
     const next: MessageState = {
       ...withBlocks(message, evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }), event.position),
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],

@@ -826,7 +826,7 @@ function reasoningItem(outputIndex: number, summaries: readonly (readonly string
       },
       ...summaries.flatMap((pieces, index) => {
         const partAt = { ...at, summary_index: index };
-        const part = summary[index]!;
+        const part = summary[index];
         return [
           { type: 'response.reasoning_summary_part.added', ...partAt, part: { ...part, text: '' } },
           ...pieces.map((delta) => ({ type: 'response.reasoning_summary_text.delta', ...partAt, delta })),
@@ -964,15 +964,15 @@ const OPENAI_RESPONSES_RESPONSES: readonly DialectStream[] = [
 
 export const AI_SDK_STREAMS: readonly DialectStream[] = [
   ...AI_SDK_RESPONSES,
-  twoRounds(AI_SDK_RESPONSES[3]!, AI_SDK_RESPONSES[0]!),
+  twoRounds(AI_SDK_RESPONSES[3], AI_SDK_RESPONSES[0]),
 ];
 export const OPENAI_STREAMS: readonly DialectStream[] = [
   ...OPENAI_RESPONSES,
-  twoRounds(OPENAI_RESPONSES[2]!, OPENAI_RESPONSES[1]!),
+  twoRounds(OPENAI_RESPONSES[2], OPENAI_RESPONSES[1]),
 ];
 export const ANTHROPIC_STREAMS: readonly DialectStream[] = [
   ...ANTHROPIC_RESPONSES,
-  twoRounds(ANTHROPIC_RESPONSES[2]!, ANTHROPIC_RESPONSES[1]!),
+  twoRounds(ANTHROPIC_RESPONSES[2], ANTHROPIC_RESPONSES[1]),
 ];
 /** A Responses tool round, then the next call's answer, for a message recorded round by round. */
 export const OPENAI_RESPONSES_ROUNDS = [RESPONSES_TOOL_ROUND, RESPONSES_TEXT] as const;
@@ -1019,7 +1019,7 @@ export const OPENAI_WHOLE: WholeResponses = {
       ],
     },
   ],
-  afterToolRound: OPENAI_RESPONSES[2]!.events,
+  afterToolRound: OPENAI_RESPONSES[2].events,
 };
 
 /** A whole Messages `message` (a call without `stream`). */
@@ -1072,7 +1072,7 @@ export const ANTHROPIC_WHOLE: WholeResponses = {
       ],
     },
   ],
-  afterToolRound: ANTHROPIC_RESPONSES[2]!.events,
+  afterToolRound: ANTHROPIC_RESPONSES[2].events,
 };
 
 export const OPENAI_RESPONSES_WHOLE: WholeResponses = {

@@ -9,7 +9,7 @@ const split = (n: number) => 2 ** Math.ceil(Math.log2(n) - 1);
 
 export function naiveRoot(d: readonly Uint8Array[]): Buffer {
   if (d.length === 0) return sha();
-  if (d.length === 1) return sha(Buffer.from([0]), d[0]!);
+  if (d.length === 1) return sha(Buffer.from([0]), d[0]);
   const k = split(d.length);
   return sha(Buffer.from([1]), naiveRoot(d.slice(0, k)), naiveRoot(d.slice(k)));
 }

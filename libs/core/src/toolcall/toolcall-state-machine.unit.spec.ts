@@ -161,7 +161,7 @@ describe('tool-call state machine', () => {
     given(...twoEyes, oneApproval)
       .when(decide(true, 'bob'))
       .then('toolcall.approved');
-    expect(decideToolCall(decide(true, 'bob'), given(...twoEyes, oneApproval).state)[0]!.event.data).toMatchObject({
+    expect(decideToolCall(decide(true, 'bob'), given(...twoEyes, oneApproval).state)[0].event.data).toMatchObject({
       by: 'bob',
       approvals: [
         { by: 'alice', subject: 'subject:alice' },
@@ -180,7 +180,7 @@ describe('tool-call state machine', () => {
       { ...guardian('high'), requiredApprovals: 2 } as ToolCallCommand,
       given(requested, firewall('allow')).state,
     );
-    expect(asked[1]!.event).toMatchObject({ type: 'toolcall.approval_requested', data: { required: 2 } });
+    expect(asked[1].event).toMatchObject({ type: 'toolcall.approval_requested', data: { required: 2 } });
   });
 
   it('approval: first decision wins, arguments must match, the requester cannot approve, expiry only after the deadline', () => {

@@ -176,7 +176,7 @@ export function verifyBundle(text: string, verifierKey: string, since?: string):
       lineNumber += 1;
       if (lineNumber >= checkpointLineNumber)
         throw new BundleError(lineNumber, `the manifest counts ${manifest.events} events; the bundle ends before`);
-      const event = parseLine(eventLine, lines[lineNumber - 1]!, lineNumber);
+      const event = parseLine(eventLine, lines[lineNumber - 1], lineNumber);
       if (event.stream !== stream.stream || event.revision !== String(revision) || event.position !== position) {
         throw new BundleError(
           lineNumber,
@@ -244,7 +244,7 @@ function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+    const issue = parsed.error.issues[0];
     throw new BundleError(lineNumber, `${issue.path.join('.') || 'line'}: ${issue.message}`);
   }
   return parsed.data;
@@ -258,7 +258,7 @@ function openManifest(line: string, verifier: NoteVerifier): BundleManifest {
   } catch (error) {
     throw new BundleError(1, `manifest signature: ${(error as Error).message}`);
   }
-  return parseLine(manifestSchema, text.slice(0, -1), 1) as BundleManifest;
+  return parseLine(manifestSchema, text.slice(0, -1), 1);
 }
 
 function openBundleCheckpoint(

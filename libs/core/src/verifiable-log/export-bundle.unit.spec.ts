@@ -64,7 +64,7 @@ function given(tenant = 'default') {
     exportedAt: '2026-11-22T01:00:00.000Z',
     events: session.length,
     origin: signer.name,
-    keyId: vkey.split('+')[1]!,
+    keyId: vkey.split('+')[1],
     treeSize: String(treeSize),
     streams: [
       {
@@ -99,7 +99,7 @@ describe('export bundle verification', () => {
 
   it('names the line of an event moved to another position, whose hash does not cover it', () => {
     const { lines } = given();
-    lines[2] = lines[2]!.replace('"position":"4"', '"position":"5"');
+    lines[2] = lines[2].replace('"position":"4"', '"position":"5"');
     expect(() => verifyBundle(`${lines.join('\n')}\n`, vkey)).toThrow(
       /^line 3: expected session-s1 revision 1 at position 4/,
     );
@@ -107,7 +107,7 @@ describe('export bundle verification', () => {
 
   it('names the line of a proof that does not lead to the root', () => {
     const { lines } = given();
-    const event = JSON.parse(lines[3]!);
+    const event = JSON.parse(lines[3]);
     event.proof[0] = Buffer.alloc(32).toString('base64');
     lines[3] = JSON.stringify(event);
     expect(() => verifyBundle(`${lines.join('\n')}\n`, vkey)).toThrow(

@@ -181,10 +181,10 @@ function walkAround(
   if (size === 0n) return EMPTY_TREE_ROOT;
   const walk = (start: bigint, end: bigint, lo: number, hi: number): Hash => {
     if (lo === hi) return around({ start, end });
-    if (end - start === 1n) return leaf(indexes[lo]!);
+    if (end - start === 1n) return leaf(indexes[lo]);
     const middle = start + splitPoint(end - start);
     let split = lo;
-    while (split < hi && indexes[split]! < middle) split += 1;
+    while (split < hi && indexes[split] < middle) split += 1;
     return nodeHash(walk(start, middle, lo, split), walk(middle, end, split, hi));
   };
   const inside = indexes.filter((index) => index >= 0n && index < size);
@@ -271,8 +271,8 @@ export function verifyConsistency(
   const path = isPowerOfTwo(first) ? [firstRoot, ...proof] : [...proof];
   const walk = new ProofWalk(first - 1n, second - 1n);
   while ((walk.fn & 1n) === 1n) walk.up();
-  let fr: Uint8Array = path[0]!;
-  let sr: Uint8Array = path[0]!;
+  let fr: Uint8Array = path[0];
+  let sr: Uint8Array = path[0];
   for (const c of path.slice(1)) {
     if (walk.atRoot) throw new MerkleProofError('consistency proof is too long');
     if (walk.hasLeftSibling) {

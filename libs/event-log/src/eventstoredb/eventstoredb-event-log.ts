@@ -145,7 +145,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
           throw error;
         }
         // The server returns the last position only; each caller needs its own, so read the new events back.
-        for (const event of await withRetry(() => readStream(streamId, { fromRevision: sealed[0]!.revision }))) {
+        for (const event of await withRetry(() => readStream(streamId, { fromRevision: sealed[0].revision }))) {
           entry.known.set(event.id, { revision: event.revision, position: event.position });
         }
         entry.head = head;
@@ -223,7 +223,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         writers.set(streamId, writer);
       }
       return writer.push({ events, expected }).finally(() => {
-        if (writer!.idle) writers.delete(streamId);
+        if (writer.idle) writers.delete(streamId);
       });
     },
     readStream,

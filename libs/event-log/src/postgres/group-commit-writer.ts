@@ -55,8 +55,8 @@ export class GroupCommitWriter {
         let events = 0;
         let count = 0;
         const fits = (next: PendingAppend) => events + next.events.length <= options.maxEventsPerCommit;
-        while (count < waiting.length && (count === 0 || fits(waiting[count]!))) {
-          events += waiting[count]!.events.length;
+        while (count < waiting.length && (count === 0 || fits(waiting[count]))) {
+          events += waiting[count].events.length;
           count += 1;
         }
         return count;

@@ -75,7 +75,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
 
   async function headPosition(): Promise<bigint> {
     const { rows } = await pool.query<{ position: string }>('SELECT position FROM event_log_head');
-    return BigInt(rows[0]!.position);
+    return BigInt(rows[0].position);
   }
 
   async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
@@ -123,8 +123,8 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     return {
       engine: 'postgres',
       headPosition: await headPosition(),
-      appendLockHeldMs: rows[0]!.held_ms,
-      waitingWriters: rows[0]!.waiting,
+      appendLockHeldMs: rows[0].held_ms,
+      waitingWriters: rows[0].waiting,
     };
   }
 

@@ -78,16 +78,16 @@ export function eventLogContract(
         expect(stored.map((event) => event.id)).toEqual(events.map((event) => event.id));
         expect(stored.map((event) => event.revision)).toEqual([0n, 1n, 2n]);
         expect(isStrictlyIncreasing(positions(stored))).toBe(true);
-        expect(stored[2]!.position).toBe(result.position);
-        expect(stored[0]!.data).toEqual({ index: 0 });
-        expect(stored[1]!.metadata).toMatchObject({
+        expect(stored[2].position).toBe(result.position);
+        expect(stored[0].data).toEqual({ index: 0 });
+        expect(stored[1].metadata).toMatchObject({
           schemaVersion: 1,
           correlationId: 'corr-1',
           causationId: 'cause',
           actor: 'anonymous',
           tenant: 'default',
         });
-        expect(Number.isNaN(Date.parse(stored[0]!.metadata.recordedAt))).toBe(false);
+        expect(Number.isNaN(Date.parse(stored[0].metadata.recordedAt))).toBe(false);
 
         let prevHash = GENESIS_HASH;
         for (const event of stored) {
@@ -115,7 +115,7 @@ export function eventLogContract(
           NO_STREAM,
         );
         const [stored] = await log.readStream(streamId);
-        expect(stored!.metadata).toMatchObject({ tenant: 'acme', actor: 'key-42', schemaVersion: 2 });
+        expect(stored.metadata).toMatchObject({ tenant: 'acme', actor: 'key-42', schemaVersion: 2 });
       });
 
       it('reads a missing stream as empty', async () => {
@@ -165,12 +165,12 @@ export function eventLogContract(
         const revisions = (events: readonly RecordedEvent[]) => events.map((event) => event.revision);
 
         expect(revisions(await page(0n, 3))).toEqual([0n, 1n, 2n]);
-        expect(revisions(await page(all[17]!.position, 3))).toEqual([18n, 19n, 20n]);
-        const gap = all[17]!.position + 1n; // the other stream's event after revision 17
-        expect(all[18]!.position).toBeGreaterThan(gap);
+        expect(revisions(await page(all[17].position, 3))).toEqual([18n, 19n, 20n]);
+        const gap = all[17].position + 1n; // the other stream's event after revision 17
+        expect(all[18].position).toBeGreaterThan(gap);
         expect(revisions(await page(gap, 3))).toEqual([18n, 19n, 20n]);
-        expect(revisions(await page(all[38]!.position, 3))).toEqual([39n]);
-        expect(await page(all[39]!.position, 3)).toEqual([]);
+        expect(revisions(await page(all[38].position, 3))).toEqual([39n]);
+        expect(await page(all[39].position, 3)).toEqual([]);
         expect(await readStreamAfterPosition(log, `${prefix}missing`, 5n, 3)).toEqual([]);
         // Every read is bounded: a page costs its rows, the stream's last event and a bisection
         // (log2 of 40 single rows).
@@ -265,7 +265,7 @@ export function eventLogContract(
         const stored = await other.readStream(streamId);
         expect(stored.map((event) => event.revision)).toEqual(Array.from({ length: 12 }, (_, index) => BigInt(index)));
         stored.forEach((event, index) =>
-          expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : stored[index - 1]!.metadata.hash),
+          expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : stored[index - 1].metadata.hash),
         );
       });
     });
@@ -288,11 +288,11 @@ export function eventLogContract(
       it('a batch mixing known and new events stores only the new ones', async () => {
         const streamId = `${uniquePrefix('s')}mixed`;
         const [known, ...rest] = newEvents(3);
-        await log.append(streamId, [known!], NO_STREAM);
-        const result = await log.append(streamId, [known!, ...rest], ANY);
-        expect(result).toMatchObject({ appended: 2, duplicates: [known!.id], nextExpectedRevision: 2n });
+        await log.append(streamId, [known], NO_STREAM);
+        const result = await log.append(streamId, [known, ...rest], ANY);
+        expect(result).toMatchObject({ appended: 2, duplicates: [known.id], nextExpectedRevision: 2n });
         expect((await log.readStream(streamId)).map((event) => event.id)).toEqual([
-          known!.id,
+          known.id,
           ...rest.map((event) => event.id),
         ]);
       });
@@ -324,7 +324,7 @@ export function eventLogContract(
         appends.splice(20, 0, () => log.append(shared, poison, ANY));
         const outcomes = await Promise.allSettled(appends.map((append) => append()));
 
-        const poisoned = outcomes.splice(20, 1)[0]!;
+        const poisoned = outcomes.splice(20, 1)[0];
         expect(poisoned.status).toBe('rejected');
         expect((poisoned as PromiseRejectedResult).reason).not.toBeInstanceOf(WrongExpectedRevisionError);
         expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toEqual([]);
@@ -332,14 +332,14 @@ export function eventLogContract(
         expect(results.map((result) => result.appended)).toEqual(innocents.map(() => 1));
 
         const sharedEvents = await log.readStream(shared);
-        const sharedIds = innocents.filter(({ streamId }) => streamId === shared).map(({ events }) => events[0]!.id);
+        const sharedIds = innocents.filter(({ streamId }) => streamId === shared).map(({ events }) => events[0].id);
         expect(new Set(sharedEvents.map((event) => event.id))).toEqual(new Set(sharedIds));
         expect(sharedEvents.map((event) => Number(event.revision))).toEqual([...Array(20).keys()]);
         sharedEvents.forEach((event, index) => {
-          expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : sharedEvents[index - 1]!.metadata.hash);
+          expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : sharedEvents[index - 1].metadata.hash);
         });
         for (const { streamId, events } of innocents.filter((innocent) => innocent.streamId !== shared)) {
-          expect((await log.readStream(streamId)).map((event) => event.id)).toEqual([events[0]!.id]);
+          expect((await log.readStream(streamId)).map((event) => event.id)).toEqual([events[0].id]);
         }
       });
     });

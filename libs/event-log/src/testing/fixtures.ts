@@ -51,5 +51,5 @@ export function positions(events: readonly RecordedEvent[]): bigint[] {
 }
 
 export function isStrictlyIncreasing(values: readonly bigint[]): boolean {
-  return values.every((value, index) => index === 0 || value > values[index - 1]!);
+  return values.every((value, index) => index === 0 || value > values[index - 1]);
 }

@@ -49,7 +49,7 @@ export function toolCallsProjection(): ProjectionDefinition {
           approval: state.approval,
           decision: state.decision,
           execution: state.execution,
-          requested_at: stream[0]!.metadata.recordedAt,
+          requested_at: stream[0].metadata.recordedAt,
           updated_at: last.metadata.recordedAt,
           position: last.position.toString(),
         });

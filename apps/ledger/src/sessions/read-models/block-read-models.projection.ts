@@ -39,7 +39,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
       }
       const changes: Change[] = [];
       for (const [streamId, own] of byStream) {
-        const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]!));
+        const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]));
         const current = await foldSessionEvents(eventLog, previous, own);
         sessions.set(streamId, current);
         changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, previous, current });

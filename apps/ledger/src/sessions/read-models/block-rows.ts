@@ -99,5 +99,5 @@ export function rowToBlock(row: StoredBlockRow): MessageBlock {
     ...optional('metadata', row.metadata),
     ...optional('error', row.error),
     ...row.extra,
-  } as MessageBlock;
+  };
 }
