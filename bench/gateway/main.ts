@@ -177,10 +177,8 @@ async function startDoubleProcess(): Promise<{ baseUrl: string; stop(): void }> 
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const [line] = await createInterface({ input: child.stdout })
-    [Symbol.asyncIterator]()
-    .next()
-    .then((next) => [next.value as string]);
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const line = (await lines.next()).value as string;
   const { baseUrl } = JSON.parse(line) as { baseUrl: string };
   return { baseUrl, stop: () => void child.kill('SIGTERM') };
 }

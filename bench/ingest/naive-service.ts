@@ -35,8 +35,7 @@ export async function startNaiveService(
   };
   const server = http.createServer((request, response) => {
     let body = '';
-    request.on('data', (part: Buffer) => (body += part));
-    request.on('end', async () => {
+    const answer = async () => {
       try {
         const messageId = decodeURIComponent(request.url!.split('/')[2]);
         for (const chunk of JSON.parse(body) as Chunk[]) await apply(pool, messageId, chunk, true);
@@ -44,7 +43,9 @@ export async function startNaiveService(
       } catch (error) {
         response.writeHead(500).end(String(error));
       }
-    });
+    };
+    request.on('data', (part: Buffer) => (body += part.toString()));
+    request.on('end', () => void answer());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

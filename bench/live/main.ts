@@ -95,12 +95,13 @@ async function allOpened(watchers: readonly SseConnection[]): Promise<void> {
 function poll(url: string, target: Target, samples: number[], keys: BenchKeys): () => void {
   const see = observer(target, samples);
   const headers = bearer(keys.readers[0]);
-  const timer = setInterval(async () => {
+  const poll = async () => {
     const message: any = await fetch(`${url}/v1/sessions/${target.sessionId}/messages/${target.messageId}`, { headers })
       .then((response) => response.json())
       .catch(() => undefined);
     see(message?.blocks?.find((block: { type: string }) => block.type === 'main_text')?.content);
-  }, POLL_MS);
+  };
+  const timer = setInterval(() => void poll(), POLL_MS);
   return () => clearInterval(timer);
 }
 

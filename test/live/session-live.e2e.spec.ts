@@ -94,9 +94,8 @@ describe('live session feed, every update delivered (no coalescing)', () => {
     for (let connection = 0; connection <= 20; connection += 1) {
       const cutAfter = connection === 20 ? Infinity : 3 + ((connection * 7) % 11);
       let received = 0;
-      let client!: SseConnection;
       let committed = state.clone();
-      client = connectSse(url, {
+      const client: SseConnection = connectSse(url, {
         lastEventId: resumeFrom,
         onEvent: (event) => {
           state.apply(event);

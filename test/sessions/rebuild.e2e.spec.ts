@@ -68,11 +68,11 @@ describe('rebuilding the read models from the log', () => {
   it('gives rows equal to the live ones, keeps serving reads meanwhile, and the live projection carries on after the swap', async () => {
     let last = 0;
     let sessionId = '';
-    let messageId = '';
     for (const vector of loadBlockVectors()) {
       sessionId = (await ledger.request('POST', '/v1/sessions', { title: vector.file })).body.id;
       await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'q' });
-      messageId = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body.id;
+      const messageId = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body
+        .id;
       last = (
         await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${messageId}/chunks`, numberedChunks(vector))
       ).body.position;

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -129,7 +129,7 @@ export async function startChatCompletionsServer(
 ): Promise<ChatCompletionsServer> {
   const requests: ChatRequest[] = [];
   let counter = 0;
-  const server: Server = createServer(async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     const send = (status: number, body: string) =>
       res.writeHead(status, { 'content-type': 'application/json' }).end(body);
     const fail = (status: number, message: string, type: string, param: string | null = null) =>
@@ -189,7 +189,8 @@ export async function startChatCompletionsServer(
         usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
       }),
     );
-  });
+  };
+  const server: Server = createServer((req, res) => void answer(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,

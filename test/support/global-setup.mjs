@@ -1,3 +1,4 @@
+import process from 'node:process';
 // Jest loads global setup outside its transform, so this reuses the built service code
 // (`npm test` builds first): one real PostgreSQL for the whole run, each suite then makes its own
 // database in it (test-database.ts).

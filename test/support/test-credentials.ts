@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { expect as jestExpect } from '@jest/globals';
 
 export const ALL_ROLES_BUT_ADMIN = ['producer', 'reader', 'reviewer', 'auditor'] as const;
 
@@ -86,7 +87,7 @@ export async function authorization(baseUrl: string, who: string): Promise<Recor
 }
 
 /** Jest's global: importing `@jest/globals` fails outside Jest, and benchmarks use these credentials too. */
-declare const expect: typeof import('@jest/globals').expect;
+declare const expect: typeof jestExpect;
 
 /** The actor recorded for the key named `name` (`key:<key id>:<name>`), for `toMatchObject`. */
 export const keyActor = (name: string) => expect.stringMatching(new RegExp(`^key:[a-z0-9]{16}:${name}$`));

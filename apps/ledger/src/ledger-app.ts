@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import { Logger as NestLogger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -15,7 +16,7 @@ import { GATEWAY_PATH } from './gateway/provider-errors.js';
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule.forRoot(options), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
-  applyServerLimits(app.getHttpServer(), options.config.http);
+  applyServerLimits(app.getHttpServer() as Server, options.config.http);
   const limit = options.config.maxBodyBytes;
   // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.
   app.use(GATEWAY_PATH, express.raw({ limit: options.config.gateway.maxRequestBytes, type: () => true }));

@@ -21,7 +21,7 @@ import { DoubleStore, type Expected, type ProposedEvent, type StoredEvent } from
 
 export { DEFAULT_MAX_APPEND_SIZE } from './double-store.js';
 
-const { ReadReq, ReadResp, AppendReq, AppendResp, BatchAppendReq, BatchAppendResp } = streamsPb;
+const { ReadReq, ReadResp, AppendResp, BatchAppendResp } = streamsPb;
 type ReadRequest = InstanceType<typeof ReadReq>;
 type ReadResponse = InstanceType<typeof ReadResp>;
 
@@ -56,10 +56,10 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
       server.addService(featuresGrpc.ServerFeaturesService, { getSupportedMethods });
       server.addService(streamsGrpc.StreamsService, {
         append: (
-          call: grpc.ServerReadableStream<InstanceType<typeof AppendReq>, unknown>,
+          call: grpc.ServerReadableStream<InstanceType<typeof streamsPb.AppendReq>, unknown>,
           callback: grpc.sendUnaryData<unknown>,
         ) => append(store, call, callback),
-        batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof BatchAppendReq>, unknown>) =>
+        batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>) =>
           batchAppend(store, call),
         read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) => read(store, call),
       });
@@ -91,7 +91,7 @@ function getSupportedMethods(_call: unknown, callback: grpc.sendUnaryData<unknow
 const streamNameOf = (identifier: { getStreamName_asU8(): Uint8Array } | undefined) =>
   Buffer.from(identifier!.getStreamName_asU8()).toString('utf8');
 
-function proposedEvent(message: InstanceType<typeof AppendReq.ProposedMessage>): ProposedEvent {
+function proposedEvent(message: InstanceType<typeof streamsPb.AppendReq.ProposedMessage>): ProposedEvent {
   const metadata = message.getMetadataMap();
   return {
     id: message.getId()!.getString(),
@@ -104,13 +104,13 @@ function proposedEvent(message: InstanceType<typeof AppendReq.ProposedMessage>):
 
 function append(
   store: DoubleStore,
-  call: grpc.ServerReadableStream<InstanceType<typeof AppendReq>, unknown>,
+  call: grpc.ServerReadableStream<InstanceType<typeof streamsPb.AppendReq>, unknown>,
   callback: grpc.sendUnaryData<unknown>,
 ): void {
   let streamName = '';
   let expected: Expected = { kind: 'any' };
   const proposed: ProposedEvent[] = [];
-  call.on('data', (request: InstanceType<typeof AppendReq>) => {
+  call.on('data', (request: InstanceType<typeof streamsPb.AppendReq>) => {
     if (request.hasOptions()) {
       const options = request.getOptions()!;
       streamName = streamNameOf(options.getStreamIdentifier());
@@ -159,7 +159,7 @@ function append(
 
 function batchAppend(
   store: DoubleStore,
-  call: grpc.ServerDuplexStream<InstanceType<typeof BatchAppendReq>, unknown>,
+  call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>,
 ): void {
   const pending = new Map<
     string,
@@ -167,10 +167,10 @@ function batchAppend(
       streamName: string;
       expected: Expected;
       events: ProposedEvent[];
-      options: InstanceType<typeof BatchAppendReq.Options>;
+      options: InstanceType<typeof streamsPb.BatchAppendReq.Options>;
     }
   >();
-  call.on('data', (request: InstanceType<typeof BatchAppendReq>) => {
+  call.on('data', (request: InstanceType<typeof streamsPb.BatchAppendReq>) => {
     const correlation = request.getCorrelationId()!;
     const key = correlation.getString();
     if (request.hasOptions()) {

@@ -104,7 +104,7 @@ export interface RenderContext {
   readonly body: any;
   readonly answer: AnswerReply;
   /** `<prefix><n>` from the double's counter: the same script gives the same ids. */
-  nextId(prefix: string): string;
+  readonly nextId: (prefix: string) => string;
   /** A fixed creation time (seconds), so two runs of one script give the same bytes. */
   readonly created: number;
 }

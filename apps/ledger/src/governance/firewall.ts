@@ -440,7 +440,7 @@ function textsOf(value: unknown): string[] {
   while (pending.length > 0) {
     const next = pending.pop();
     if (typeof next === 'string') texts.push(clean(next));
-    else if (next && typeof next === 'object') pending.push(...Object.values(next));
+    else if (next && typeof next === 'object') pending.push(...Object.values(next as Record<string, unknown>));
   }
   return texts;
 }

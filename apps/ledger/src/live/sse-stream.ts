@@ -134,5 +134,5 @@ export class SseStream {
 }
 
 function frame(event: string | undefined, data: unknown, id: string | undefined): string {
-  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))}\n\n`;
+  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n\n`;
 }

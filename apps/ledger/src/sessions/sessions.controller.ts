@@ -125,10 +125,10 @@ export class SessionsController {
       metadata: input.metadata ?? null,
       writers: input.writers ?? [],
     };
-    const { decision, position } = await this.commandBus.execute(
+    const { decision, position } = await this.commandBus.execute<ForkSessionCommand, CommandOutcome>(
       new ForkSessionCommand(principal.tenant, request, authorOf(principal)),
     );
-    const forked = decision.events[0]!.event as SessionEventOf<'session.forked'>;
+    const forked = decision.events[0].event as SessionEventOf<'session.forked'>;
     return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
   }
 

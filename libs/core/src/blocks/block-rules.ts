@@ -278,7 +278,7 @@ function completeWebSearch(
 ): MessageBlocksState {
   const search = chunk.llm_web_search;
   let citationId = state.webSearchCitationId;
-  let next = state;
+  let next: MessageBlocksState;
   if (citationId) next = update(state, citationId, at, { status: 'success', response: search });
   else {
     const started = startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });

@@ -9,13 +9,7 @@ import {
   type ToolCallState,
 } from '../toolcall/toolcall-state-machine.js';
 import { decideSession, type SessionCommand } from './session-decider.js';
-import {
-  evolveSession,
-  initialSessionState,
-  type OpenSession,
-  type SessionEvent,
-  type SessionState,
-} from './session-events.js';
+import { evolveSession, initialSessionState, type OpenSession, type SessionEvent } from './session-events.js';
 
 /**
  * The saga owns a governed tool's block (DESIGN §6): once the session knows a call is governed,

@@ -15,7 +15,6 @@ import {
   type ChunkSource,
   type MessageRole,
   type MessageState,
-  type SessionEvent,
   type SessionEventOf,
   type SessionState,
 } from './session-events.js';

@@ -114,6 +114,7 @@ export function openNote(note: string, verifier: NoteVerifier): string {
 
 function checkNoteText(text: string): void {
   if (!text.endsWith('\n')) throw new NoteError('note text ends in a newline');
+  // eslint-disable-next-line no-control-regex -- signed notes forbid control characters
   if (/[\u0000-\u0009\u000b-\u001f]/.test(text))
     throw new NoteError('note text holds no control characters but newlines');
 }
