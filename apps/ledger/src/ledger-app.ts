@@ -1,7 +1,8 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import { Logger as NestLogger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
@@ -10,12 +11,13 @@ import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
 import { GATEWAY_PATH } from './gateway/provider-errors.js';
+import { ledgerOpenApiDocument } from './api-contracts.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
   const app = await NestFactory.create(AppModule.forRoot(options), { bufferLogs: true, bodyParser: false });
   app.useLogger(app.get(Logger));
-  applyServerLimits(app.getHttpServer(), options.config.http);
+  applyServerLimits(app.getHttpServer() as Server, options.config.http);
   const limit = options.config.maxBodyBytes;
   // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.
   app.use(GATEWAY_PATH, express.raw({ limit: options.config.gateway.maxRequestBytes, type: () => true }));
@@ -41,19 +43,15 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const logger = new NestLogger('HTTP');
   const metrics = app.get(LedgerMetrics);
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
+  // Express knows an error handler by its four parameters.
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) =>
     sendError(response, error, logger, countRefusal),
   );
   app.useGlobalFilters(new ApiErrorFilter(countRefusal));
   app.useGlobalPipes(new PathIdsPipe());
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Block Ledger')
-      .setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.')
-      .setVersion('1')
-      .build(),
-  );
+  // Generated from the routes' contracts (api-contracts.ts); SwaggerModule only serves it and its UI.
+  const document = ledgerOpenApiDocument() as unknown as OpenAPIObject;
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }

@@ -24,7 +24,7 @@ const STATUSES = [
   'completed',
 ] as const;
 
-const listQuery = z
+export const listQuery = z
   .object({
     state: z.enum(STATUSES).optional(),
     sessionId: z.string().min(1).max(200).optional(),
@@ -32,7 +32,7 @@ const listQuery = z
   })
   .strict();
 
-const decisionBody = storableJson(
+export const decisionBody = storableJson(
   z
     .object({
       /** The SHA-256 of the arguments the reviewer was shown (the call's `argumentsSha256`). */

@@ -28,8 +28,8 @@ const prefixes = z
   )
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
-const sessionLiveQuery = z.object({ from: position.optional() });
-const eventsLiveQuery = z.object({
+export const sessionLiveQuery = z.object({ from: position.optional() });
+export const eventsLiveQuery = z.object({
   from: position.optional(),
   types: prefixes.optional(),
   streams: prefixes.optional(),

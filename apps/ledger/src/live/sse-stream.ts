@@ -99,7 +99,10 @@ export class SseStream {
       this.response.end(
         frame(
           'overflow',
-          { reason: 'the client did not keep up; reconnect with Last-Event-ID', resumeFrom: this.lastId ?? null },
+          {
+            reason: 'the client did not keep up; reconnect with Last-Event-ID',
+            resumeFrom: this.lastId === undefined ? null : Number(this.lastId),
+          },
           undefined,
         ),
       );
@@ -134,5 +137,5 @@ export class SseStream {
 }
 
 function frame(event: string | undefined, data: unknown, id: string | undefined): string {
-  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))}\n\n`;
+  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n\n`;
 }

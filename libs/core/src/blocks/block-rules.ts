@@ -163,17 +163,19 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
 }
 
 /** Why a chunk the log records changes nothing on the message's blocks (the chunk route reports it as `ignored`). */
-export type IgnoredReason =
-  | 'message already finalized'
-  | 'no open text part'
-  | 'text part already open'
-  | 'no open thinking part'
-  | 'thinking part already open'
-  | 'no open image'
-  | 'image already open'
-  | 'web search already in progress'
-  | 'unknown tool id'
-  | 'tool call governed by the ledger';
+export const IGNORED_REASONS = [
+  'message already finalized',
+  'no open text part',
+  'text part already open',
+  'no open thinking part',
+  'thinking part already open',
+  'no open image',
+  'image already open',
+  'web search already in progress',
+  'unknown tool id',
+  'tool call governed by the ledger',
+] as const;
+export type IgnoredReason = (typeof IGNORED_REASONS)[number];
 
 /**
  * The reason `evolveBlocks` leaves the state as it is for this chunk, case by case beside its rule
