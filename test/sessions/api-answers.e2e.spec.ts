@@ -1,3 +1,4 @@
+import { IGNORED_CHUNK_CASES } from '../../libs/core/src/testing/ignored-chunks.js';
 import { connectSse } from '../support/sse-client.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
@@ -104,42 +105,9 @@ describe('answers an integrator can rely on', () => {
   });
 
   describe('chunks that change nothing', () => {
-    const reasons: [string, object[], number, string][] = [
-      ['text.delta before text.start', [{ type: 'text.delta', text: 'x' }], 1, 'no open text part'],
-      ['text.complete before text.start', [{ type: 'text.complete', text: 'x' }], 1, 'no open text part'],
-      ['a second text.start', [{ type: 'text.start' }, { type: 'text.start' }], 2, 'text part already open'],
-      ['thinking.delta alone', [{ type: 'thinking.delta', text: 'x' }], 1, 'no open thinking part'],
-      [
-        'a second thinking.start',
-        [{ type: 'thinking.start' }, { type: 'thinking.start' }],
-        2,
-        'thinking part already open',
-      ],
-      ['image.complete alone', [{ type: 'image.complete' }], 1, 'no open image'],
-      ['a second image.created', [{ type: 'image.created' }, { type: 'image.created' }], 2, 'image already open'],
-      [
-        'a second search start',
-        [{ type: 'llm_websearch_in_progress' }, { type: 'llm_websearch_in_progress' }],
-        2,
-        'web search already in progress',
-      ],
-      [
-        'a completion for a tool id never announced',
-        [{ type: 'mcp_tool_complete', responses: [{ id: 'ghost', tool: { id: 't', name: 'read' }, status: 'done' }] }],
-        1,
-        'unknown tool id',
-      ],
-      [
-        'a chunk after block_complete',
-        [{ type: 'block_complete' }, { type: 'text.start' }],
-        2,
-        'message already finalized',
-      ],
-    ];
-
-    it.each(reasons)(
-      'reports %s as ignored with its reason, and the log records it',
-      async (_, chunks, seq, reason) => {
+    it.each(IGNORED_CHUNK_CASES)(
+      'reports $label as ignored with its reason, and the log records it',
+      async ({ chunks, seq, reason }) => {
         const sessionId = (await ok('POST', '/v1/sessions', {})).id;
         await ok('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' });
         const before = await eventCount(sessionId);

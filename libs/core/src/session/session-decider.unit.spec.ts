@@ -1,6 +1,7 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, SessionError, type Decision, type SessionCommand } from './session-decider.js';
 import { activePath, branchTree } from './branch-tree.js';
+import { IGNORED_CHUNK_CASES } from '../testing/ignored-chunks.js';
 import {
   evolveSession,
   forkSession,
@@ -212,46 +213,7 @@ describe('session decider', () => {
   });
 
   it('reports each recorded chunk that changes nothing, with the reason, and records it anyway', () => {
-    const tool = { tool: { id: 'fs-read', name: 'read' }, status: 'done' };
-    const cases: [string, Record<string, unknown>[], number, string][] = [
-      ['text.delta without text.start', [{ type: 'text.delta', text: 'x' }], 1, 'no open text part'],
-      ['text.complete without text.start', [{ type: 'text.complete', text: 'x' }], 1, 'no open text part'],
-      ['text.start twice', [{ type: 'text.start' }, { type: 'text.start' }], 2, 'text part already open'],
-      ['thinking.delta alone', [{ type: 'thinking.delta', text: 'x' }], 1, 'no open thinking part'],
-      [
-        'thinking.start twice',
-        [{ type: 'thinking.start' }, { type: 'thinking.start' }],
-        2,
-        'thinking part already open',
-      ],
-      ['image.delta alone', [{ type: 'image.delta', image: { type: 'url', images: ['u'] } }], 1, 'no open image'],
-      ['image.created twice', [{ type: 'image.created' }, { type: 'image.created' }], 2, 'image already open'],
-      [
-        'a search reported twice',
-        [{ type: 'llm_websearch_in_progress' }, { type: 'llm_websearch_in_progress' }],
-        2,
-        'web search already in progress',
-      ],
-      [
-        'a completion for a call never announced',
-        [{ type: 'mcp_tool_complete', responses: [{ id: 'ghost', ...tool, response: 'r' }] }],
-        1,
-        'unknown tool id',
-      ],
-      [
-        'a chunk after block_complete',
-        [{ type: 'block_complete' }, { type: 'text.start' }],
-        2,
-        'message already finalized',
-      ],
-      [
-        'a chunk after an error',
-        [{ type: 'error', error: { message: 'boom' } }, { type: 'text.start' }],
-        2,
-        'message already finalized',
-      ],
-    ];
-    for (const [label, values, seq, reason] of cases) {
+    for (const { label, chunks: values, seq, reason } of IGNORED_CHUNK_CASES) {
       recorded('a1', chunks(...values)).then((decision) => {
         expect({ label, events: decision.events.length }).toEqual({ label, events: values.length });
         expect({ label, ignored: decision.ignored }).toEqual({ label, ignored: [{ seq, reason }] });
