@@ -4,7 +4,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'apps/console/dist/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'apps/console/dist/', 'test/api/ledger-api.ts'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -433,6 +433,19 @@ describe('tool-call governance end to end over HTTP', () => {
       before = await list();
     }
     expect(before).toHaveLength(10);
+    // Listed in the order the calls were requested in the log, each with when.
+    const requested = before.map((listed: { requestedPosition: number }) => listed.requestedPosition);
+    expect(requested).toEqual([...requested].sort((a, b) => a - b));
+    expect(new Set(requested).size).toBe(requested.length);
+    for (const listed of before) {
+      expect(listed.requestedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      const read = (await call(url(), 'GET', `/v1/tool-calls/${listed.id}`)).body;
+      expect({ requestedAt: read.requestedAt, requestedPosition: read.requestedPosition }).toEqual({
+        requestedAt: listed.requestedAt,
+        requestedPosition: listed.requestedPosition,
+      });
+      expect(read.events[0]).toMatchObject({ type: 'toolcall.requested', position: listed.requestedPosition });
+    }
     // Metrics count the same outcomes the read model holds.
     const metrics = await (await fetch(`${url()}/metrics`, { headers: await authorization(url(), 'admin') })).text();
     for (const outcome of ['succeeded', 'denied']) {

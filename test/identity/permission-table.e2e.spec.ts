@@ -1,10 +1,9 @@
-import { METHODS } from 'node:http';
 import path from 'node:path';
-import type { INestApplication } from '@nestjs/common';
 import { governedToolCallId } from '#core';
 import { OPERATOR_ROUTES, PERMISSIONS } from '../../apps/ledger/src/identity/permissions.js';
 import { ROLES, type Role } from '../../apps/ledger/src/identity/principal.js';
 import { governanceFixture, type GovernanceFixture } from '../support/governance-fixture.js';
+import { declaredRoutes } from '../support/declared-routes.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { eventually, probe, type Probed } from '../support/probe.js';
 
@@ -112,20 +111,6 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /v1/admin/keys': () => ({ status: 200 }),
   'DELETE /v1/admin/keys/:id': () => ({ status: 200 }),
 };
-
-/** `METHOD /path` of every route the Express router holds, as the guard keys them. */
-function declaredRoutes(app: INestApplication): string[] {
-  type Layer = { route?: { path: string; methods: Record<string, boolean> } };
-  const { stack } = (app.getHttpAdapter().getInstance() as { router: { stack: Layer[] } }).router;
-  return stack.flatMap(({ route }) => {
-    // Other layers are middleware: body parsers, the error handler, the Swagger UI's static files.
-    if (!route) return [];
-    const methods = Object.keys(route.methods).filter((method) => route.methods[method]);
-    // Nest mounts its middleware (request logging) as a route for every method on every path; it passes requests on.
-    if (METHODS.every((method) => methods.includes(method.toLowerCase()))) return [];
-    return methods.map((method) => `${method.toUpperCase()} ${route.path}`);
-  });
-}
 
 function fill(route: string, resources: TenantResources, example: Example): string {
   const id = route.includes('/admin/keys/') ? resources.spareKeyId : resources.toolCallId;

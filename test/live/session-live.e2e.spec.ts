@@ -169,7 +169,10 @@ describe('live session feed, every update delivered (no coalescing)', () => {
   it('refuses a resume point it never sent and an unknown session, before streaming', async () => {
     const { sessionId } = await conversation(ledger);
     const ahead = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { lastEventId: '999999999' });
-    expect(await ahead.opened).toMatchObject({ status: 400, body: { error: { field: 'Last-Event-ID' } } });
+    expect(await ahead.opened).toMatchObject({
+      status: 422,
+      body: { error: { code: 'position_beyond_head', field: 'Last-Event-ID' } },
+    });
     const garbage = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live?from=abc`);
     expect(await garbage.opened).toMatchObject({ status: 400, body: { error: { field: 'from' } } });
     expect((await connectSse(`${ledger.baseUrl}/v1/sessions/missing/live`).opened).status).toBe(404);

@@ -346,7 +346,8 @@ function cases(): BadCase[] {
     ['a title of the wrong type', { title: 5 }],
     ['metadata that is a list', { metadata: [1] }],
     ['an extra field', { owner: 'x' }],
-    ['an existing id', { id: 'fixed-session' }],
+    // The same id with the same body is a retry (200); with another, a conflict naming the first difference.
+    ['an existing id', { id: 'fixed-session', title: 'another title' }],
   ] as const) {
     list.push({
       name: `a session with ${label}`,
@@ -356,11 +357,9 @@ function cases(): BadCase[] {
       names:
         label === 'an extra field'
           ? 'owner'
-          : label === 'an existing id'
-            ? 'id'
-            : label.includes('title')
-              ? 'title'
-              : 'metadata',
+          : label.includes('title') || label === 'an existing id'
+            ? 'title'
+            : 'metadata',
     });
   }
   list.push(...unstorableCases(chunk));

@@ -59,7 +59,7 @@ describe('forking a session', () => {
     const fork = await ledger.request('POST', `/v1/sessions/${source}/fork`, { atPosition: mid, title: 'what if' });
     expect(fork).toMatchObject({
       status: 201,
-      body: { forkedFrom: { sessionId: source, position: String(mid), messageId: null } },
+      body: { forkedFrom: { sessionId: source, position: mid, messageId: null } },
     });
     const forkId: string = fork.body.id;
 
@@ -69,7 +69,7 @@ describe('forking a session', () => {
       id: forkId,
       title: 'what if',
       metadata: { team: 'audit' },
-      forkedFrom: { sessionId: source, position: String(mid) },
+      forkedFrom: { sessionId: source, position: mid },
     });
     expect(forkRead.messages).toEqual(sourceAtMid.messages);
     expect(forkRead.messages[1].blocks[0]).toMatchObject({ type: 'main_text', status: 'streaming', content: 'Autumn' });

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { Server } from 'node:http';
 import { Logger as NestLogger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
@@ -11,6 +11,7 @@ import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
 import { GATEWAY_PATH } from './gateway/provider-errors.js';
+import { ledgerOpenApiDocument } from './api-contracts.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
@@ -42,19 +43,15 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const logger = new NestLogger('HTTP');
   const metrics = app.get(LedgerMetrics);
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
+  // Express knows an error handler by its four parameters.
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) =>
     sendError(response, error, logger, countRefusal),
   );
   app.useGlobalFilters(new ApiErrorFilter(countRefusal));
   app.useGlobalPipes(new PathIdsPipe());
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Block Ledger')
-      .setDescription('Immutable ledger of LLM agent sessions: see the README for the contract.')
-      .setVersion('1')
-      .build(),
-  );
+  // Generated from the routes' contracts (api-contracts.ts); SwaggerModule only serves it and its UI.
+  const document = ledgerOpenApiDocument() as unknown as OpenAPIObject;
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
 }

@@ -6,7 +6,9 @@ import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { READ_MODEL_NAMES, rebuildReadModels } from '../projections/read-model-projections.js';
 
-const rebuildQuery = z.object({ projection: z.enum(READ_MODEL_NAMES as [string, ...string[]]).optional() }).strict();
+export const rebuildQuery = z
+  .object({ projection: z.enum(READ_MODEL_NAMES as [string, ...string[]]).optional() })
+  .strict();
 
 @Controller('v1/admin')
 export class AdminController {

@@ -24,7 +24,7 @@ const STATUSES = [
   'completed',
 ] as const;
 
-const listQuery = z
+export const listQuery = z
   .object({
     state: z.enum(STATUSES).optional(),
     sessionId: z.string().min(1).max(200).optional(),
@@ -32,7 +32,7 @@ const listQuery = z
   })
   .strict();
 
-const decisionBody = storableJson(
+export const decisionBody = storableJson(
   z
     .object({
       /** The SHA-256 of the arguments the reviewer was shown (the call's `argumentsSha256`). */
@@ -51,27 +51,39 @@ export class ToolCallsController {
     @Inject(PG_POOL) private readonly pool: pg.Pool,
   ) {}
 
-  /** From the `tool_calls` read model, oldest first: `?state=awaiting_approval` is the approval queue. */
+  /**
+   * From the `tool_calls` read model, in the order the calls were requested in the log (the
+   * position of each call's first event): `?state=awaiting_approval` is the approval queue.
+   */
   @Get()
   async list(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { state, sessionId, limit } = listQuery.parse(query);
-    const { rows } = await this.pool.query<ToolCallView>(
+    const { rows } = await this.pool.query<ListedToolCall>(
       `SELECT id, session_id AS "sessionId", message_id AS "messageId", tool_id AS "toolId",
         json_build_object('server', server, 'name', tool_name) AS tool, arguments,
          arguments_sha256 AS "argumentsSha256", requested_by AS "requestedBy", status, outcome, firewall, guardian,
-           approval, decision, execution, position::float8 AS position
-       FROM tool_calls WHERE tenant = $4 AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2) ORDER BY requested_at,
-         id LIMIT $3`,
+           approval, decision, execution, position::float8 AS position,
+           requested_position::float8 AS "requestedPosition", requested_at AS "requestedAt"
+       FROM tool_calls WHERE tenant = $4 AND ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR session_id = $2)
+       ORDER BY requested_position, id LIMIT $3`,
       [state ?? null, sessionId ?? null, limit, principal.tenant],
     );
-    return { toolCalls: rows.map(decodeToolResults) };
+    return {
+      toolCalls: rows.map((row) => ({ ...decodeToolResults(row), requestedAt: row.requestedAt.toISOString() })),
+    };
   }
 
   /** Folded from the call's stream, so it is current the moment a step is recorded; with the full event trail. */
   @Get(':id')
   async read(@Param('id') toolCallId: string, @CurrentPrincipal() principal: Principal) {
     const { state, events } = await this.toolCalls.load({ tenant: principal.tenant, toolCallId });
-    return { ...toolCallView(found(state)), events: trailView(events) };
+    const [requested] = events;
+    return {
+      ...toolCallView(found(state)),
+      requestedPosition: Number(requested.position),
+      requestedAt: requested.metadata.recordedAt,
+      events: trailView(events),
+    };
   }
 
   @Post(':id/approve')
@@ -104,6 +116,8 @@ export class ToolCallsController {
     return toolCallView(found(state));
   }
 }
+
+type ListedToolCall = ToolCallView & { readonly requestedPosition: number; readonly requestedAt: Date };
 
 function found(state: ToolCallState): Exclude<ToolCallState, { status: 'absent' }> {
   if (state.status === 'absent') throw new ApiError(404, 'toolcall_not_found', 'no such tool call');

@@ -6,7 +6,7 @@ import { CurrentPrincipal } from './current-principal.js';
 import { DEFAULT_TENANT, ROLES, TENANT_PATTERN, type Principal } from './principal.js';
 
 const tenant = z.string().regex(TENANT_PATTERN, 'lowercase letters, digits and -, at most 63');
-const newKeyBody = z
+export const newKeyBody = z
   .object({
     name: z.string().regex(/^[\w .@-]{1,100}$/, 'letters, digits, space and . _ @ -, at most 100'),
     tenant: tenant.optional(),
@@ -18,7 +18,7 @@ const newKeyBody = z
     expiresAt: z.iso.datetime({ offset: true }).optional(),
   })
   .strict();
-const listQuery = z.object({ tenant: tenant.optional() }).strict();
+export const listQuery = z.object({ tenant: tenant.optional() }).strict();
 
 /** A new key's fields as the admin route and the command line accept them (ZodError or ApiError naming the field). */
 export function parseNewKey(input: unknown, now: number): z.infer<typeof newKeyBody> {

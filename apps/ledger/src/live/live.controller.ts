@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
+import { refuseBeyondHead } from '../http/log-positions.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
@@ -27,8 +28,8 @@ const prefixes = z
   )
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
-const sessionLiveQuery = z.object({ from: position.optional() });
-const eventsLiveQuery = z.object({
+export const sessionLiveQuery = z.object({ from: position.optional() });
+export const eventsLiveQuery = z.object({
   from: position.optional(),
   types: prefixes.optional(),
   streams: prefixes.optional(),
@@ -184,14 +185,7 @@ export class LiveController implements BeforeApplicationShutdown {
         );
       resume = parsed.data;
     }
-    if (resume !== undefined && resume > (await this.eventLog.headPosition())) {
-      throw new ApiError(
-        400,
-        'position_beyond_head',
-        `position ${resume} is beyond the log's last event`,
-        from !== undefined ? 'from' : 'Last-Event-ID',
-      );
-    }
+    await refuseBeyondHead(this.eventLog, resume, from !== undefined ? 'from' : 'Last-Event-ID');
     return resume;
   }
 }

@@ -99,7 +99,10 @@ export class SseStream {
       this.response.end(
         frame(
           'overflow',
-          { reason: 'the client did not keep up; reconnect with Last-Event-ID', resumeFrom: this.lastId ?? null },
+          {
+            reason: 'the client did not keep up; reconnect with Last-Event-ID',
+            resumeFrom: this.lastId === undefined ? null : Number(this.lastId),
+          },
           undefined,
         ),
       );

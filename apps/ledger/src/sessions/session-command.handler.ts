@@ -3,7 +3,7 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { mayWrite, SessionError, type SessionCommand } from '#core';
 import type { EventLogReader } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
-import { ApiError } from '../http/api-error.js';
+import { refuseBeyondHead } from '../http/log-positions.js';
 import { SessionRepository, type CommandOutcome, type SessionAuthor, type SessionRef } from './session-repository.js';
 
 /**
@@ -57,14 +57,7 @@ export class ForkSessionHandler implements ICommandHandler<ForkSessionCommand, C
   async execute({ tenant, request, author }: ForkSessionCommand): Promise<CommandOutcome> {
     const { forkId, sourceSessionId, atPosition, messageId, title, metadata, writers } = request;
     // Beyond the head, the source's state at that position could still change: a fork must be fixed.
-    if (atPosition !== undefined && atPosition > (await this.eventLog.headPosition())) {
-      throw new ApiError(
-        422,
-        'position_beyond_head',
-        `atPosition ${atPosition} is beyond the log's last event`,
-        'atPosition',
-      );
-    }
+    await refuseBeyondHead(this.eventLog, atPosition, 'atPosition');
     const sourceRef = { tenant, sessionId: sourceSessionId };
     const current = await this.sessions.load(sourceRef);
     // Forking continues someone's session under a new id: it takes the right to write to the source.

@@ -1,7 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
+import type { EventLogReader } from '#event-log';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
+import { refuseBeyondHead } from '../http/log-positions.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { rowToBlock } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
@@ -9,6 +12,7 @@ import { SessionRepository, type SessionRef } from './session-repository.js';
 import {
   foldedMessageView,
   foldedSnapshot,
+  forkReference,
   messageView,
   type MessageSummary,
   type SessionSnapshot,
@@ -23,6 +27,8 @@ const READ_YOUR_WRITES_TIMEOUT_MS = 5_000;
 export interface ReadPoint {
   readonly at?: bigint;
   readonly minPosition?: bigint;
+  /** The reading credential's latest acknowledged write on this instance: the read models must reflect it too. */
+  readonly ownWrite?: bigint;
 }
 
 /**
@@ -36,6 +42,7 @@ export class SessionQueries {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(BLOCK_PROJECTION_RUNNER) private readonly runner: ProjectionRunner,
     private readonly sessions: SessionRepository,
+    @Inject(EVENT_LOG) private readonly eventLog: EventLogReader,
   ) {}
 
   async withSession<T>(
@@ -45,11 +52,12 @@ export class SessionQueries {
   ): Promise<T> {
     const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
+      await refuseBeyondHead(this.eventLog, point.at, 'at');
       const state = await this.sessions.loadAt(ref, point.at);
       if (state.status !== 'open') throw sessionNotFound();
       return use(foldedSnapshot(state));
     }
-    await this.reach(point.minPosition);
+    await this.reach(point);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       const position = await checkpoint(manager);
       const session = await manager.findOneBy(SessionRow, { tenant, id: sessionId });
@@ -61,7 +69,7 @@ export class SessionQueries {
           title: session.title,
           metadata: session.metadata,
           createdAt: session.createdAt.toISOString(),
-          forkedFrom: session.forkedFrom,
+          forkedFrom: session.forkedFrom && forkReference(session.forkedFrom),
           position,
         },
         selectedRootId: session.selectedRootId,
@@ -74,12 +82,13 @@ export class SessionQueries {
   async message(ref: SessionRef, messageId: string, point: ReadPoint) {
     const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
+      await refuseBeyondHead(this.eventLog, point.at, 'at');
       const state = await this.sessions.loadAt(ref, point.at);
       const message = state.status === 'open' ? state.messages.get(messageId) : undefined;
       if (!message) throw messageNotFound(sessionId, messageId);
       return foldedMessageView(message);
     }
-    await this.reach(point.minPosition);
+    await this.reach(point);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       const message = await manager.findOneBy(MessageRow, { tenant, id: messageId, sessionId });
       if (!message) throw messageNotFound(sessionId, messageId);
@@ -88,21 +97,26 @@ export class SessionQueries {
     });
   }
 
-  private async reach(minPosition: bigint | undefined): Promise<void> {
-    if (minPosition === undefined) return;
-    if (!(await this.runner.waitForPosition(minPosition, READ_YOUR_WRITES_TIMEOUT_MS))) {
-      throw new ApiError(
-        503,
-        'projection_behind',
-        `the read models have not reached position ${minPosition} within ${READ_YOUR_WRITES_TIMEOUT_MS} ms; retry later`,
-        'minPosition',
-      );
-    }
+  /** Waits (bounded) until the read models reflect both `minPosition` and the caller's own latest write. */
+  private async reach({ minPosition, ownWrite }: ReadPoint): Promise<void> {
+    const target = [minPosition, ownWrite].reduce<bigint | undefined>(
+      (highest, position) =>
+        position !== undefined && (highest === undefined || position > highest) ? position : highest,
+      undefined,
+    );
+    if (target === undefined || (await this.runner.waitForPosition(target, READ_YOUR_WRITES_TIMEOUT_MS))) return;
+    await refuseBeyondHead(this.eventLog, minPosition, 'minPosition');
+    throw new ApiError(
+      503,
+      'projection_behind',
+      `the read models have not reached position ${target} within ${READ_YOUR_WRITES_TIMEOUT_MS} ms; retry later`,
+      target === minPosition ? 'minPosition' : undefined,
+    );
   }
 }
 
 function messageSummary(row: MessageRow): MessageSummary {
-  const { id, role, parentId, selectedChildId, model, content, status } = row;
+  const { id, role, parentId, selectedChildId, model, content, status, lastSeq } = row;
   return {
     id,
     role,
@@ -111,6 +125,7 @@ function messageSummary(row: MessageRow): MessageSummary {
     model,
     content,
     status,
+    lastSeq,
     createdAt: row.createdAt.toISOString(),
     position: Number(row.position),
   };

@@ -4,6 +4,7 @@ import {
   branchTree,
   childrenByParent,
   decodeToolResults,
+  lastSeq,
   messageStatus,
   openAiHistory,
   responsesHistory,
@@ -27,6 +28,8 @@ export interface MessageView {
   readonly status: string;
   readonly createdAt: string;
   readonly position: number;
+  /** The producer's last recorded seq: the next batch starts at lastSeq + 1. */
+  readonly lastSeq: number;
   readonly blocks: readonly MessageBlock[];
 }
 
@@ -37,7 +40,7 @@ export interface SessionHeader {
   readonly title: string | null;
   readonly metadata: Readonly<Record<string, unknown>>;
   readonly createdAt: string;
-  readonly forkedFrom: ForkSource | null;
+  readonly forkedFrom: ForkReference | null;
   /** The log position this read reflects. */
   readonly position: number;
 }
@@ -50,12 +53,22 @@ export interface SessionSnapshot {
   blocksOf(messageIds: readonly string[]): Promise<ReadonlyMap<string, readonly MessageBlock[]>>;
 }
 
+/** A fork's source as the API shows it: positions are JSON numbers. */
+export interface ForkReference {
+  readonly sessionId: string;
+  readonly position: number;
+  readonly messageId: string | null;
+}
+
+export const forkReference = (source: ForkSource): ForkReference => ({ ...source, position: Number(source.position) });
+
 export type HistoryFormat = 'openai' | 'anthropic' | 'openai-responses';
 
 /** The message shape: blocks in display order (Cherry Studio `MessageBlock`), tool results as they came. */
 export function messageView(message: MessageView): MessageView {
-  const { id, role, parentId, model, content, status, createdAt, position, blocks } = message;
-  return { id, role, parentId, model, content, status, createdAt, position, blocks: decodeToolResults(blocks) };
+  const { id, role, parentId, model, content, status, createdAt, position, lastSeq, blocks } = message;
+  const decoded = decodeToolResults(blocks);
+  return { id, role, parentId, model, content, status, createdAt, position, lastSeq, blocks: decoded };
 }
 
 export function foldedMessageView(message: MessageState): MessageView {
@@ -109,10 +122,17 @@ export async function historyView(snapshot: SessionSnapshot, format: HistoryForm
 export function foldedSnapshot(state: OpenSession): SessionSnapshot {
   const { sessionId: id, title, metadata, createdAt, forkedFrom, position, selectedRootId } = state;
   return {
-    header: { id, title, metadata, createdAt, forkedFrom, position: Number(position) },
+    header: {
+      id,
+      title,
+      metadata,
+      createdAt,
+      forkedFrom: forkedFrom && forkReference(forkedFrom),
+      position: Number(position),
+    },
     selectedRootId,
     messages: [...state.messages.values()].map(foldedSummary),
-    blocksOf: async (ids) => new Map(ids.map((id) => [id, state.messages.get(id)?.blocks.blocks ?? []])),
+    blocksOf: (ids) => Promise.resolve(new Map(ids.map((id) => [id, state.messages.get(id)?.blocks.blocks ?? []]))),
   };
 }
 
@@ -134,5 +154,6 @@ export function foldedSummary(message: MessageState): MessageSummary {
     selectedChildId,
     status: messageStatus(message),
     position: Number(message.position),
+    lastSeq: lastSeq(message),
   };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import {
   DIALECT_NAMES,
@@ -10,11 +10,13 @@ import {
   type SessionEventOf,
 } from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
+import { refuseBeyondHead } from '../http/log-positions.js';
+import { CredentialWrites } from './credential-writes.js';
 import {
   createMessageBody,
   createSessionBody,
@@ -30,7 +32,8 @@ import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.han
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
 import { authorOf, SessionRepository } from './session-repository.js';
-import { historyView, sessionView, treeView } from './session-views.js';
+import { forkReference, historyView, sessionView, treeView } from './session-views.js';
+import type { ReadPoint } from './session-queries.js';
 
 /** Thin: each route validates its input, builds a command or a query, and returns the result. */
 @Controller('v1/sessions')
@@ -40,11 +43,17 @@ export class SessionsController {
     private readonly sessions: SessionRepository,
     private readonly queries: SessionQueries,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    private readonly writes: CredentialWrites,
   ) {}
 
+  /** `201` when opened; the same open again (same id and body) answers `200` with the original result. */
   @Post()
   @HttpCode(201)
-  async open(@Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+  async open(
+    @Body() body: unknown,
+    @CurrentPrincipal() principal: Principal,
+    @Res({ passthrough: true }) response: Response,
+  ) {
     const input = createSessionBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
     const command = {
@@ -55,16 +64,18 @@ export class SessionsController {
       owner: principal.subject,
       writers: input.writers ?? [],
     };
-    const { position } = await this.run(principal, id, command);
+    const { position } = created(response, await this.run(principal, id, command));
     return { id, position: Number(position) };
   }
 
+  /** As `open`: a repeated create with the same id and body answers `200` with the original result. */
   @Post(':sid/messages')
   @HttpCode(201)
   async createMessage(
     @Param('sid') sessionId: string,
     @Body() body: unknown,
     @CurrentPrincipal() principal: Principal,
+    @Res({ passthrough: true }) response: Response,
   ) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
@@ -76,7 +87,7 @@ export class SessionsController {
       model: input.model ?? null,
       content: input.content ?? null,
     };
-    const { decision, position } = await this.run(principal, sessionId, command);
+    const { decision, position } = created(response, await this.run(principal, sessionId, command));
     return { id, parentId: decision.parentId ?? null, position: Number(position) };
   }
 
@@ -125,11 +136,12 @@ export class SessionsController {
       metadata: input.metadata ?? null,
       writers: input.writers ?? [],
     };
-    const { decision, position } = await this.commandBus.execute<ForkSessionCommand, CommandOutcome>(
+    const { decision, position }: CommandOutcome = await this.commandBus.execute(
       new ForkSessionCommand(principal.tenant, request, authorOf(principal)),
     );
+    this.writes.record(principal.credentialId, position);
     const forked = decision.events[0].event as SessionEventOf<'session.forked'>;
-    return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
+    return { id: forkId, forkedFrom: forkReference(forked.data.source), position: Number(position) };
   }
 
   @Put(':sid/messages/:mid/selection')
@@ -168,17 +180,20 @@ export class SessionsController {
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
   @Get(':sid')
   read(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
-    return this.queries.withSession({ tenant: principal.tenant, sessionId }, readPointQuery.parse(query), sessionView);
+    const point = this.readPoint(principal, readPointQuery.parse(query));
+    return this.queries.withSession({ tenant: principal.tenant, sessionId }, point, sessionView);
   }
 
   @Get(':sid/tree')
   tree(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
-    return this.queries.withSession({ tenant: principal.tenant, sessionId }, readPointQuery.parse(query), treeView);
+    const point = this.readPoint(principal, readPointQuery.parse(query));
+    return this.queries.withSession({ tenant: principal.tenant, sessionId }, point, treeView);
   }
 
   @Get(':sid/history')
   history(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
-    const { format, includeThinking, ...point } = historyQuery.parse(query);
+    const { format, includeThinking, ...requested } = historyQuery.parse(query);
+    const point = this.readPoint(principal, requested);
     return this.queries.withSession({ tenant: principal.tenant, sessionId }, point, (snapshot) =>
       historyView(snapshot, format, includeThinking),
     );
@@ -191,12 +206,14 @@ export class SessionsController {
     @Query() query: unknown,
     @CurrentPrincipal() principal: Principal,
   ) {
-    return this.queries.message({ tenant: principal.tenant, sessionId }, messageId, readPointQuery.parse(query));
+    const point = this.readPoint(principal, readPointQuery.parse(query));
+    return this.queries.message({ tenant: principal.tenant, sessionId }, messageId, point);
   }
 
   @Get(':sid/events')
   async events(@Param('sid') sessionId: string, @Query() query: unknown, @CurrentPrincipal() principal: Principal) {
     const { from, limit } = pageQuery.parse(query);
+    await refuseBeyondHead(this.eventLog, from, 'from');
     const session = { tenant: principal.tenant, sessionId };
     const events = await readStreamAfterPosition(
       this.eventLog,
@@ -224,15 +241,36 @@ export class SessionsController {
     return { parentId, childId, position: Number(position) };
   }
 
-  private run(principal: Principal, sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
-    return this.commandBus.execute(
+  /** Reads by a credential also wait for its own latest write on this instance (read-your-writes). */
+  private readPoint(principal: Principal, requested: ReadPoint): ReadPoint {
+    return { ...requested, ownWrite: this.writes.latestOf(principal.credentialId) };
+  }
+
+  private async run(principal: Principal, sessionId: string, command: SessionCommand): Promise<CommandOutcome> {
+    const outcome: CommandOutcome = await this.commandBus.execute(
       new ExecuteSessionCommand({ tenant: principal.tenant, sessionId }, command, authorOf(principal)),
     );
+    this.writes.record(principal.credentialId, outcome.position);
+    return outcome;
   }
 }
 
+/** A repeated create is answered `200` with the position the first one got. */
+function created(response: Response, outcome: CommandOutcome): CommandOutcome {
+  const { repeatOf } = outcome.decision;
+  if (repeatOf === undefined) return outcome;
+  response.status(200);
+  return { ...outcome, position: repeatOf.position };
+}
+
+/** `ignored`: chunks recorded that changed nothing on the message, with the reason (the log keeps them all). */
 function appended({ decision, position }: CommandOutcome) {
-  return { appended: decision.events.length, duplicates: decision.duplicateSeqs.length, position: Number(position) };
+  return {
+    appended: decision.events.length,
+    duplicates: decision.duplicateSeqs.length,
+    ignored: decision.ignored ?? [],
+    position: Number(position),
+  };
 }
 
 /**

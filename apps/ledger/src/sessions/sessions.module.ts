@@ -11,6 +11,7 @@ import { ForkSessionHandler, SessionCommandHandler } from './session-command.han
 import { BLOCK_PROJECTION_RUNNER, SessionQueries } from './session-queries.js';
 import { SessionRepository } from './session-repository.js';
 import { SessionsController } from './sessions.controller.js';
+import { CredentialWrites } from './credential-writes.js';
 
 @Module({
   imports: [CqrsModule],
@@ -20,6 +21,7 @@ import { SessionsController } from './sessions.controller.js';
     SessionCommandHandler,
     ForkSessionHandler,
     SessionQueries,
+    CredentialWrites,
     {
       provide: BLOCK_PROJECTION_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger],

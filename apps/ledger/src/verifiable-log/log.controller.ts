@@ -9,9 +9,12 @@ const count = (what: string) =>
     .string()
     .regex(/^(0|[1-9][0-9]{0,17})$/, `must be ${what} (a whole number)`)
     .transform(BigInt);
-const checkpointQuery = z.object({ treeSize: count('a tree size').optional() });
-const inclusionQuery = z.object({ position: count('a log position'), treeSize: count('a tree size').optional() });
-const consistencyQuery = z.object({ from: count('a tree size'), to: count('a tree size') });
+export const checkpointQuery = z.object({ treeSize: count('a tree size').optional() });
+export const inclusionQuery = z.object({
+  position: count('a log position'),
+  treeSize: count('a tree size').optional(),
+});
+export const consistencyQuery = z.object({ from: count('a tree size'), to: count('a tree size') });
 
 /** Set on success only: an error answers in JSON like every other. */
 function asText(response: Response, text: string): string {

@@ -6,7 +6,7 @@ import type { Principal } from '../identity/principal.js';
 import { SessionExporter } from './session-export.js';
 import { StreamVerifier } from './stream-verifier.js';
 
-const exportQuery = z.object({
+export const exportQuery = z.object({
   since: z
     .string()
     .regex(/^[1-9][0-9]{0,17}$/, 'must be the tree size of a checkpoint you hold (a positive whole number)')

@@ -162,6 +162,80 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
   }
 }
 
+/** Why a chunk the log records changes nothing on the message's blocks (the chunk route reports it as `ignored`). */
+export const IGNORED_REASONS = [
+  'message already finalized',
+  'no open text part',
+  'text part already open',
+  'no open thinking part',
+  'thinking part already open',
+  'no open image',
+  'image already open',
+  'web search already in progress',
+  'unknown tool id',
+  'tool call governed by the ledger',
+] as const;
+export type IgnoredReason = (typeof IGNORED_REASONS)[number];
+
+/**
+ * The reason `evolveBlocks` leaves the state as it is for this chunk, case by case beside its rule
+ * above; `undefined` when the chunk applies. `raw` and `llm_response_complete` are markers that
+ * never change blocks by design (the latter usually follows `block_complete`), so they are never reported.
+ */
+export function ignoredReason(state: MessageBlocksState, chunk: Chunk): IgnoredReason | undefined {
+  if (chunk.type === 'raw' || chunk.type === 'llm_response_complete') return undefined;
+  if (state.finalized) return 'message already finalized';
+  switch (chunk.type) {
+    case 'text.start':
+      return state.openTextId ? 'text part already open' : undefined;
+    case 'text.delta':
+    case 'text.complete':
+      return state.openTextId ? undefined : 'no open text part';
+    case 'thinking.start':
+      return state.openThinkingId ? 'thinking part already open' : undefined;
+    case 'thinking.delta':
+    case 'thinking.complete':
+      return state.openThinkingId ? undefined : 'no open thinking part';
+    case 'image.created':
+      return state.openImageId ? 'image already open' : undefined;
+    case 'image.delta':
+    case 'image.complete':
+      return state.openImageId ? undefined : 'no open image';
+    case 'llm_websearch_in_progress':
+      return state.webSearchCitationId ? 'web search already in progress' : undefined;
+    case 'mcp_tool_streaming':
+    case 'mcp_tool_pending':
+    case 'mcp_tool_in_progress':
+    case 'mcp_tool_complete': {
+      // Ignored only when no response of the chunk applies; the first response's reason names why.
+      const reasons = chunk.responses.map((response): IgnoredReason | undefined => {
+        if (Object.hasOwn(state.governedToolIds, response.id)) return 'tool call governed by the ledger';
+        const creates = chunk.type === 'mcp_tool_streaming' || chunk.type === 'mcp_tool_pending';
+        return creates || toolBlockIdOf(state, response.id) ? undefined : 'unknown tool id';
+      });
+      return reasons.length > 0 && reasons.every((reason) => reason !== undefined) ? reasons[0] : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The blocks of a message created whole (an assistant message given its `content`): one
+ * finished text block, the message complete, so later chunks change nothing.
+ */
+export function wholeMessageBlocks(messageId: string, content: string, at: string): MessageBlocksState {
+  const block: MessageBlock = {
+    id: `${messageId}-b0`,
+    messageId,
+    type: 'main_text',
+    status: 'success',
+    content,
+    createdAt: at,
+  };
+  return { ...initialMessageBlocks(messageId), blocks: [block], status: 'success', finalized: true };
+}
+
 /** `thinking.complete` fields a history sends back to the provider, by the block metadata key that keeps them. */
 const KEPT_REASONING = { signature: 'signature', item: 'reasoningItem' } as const;
 

@@ -1,7 +1,7 @@
 import { parseChunk } from '../chunks/chunk-schemas.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, encodeChunk, type StoredChunk } from '../chunks/snapshot-text.js';
 import { compareBlocks, loadBlockVectors } from '../testing/block-vectors.js';
-import { evolveBlocks, initialMessageBlocks, type MessageBlocksState } from './block-rules.js';
+import { evolveBlocks, ignoredReason, initialMessageBlocks, type MessageBlocksState } from './block-rules.js';
 
 /** Folds posted chunks the way the ledger does: validate, store (snapshot suffixes), restore, evolve. */
 function fold(
@@ -41,6 +41,21 @@ describe.each(loadBlockVectors())('vector $file', (vector) => {
     const again = fold('msg-1', vector.chunks).state;
     expect(new Set(first.blocks.map((block) => block.id)).size).toBe(first.blocks.length);
     expect(again).toEqual(first);
+  });
+
+  it('names a reason for exactly the chunks that change nothing (markers aside)', () => {
+    let state = initialMessageBlocks('msg-1');
+    vector.chunks.forEach((value, index) => {
+      const chunk = parseChunk({ seq: index + 1, ...value }, index);
+      const next = evolveBlocks(state, { chunk, recordedAt: `t${index}` });
+      const marker = chunk.type === 'raw' || chunk.type === 'llm_response_complete';
+      const unchanged = next === state && !marker;
+      expect({ seq: chunk.seq, ignored: ignoredReason(state, chunk) !== undefined }).toEqual({
+        seq: chunk.seq,
+        ignored: unchanged,
+      });
+      state = next;
+    });
   });
 });
 

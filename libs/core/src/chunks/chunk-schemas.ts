@@ -77,6 +77,12 @@ const chunkSchemaOf = new Map<string, ChunkSchemas[ChunkType]>(
   }),
 );
 
+/** Any chunk, by its type: the schemas `parseChunk` applies, as one (the API contract describes the chunk route with it). */
+export const chunkSchema = z.union([...chunkSchemaOf.values()] as [
+  ChunkSchemas[ChunkType],
+  ...ChunkSchemas[ChunkType][],
+]);
+
 /** A chunk as a producer posts it: its sequence number, its type, and that type's payload. */
 export type Chunk = { [Type in ChunkType]: z.infer<ChunkSchemas[Type]> }[ChunkType];
 export type ChunkOf<Type extends ChunkType> = Extract<Chunk, { type: Type }>;

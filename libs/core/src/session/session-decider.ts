@@ -7,6 +7,8 @@ import { chunkCursor, invalidEvent, numberChunk, type DecidedEvent } from './chu
 import { SessionError } from './session-error.js';
 import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
+import { canonicalJson } from '../hashing/canonical-json.js';
+import { evolveBlocks, ignoredReason, type IgnoredReason } from '../blocks/block-rules.js';
 import { activePath } from './branch-tree.js';
 import {
   chunkDigest,
@@ -100,15 +102,33 @@ export interface Decision {
   readonly duplicateSeqs: readonly number[];
   /** create_message: the parent the message got. */
   readonly parentId?: string | null;
+  /** append_chunks: the new chunks recorded that change nothing, and why. */
+  readonly ignored?: readonly IgnoredChunk[];
+  /** open_session, create_message: the same create again, answered with the original's position. */
+  readonly repeatOf?: { readonly position: bigint };
   /** record_model_call: the message the answer goes to, and the provider seq of its first event. */
   readonly answer?: { readonly messageId: string; readonly nextEventSeq: number };
+}
+
+export interface IgnoredChunk {
+  readonly seq: number;
+  readonly reason: IgnoredReason;
 }
 
 export function decideSession(command: SessionCommand, state: SessionState): Decision {
   switch (command.type) {
     case 'open_session': {
-      if (state.status === 'open')
-        throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
+      if (state.status === 'open') {
+        // A retry of the same open is answered as the first was; any other is a conflict naming what differs.
+        const differing = firstDifference([
+          ['title', state.title, command.title],
+          ['metadata', state.metadata, command.metadata],
+          ['writers', state.opened.writers, command.writers],
+        ]);
+        if (differing !== undefined || state.forkedFrom !== null)
+          return sessionExists(command.sessionId, differing ?? 'id', state.forkedFrom !== null);
+        return { events: [], duplicateSeqs: [], repeatOf: { position: state.opened.position } };
+      }
       return {
         events: [
           {
@@ -139,8 +159,26 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     }
     case 'create_message': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
-      if (state.messages.has(command.messageId))
-        throw new SessionError('message_exists', `message ${command.messageId} already exists`, 'id');
+      const existing = state.messages.get(command.messageId);
+      if (existing) {
+        // Omitted, the parent was the active leaf at the first create: a retry cannot name it, so it matches any.
+        const differing = firstDifference([
+          ['role', existing.role, command.role],
+          ['content', existing.content, command.content],
+          ['parentId', existing.parentId, command.parentId === undefined ? existing.parentId : command.parentId],
+          ['model', existing.model, command.model],
+        ]);
+        if (differing !== undefined) {
+          const rule = `message ${command.messageId} already exists with a different ${differing}`;
+          throw new SessionError('message_exists', rule, differing);
+        }
+        return {
+          events: [],
+          duplicateSeqs: [],
+          parentId: existing.parentId,
+          repeatOf: { position: existing.createdPosition },
+        };
+      }
       const parentId =
         command.parentId === undefined
           ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null)
@@ -216,6 +254,8 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       const duplicateSeqs: number[] = [];
       let snapshots = message.snapshots;
       let recorded = message.chunkDigests.length;
+      let blocks = message.blocks;
+      const ignored: IgnoredChunk[] = [];
       command.chunks.forEach((chunk, index) => {
         if (chunk.seq <= recorded) {
           const known =
@@ -240,6 +280,10 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
         const encoded = encodeChunk(snapshots, chunk);
         snapshots = encoded.state;
         recorded += 1;
+        const reason = ignoredReason(blocks, chunk);
+        if (reason) ignored.push({ seq: chunk.seq, reason });
+        // Only which parts are open matters here, not when: the recorded time comes from the log.
+        else blocks = evolveBlocks(blocks, { chunk, recordedAt: '' });
         events.push({
           id: nameUuid(`chunk:${command.messageId}:${chunk.seq}`),
           event: {
@@ -248,7 +292,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
           },
         });
       });
-      return { events, duplicateSeqs };
+      return { events, duplicateSeqs, ignored };
     }
     case 'append_dialect_events':
       return decideDialectEvents(command, assistantMessage(state, command.messageId));
@@ -268,12 +312,30 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     }
     case 'update_tool_call': {
       if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
-      const { type: _type, eventId, ...data } = command;
+      const { eventId, ...update } = command;
+      const data = {
+        messageId: update.messageId,
+        toolCallId: update.toolCallId,
+        response: update.response,
+        governance: update.governance,
+      };
       if (!state.messages.has(data.messageId))
         throw new SessionError('message_not_found', `message ${data.messageId} is not in this session`);
       return { events: [{ id: eventId, event: { type: 'message.tool_call_updated', data } }], duplicateSeqs: [] };
     }
   }
+}
+
+/** The first field whose wanted value differs from the recorded one (JSON values compared canonically). */
+function firstDifference(fields: readonly (readonly [string, unknown, unknown])[]): string | undefined {
+  return fields.find(([, recorded, wanted]) => canonicalJson(recorded) !== canonicalJson(wanted ?? null))?.[0];
+}
+
+function sessionExists(sessionId: string, field: string, forked: boolean): never {
+  const rule = forked
+    ? `session ${sessionId} already exists as a fork`
+    : `session ${sessionId} already exists with a different ${field}`;
+  throw new SessionError('session_exists', rule, forked ? 'id' : field);
 }
 
 function assistantMessage(state: SessionState, messageId: string): MessageState {

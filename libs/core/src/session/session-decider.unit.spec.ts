@@ -1,6 +1,7 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, SessionError, type Decision, type SessionCommand } from './session-decider.js';
 import { activePath, branchTree } from './branch-tree.js';
+import { IGNORED_CHUNK_CASES } from '../testing/ignored-chunks.js';
 import {
   evolveSession,
   forkSession,
@@ -56,7 +57,7 @@ const recorded = (messageId: string, list: Chunk[]) =>
   });
 
 describe('session decider', () => {
-  it('opens a session once', () => {
+  it('opens a session once; the same open again is a repeat, another with that id a conflict naming the field', () => {
     given()
       .when({
         type: 'open_session',
@@ -74,9 +75,19 @@ describe('session decider', () => {
           },
         ]);
       });
+    const open = { type: 'open_session', sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice' } as const;
     given(opened)
-      .when({ type: 'open_session', sessionId: 's1', title: null, metadata: {}, owner: 'subject:alice', writers: [] })
-      .thenThrows('session_exists', 'id');
+      .when({ ...open, writers: [] })
+      .then((decision) => expect(decision).toEqual({ events: [], duplicateSeqs: [], repeatOf: { position: 1n } }));
+    given(opened)
+      .when({ ...open, title: 'other', writers: [] })
+      .thenThrows('session_exists', 'title');
+    given(opened)
+      .when({ ...open, metadata: { a: 1 }, writers: ['subject:bob'] })
+      .thenThrows('session_exists', 'metadata');
+    given(opened)
+      .when({ ...open, writers: ['subject:bob'] })
+      .thenThrows('session_exists', 'writers');
   });
 
   it('grants writers once each; the owner and who may write already add nothing', () => {
@@ -127,9 +138,23 @@ describe('session decider', () => {
         content: null,
       })
       .thenThrows('parent_not_found', 'parentId');
+    const again = { type: 'create_message', messageId: 'u1', role: 'user', model: null, content: null } as const;
+    for (const parentId of [null, undefined])
+      given(opened, message('u1', 'user', null))
+        .when({ ...again, parentId })
+        .then((decision) => expect(decision).toMatchObject({ events: [], parentId: null, repeatOf: { position: 2n } }));
     given(opened, message('u1', 'user', null))
-      .when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null })
-      .thenThrows('message_exists', 'id');
+      .when({ ...again, role: 'system', content: 'x', parentId: null })
+      .thenThrows('message_exists', 'role');
+    given(opened, message('u1', 'user', null))
+      .when({ ...again, content: 'x', parentId: null })
+      .thenThrows('message_exists', 'content');
+    given(opened, message('u0', 'user', null), message('u1', 'user', null))
+      .when({ ...again, parentId: 'u0' })
+      .thenThrows('message_exists', 'parentId');
+    given(opened, message('u1', 'user', null))
+      .when({ ...again, parentId: null, model: 'm' })
+      .thenThrows('message_exists', 'model');
     given()
       .when({ type: 'create_message', messageId: 'u1', role: 'user', parentId: null, model: null, content: null })
       .thenThrows('session_not_found');
@@ -185,6 +210,18 @@ describe('session decider', () => {
         expect(duplicateSeqs).toEqual([2]);
         expect(events.map((e) => e.event.type)).toEqual(['chunk.text.complete']);
       });
+  });
+
+  it('reports each recorded chunk that changes nothing, with the reason, and records it anyway', () => {
+    for (const { label, chunks: values, seq, reason } of IGNORED_CHUNK_CASES) {
+      recorded('a1', chunks(...values)).then((decision) => {
+        expect({ label, events: decision.events.length }).toEqual({ label, events: values.length });
+        expect({ label, ignored: decision.ignored }).toEqual({ label, ignored: [{ seq, reason }] });
+      });
+    }
+    recorded('a1', chunks({ type: 'text.start' }, { type: 'text.delta', text: 'hi' }, { type: 'block_complete' })).then(
+      (decision) => expect(decision.ignored).toEqual([]),
+    );
   });
 
   it('takes chunks only for assistant messages that exist', () => {

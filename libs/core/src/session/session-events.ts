@@ -4,6 +4,7 @@ import {
   evolveBlocks,
   evolveGovernedTool,
   initialMessageBlocks,
+  wholeMessageBlocks,
   type GovernedToolUpdate,
   type MessageBlocksState,
 } from '../blocks/block-rules.js';
@@ -145,6 +146,8 @@ export interface MessageState {
   readonly blockPositions: ReadonlyMap<string, bigint>;
   /** Log position of the last event that changed this message (its chunks or its selected child). */
   readonly position: bigint;
+  /** Log position of its `message.created`: what a repeated create answers. */
+  readonly createdPosition: bigint;
 }
 
 export interface OpenSession {
@@ -162,6 +165,8 @@ export interface OpenSession {
   /** The top-level message the active path starts at. */
   readonly selectedRootId: string | null;
   readonly position: bigint;
+  /** Log position of its first event (opened or forked) and the writers it named: what a repeated open compares. */
+  readonly opened: { readonly position: bigint; readonly writers: readonly string[] };
 }
 
 export type SessionState = { readonly status: 'absent' } | OpenSession;
@@ -184,6 +189,9 @@ export function mayWrite(state: OpenSession, subject: string): boolean {
 /** A message's status: an assistant message's comes from its blocks; the others are whole when created. */
 export const messageStatus = (message: MessageState) =>
   message.role === 'assistant' ? message.blocks.status : 'success';
+
+/** The producer's last recorded seq: of its provider events in a dialect, else of its chunks (0: none yet). */
+export const lastSeq = (message: MessageState) => message.dialect?.eventDigests.length ?? message.chunkDigests.length;
 
 export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
 export const providerEventDigest = (event: unknown) => sha256Hex(canonicalJson(event)).slice(0, 32);
@@ -208,6 +216,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       messages: new Map(),
       selectedRootId: null,
       position: event.position,
+      opened: { position: event.position, writers: data.writers ?? [] },
     };
   }
   if (state.status !== 'open') return state;
@@ -219,6 +228,11 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const data = event.data as SessionEventOf<'message.created'>['data'];
     if (state.messages.has(data.messageId) || (data.parentId !== null && !state.messages.has(data.parentId)))
       return state;
+    // An assistant message created with its whole content is complete from the start ('' is no content).
+    const blocks =
+      data.role === 'assistant' && data.content !== null && data.content !== ''
+        ? wholeMessageBlocks(data.messageId, data.content, event.recordedAt)
+        : initialMessageBlocks(data.messageId);
     const message: MessageState = {
       id: data.messageId,
       role: data.role,
@@ -231,9 +245,10 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       snapshots: EMPTY_SNAPSHOTS,
       dialect: null,
       producerChunks: false,
-      blocks: initialMessageBlocks(data.messageId),
-      blockPositions: new Map(),
+      blocks,
+      blockPositions: new Map(blocks.blocks.map((block) => [block.id, event.position])),
       position: event.position,
+      createdPosition: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     return selectPathTo(
@@ -303,6 +318,7 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
     owner: data.owner ?? null,
     writers: data.writers ?? [],
     position: event.position,
+    opened: { position: event.position, writers: data.writers ?? [] },
   };
   const cutAt = data.source.messageId;
   if (cutAt === null) return fork;

@@ -50,6 +50,7 @@ export function toolCallsProjection(): ProjectionDefinition {
           decision: state.decision,
           execution: state.execution,
           requested_at: stream[0].metadata.recordedAt,
+          requested_position: stream[0].position.toString(),
           updated_at: last.metadata.recordedAt,
           position: last.position.toString(),
         });
@@ -58,11 +59,12 @@ export function toolCallsProjection(): ProjectionDefinition {
       await client.query(
         `INSERT INTO tool_calls (tenant, id, session_id, message_id, tool_id, server, tool_name, arguments,
           arguments_sha256, requested_by, status, outcome, firewall, guardian, approval, decision, execution,
-          requested_at, updated_at, position)
+          requested_at, requested_position, updated_at, position)
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, session_id text, message_id text,
            tool_id text, server text, tool_name text, arguments jsonb, arguments_sha256 text,
            requested_by text, status text, outcome text, firewall jsonb, guardian jsonb, approval jsonb,
-           decision jsonb, execution jsonb, requested_at timestamptz, updated_at timestamptz, position bigint)
+           decision jsonb, execution jsonb, requested_at timestamptz, requested_position bigint,
+           updated_at timestamptz, position bigint)
          ON CONFLICT (tenant, id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
            firewall = excluded.firewall, guardian = excluded.guardian, approval = excluded.approval,
            decision = excluded.decision, execution = excluded.execution, updated_at = excluded.updated_at,

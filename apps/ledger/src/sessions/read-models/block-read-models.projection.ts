@@ -1,6 +1,7 @@
 import {
   initialSessionState,
   messageStatus,
+  lastSeq,
   parseSessionStreamId,
   SESSION_STREAM_PREFIX,
   sessionChanges,
@@ -99,6 +100,7 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
         model: message.model,
         content: message.content,
         status: messageStatus(message),
+        last_seq: lastSeq(message),
         created_at: message.createdAt,
         position: message.position.toString(),
       });
@@ -133,13 +135,13 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   if (messageRows.length > 0) {
     await client.query(
       `INSERT INTO messages (tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content,
-        status, created_at, position)
-       SELECT tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, created_at,
-         position FROM jsonb_to_recordset($1::jsonb)
+        status, last_seq, created_at, position)
+       SELECT tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, last_seq,
+         created_at, position FROM jsonb_to_recordset($1::jsonb)
          AS r(tenant text, id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text,
-           model text, content text, status text, created_at timestamptz, position bigint)
+           model text, content text, status text, last_seq int, created_at timestamptz, position bigint)
        ON CONFLICT (tenant, session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id,
-         status = excluded.status, position = excluded.position
+         status = excluded.status, last_seq = excluded.last_seq, position = excluded.position
          WHERE messages.position <= excluded.position`,
       [JSON.stringify(messageRows)],
     );

@@ -29,6 +29,7 @@ export class MessageRow {
   @Column('text', { nullable: true }) model!: string | null;
   @Column('text', { nullable: true }) content!: string | null;
   @Column('text') status!: string;
+  @Column('integer', { name: 'last_seq' }) lastSeq!: number;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;
   @Column('bigint') position!: string;
 }

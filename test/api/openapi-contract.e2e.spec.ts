@@ -1,0 +1,104 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { ledgerOpenApiDocument } from '../../apps/ledger/src/api-contracts.js';
+import { PERMISSIONS } from '../../apps/ledger/src/identity/permissions.js';
+import { API_TYPES_FILE, generatedApiTypes } from '../support/api-types.js';
+import { declaredRoutes } from '../support/declared-routes.js';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { openApiProblems } from '../support/openapi-validator.js';
+import { probe } from '../support/probe.js';
+
+/** `METHOD /path` of every operation in the document, in the router's path syntax. */
+function documentedRoutes(document: { paths: Record<string, Record<string, unknown>> }): string[] {
+  return Object.entries(document.paths).flatMap(([path, operations]) =>
+    Object.keys(operations).map((method) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
+  );
+}
+
+describe('the OpenAPI document', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger();
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  it('describes every route the live router serves, and nothing else', () => {
+    const declared = declaredRoutes(ledger.app).sort();
+    expect(documentedRoutes(ledgerOpenApiDocument()).sort()).toEqual(declared);
+  });
+
+  it('is served at /docs/openapi.json as generated, without a credential, and validates as OpenAPI 3.1', async () => {
+    const served = await probe(ledger.baseUrl, 'GET', '/docs/openapi.json');
+    expect(served.status).toBe(200);
+    expect(served.body).toEqual(JSON.parse(JSON.stringify(ledgerOpenApiDocument())));
+    expect(served.body.openapi).toBe('3.1.0');
+    expect(await openApiProblems(served.body)).toBeUndefined();
+    // The validator does find problems: a parameter that says not where it goes.
+    const broken = structuredClone(served.body);
+    broken.paths['/health'].get.parameters = [{ name: 'x' }];
+    expect(await openApiProblems(broken)).toEqual(expect.any(String));
+  });
+
+  it('serves the Swagger UI at /docs and /docs/', async () => {
+    for (const path of ['/docs', '/docs/']) {
+      const page = await probe(ledger.baseUrl, 'GET', path);
+      expect({ path, status: page.status, type: page.headers.get('content-type') }).toMatchObject({
+        path,
+        status: 200,
+        type: expect.stringContaining('text/html'),
+      });
+      expect(page.body).toContain('swagger-ui');
+    }
+  });
+
+  it('gives each operation its roles from the permission table, request schemas, responses and the error shape', () => {
+    const document = ledgerOpenApiDocument();
+    const problems: string[] = [];
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations) as [string, any][]) {
+        const route = `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`;
+        const rule = PERMISSIONS[route];
+        if (rule === undefined) problems.push(`${route}: not in the permission table`);
+        if (rule === 'public' ? operation.security?.length !== 0 : operation.security !== undefined)
+          problems.push(`${route}: security does not match the table`);
+        if (!operation.description.includes(`Roles: ${rule === 'public' ? 'public' : rule?.join(', ')}.`))
+          problems.push(`${route}: roles not stated`);
+        const statuses = Object.keys(operation.responses).map(Number);
+        if (!statuses.some((status) => status < 300 || path === '/docs/LICENSE')) problems.push(`${route}: no success`);
+        for (const status of statuses.filter(
+          (status) => status >= 400 && path !== '/docs/LICENSE' && path !== '/health',
+        ))
+          if (operation.responses[status].content['application/json'].schema.$ref !== '#/components/schemas/Error')
+            problems.push(`${route}: ${status} is not the error shape`);
+        if (rule !== 'public' && !statuses.includes(401)) problems.push(`${route}: 401 missing`);
+      }
+    }
+    expect(problems).toEqual([]);
+    const chunks = document.paths['/v1/sessions/{sid}/messages/{mid}/chunks'].post as any;
+    expect(Object.keys(chunks.requestBody.content)).toEqual(['application/json', 'application/x-ndjson']);
+    expect(chunks.parameters.map((parameter: { name: string }) => parameter.name)).toEqual([
+      'sid',
+      'mid',
+      'dialect',
+      'seq',
+    ]);
+    const live = document.paths['/v1/sessions/{sid}/live'].get as any;
+    expect(Object.keys(live.responses[200].content['text/event-stream'].schema['x-events'])).toEqual([
+      'message',
+      'block',
+      'selection',
+      'toolcall',
+      'overflow',
+    ]);
+    expect(Object.keys((document.components as any).securitySchemes)).toEqual(['bearer', 'apiKey']);
+  });
+
+  it('keeps the typed client test/api/ledger-api.ts equal to a fresh openapi-typescript generation', async () => {
+    const fresh = await generatedApiTypes();
+    if (process.env.UPDATE_API_TYPES === '1') await writeFile(API_TYPES_FILE, fresh);
+    const committed = await readFile(API_TYPES_FILE, 'utf8');
+    // On a difference: UPDATE_API_TYPES=1 node --experimental-vm-modules node_modules/jest/bin/jest.js test/api
+    expect(committed).toBe(fresh);
+  });
+});
