@@ -372,14 +372,12 @@ function completeWebSearch(
   at: string,
 ): MessageBlocksState {
   const search = chunk.llm_web_search;
-  let citationId = state.webSearchCitationId;
-  let next = state;
-  if (citationId) next = update(state, citationId, at, { status: 'success', response: search });
-  else {
-    const started = startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
-    citationId = started.id;
-    next = started.state;
-  }
+  const inProgress = state.webSearchCitationId;
+  const started = inProgress
+    ? { state: update(state, inProgress, at, { status: 'success', response: search }), id: inProgress }
+    : startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
+  const citationId = started.id;
+  let next = started.state;
   const reference: CitationReference = {
     citationBlockId: citationId,
     ...(search.source === undefined ? {} : { citationBlockSource: search.source }),

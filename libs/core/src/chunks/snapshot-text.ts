@@ -38,7 +38,7 @@ const isSnapshotDelta = (type: string): type is SnapshotDelta =>
   type === 'text.delta' || type === 'thinking.delta' || type === 'translation.delta';
 
 export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: StoredChunk; state: SnapshotState } {
-  if (!isSnapshotDelta(chunk.type)) return { stored: chunk as StoredChunk, state: advance(state, chunk) };
+  if (!isSnapshotDelta(chunk.type)) return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const previous = state[part];
   const { text, ...rest } = chunk as ChunkOf<SnapshotDelta>;
