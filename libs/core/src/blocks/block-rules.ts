@@ -1,6 +1,7 @@
 import type { Chunk, ChunkOf, McpToolResponse } from '../chunks/chunk-schemas.js';
 import {
   OPEN_STATUSES,
+  type AttachedFile,
   type BlockStatus,
   type CitationReference,
   type MessageBlock,
@@ -73,6 +74,10 @@ export function initialMessageBlocks(messageId: string): MessageBlocksState {
     finalized: false,
   };
 }
+
+/** Translation chunks fill a translation block; they are no part of the response the message records. */
+export const isTranslationChunk = (chunk: Pick<Chunk, 'type'>) =>
+  chunk.type === 'translation.delta' || chunk.type === 'translation.complete';
 
 export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at }: BlockInput): MessageBlocksState {
   // A translation is made of a finished message: its chunks apply after the message's end.
@@ -183,6 +188,78 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     case 'llm_response_complete':
       return state;
   }
+}
+
+/** A file a user message attaches by reference, as `POST …/messages` takes it. */
+export interface AttachmentReference {
+  readonly name: string;
+  readonly mimeType: string;
+  readonly size: number;
+  readonly sha256: string;
+  readonly url: string;
+}
+
+/**
+ * A user message's blocks, as Cherry builds them: its text as a main_text block, then one block
+ * per attachment in the order given, an image block for an image (with its URL, so it renders),
+ * a file block for any other file. Whole when created: nothing streams into a user message.
+ */
+export function userMessageBlocks(
+  messageId: string,
+  content: string | null,
+  attachments: readonly AttachmentReference[],
+  at: string,
+): MessageBlocksState {
+  const text: MessageBlock[] = content
+    ? [{ id: `${messageId}-text`, messageId, type: 'main_text', status: 'success', createdAt: at, content }]
+    : [];
+  const files = attachments.map((attachment, index): MessageBlock => {
+    const id = `${messageId}-file${index + 1}`;
+    const file = attachedFile(id, attachment, at);
+    const image = file.type === 'image';
+    return {
+      id,
+      messageId,
+      type: image ? 'image' : 'file',
+      status: 'success',
+      createdAt: at,
+      file,
+      ...(image ? { url: attachment.url } : {}),
+    };
+  });
+  return { ...initialMessageBlocks(messageId), status: 'success', blocks: [...text, ...files], finalized: true };
+}
+
+function attachedFile(
+  id: string,
+  { name, mimeType, size, sha256, url }: AttachmentReference,
+  at: string,
+): AttachedFile {
+  const dot = name.lastIndexOf('.');
+  return {
+    id,
+    name,
+    origin_name: name,
+    path: url,
+    size,
+    ext: dot > 0 ? name.slice(dot).toLowerCase() : '',
+    type: fileTypeOf(mimeType),
+    created_at: at,
+    count: 1,
+    mimeType,
+    sha256,
+    url,
+  };
+}
+
+const DOCUMENT_TYPES =
+  /^application\/(pdf|msword|rtf|vnd\.(openxmlformats-officedocument|oasis\.opendocument|ms-)|epub)/;
+
+/** Cherry's `FileTypes`, from the media type. */
+function fileTypeOf(mimeType: string): AttachedFile['type'] {
+  const [kind] = mimeType.split('/');
+  if (kind === 'image' || kind === 'video' || kind === 'audio' || kind === 'text') return kind;
+  return DOCUMENT_TYPES.test(mimeType) ? 'document' : 'other';
 }
 
 /** The citation reference a main_text block streamed now carries, as a block field (Cherry's `citationReferences`). */

@@ -15,11 +15,9 @@ function assistantFrom(file: string): HistoryMessage {
 }
 
 const user = (content: string): HistoryMessage => ({ role: 'user', content, blocks: [] });
-const weather = JSON.stringify({
-  content: [{ text: '{"city":"Paris","tempC":18,"sky":"light rain"}', type: 'text' }],
-  isError: false,
-});
-const time = JSON.stringify({ content: [{ text: '2025-10-14T16:05:00+02:00', type: 'text' }], isError: false });
+// An MCP result goes to the model as what it says: its text, not the JSON of its wrapper.
+const weather = '{"city":"Paris","tempC":18,"sky":"light rain"}';
+const time = '2025-10-14T16:05:00+02:00';
 
 describe('history builder', () => {
   it('OpenAI: per round one assistant message with its text and tool calls, then one tool message per result; thinking left out', () => {
@@ -73,10 +71,7 @@ describe('history builder', () => {
       {
         role: 'tool',
         tool_call_id: 'call_f1',
-        content: JSON.stringify({
-          content: [{ text: "Error: ENOENT: no such file or directory, open '/home/me/notes/todo.md'", type: 'text' }],
-          isError: true,
-        }),
+        content: "Error: ENOENT: no such file or directory, open '/home/me/notes/todo.md'",
       },
     ]);
     const parallel = openAiHistory([assistantFrom('11-parallel-tools-call-order.json')], { includeThinking: false });

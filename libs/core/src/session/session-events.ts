@@ -4,7 +4,12 @@ import {
   evolveBlocks,
   evolveGovernedTool,
   initialMessageBlocks,
+  isTranslationChunk,
+  openTranslation,
+  userMessageBlocks,
+  type AttachmentReference,
   type GovernedToolUpdate,
+  type TranslationOpening,
   type MessageBlocksState,
 } from '../blocks/block-rules.js';
 import type { Chunk } from '../chunks/chunk-schemas.js';
@@ -65,12 +70,19 @@ export type SessionEvent =
         readonly parentId: string | null;
         readonly model: string | null;
         readonly content: string | null;
+        /** A user message's files, by reference; absent when it has none. */
+        readonly attachments?: readonly AttachmentReference[];
       };
     }
   /** `parentId: null` selects among the top-level messages. */
   | {
       readonly type: 'message.branch_selected';
       readonly data: { readonly parentId: string | null; readonly childId: string };
+    }
+  /** A translation block opened on an assistant message (`POST …/translations`); its content comes as translation chunks. */
+  | {
+      readonly type: 'message.translation_opened';
+      readonly data: TranslationOpening & { readonly messageId: string };
     }
   /** The governance saga's progress on a tool call the ledger governs; it takes no producer seq. */
   | {
@@ -231,7 +243,10 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       snapshots: EMPTY_SNAPSHOTS,
       dialect: null,
       producerChunks: false,
-      blocks: initialMessageBlocks(data.messageId),
+      blocks:
+        data.role === 'user' && data.attachments
+          ? userMessageBlocks(data.messageId, data.content, data.attachments, event.recordedAt)
+          : initialMessageBlocks(data.messageId),
       blockPositions: new Map(),
       position: event.position,
     };
@@ -247,6 +262,13 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const child = state.messages.get(childId);
     if (!child || child.parentId !== parentId) return state;
     return { ...select(state, parentId, childId, event.position), position: event.position };
+  }
+  if (event.type === 'message.translation_opened') {
+    const { messageId, ...opening } = event.data as SessionEventOf<'message.translation_opened'>['data'];
+    const message = state.messages.get(messageId);
+    if (!message) return state;
+    const next = withBlocks(message, openTranslation(message.blocks, opening, event.recordedAt), event.position);
+    return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   if (event.type === 'message.tool_call_updated') {
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
@@ -265,7 +287,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
       snapshots,
       dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
-      producerChunks: message.producerChunks || source === undefined,
+      producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
