@@ -206,8 +206,8 @@ function fileReference({ name, mimeType, size, sha256, url }: Attachment): strin
 }
 
 /** An image a format cannot carry where it sits (a Chat Completions tool message holds text only). */
-function imageNote({ mimeType, data }: ImageData): string {
-  return `[image: ${mimeType}, ${Math.floor((data.length * 3) / 4)} bytes, not sent: this format has no place for it]`;
+function imageNote({ mimeType }: ImageData): string {
+  return `[image: ${mimeType}, not sent: this format has no place for it]`;
 }
 
 /** The parts of a turn, text first, as each format spells text, images and file references; no empty text. */
