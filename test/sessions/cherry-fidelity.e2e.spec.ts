@@ -1,5 +1,5 @@
 import { canonicalJson } from '#core';
-import { compareBlocks, loadBlockVectors, numberedChunks } from '../../libs/core/src/testing/block-vectors.js';
+import { compareBlocks, loadBlockVectors } from '../../libs/core/src/testing/block-vectors.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { sign } from '../support/provider-doubles/core.js';
 import { startProviderDouble, type ProviderDouble } from '../support/provider-doubles/index.js';
