@@ -328,6 +328,19 @@ describe('Cherry fidelity: citations, attachments, tool results in the history, 
       },
     ];
 
+    /** The Anthropic double, with thinking on: it checks the Messages API's rules on what it is sent. */
+    const askAnthropic = (messages: unknown) =>
+      fetch(`${provider.baseUrl}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'provider-key', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'claude-test',
+          max_tokens: 1024,
+          thinking: { type: 'enabled', budget_tokens: 512 },
+          messages,
+        }),
+      });
+
     it('Chat Completions accepts the history of MCP text, image and error results', async () => {
       const { sessionId } = await askedSession('Weather, radar and station for Paris?');
       const { position } = await answer(sessionId, chunks);
@@ -376,32 +389,14 @@ describe('Cherry fidelity: citations, attachments, tool results in the history, 
         },
         { type: 'tool_result', tool_use_id: 'call_error', content: 'station offline', is_error: true },
       ]);
-      const response = await fetch(`${provider.baseUrl}/v1/messages`, {
-        method: 'POST',
-        headers: { 'x-api-key': 'provider-key', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'claude-test',
-          max_tokens: 1024,
-          thinking: { type: 'enabled', budget_tokens: 512 },
-          messages: body.messages,
-        }),
-      });
+      const response = await askAnthropic(body.messages);
       expect({ status: response.status, body: await response.json() }).toMatchObject({ status: 200 });
       // The double's rules bite: the same history without its signed thinking is refused.
       const unsigned = body.messages.map((message: { content: { type: string }[] }) => ({
         ...message,
         content: message.content.filter((block) => block.type !== 'thinking'),
       }));
-      const refused = await fetch(`${provider.baseUrl}/v1/messages`, {
-        method: 'POST',
-        headers: { 'x-api-key': 'provider-key', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'claude-test',
-          max_tokens: 1024,
-          thinking: { type: 'enabled', budget_tokens: 512 },
-          messages: unsigned,
-        }),
-      });
+      const refused = await askAnthropic(unsigned);
       expect(refused.status).toBe(400);
     });
   });

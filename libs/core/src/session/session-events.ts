@@ -265,17 +265,11 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
   }
   if (event.type === 'message.translation_opened') {
     const { messageId, ...opening } = event.data as SessionEventOf<'message.translation_opened'>['data'];
-    const message = state.messages.get(messageId);
-    if (!message) return state;
-    const next = withBlocks(message, openTranslation(message.blocks, opening, event.recordedAt), event.position);
-    return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
+    return changeBlocks(state, messageId, event, (blocks) => openTranslation(blocks, opening, event.recordedAt));
   }
   if (event.type === 'message.tool_call_updated') {
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
-    const message = state.messages.get(messageId);
-    if (!message) return state;
-    const next = withBlocks(message, evolveGovernedTool(message.blocks, update, event.recordedAt), event.position);
-    return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
+    return changeBlocks(state, messageId, event, (blocks) => evolveGovernedTool(blocks, update, event.recordedAt));
   }
   if (event.type.startsWith('chunk.')) {
     const { messageId, source, ...stored } = event.data as ChunkEventData;
@@ -292,6 +286,19 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   return state;
+}
+
+/** An event that changes one message's blocks, not through a chunk; a message the session does not hold changes nothing. */
+function changeBlocks(
+  state: OpenSession,
+  messageId: string,
+  event: SessionEventEnvelope,
+  change: (blocks: MessageBlocksState) => MessageBlocksState,
+): SessionState {
+  const message = state.messages.get(messageId);
+  if (!message) return state;
+  const next = withBlocks(message, change(message.blocks), event.position);
+  return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
 }
 
 /** The message with its blocks as of `position`: each block that is new, changed or moved is stamped with it. */
