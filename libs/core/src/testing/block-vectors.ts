@@ -57,6 +57,7 @@ export function compareBlocks(
       rawStatus: (block.metadata?.rawMcpToolResponse as { status?: string } | undefined)?.status,
       url: block.url,
       images: (block.metadata?.generateImageResponse as { images?: string[] } | undefined)?.images,
+      // `null` in a vector: the block cites nothing (the field is absent).
       citationReferences: block.citationReferences ?? null,
       targetLanguage: block.targetLanguage,
       sourceLanguage: block.sourceLanguage,
