@@ -332,6 +332,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{sid}/messages/{mid}/translations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a translation block on an assistant message
+         * @description The block goes after the message’s blocks; its content comes as `translation.delta` / `translation.complete` chunks on the chunk route from `nextSeq` on. A translation never enters the model history.
+         *
+         *     Roles: producer.
+         */
+        post: operations["postSessionsSidMessagesMidTranslations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sid}/fork": {
         parameters: {
             query?: never;
@@ -1590,6 +1612,13 @@ export interface operations {
                     parentId?: string | null;
                     model?: string;
                     id?: string;
+                    attachments?: {
+                        name: string;
+                        mimeType: string;
+                        size: number;
+                        sha256: string;
+                        url: string;
+                    }[];
                 };
             };
         };
@@ -1905,6 +1934,16 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                } | {
+                    seq: number;
+                    /** @constant */
+                    type: "translation.delta";
+                    text: string;
+                } | {
+                    seq: number;
+                    /** @constant */
+                    type: "translation.complete";
+                    text: string;
                 }) | {
                     [key: string]: unknown;
                 })[];
@@ -2111,6 +2150,16 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                } | {
+                    seq: number;
+                    /** @constant */
+                    type: "translation.delta";
+                    text: string;
+                } | {
+                    seq: number;
+                    /** @constant */
+                    type: "translation.complete";
+                    text: string;
                 }) | {
                     [key: string]: unknown;
                 })[];
@@ -2131,7 +2180,7 @@ export interface operations {
                         ignored: {
                             seq: number;
                             /** @enum {string} */
-                            reason: "message already finalized" | "no open text part" | "text part already open" | "no open thinking part" | "thinking part already open" | "no open image" | "image already open" | "web search already in progress" | "unknown tool id" | "tool call governed by the ledger";
+                            reason: "message already finalized" | "no open text part" | "text part already open" | "no open thinking part" | "thinking part already open" | "no open image" | "image already open" | "web search already in progress" | "unknown tool id" | "tool call governed by the ledger" | "no open translation";
                         }[];
                         /** @description a log position */
                         position: number;
@@ -2184,6 +2233,97 @@ export interface operations {
                 };
             };
             /** @description `not_assistant` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the credential is over its rate (`Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSessionsSidMessagesMidTranslations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sid: string;
+                mid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    targetLanguage: string;
+                    sourceLanguage?: string;
+                    sourceBlockId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description opened */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        messageId: string;
+                        nextSeq: number;
+                        /** @description a log position */
+                        position: number;
+                    };
+                };
+            };
+            /** @description bad input: the field at fault is named (`error.field`); nothing was changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid credential (`WWW-Authenticate: Bearer`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the credential's roles may not call this route, or it may not write here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such session or message */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_assistant`, `block_not_found` (the `sourceBlockId`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2619,7 +2759,7 @@ export interface operations {
                                 id: string;
                                 messageId: string;
                                 /** @enum {string} */
-                                type: "unknown" | "main_text" | "thinking" | "image" | "tool" | "error" | "citation" | "video";
+                                type: "unknown" | "main_text" | "thinking" | "image" | "file" | "tool" | "error" | "citation" | "translation" | "video";
                                 /** @enum {string} */
                                 status: "pending" | "processing" | "streaming" | "success" | "error" | "paused";
                                 createdAt: string;
@@ -2634,6 +2774,17 @@ export interface operations {
                                 metadata?: {
                                     [key: string]: unknown;
                                 };
+                                /** @description main_text: the citation blocks this text cites */
+                                citationReferences?: {
+                                    citationBlockId: string;
+                                    citationBlockSource?: string;
+                                }[];
+                                /** @description file, image: the attached file (Cherry FileMetadata) */
+                                file?: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description image: where the attached image is */
+                                url?: string;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -2986,7 +3137,7 @@ export interface operations {
                             id: string;
                             messageId: string;
                             /** @enum {string} */
-                            type: "unknown" | "main_text" | "thinking" | "image" | "tool" | "error" | "citation" | "video";
+                            type: "unknown" | "main_text" | "thinking" | "image" | "file" | "tool" | "error" | "citation" | "translation" | "video";
                             /** @enum {string} */
                             status: "pending" | "processing" | "streaming" | "success" | "error" | "paused";
                             createdAt: string;
@@ -3001,6 +3152,17 @@ export interface operations {
                             metadata?: {
                                 [key: string]: unknown;
                             };
+                            /** @description main_text: the citation blocks this text cites */
+                            citationReferences?: {
+                                citationBlockId: string;
+                                citationBlockSource?: string;
+                            }[];
+                            /** @description file, image: the attached file (Cherry FileMetadata) */
+                            file?: {
+                                [key: string]: unknown;
+                            };
+                            /** @description image: where the attached image is */
+                            url?: string;
                         } & {
                             [key: string]: unknown;
                         })[];

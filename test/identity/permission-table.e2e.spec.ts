@@ -80,6 +80,11 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
     body: [{ seq: 1, type: 'llm_response_created' }],
     status: 200,
   }),
+  'POST /v1/sessions/:sid/messages/:mid/translations': () => ({
+    mid: 'a1',
+    body: { targetLanguage: 'fr' },
+    status: 201,
+  }),
   'POST /v1/sessions/:sid/fork': () => ({ body: { messageId: 'a1' }, status: 201 }),
   'PUT /v1/sessions/:sid/messages/:mid/selection': () => ({ body: { childId: 'a1' }, status: 200 }),
   'PUT /v1/sessions/:sid/selection': () => ({ body: { childId: 'u1' }, status: 200 }),

@@ -38,6 +38,7 @@ describe('who may write to a session', () => {
   const writes = (sessionId: string, seq: number): [string, string, unknown][] => [
     ['POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, [{ seq, type: 'text.start' }]],
     ['POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'let me in' }],
+    ['POST', `/v1/sessions/${sessionId}/messages/a1/translations`, { targetLanguage: 'fr' }],
     ['POST', `/v1/sessions/${sessionId}/fork`, { messageId: 'a1' }],
     ['PUT', `/v1/sessions/${sessionId}/messages/u1/selection`, { childId: 'a1' }],
     ['PUT', `/v1/sessions/${sessionId}/selection`, { childId: 'u1' }],

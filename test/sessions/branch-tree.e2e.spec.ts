@@ -27,10 +27,8 @@ const toolLoopHistory = [
   {
     role: 'tool',
     tool_call_id: 'call_w1',
-    content: JSON.stringify({
-      content: [{ text: '{"city":"Paris","tempC":18,"sky":"light rain"}', type: 'text' }],
-      isError: false,
-    }),
+    // An MCP result goes as its text (issue 18), not as the JSON of its wrapper.
+    content: '{"city":"Paris","tempC":18,"sky":"light rain"}',
   },
   {
     role: 'assistant',
@@ -46,7 +44,7 @@ const toolLoopHistory = [
   {
     role: 'tool',
     tool_call_id: 'call_t2',
-    content: JSON.stringify({ content: [{ text: '2025-10-14T16:05:00+02:00', type: 'text' }], isError: false }),
+    content: '2025-10-14T16:05:00+02:00',
   },
   { role: 'assistant', content: 'It is 16:05 in Paris right now, 18°C with light rain — bring an umbrella.' },
 ];

@@ -87,6 +87,7 @@ export function validateChatMessages(messages: unknown): void {
     if (message.role !== 'assistant') {
       if (typeof message.content !== 'string' && !Array.isArray(message.content))
         throw new SequenceError(`${param}.content must be a string or an array of parts`, `${param}.content`);
+      if (Array.isArray(message.content)) checkParts(message.content, message.role === 'user', `${param}.content`);
       return;
     }
     const calls: unknown[] = message.tool_calls ?? [];
@@ -121,6 +122,26 @@ export function validateChatMessages(messages: unknown): void {
       `The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`,
       'messages',
     );
+}
+
+/** Content parts: non-empty text, and image_url parts (http(s) or data URLs) in user messages only. */
+function checkParts(parts: readonly any[], imagesAllowed: boolean, param: string): void {
+  parts.forEach((part, index) => {
+    const partParam = `${param}[${index}]`;
+    if (part?.type === 'text' && typeof part.text === 'string' && part.text !== '') return;
+    const url = part?.image_url?.url;
+    if (
+      imagesAllowed &&
+      part?.type === 'image_url' &&
+      typeof url === 'string' &&
+      /^(https?:\/\/|data:image\/)/.test(url)
+    )
+      return;
+    throw new SequenceError(
+      `${partParam} must be a non-empty text part${imagesAllowed ? ' or an image_url part' : ''}`,
+      partParam,
+    );
+  });
 }
 
 export async function startChatCompletionsServer(

@@ -80,6 +80,7 @@ function validate(body: any, headers: IncomingHttpHeaders): void {
         'messages',
       );
     }
+    checkContent(message, index);
     blocksOf(message).forEach((block: any, blockIndex: number) => {
       if (block?.type === 'thinking' && typeof block.signature !== 'string') {
         const param = `messages.${index}.content.${blockIndex}.thinking.signature`;
@@ -96,6 +97,39 @@ function validate(body: any, headers: IncomingHttpHeaders): void {
   });
   const thinking = body.thinking?.type === 'enabled' || body.thinking?.type === 'adaptive';
   if (thinking) checkThinkingLeadsToolLoop(messages);
+}
+
+const IMAGE_MEDIA_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+/**
+ * Content as the Messages API takes it: every message but a final assistant one has some, text
+ * blocks are never empty (in a tool_result too), and an image is base64 of a supported media type or a URL.
+ */
+function checkContent(message: any, index: number): void {
+  const content = message.content;
+  if (content === '' || (Array.isArray(content) && content.length === 0))
+    throw new InvalidRequest(
+      `messages.${index}: all messages must have non-empty content except for the optional final assistant message`,
+      `messages.${index}`,
+    );
+  const check = (block: any, param: string) => {
+    if (block?.type === 'text' && (typeof block.text !== 'string' || block.text === ''))
+      throw new InvalidRequest(`${param}: text content blocks must be non-empty`, param);
+    if (block?.type !== 'image') return;
+    const source = block.source ?? {};
+    const valid =
+      (source.type === 'base64' && IMAGE_MEDIA_TYPES.has(source.media_type) && typeof source.data === 'string') ||
+      (source.type === 'url' && typeof source.url === 'string' && /^https?:\/\//.test(source.url));
+    if (!valid) throw new InvalidRequest(`${param}.source: Input does not match any image source`, `${param}.source`);
+  };
+  blocksOf(message).forEach((block: any, blockIndex: number) => {
+    const param = `messages.${index}.content.${blockIndex}`;
+    check(block, param);
+    if (block?.type === 'tool_result')
+      asArray(block.content).forEach((inner: any, innerIndex: number) =>
+        check(inner, `${param}.content.${innerIndex}`),
+      );
+  });
 }
 
 function blocksOf(message: any): readonly any[] {

@@ -33,6 +33,8 @@ const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   not_a_writer: 403,
   invalid_event: 400,
   dialect_conflict: 409,
+  invalid_message: 400,
+  block_not_found: 422,
 };
 
 const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {

@@ -47,6 +47,7 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'POST /v1/sessions': PRODUCER,
   'POST /v1/sessions/:sid/messages': PRODUCER,
   'POST /v1/sessions/:sid/messages/:mid/chunks': PRODUCER,
+  'POST /v1/sessions/:sid/messages/:mid/translations': PRODUCER,
   'POST /v1/sessions/:sid/fork': PRODUCER,
   'PUT /v1/sessions/:sid/messages/:mid/selection': PRODUCER,
   'PUT /v1/sessions/:sid/selection': PRODUCER,

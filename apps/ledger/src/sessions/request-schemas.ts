@@ -16,6 +16,54 @@ const subject = z
   .regex(/^(subject|key|jwt):\S+$/, 'a subject: subject:<name>, key:<key id> or jwt:<issuer>#<sub>');
 const writers = z.array(subject).max(100);
 
+/** A user message's files, by reference (issue 18): the ledger stores the reference, never fetches the file. */
+export const MAX_ATTACHMENTS = 20;
+export const MAX_ATTACHMENT_BYTES = 2 ** 40;
+
+/**
+ * An http(s) URL, kept as the WHATWG parser resolves it (what any client fetching it will use):
+ * no other scheme (`javascript:`, `file:`, `data:`), no credentials in it, no spaces or controls.
+ */
+const attachmentUrl = z
+  .string()
+  .min(1)
+  .max(2048)
+  .regex(/^[^\s\p{Cc}]+$/u, 'must hold no spaces or control characters')
+  .transform((value, context) => {
+    const url = parsedUrl(value);
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+      context.addIssue({ code: 'custom', message: 'must be an http or https URL' });
+    else if (url.username !== '' || url.password !== '')
+      context.addIssue({ code: 'custom', message: 'must not hold credentials' });
+    else return url.href;
+    return z.NEVER;
+  });
+
+function parsedUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+const attachment = z
+  .object({
+    name: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[^/\\\p{Cc}]+$/u, 'a file name: no path separators or control characters'),
+    mimeType: z
+      .string()
+      .max(255)
+      .regex(/^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/, 'a media type such as image/png, lower case'),
+    size: z.number().int().nonnegative().max(MAX_ATTACHMENT_BYTES),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'the SHA-256 of the file: 64 lower-case hex digits'),
+    url: attachmentUrl,
+  })
+  .strict();
+
 // Every body schema refuses unstorable text (NUL, unpaired surrogates) and over-deep nesting first.
 export const createSessionBody = storableJson(
   z
@@ -38,8 +86,13 @@ export const createMessageBody = storableJson(
       parentId: id.nullable().optional(),
       model: z.string().max(200).optional(),
       id: id.optional(),
+      attachments: z.array(attachment).max(MAX_ATTACHMENTS).optional(),
     })
-    .strict(),
+    .strict()
+    .refine((body) => body.role === 'user' || body.attachments === undefined, {
+      message: 'only a user message attaches files',
+      path: ['attachments'],
+    }),
 );
 
 export const selectionBody = storableJson(z.object({ childId: id }).strict());
@@ -92,3 +145,26 @@ export const dialectQuery = z.object({
     .transform(Number)
     .optional(),
 });
+
+/** A BCP 47 language tag (`en`, `zh-CN`, Cherry's `en-us`), as `Intl` reads one. */
+const languageTag = z
+  .string()
+  .max(35)
+  .regex(/^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/, 'a language tag such as en, fr or zh-CN')
+  .refine((tag) => {
+    try {
+      return Intl.getCanonicalLocales(tag).length === 1;
+    } catch {
+      return false;
+    }
+  }, 'a language tag such as en, fr or zh-CN');
+
+export const translationBody = storableJson(
+  z
+    .object({
+      targetLanguage: languageTag,
+      sourceLanguage: languageTag.optional(),
+      sourceBlockId: z.string().min(1).max(600).optional(),
+    })
+    .strict(),
+);

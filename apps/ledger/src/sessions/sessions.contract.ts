@@ -11,13 +11,25 @@ import {
   pageQuery,
   readPointQuery,
   selectionBody,
+  translationBody,
 } from './request-schemas.js';
 
 /** A block in Cherry Studio's `MessageBlock` shape: only the fields its type uses are present. */
 const block = z.looseObject({
   id: z.string(),
   messageId: z.string(),
-  type: z.enum(['unknown', 'main_text', 'thinking', 'image', 'tool', 'error', 'citation', 'video']),
+  type: z.enum([
+    'unknown',
+    'main_text',
+    'thinking',
+    'image',
+    'file',
+    'tool',
+    'error',
+    'citation',
+    'translation',
+    'video',
+  ]),
   status: z.enum(['pending', 'processing', 'streaming', 'success', 'error', 'paused']),
   createdAt: z.string(),
   updatedAt: z.string().optional(),
@@ -27,6 +39,12 @@ const block = z.looseObject({
   arguments: z.unknown().optional(),
   error: jsonObject.optional(),
   metadata: jsonObject.optional(),
+  citationReferences: z
+    .array(z.object({ citationBlockId: z.string(), citationBlockSource: z.string().optional() }))
+    .optional()
+    .meta({ description: 'main_text: the citation blocks this text cites' }),
+  file: jsonObject.optional().meta({ description: 'file, image: the attached file (Cherry FileMetadata)' }),
+  url: z.string().optional().meta({ description: 'image: where the attached image is' }),
 });
 
 const messageStatus = z.enum(['processing', 'success', 'error', 'paused']);
@@ -152,6 +170,28 @@ export const SESSIONS_CONTRACT: RouteContracts = {
       404: 'no such session or message',
       409: '`seq_gap` (naming the expected seq), `seq_conflict`, `dialect_conflict`',
       422: '`not_assistant`',
+    },
+  },
+  'POST /v1/sessions/:sid/messages/:mid/translations': {
+    summary: 'Open a translation block on an assistant message',
+    description:
+      'The block goes after the message’s blocks; its content comes as `translation.delta` / `translation.complete` ' +
+      'chunks on the chunk route from `nextSeq` on. A translation never enters the model history.',
+    body: { schema: translationBody },
+    responses: {
+      201: {
+        description: 'opened',
+        schema: z.object({
+          id: z.string(),
+          messageId: z.string(),
+          nextSeq: z.number().int(),
+          position: positionNumber,
+        }),
+      },
+    },
+    errors: {
+      404: 'no such session or message',
+      422: '`not_assistant`, `block_not_found` (the `sourceBlockId`)',
     },
   },
   'POST /v1/sessions/:sid/fork': {

@@ -27,6 +27,7 @@ import {
   pageQuery,
   readPointQuery,
   selectionBody,
+  translationBody,
 } from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
 import { SessionQueries } from './session-queries.js';
@@ -86,6 +87,7 @@ export class SessionsController {
       parentId: input.parentId,
       model: input.model ?? null,
       content: input.content ?? null,
+      attachments: input.attachments ?? [],
     };
     const { decision, position } = created(response, await this.run(principal, sessionId, command));
     return { id, parentId: decision.parentId ?? null, position: Number(position) };
@@ -120,6 +122,25 @@ export class SessionsController {
     }
     const command = { type: 'append_dialect_events' as const, messageId, dialect, firstSeq: seq, events: values };
     return appended(await this.run(principal, sessionId, command));
+  }
+
+  /**
+   * Opens a translation block on an assistant message; its content then comes as `translation.delta`
+   * and `translation.complete` chunks on the message's chunk route, from `nextSeq` on. Never in the history.
+   */
+  @Post(':sid/messages/:mid/translations')
+  @HttpCode(201)
+  async openTranslation(
+    @Param('sid') sessionId: string,
+    @Param('mid') messageId: string,
+    @Body() body: unknown,
+    @CurrentPrincipal() principal: Principal,
+  ) {
+    const input = translationBody.parse(body ?? {});
+    const blockId = `${messageId}-translation-${randomUUID()}`;
+    const command = { type: 'open_translation' as const, messageId, blockId, eventId: randomUUID(), ...input };
+    const { decision, position } = await this.run(principal, sessionId, command);
+    return { id: blockId, messageId, nextSeq: decision.nextSeq, position: Number(position) };
   }
 
   @Post(':sid/fork')

@@ -1,5 +1,12 @@
 import type { Chunk, ChunkOf, McpToolResponse } from '../chunks/chunk-schemas.js';
-import { OPEN_STATUSES, type BlockStatus, type MessageBlock, type MessageStatus } from './message-block.js';
+import {
+  OPEN_STATUSES,
+  type AttachedFile,
+  type BlockStatus,
+  type CitationReference,
+  type MessageBlock,
+  type MessageStatus,
+} from './message-block.js';
 
 /**
  * The block ordering rules of one assistant message (DESIGN §4), as a total `evolve` that never
@@ -7,7 +14,9 @@ import { OPEN_STATUSES, type BlockStatus, type MessageBlock, type MessageStatus 
  *
  * Display order is creation order. A placeholder (`llm_response_created`) is taken over in
  * place by the next block to start; every other new block is appended, except the citation of a
- * completed search tool, which goes right after its tool.
+ * completed search tool, which goes right after its tool. A translation is opened by the ledger
+ * (`message.translation_opened`), after the message's blocks, and filled by translation chunks
+ * even after the message ended.
  */
 export interface MessageBlocksState {
   readonly messageId: string;
@@ -19,6 +28,10 @@ export interface MessageBlocksState {
   readonly openThinkingId: string | undefined;
   readonly openImageId: string | undefined;
   readonly webSearchCitationId: string | undefined;
+  /** Rule 7: what main_text blocks streamed from now on cite; a provider's search wins over a search tool's, as in Cherry. */
+  readonly providerCitation: CitationReference | undefined;
+  readonly toolCitation: CitationReference | undefined;
+  readonly openTranslationId: string | undefined;
   /** Tool-call id → its block. */
   readonly toolBlockIds: Readonly<Record<string, string>>;
   /**
@@ -36,7 +49,11 @@ export interface BlockInput {
   readonly recordedAt: string;
 }
 
-const SEARCH_TOOLS = new Set(['builtin_web_search', 'builtin_knowledge_search']);
+/** Cherry's builtin search tools and the citation source (`WebSearchSource`) their results are. */
+const SEARCH_TOOL_SOURCES: Readonly<Record<string, string>> = {
+  builtin_web_search: 'websearch',
+  builtin_knowledge_search: 'knowledge',
+};
 const TOOL_ERROR_MESSAGE = 'Tool execution failed/error';
 
 export function initialMessageBlocks(messageId: string): MessageBlocksState {
@@ -49,13 +66,22 @@ export function initialMessageBlocks(messageId: string): MessageBlocksState {
     openThinkingId: undefined,
     openImageId: undefined,
     webSearchCitationId: undefined,
+    providerCitation: undefined,
+    toolCitation: undefined,
+    openTranslationId: undefined,
     toolBlockIds: {},
     governedToolIds: {},
     finalized: false,
   };
 }
 
+/** Translation chunks fill a translation block; they are no part of the response the message records. */
+export const isTranslationChunk = (chunk: Pick<Chunk, 'type'>) =>
+  chunk.type === 'translation.delta' || chunk.type === 'translation.complete';
+
 export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at }: BlockInput): MessageBlocksState {
+  // A translation is made of a finished message: its chunks apply after the message's end.
+  if (chunk.type === 'translation.delta' || chunk.type === 'translation.complete') return translate(state, chunk, at);
   if (state.finalized) return state;
   const newId = `${state.messageId}-b${chunk.seq}`;
   switch (chunk.type) {
@@ -73,14 +99,16 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       };
 
     // Rule 3: one main_text block per text part; only text.complete closes it.
+    // Rule 7: a text part cites the message's current citation from its start and with every delta.
     case 'text.start': {
       if (state.openTextId) return state;
-      const started = startBlock(state, newId, at, { type: 'main_text', status: 'streaming', content: '' });
+      const fields = { type: 'main_text', status: 'streaming', content: '', ...citing(state) } as const;
+      const started = startBlock(state, newId, at, fields);
       return { ...started.state, openTextId: started.id };
     }
     case 'text.delta':
       return state.openTextId
-        ? update(state, state.openTextId, at, { content: chunk.text, status: 'streaming' })
+        ? update(state, state.openTextId, at, { content: chunk.text, status: 'streaming', ...citing(state) })
         : state;
     case 'text.complete':
       return state.openTextId
@@ -174,6 +202,7 @@ export const IGNORED_REASONS = [
   'web search already in progress',
   'unknown tool id',
   'tool call governed by the ledger',
+  'no open translation',
 ] as const;
 export type IgnoredReason = (typeof IGNORED_REASONS)[number];
 
@@ -184,6 +213,7 @@ export type IgnoredReason = (typeof IGNORED_REASONS)[number];
  */
 export function ignoredReason(state: MessageBlocksState, chunk: Chunk): IgnoredReason | undefined {
   if (chunk.type === 'raw' || chunk.type === 'llm_response_complete') return undefined;
+  if (isTranslationChunk(chunk)) return state.openTranslationId ? undefined : 'no open translation';
   if (state.finalized) return 'message already finalized';
   switch (chunk.type) {
     case 'text.start':
@@ -236,6 +266,129 @@ export function wholeMessageBlocks(messageId: string, content: string, at: strin
   return { ...initialMessageBlocks(messageId), blocks: [block], status: 'success', finalized: true };
 }
 
+/** A file a user message attaches by reference, as `POST …/messages` takes it. */
+export interface AttachmentReference {
+  readonly name: string;
+  readonly mimeType: string;
+  readonly size: number;
+  readonly sha256: string;
+  readonly url: string;
+}
+
+/**
+ * A user message's blocks, as Cherry builds them: its text as a main_text block, then one block
+ * per attachment in the order given, an image block for an image (with its URL, so it renders),
+ * a file block for any other file. Whole when created: nothing streams into a user message.
+ */
+export function userMessageBlocks(
+  messageId: string,
+  content: string | null,
+  attachments: readonly AttachmentReference[],
+  at: string,
+): MessageBlocksState {
+  const text: MessageBlock[] = content
+    ? [{ id: `${messageId}-text`, messageId, type: 'main_text', status: 'success', createdAt: at, content }]
+    : [];
+  const files = attachments.map((attachment, index): MessageBlock => {
+    const id = `${messageId}-file${index + 1}`;
+    const file = attachedFile(id, attachment, at);
+    const image = file.type === 'image';
+    return {
+      id,
+      messageId,
+      type: image ? 'image' : 'file',
+      status: 'success',
+      createdAt: at,
+      file,
+      ...(image ? { url: attachment.url } : {}),
+    };
+  });
+  return { ...initialMessageBlocks(messageId), status: 'success', blocks: [...text, ...files], finalized: true };
+}
+
+function attachedFile(
+  id: string,
+  { name, mimeType, size, sha256, url }: AttachmentReference,
+  at: string,
+): AttachedFile {
+  const dot = name.lastIndexOf('.');
+  return {
+    id,
+    name,
+    origin_name: name,
+    path: url,
+    size,
+    ext: dot > 0 ? name.slice(dot).toLowerCase() : '',
+    type: fileTypeOf(mimeType),
+    created_at: at,
+    count: 1,
+    mimeType,
+    sha256,
+    url,
+  };
+}
+
+const DOCUMENT_TYPES =
+  /^application\/(pdf|msword|rtf|vnd\.(openxmlformats-officedocument|oasis\.opendocument|ms-)|epub)/;
+
+/** Cherry's `FileTypes`, from the media type. */
+function fileTypeOf(mimeType: string): AttachedFile['type'] {
+  const [kind] = mimeType.split('/');
+  if (kind === 'image' || kind === 'video' || kind === 'audio' || kind === 'text') return kind;
+  return DOCUMENT_TYPES.test(mimeType) ? 'document' : 'other';
+}
+
+/** The citation reference a main_text block streamed now carries, as a block field (Cherry's `citationReferences`). */
+function citing(state: MessageBlocksState): Pick<MessageBlock, 'citationReferences'> {
+  const current = state.providerCitation ?? state.toolCitation;
+  return current ? { citationReferences: [current] } : {};
+}
+
+/** What `POST …/translations` records: the translation block to open on an assistant message. */
+export interface TranslationOpening {
+  readonly blockId: string;
+  readonly targetLanguage: string;
+  readonly sourceLanguage?: string;
+  readonly sourceBlockId?: string;
+}
+
+/**
+ * Opens a translation block after the message's blocks, whether or not the message has ended; a
+ * translation still open is left paused (its producer gave it up). Translation chunks fill the open one.
+ */
+export function openTranslation(
+  state: MessageBlocksState,
+  { blockId, ...languages }: TranslationOpening,
+  at: string,
+): MessageBlocksState {
+  const previous = state.openTranslationId;
+  const paused = previous === undefined ? state : update(state, previous, at, { status: 'paused' });
+  const block: MessageBlock = {
+    id: blockId,
+    messageId: state.messageId,
+    type: 'translation',
+    status: 'streaming',
+    createdAt: at,
+    content: '',
+    ...languages,
+  };
+  return { ...append(paused, block), openTranslationId: blockId };
+}
+
+function translate(
+  state: MessageBlocksState,
+  chunk: ChunkOf<'translation.delta' | 'translation.complete'>,
+  at: string,
+): MessageBlocksState {
+  if (!state.openTranslationId) return state;
+  const complete = chunk.type === 'translation.complete';
+  const updated = update(state, state.openTranslationId, at, {
+    content: chunk.text,
+    status: complete ? 'success' : 'streaming',
+  });
+  return complete ? { ...updated, openTranslationId: undefined } : updated;
+}
+
 /** `thinking.complete` fields a history sends back to the provider, by the block metadata key that keeps them. */
 const KEPT_REASONING = { signature: 'signature', item: 'reasoningItem' } as const;
 
@@ -283,11 +436,13 @@ export function evolveGovernedTool(
   };
   if (!existing) {
     const started = startBlock(governed, `${state.messageId}-g${response.id}`, at, fields);
-    return { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
+    const next = { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
+    return finished ? citeSearchResults(next, started.id, response, at) : next;
   }
   const { id, messageId, createdAt } = existing;
   const replaced: MessageBlock = { id, messageId, createdAt, updatedAt: at, ...fields };
-  return { ...governed, blocks: governed.blocks.map((block) => (block.id === id ? replaced : block)) };
+  const next = { ...governed, blocks: governed.blocks.map((block) => (block.id === id ? replaced : block)) };
+  return finished ? citeSearchResults(next, id, response, at) : next;
 }
 
 /** The block of a tool id: own keys only, so an id such as `constructor` finds nothing inherited. */
@@ -332,16 +487,35 @@ function applyToolResponse(
     content: response.response,
     ...(failed ? { error: { message: TOOL_ERROR_MESSAGE, details: response.response } } : {}),
   });
-  return SEARCH_TOOLS.has(response.tool.name) && hasResults(response.response)
-    ? insertAfter(completed, existingId!, {
-        id: newId,
-        messageId: state.messageId,
-        type: 'citation',
-        status: 'success',
-        createdAt: at,
-        response: { results: response.response, source: response.tool.name },
-      })
-    : completed;
+  return citeSearchResults(completed, existingId!, response, at);
+}
+
+/**
+ * Rule 7, search tools: a builtin search that returned results gets a citation block right after
+ * its tool block, `response: {results: <the whole output>, source}`, once however often it completes;
+ * main_text blocks streamed from then on cite it.
+ */
+function citeSearchResults(
+  state: MessageBlocksState,
+  toolBlockId: string,
+  response: McpToolResponse,
+  at: string,
+): MessageBlocksState {
+  const source = Object.hasOwn(SEARCH_TOOL_SOURCES, response.tool.name)
+    ? SEARCH_TOOL_SOURCES[response.tool.name]
+    : undefined;
+  const citationId = `${toolBlockId}-citation`;
+  if (!source || !hasResults(response.response) || blockOf(state, citationId)) return state;
+  const citation: MessageBlock = {
+    id: citationId,
+    messageId: state.messageId,
+    type: 'citation',
+    status: 'success',
+    createdAt: at,
+    response: { results: response.response, source },
+  };
+  const cited = insertAfter(state, toolBlockId, citation);
+  return { ...cited, toolCitation: { citationBlockId: citationId, citationBlockSource: source } };
 }
 
 function completeWebSearch(
@@ -351,25 +525,27 @@ function completeWebSearch(
   at: string,
 ): MessageBlocksState {
   const search = chunk.llm_web_search;
-  let citationId = state.webSearchCitationId;
-  let next: MessageBlocksState;
-  if (citationId) next = update(state, citationId, at, { status: 'success', response: search });
-  else {
-    const started = startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
-    citationId = started.id;
-    next = started.state;
-  }
+  const inProgress = state.webSearchCitationId;
+  const started = inProgress
+    ? { state: update(state, inProgress, at, { status: 'success', response: search }), id: inProgress }
+    : startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
+  const citationId = started.id;
+  let next = started.state;
+  const reference: CitationReference = {
+    citationBlockId: citationId,
+    ...(search.source === undefined ? {} : { citationBlockSource: search.source }),
+  };
   const firstText = next.blocks.find((block) => block.type === 'main_text');
   if (firstText)
     next = update(next, firstText.id, at, {
-      metadata: { ...firstText.metadata, citationBlockId: citationId, citationBlockSource: search.source },
+      citationReferences: [...(firstText.citationReferences ?? []), reference],
     });
-  return { ...next, webSearchCitationId: undefined };
+  return { ...next, webSearchCitationId: undefined, providerCitation: reference };
 }
 
 /**
  * Rule 8: open blocks fail (pause on abort), partial text stays, an error block is appended, the
- * message fails. A governed call's block is left to the saga.
+ * message fails. A governed call's block is left to the saga, an open translation to its chunks.
  */
 function failMessage(
   state: MessageBlocksState,
@@ -380,7 +556,7 @@ function failMessage(
   const aborted = chunk.error.name === 'AbortError';
   const closedStatus: BlockStatus = aborted ? 'paused' : 'error';
   const blocks = state.blocks.map((block): MessageBlock => {
-    if (!OPEN_STATUSES.has(block.status) || isGoverned(state, block)) return block;
+    if (!OPEN_STATUSES.has(block.status) || leftOpen(state, block)) return block;
     const raw = block.metadata?.rawMcpToolResponse as McpToolResponse | undefined;
     const metadata =
       block.type === 'tool' && raw
@@ -406,20 +582,21 @@ function failMessage(
 
 /**
  * Rule 9: every open block succeeds, untaken placeholders leave the display list, the message
- * succeeds. A governed call's block is left to the saga.
+ * succeeds. A governed call's block is left to the saga, an open translation to its chunks.
  */
 function completeMessage(state: MessageBlocksState, at: string): MessageBlocksState {
   const blocks = state.blocks
     .filter((block) => block.type !== 'unknown')
     .map((block) => {
-      if (!OPEN_STATUSES.has(block.status) || isGoverned(state, block)) return block;
+      if (!OPEN_STATUSES.has(block.status) || leftOpen(state, block)) return block;
       return { ...block, status: 'success' as const, updatedAt: at };
     });
   return { ...closeParts(state), blocks, status: 'success', finalized: true };
 }
 
-/** A governed call's block stays open until the saga settles it. */
-function isGoverned(state: MessageBlocksState, block: MessageBlock): boolean {
+/** A governed call's block stays open until the saga settles it, an open translation until its last chunk. */
+function leftOpen(state: MessageBlocksState, block: MessageBlock): boolean {
+  if (block.id === state.openTranslationId) return true;
   return block.type === 'tool' && block.toolId !== undefined && Object.hasOwn(state.governedToolIds, block.toolId);
 }
 
@@ -479,11 +656,12 @@ function update(
   };
 }
 
+/** A search output with something to cite: a list, or a list under the fields Cherry's search tools fill. */
 function hasResults(result: unknown): boolean {
   if (Array.isArray(result)) return result.length > 0;
   if (result && typeof result === 'object') {
-    const { results, content } = result as { results?: unknown; content?: unknown };
-    return (Array.isArray(results) && results.length > 0) || (Array.isArray(content) && content.length > 0);
+    const { results, content, searchResults, knowledgeReferences } = result as Record<string, unknown>;
+    return [results, content, searchResults, knowledgeReferences].some(hasResults);
   }
   return false;
 }

@@ -60,6 +60,9 @@ export const CHUNK_PAYLOADS = {
   block_complete: { ...responseChunk, error: loose.optional() },
   llm_response_complete: { ...responseChunk },
   error: { error: z.object({ name: z.string().optional(), message: z.string().optional() }).passthrough() },
+  // Ours: the content of the translation block `POST …/translations` opened, accumulated like text (rule 4).
+  'translation.delta': { text: z.string() },
+  'translation.complete': { text: z.string() },
 } as const;
 
 export type ChunkType = keyof typeof CHUNK_PAYLOADS;

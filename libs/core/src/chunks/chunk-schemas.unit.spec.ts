@@ -21,6 +21,8 @@ const VALID: Record<string, Record<string, unknown>> = {
   'image.delta': { image: { type: 'base64', images: ['data:'] } },
   'image.complete': {},
   'video.searched': { video: { type: 'url', content: 'https://v' } },
+  'translation.delta': { text: 'Bonjour' },
+  'translation.complete': { text: 'Bonjour.' },
   raw: { content: { anything: true } },
   block_complete: { response: { text: 'a' } },
   llm_response_complete: {},

@@ -1,4 +1,4 @@
-import type { Chunk } from './chunk-schemas.js';
+import type { Chunk, ChunkOf } from './chunk-schemas.js';
 
 /**
  * Rule 4: `text.delta` and `thinking.delta` carry the accumulated text of their part. Every one
@@ -7,18 +7,21 @@ import type { Chunk } from './chunk-schemas.js';
  * Replaying restores every snapshot exactly.
  */
 export type StoredChunk = Chunk extends infer C
-  ? C extends { type: 'text.delta' | 'thinking.delta'; text: string }
+  ? C extends { type: SnapshotDelta; text: string }
     ? Omit<C, 'text'> & ({ text: string } | { append: string })
     : C
   : never;
+
+type SnapshotDelta = 'text.delta' | 'thinking.delta' | 'translation.delta';
 
 /** The snapshot each open part has reached; parts are independent (thinking may run inside text). */
 export interface SnapshotState {
   readonly text: string;
   readonly thinking: string;
+  readonly translation: string;
 }
 
-export const EMPTY_SNAPSHOTS: SnapshotState = { text: '', thinking: '' };
+export const EMPTY_SNAPSHOTS: SnapshotState = { text: '', thinking: '', translation: '' };
 
 const PART_OF = {
   'text.start': 'text',
@@ -27,14 +30,18 @@ const PART_OF = {
   'thinking.start': 'thinking',
   'thinking.delta': 'thinking',
   'thinking.complete': 'thinking',
+  'translation.delta': 'translation',
+  'translation.complete': 'translation',
 } as const;
 
+const isSnapshotDelta = (type: string): type is SnapshotDelta =>
+  type === 'text.delta' || type === 'thinking.delta' || type === 'translation.delta';
+
 export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: StoredChunk; state: SnapshotState } {
-  if (chunk.type !== 'text.delta' && chunk.type !== 'thinking.delta')
-    return { stored: chunk, state: advance(state, chunk) };
+  if (!isSnapshotDelta(chunk.type)) return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const previous = state[part];
-  const { text, ...rest } = chunk;
+  const { text, ...rest } = chunk as ChunkOf<SnapshotDelta>;
   const stored = (
     text.startsWith(previous) && previous.length > 0
       ? { ...rest, append: text.slice(previous.length) }
@@ -44,12 +51,11 @@ export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: Store
 }
 
 export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
-  if (stored.type !== 'text.delta' && stored.type !== 'thinking.delta')
-    return { chunk: stored, state: advance(state, stored) };
+  if (!isSnapshotDelta(stored.type)) return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
   const part = PART_OF[stored.type];
-  const { append, text, ...rest } = stored as typeof stored & { append?: string; text?: string };
+  const { append, text, ...rest } = stored as StoredChunk & { append?: string; text?: string };
   const full = append === undefined ? text! : state[part] + append;
-  return { chunk: { ...rest, text: full }, state: { ...state, [part]: full } };
+  return { chunk: { ...rest, text: full } as Chunk, state: { ...state, [part]: full } };
 }
 
 /** A part's snapshot starts empty when the part starts and is forgotten when it completes. */
@@ -61,6 +67,8 @@ function advance(state: SnapshotState, chunk: Chunk): SnapshotState {
     case 'thinking.start':
     case 'thinking.complete':
       return { ...state, thinking: '' };
+    case 'translation.complete':
+      return { ...state, translation: '' };
     default:
       return state;
   }

@@ -10,8 +10,19 @@ import { decodeToolResults } from '../toolcall/tool-result-encoding.js';
  * request's place in the session's tree.
  */
 export type Turn =
-  | { readonly role: 'system' | 'user'; readonly content: string }
+  | { readonly role: 'system' | 'user'; readonly content: string; readonly attachments?: readonly Attachment[] }
   | { readonly role: 'assistant'; readonly rounds: readonly Round[] };
+
+/** A file a user message attached by reference; present only on turns that have some. */
+export interface Attachment {
+  readonly name: string;
+  readonly mimeType: string;
+  readonly size: number;
+  readonly sha256: string;
+  readonly url: string;
+  /** Sent as an image part where the format allows; any other file as a text reference. */
+  readonly image: boolean;
+}
 
 export interface Round {
   readonly text: string;
@@ -37,9 +48,17 @@ export interface ToolCallPart {
 }
 
 export interface ToolResult {
-  /** Strings as they came, anything else as canonical JSON. */
+  /** Strings as they came; an MCP result's text items joined; anything else as canonical JSON. */
   readonly content: string;
   readonly isError: boolean;
+  /** An MCP result's image items; present only when it has some. */
+  readonly images?: readonly ImageData[];
+}
+
+/** An image a tool returned inline (MCP `{type: 'image', data, mimeType}`): base64 data and its media type. */
+export interface ImageData {
+  readonly data: string;
+  readonly mimeType: string;
 }
 
 /** A ledger message as the history reads it: its role, its whole content, its blocks in display order. */
@@ -51,8 +70,10 @@ export interface HistoryMessage {
 
 /** The turn a ledger message stands for; a tool-role message has none (its results live in the assistant's tool blocks). */
 export function turnOf(message: HistoryMessage): Turn | undefined {
-  if (message.role === 'system' || message.role === 'user')
-    return { role: message.role, content: message.content ?? '' };
+  if (message.role === 'system' || message.role === 'user') {
+    const attachments = message.blocks.flatMap(attachmentOf);
+    return { role: message.role, content: message.content ?? '', ...(attachments.length > 0 ? { attachments } : {}) };
+  }
   if (message.role !== 'assistant') return undefined;
   if (message.blocks.length === 0) {
     return { role: 'assistant', rounds: message.content ? [{ text: message.content, thinking: [], tools: [] }] : [] };
@@ -110,8 +131,42 @@ function toolCallOf(block: MessageBlock): ToolCallPart {
   const content = decodeToolResults(block.content);
   const finished = block.status === 'success' || block.status === 'error';
   if (!finished || content === undefined || content === null) return { ...call, result: undefined };
-  const text = typeof content === 'string' ? content : canonicalJson(content);
-  return { ...call, result: { content: text, isError: block.status === 'error' } };
+  const isError = block.status === 'error';
+  if (typeof content === 'string') return { ...call, result: { content, isError } };
+  return { ...call, result: mcpResultOf(content, isError) ?? { content: canonicalJson(content), isError } };
+}
+
+/**
+ * An MCP `CallToolResult` as a model reads it, not as the JSON of its wrapper: its text items
+ * joined, its images apart (each history format places them as it can), other items (resources,
+ * audio) as their JSON, `structuredContent` when there is no item, and `isError` kept.
+ */
+function mcpResultOf(result: unknown, failed: boolean): ToolResult | undefined {
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) return undefined;
+  const { content, isError, structuredContent } = result as Record<string, unknown>;
+  const items = Array.isArray(content) ? (content as unknown[]) : undefined;
+  if (!items?.every((item) => typeof (item as { type?: unknown } | null)?.type === 'string')) return undefined;
+  const texts: string[] = [];
+  const images: ImageData[] = [];
+  for (const item of items as Record<string, unknown>[]) {
+    if (item.type === 'text' && typeof item.text === 'string') texts.push(item.text);
+    else if (item.type === 'image' && typeof item.data === 'string' && typeof item.mimeType === 'string')
+      images.push({ data: item.data, mimeType: item.mimeType });
+    else texts.push(canonicalJson(item));
+  }
+  if (items.length === 0 && structuredContent !== undefined) texts.push(canonicalJson(structuredContent));
+  return {
+    content: texts.filter((text) => text !== '').join('\n'),
+    isError: failed || isError === true,
+    ...(images.length > 0 ? { images } : {}),
+  };
+}
+
+/** A user message's file or image block, as the attachment it stands for. */
+function attachmentOf(block: MessageBlock): Attachment[] {
+  if ((block.type !== 'file' && block.type !== 'image') || !block.file) return [];
+  const { origin_name: name, mimeType, size, sha256, url } = block.file;
+  return [{ name, mimeType, size, sha256, url, image: block.type === 'image' }];
 }
 
 /**

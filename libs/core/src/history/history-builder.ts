@@ -1,5 +1,14 @@
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { conversationOf, resultOf, type HistoryMessage, type Round } from './conversation.js';
+import {
+  conversationOf,
+  resultOf,
+  type Attachment,
+  type HistoryMessage,
+  type ImageData,
+  type Round,
+  type ToolResult,
+  type Turn,
+} from './conversation.js';
 
 /**
  * The model history of an active path (DESIGN §5, seed ADR option 2), in each provider's format:
@@ -7,7 +16,9 @@ import { conversationOf, resultOf, type HistoryMessage, type Round } from './con
  * per call, so the conversation can be sent back to a model as it happened. Every tool call gets
  * a result: its content, or for a call that never finished or was denied, an error saying so.
  * JSON is canonical (sorted keys), so the history is the same whether read from the read models
- * (jsonb) or the log.
+ * (jsonb) or the log. An MCP result goes as what it says (its text, its images where the format
+ * takes images in a tool result, an error marked as one); a user's attached images go as image
+ * parts, other files as text references; no format gets an empty text block.
  */
 export interface HistoryOptions {
   /**
@@ -20,9 +31,11 @@ export interface HistoryOptions {
 /** OpenAI Chat Completions messages (`ChatCompletionMessageParam`). */
 export type OpenAiMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | OpenAiUserPart[] }
   | { role: 'assistant'; content: string | null; tool_calls?: OpenAiToolCall[]; reasoning_content?: string }
   | { role: 'tool'; tool_call_id: string; content: string };
+
+export type OpenAiUserPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 
 export interface OpenAiToolCall {
   id: string;
@@ -36,7 +49,7 @@ export type AnthropicBlock =
   | { type: 'thinking'; thinking: string; signature?: string }
   | Readonly<Record<string, unknown>>
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
+  | { type: 'tool_result'; tool_use_id: string; content?: string | AnthropicBlock[]; is_error?: boolean };
 
 export interface AnthropicHistory {
   system?: string;
@@ -45,11 +58,14 @@ export interface AnthropicHistory {
 
 /** OpenAI Responses input items; system turns go to `instructions`. */
 export type ResponsesItem =
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | ResponsesInputPart[] }
   | { type: 'message'; role: 'assistant'; content: { type: 'output_text'; text: string }[] }
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
-  | { type: 'function_call_output'; call_id: string; output: string }
+  | { type: 'function_call_output'; call_id: string; output: string | ResponsesInputPart[] }
   | Readonly<Record<string, unknown>>;
+
+export type ResponsesInputPart =
+  { type: 'input_text'; text: string } | { type: 'input_image'; image_url: string; detail: 'auto' };
 
 export interface ResponsesHistory {
   instructions?: string;
@@ -58,7 +74,12 @@ export interface ResponsesHistory {
 
 export function openAiHistory(path: readonly HistoryMessage[], { includeThinking }: HistoryOptions): OpenAiMessage[] {
   return conversationOf(path).flatMap((turn): OpenAiMessage[] => {
-    if (turn.role !== 'assistant') return [{ role: turn.role, content: turn.content }];
+    if (turn.role !== 'assistant')
+      return [
+        turn.role === 'system'
+          ? { role: 'system', content: turn.content }
+          : { role: 'user', content: openAiUserContent(turn) },
+      ];
     return turn.rounds.flatMap((round): OpenAiMessage[] => {
       const reasoning = round.thinking
         .map((part) => part.text)
@@ -81,7 +102,7 @@ export function openAiHistory(path: readonly HistoryMessage[], { includeThinking
         },
         ...round.tools.flatMap((tool): OpenAiMessage[] => {
           const result = resultOf(tool);
-          return result ? [{ role: 'tool', tool_call_id: tool.id, content: result.content }] : [];
+          return result ? [{ role: 'tool', tool_call_id: tool.id, content: openAiToolContent(result) }] : [];
         }),
       ];
     });
@@ -104,7 +125,7 @@ export function anthropicHistory(
   for (const turn of conversationOf(path)) {
     if (turn.role !== 'assistant') {
       if (turn.role === 'system') system.push(turn.content);
-      else push('user', [{ type: 'text', text: turn.content }]);
+      else push('user', anthropicUserContent(turn));
     } else {
       for (const round of turn.rounds) {
         push('assistant', [
@@ -122,14 +143,7 @@ export function anthropicHistory(
           round.tools.flatMap((tool) => {
             const result = resultOf(tool);
             if (!result) return [];
-            return [
-              {
-                type: 'tool_result' as const,
-                tool_use_id: tool.id,
-                content: result.content,
-                ...(result.isError ? { is_error: true } : {}),
-              },
-            ];
+            return [anthropicToolResult(tool.id, result)];
           }),
         );
       }
@@ -148,7 +162,7 @@ export function responsesHistory(
   for (const turn of conversationOf(path)) {
     if (turn.role !== 'assistant') {
       if (turn.role === 'system') instructions.push(turn.content);
-      else input.push({ role: 'user', content: turn.content });
+      else input.push({ role: 'user', content: responsesUserContent(turn) });
     } else {
       for (const round of turn.rounds) {
         if (includeThinking)
@@ -165,7 +179,7 @@ export function responsesHistory(
         }
         for (const tool of round.tools) {
           const result = resultOf(tool);
-          if (result) input.push({ type: 'function_call_output', call_id: tool.id, output: result.content });
+          if (result) input.push({ type: 'function_call_output', call_id: tool.id, output: responsesOutput(result) });
         }
       }
     }
@@ -182,4 +196,87 @@ function anthropicThinking(round: Round): AnthropicBlock[] {
       { type: 'thinking', thinking: part.text, ...(part.signature === undefined ? {} : { signature: part.signature }) },
     ];
   });
+}
+
+type UserTurn = Extract<Turn, { role: 'system' | 'user' }>;
+
+/** A file the model is told of by reference: what it is and where, never its bytes. */
+function fileReference({ name, mimeType, size, sha256, url }: Attachment): string {
+  return `[attached file: ${name} (${mimeType}, ${size} bytes, sha256 ${sha256}) ${url}]`;
+}
+
+/** An image a format cannot carry where it sits (a Chat Completions tool message holds text only). */
+function imageNote({ mimeType }: ImageData): string {
+  return `[image: ${mimeType}, not sent: this format has no place for it]`;
+}
+
+/** The parts of a turn, text first, as each format spells text, images and file references; no empty text. */
+function userParts<Part>(
+  turn: UserTurn,
+  text: (text: string) => Part,
+  image: (attachment: Attachment) => Part,
+): string | Part[] {
+  if (!turn.attachments) return turn.content;
+  return [
+    ...(turn.content === '' ? [] : [text(turn.content)]),
+    ...turn.attachments.map((attachment) => (attachment.image ? image(attachment) : text(fileReference(attachment)))),
+  ];
+}
+
+function openAiUserContent(turn: UserTurn): string | OpenAiUserPart[] {
+  return userParts<OpenAiUserPart>(
+    turn,
+    (text) => ({ type: 'text', text }),
+    ({ url }) => ({ type: 'image_url', image_url: { url } }),
+  );
+}
+
+function openAiToolContent({ content, images = [] }: ToolResult): string {
+  return [content, ...images.map(imageNote)].filter((text) => text !== '').join('\n');
+}
+
+function anthropicUserContent(turn: UserTurn): AnthropicBlock[] {
+  const parts = userParts<AnthropicBlock>(
+    turn,
+    (text) => ({ type: 'text', text }),
+    ({ url }) => ({ type: 'image', source: { type: 'url', url } }),
+  );
+  return typeof parts === 'string' ? (parts === '' ? [] : [{ type: 'text', text: parts }]) : parts;
+}
+
+/** The media types the Messages API takes as a base64 image. */
+const ANTHROPIC_IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+/** A tool result with its images as image blocks, an error marked `is_error`, and no empty content. */
+function anthropicToolResult(toolUseId: string, { content, isError, images = [] }: ToolResult): AnthropicBlock {
+  const blocks: AnthropicBlock[] = [
+    ...(content === '' ? [] : [{ type: 'text' as const, text: content }]),
+    ...images.map((image) =>
+      ANTHROPIC_IMAGE_TYPES.has(image.mimeType)
+        ? { type: 'image', source: { type: 'base64', media_type: image.mimeType, data: image.data } }
+        : { type: 'text' as const, text: imageNote(image) },
+    ),
+  ];
+  const body = images.length === 0 ? (content === '' ? {} : { content }) : { content: blocks };
+  return { type: 'tool_result', tool_use_id: toolUseId, ...body, ...(isError ? { is_error: true } : {}) };
+}
+
+function responsesUserContent(turn: UserTurn): string | ResponsesInputPart[] {
+  return userParts<ResponsesInputPart>(
+    turn,
+    (text) => ({ type: 'input_text', text }),
+    ({ url }) => ({ type: 'input_image', image_url: url, detail: 'auto' }),
+  );
+}
+
+function responsesOutput({ content, images = [] }: ToolResult): string | ResponsesInputPart[] {
+  if (images.length === 0) return content;
+  return [
+    ...(content === '' ? [] : [{ type: 'input_text' as const, text: content }]),
+    ...images.map(({ data, mimeType }) => ({
+      type: 'input_image' as const,
+      image_url: `data:${mimeType};base64,${data}`,
+      detail: 'auto' as const,
+    })),
+  ];
 }

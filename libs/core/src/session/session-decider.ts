@@ -8,7 +8,14 @@ import { SessionError } from './session-error.js';
 import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { evolveBlocks, ignoredReason, type IgnoredReason } from '../blocks/block-rules.js';
+import {
+  evolveBlocks,
+  ignoredReason,
+  isTranslationChunk,
+  type AttachmentReference,
+  type IgnoredReason,
+  type TranslationOpening,
+} from '../blocks/block-rules.js';
 import { activePath } from './branch-tree.js';
 import {
   chunkDigest,
@@ -45,7 +52,11 @@ export type SessionCommand =
       readonly parentId: string | null | undefined;
       readonly model: string | null;
       readonly content: string | null;
+      /** A user message's files by reference (checked at the edge): its file and image blocks. */
+      readonly attachments?: readonly AttachmentReference[];
     }
+  /** Opens a translation block on an assistant message; the id comes with the command, as a retry may not reuse it. */
+  | ({ readonly type: 'open_translation'; readonly messageId: string; readonly eventId: string } & TranslationOpening)
   /** `parentId: null` selects among the top-level messages. */
   | {
       readonly type: 'select_branch';
@@ -106,6 +117,8 @@ export interface Decision {
   readonly ignored?: readonly IgnoredChunk[];
   /** open_session, create_message: the same create again, answered with the original's position. */
   readonly repeatOf?: { readonly position: bigint };
+  /** open_translation: the seq the translation's first chunk takes. */
+  readonly nextSeq?: number;
   /** record_model_call: the message the answer goes to, and the provider seq of its first event. */
   readonly answer?: { readonly messageId: string; readonly nextEventSeq: number };
 }
@@ -167,6 +180,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
           ['content', existing.content, command.content],
           ['parentId', existing.parentId, command.parentId === undefined ? existing.parentId : command.parentId],
           ['model', existing.model, command.model],
+          ['attachments', existing.attachments, command.attachments ?? []],
         ]);
         if (differing !== undefined) {
           const rule = `message ${command.messageId} already exists with a different ${differing}`;
@@ -185,12 +199,15 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
           : command.parentId;
       if (parentId !== null && !state.messages.has(parentId))
         throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
+      if (command.attachments?.length && command.role !== 'user')
+        throw new SessionError('invalid_message', 'attachments: only a user message attaches files', 'attachments');
       const data = {
         messageId: command.messageId,
         role: command.role,
         parentId,
         model: command.model,
         content: command.content,
+        ...(command.attachments?.length ? { attachments: command.attachments } : {}),
       };
       return {
         events: [{ id: nameUuid(`message:${command.messageId}`), event: { type: 'message.created', data } }],
@@ -245,7 +262,8 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     }
     case 'append_chunks': {
       const message = assistantMessage(state, command.messageId);
-      if (message.dialect) {
+      // A message recorded in a dialect still takes its translations as Cherry chunks.
+      if (message.dialect && !command.chunks.every(isTranslationChunk)) {
         const { name } = message.dialect;
         const rule = `message ${message.id} is recorded in the ${name} dialect; send its events with ?dialect=${name}`;
         throw new SessionError('dialect_conflict', rule, 'dialect');
@@ -294,6 +312,29 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       });
       return { events, duplicateSeqs, ignored };
     }
+    case 'open_translation': {
+      const { messageId, blockId, targetLanguage, sourceLanguage, sourceBlockId: source } = command;
+      const message = assistantMessage(state, messageId, 'translations');
+      const sourceBlock = source === undefined ? undefined : message.blocks.blocks.find((block) => block.id === source);
+      if (source !== undefined && (!sourceBlock || sourceBlock.type === 'translation'))
+        throw new SessionError(
+          'block_not_found',
+          `sourceBlockId: ${source} is not a block of message ${messageId} that can be translated`,
+          'sourceBlockId',
+        );
+      const data = {
+        messageId,
+        blockId,
+        targetLanguage,
+        ...(sourceLanguage === undefined ? {} : { sourceLanguage }),
+        ...(source === undefined ? {} : { sourceBlockId: source }),
+      };
+      return {
+        events: [{ id: command.eventId, event: { type: 'message.translation_opened', data } }],
+        duplicateSeqs: [],
+        nextSeq: message.chunkDigests.length + 1,
+      };
+    }
     case 'append_dialect_events':
       return decideDialectEvents(command, assistantMessage(state, command.messageId));
     case 'record_answer_failure': {
@@ -338,12 +379,12 @@ function sessionExists(sessionId: string, field: string, forked: boolean): never
   throw new SessionError('session_exists', rule, forked ? 'id' : field);
 }
 
-function assistantMessage(state: SessionState, messageId: string): MessageState {
+function assistantMessage(state: SessionState, messageId: string, what = 'chunks'): MessageState {
   if (state.status !== 'open') throw new SessionError('session_not_found', 'no such session');
   const message = state.messages.get(messageId);
   if (!message) throw new SessionError('message_not_found', `message ${messageId} is not in this session`);
   if (message.role !== 'assistant') {
-    const rule = `chunks belong to assistant messages; ${messageId} is a ${message.role} message`;
+    const rule = `${what} belong to assistant messages; ${messageId} is a ${message.role} message`;
     throw new SessionError('not_assistant', rule);
   }
   return message;

@@ -474,3 +474,184 @@ describe('session decider', () => {
     });
   });
 });
+
+describe('user attachments (issue 18)', () => {
+  const photo = {
+    name: 'paris.png',
+    mimeType: 'image/png',
+    size: 2048,
+    sha256: 'a'.repeat(64),
+    url: 'https://files.example/paris.png',
+  };
+  const report = {
+    name: 'Report.PDF',
+    mimeType: 'application/pdf',
+    size: 10,
+    sha256: 'b'.repeat(64),
+    url: 'https://files.example/r',
+  };
+  const create = (role: 'user' | 'assistant', content: string | null): SessionCommand => ({
+    type: 'create_message',
+    messageId: 'u1',
+    role,
+    parentId: null,
+    model: null,
+    content,
+    attachments: [photo, report],
+  });
+
+  it("gives a user message its text, then an image block and a file block in Cherry's shape", () => {
+    given(opened)
+      .when(create('user', 'What is on these?'))
+      .then(({ events }) => {
+        const state = stateOf(opened, ...events.map(({ event }) => event)) as OpenSession;
+        const blocks = state.messages.get('u1')!.blocks;
+        expect(blocks.status).toBe('success');
+        const at = '2026-01-01T00:00:00.000Z';
+        const file = (id: string, reference: typeof photo, type: string, ext: string) => ({
+          id,
+          name: reference.name,
+          origin_name: reference.name,
+          path: reference.url,
+          size: reference.size,
+          ext,
+          type,
+          created_at: at,
+          count: 1,
+          mimeType: reference.mimeType,
+          sha256: reference.sha256,
+          url: reference.url,
+        });
+        expect(blocks.blocks).toEqual([
+          {
+            id: 'u1-text',
+            messageId: 'u1',
+            type: 'main_text',
+            status: 'success',
+            createdAt: at,
+            content: 'What is on these?',
+          },
+          {
+            id: 'u1-file1',
+            messageId: 'u1',
+            type: 'image',
+            status: 'success',
+            createdAt: at,
+            url: photo.url,
+            file: file('u1-file1', photo, 'image', '.png'),
+          },
+          {
+            id: 'u1-file2',
+            messageId: 'u1',
+            type: 'file',
+            status: 'success',
+            createdAt: at,
+            file: file('u1-file2', report, 'document', '.pdf'),
+          },
+        ]);
+      });
+  });
+
+  it('refuses attachments on any message but a user one', () => {
+    given(opened).when(create('assistant', null)).thenThrows('invalid_message', 'attachments');
+  });
+
+  it('records no attachments field for a message without any, so earlier events keep their shape', () => {
+    given(opened)
+      .when({ ...create('user', 'hi'), attachments: [] } as SessionCommand)
+      .then(({ events }) => expect(events[0].event.data).not.toHaveProperty('attachments'));
+  });
+});
+
+describe('translations (issue 18)', () => {
+  const chunkEvents = (first: number, ...values: Record<string, unknown>[]): SessionEvent[] =>
+    parseChunks(values.map((value, index) => ({ seq: first + index, ...value }))).map(
+      (chunk) => ({ type: `chunk.${chunk.type}`, data: { messageId: 'a1', ...chunk } }) as SessionEvent,
+    );
+  const answered = [
+    opened,
+    message('u1', 'user', null),
+    message('a1', 'assistant', 'u1'),
+    ...chunkEvents(
+      1,
+      { type: 'llm_response_created' },
+      { type: 'text.start' },
+      { type: 'text.complete', text: 'Hello' },
+      { type: 'block_complete' },
+    ),
+  ];
+  const open = (fields: Partial<Extract<SessionCommand, { type: 'open_translation' }>> = {}): SessionCommand => ({
+    type: 'open_translation',
+    messageId: 'a1',
+    blockId: 'a1-t1',
+    eventId: 'e-t1',
+    targetLanguage: 'fr',
+    ...fields,
+  });
+  const blocksOf = (...events: SessionEvent[]) => (stateOf(...events) as OpenSession).messages.get('a1')!.blocks;
+
+  it("opens a translation block after the ended message's blocks; its chunks fill it; the next chunk's seq is given", () => {
+    given(...answered)
+      .when(open({ sourceBlockId: 'a1-b1', sourceLanguage: 'en' }))
+      .then(({ events, nextSeq }) => {
+        expect(nextSeq).toBe(5);
+        expect(events.map(({ event }) => event)).toEqual([
+          {
+            type: 'message.translation_opened',
+            data: {
+              messageId: 'a1',
+              blockId: 'a1-t1',
+              targetLanguage: 'fr',
+              sourceLanguage: 'en',
+              sourceBlockId: 'a1-b1',
+            },
+          },
+        ]);
+        const translated = blocksOf(
+          ...answered,
+          ...events.map(({ event }) => event),
+          ...chunkEvents(
+            5,
+            { type: 'translation.delta', text: 'Bon' },
+            { type: 'translation.delta', text: 'Bonjour' },
+            { type: 'translation.complete', text: 'Bonjour' },
+          ),
+        );
+        expect(translated.status).toBe('success');
+        expect(translated.blocks.map(({ type, status, content }) => ({ type, status, content }))).toEqual([
+          { type: 'main_text', status: 'success', content: 'Hello' },
+          { type: 'translation', status: 'success', content: 'Bonjour' },
+        ]);
+        expect(translated.blocks[1]).toMatchObject({
+          targetLanguage: 'fr',
+          sourceLanguage: 'en',
+          sourceBlockId: 'a1-b1',
+        });
+      });
+  });
+
+  it('a translation opened while another is unfinished leaves that one paused', () => {
+    const first = decideSession(open(), stateOf(...answered)).events.map(({ event }) => event);
+    const second = decideSession(
+      open({ blockId: 'a1-t2', eventId: 'e-t2', targetLanguage: 'de' }),
+      stateOf(...answered, ...first),
+    );
+    const blocks = blocksOf(...answered, ...first, ...second.events.map(({ event }) => event));
+    expect(blocks.blocks.slice(1).map(({ id, status }) => ({ id, status }))).toEqual([
+      { id: 'a1-t1', status: 'paused' },
+      { id: 'a1-t2', status: 'streaming' },
+    ]);
+  });
+
+  it('refuses an unknown message, a user message, and a source block the message does not hold', () => {
+    given(...answered)
+      .when(open({ messageId: 'nope' }))
+      .thenThrows('message_not_found');
+    given(...answered)
+      .when(open({ messageId: 'u1' }))
+      .thenThrows('not_assistant');
+    given(...answered)
+      .when(open({ sourceBlockId: 'a1-b9' }))
+      .thenThrows('block_not_found', 'sourceBlockId');
+  });
+});

@@ -14,7 +14,9 @@ export class SessionError extends Error {
       | 'seq_conflict'
       | 'not_a_writer'
       | 'invalid_event'
-      | 'dialect_conflict',
+      | 'dialect_conflict'
+      | 'invalid_message'
+      | 'block_not_found',
     message: string,
     readonly field?: string,
   ) {

@@ -4,8 +4,13 @@ import {
   evolveBlocks,
   evolveGovernedTool,
   initialMessageBlocks,
+  isTranslationChunk,
+  openTranslation,
+  userMessageBlocks,
   wholeMessageBlocks,
+  type AttachmentReference,
   type GovernedToolUpdate,
+  type TranslationOpening,
   type MessageBlocksState,
 } from '../blocks/block-rules.js';
 import type { Chunk } from '../chunks/chunk-schemas.js';
@@ -66,12 +71,19 @@ export type SessionEvent =
         readonly parentId: string | null;
         readonly model: string | null;
         readonly content: string | null;
+        /** A user message's files, by reference; absent when it has none. */
+        readonly attachments?: readonly AttachmentReference[];
       };
     }
   /** `parentId: null` selects among the top-level messages. */
   | {
       readonly type: 'message.branch_selected';
       readonly data: { readonly parentId: string | null; readonly childId: string };
+    }
+  /** A translation block opened on an assistant message (`POST …/translations`); its content comes as translation chunks. */
+  | {
+      readonly type: 'message.translation_opened';
+      readonly data: TranslationOpening & { readonly messageId: string };
     }
   /** The governance saga's progress on a tool call the ledger governs; it takes no producer seq. */
   | {
@@ -128,6 +140,8 @@ export interface MessageState {
   readonly parentId: string | null;
   readonly model: string | null;
   readonly content: string | null;
+  /** A user message's files, as created: a retried create must name the same ones. */
+  readonly attachments: readonly AttachmentReference[];
   readonly createdAt: string;
   /** The child on the active path below this message (the newest branch unless another was selected). */
   readonly selectedChildId: string | null;
@@ -232,13 +246,16 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const blocks =
       data.role === 'assistant' && data.content !== null && data.content !== ''
         ? wholeMessageBlocks(data.messageId, data.content, event.recordedAt)
-        : initialMessageBlocks(data.messageId);
+        : data.role === 'user' && data.attachments
+          ? userMessageBlocks(data.messageId, data.content, data.attachments, event.recordedAt)
+          : initialMessageBlocks(data.messageId);
     const message: MessageState = {
       id: data.messageId,
       role: data.role,
       parentId: data.parentId,
       model: data.model,
       content: data.content,
+      attachments: data.attachments ?? [],
       createdAt: event.recordedAt,
       selectedChildId: null,
       chunkDigests: [],
@@ -263,12 +280,13 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     if (!child || child.parentId !== parentId) return state;
     return { ...select(state, parentId, childId, event.position), position: event.position };
   }
+  if (event.type === 'message.translation_opened') {
+    const { messageId, ...opening } = event.data as SessionEventOf<'message.translation_opened'>['data'];
+    return changeBlocks(state, messageId, event, (blocks) => openTranslation(blocks, opening, event.recordedAt));
+  }
   if (event.type === 'message.tool_call_updated') {
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
-    const message = state.messages.get(messageId);
-    if (!message) return state;
-    const next = withBlocks(message, evolveGovernedTool(message.blocks, update, event.recordedAt), event.position);
-    return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
+    return changeBlocks(state, messageId, event, (blocks) => evolveGovernedTool(blocks, update, event.recordedAt));
   }
   if (event.type.startsWith('chunk.')) {
     const { messageId, source, ...stored } = event.data as ChunkEventData;
@@ -280,11 +298,24 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
       snapshots,
       dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
-      producerChunks: message.producerChunks || source === undefined,
+      producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }
   return state;
+}
+
+/** An event that changes one message's blocks, not through a chunk; a message the session does not hold changes nothing. */
+function changeBlocks(
+  state: OpenSession,
+  messageId: string,
+  event: SessionEventEnvelope,
+  change: (blocks: MessageBlocksState) => MessageBlocksState,
+): SessionState {
+  const message = state.messages.get(messageId);
+  if (!message) return state;
+  const next = withBlocks(message, change(message.blocks), event.position);
+  return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
 }
 
 /** The message with its blocks as of `position`: each block that is new, changed or moved is stamped with it. */

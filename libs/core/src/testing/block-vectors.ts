@@ -37,8 +37,13 @@ export function compareBlocks(
   blocks: readonly MessageBlock[],
   expected: readonly Record<string, unknown>[],
 ): [unknown[], unknown[]] {
-  const resolve = (value: unknown) =>
-    typeof value === 'string' && value.startsWith('@blocks[') ? blocks[Number(value.slice(8, -1))]?.id : value;
+  const resolve = (value: unknown): unknown => {
+    if (typeof value === 'string' && value.startsWith('@blocks[')) return blocks[Number(value.slice(8, -1))]?.id;
+    if (Array.isArray(value)) return value.map(resolve);
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, resolve(field)]));
+    return value;
+  };
   const actual = blocks.map((block, index) => {
     const wanted = expected[index] ?? { type: undefined, status: undefined };
     const fields: Record<string, unknown> = {
@@ -52,8 +57,11 @@ export function compareBlocks(
       rawStatus: (block.metadata?.rawMcpToolResponse as { status?: string } | undefined)?.status,
       url: block.url,
       images: (block.metadata?.generateImageResponse as { images?: string[] } | undefined)?.images,
-      citationBlockId: block.metadata?.citationBlockId,
-      citationBlockSource: block.metadata?.citationBlockSource,
+      // `null` in a vector: the block cites nothing (the field is absent).
+      citationReferences: block.citationReferences ?? null,
+      targetLanguage: block.targetLanguage,
+      sourceLanguage: block.sourceLanguage,
+      sourceBlockId: block.sourceBlockId,
       signature: block.metadata?.signature,
       reasoningItem: block.metadata?.reasoningItem,
       error:
@@ -64,8 +72,6 @@ export function compareBlocks(
     };
     return Object.fromEntries(Object.keys(wanted).map((key) => [key, fields[key]]));
   });
-  const wanted = expected.map((block) =>
-    Object.fromEntries(Object.entries(block).map(([key, value]) => [key, resolve(value)])),
-  );
+  const wanted = expected.map(resolve);
   return [actual, wanted];
 }
