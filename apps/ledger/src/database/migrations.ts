@@ -1,4 +1,4 @@
-import { EventLog1763800000001 } from '#event-log';
+import { AppendFunction1763800000150, EventLog1763800000001 } from '#event-log';
 import { BlockReadModels1763800000002 } from '../sessions/read-models/1763800000002-block-read-models.migration.js';
 import { BranchTrees1763800000003 } from '../sessions/read-models/1763800000003-branch-trees.migration.js';
 import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-tool-calls.migration.js';
@@ -15,6 +15,7 @@ export const migrations = [
   ToolCalls1763800000004,
   Identity1763800000005,
   VerifiableLog1763800000006,
+  AppendFunction1763800000150,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;
