@@ -96,7 +96,7 @@ export async function runFleetComparison(options: {
   ledger: { url: string; pid: number };
   naive: { url: string };
   keys: readonly string[];
-}): Promise<void> {
+}): Promise<{ ledgerChunks: number }> {
   const { sql, ledger, naive, keys } = options;
   const statementsLoaded = await sql
     .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
@@ -108,10 +108,12 @@ export async function runFleetComparison(options: {
   const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const pids = { service: ledger.pid, postgres: (await parentPid(rows[0].pid))! };
   const table: string[][] = [];
+  let ledgerChunks = 0;
   for (const sessions of FLEET_SIZES) {
     const shape = { sessions, durationMs: FLEET_SECONDS * 1_000, chunksPerSecond: CHUNKS_PER_SECOND };
     if (statementsLoaded) await sql.query('SELECT pg_stat_statements_reset()');
     const ours = await measure(sql, statementsLoaded, pids, { target: 'ledger', url: ledger.url, keys, ...shape });
+    ledgerChunks += ours.fleet.acknowledgedChunks;
     const statementsPerPost = statementsLoaded ? await topStatements(sql, ours) : [];
     // The naive service runs in the bench's own process: its CPU is not the service's column.
     const baseline = await measure(
@@ -172,6 +174,7 @@ export async function runFleetComparison(options: {
     ],
     table,
   );
+  return { ledgerChunks };
 }
 
 async function topStatements(sql: pg.Client, run: Measured): Promise<string[][]> {

@@ -177,7 +177,15 @@ async function main(): Promise<void> {
       ],
     );
     console.log();
-    await runFleetComparison({ sql, ledger, naive, keys: fleetKeys });
+    const { ledgerChunks } = await runFleetComparison({ sql, ledger, naive, keys: fleetKeys });
+    const { rows: disk } = await sql.query<{ events: string; bytes: string }>(
+      `SELECT count(*) AS events, pg_total_relation_size('event_log_events') AS bytes FROM event_log_events`,
+    );
+    const perEvent = Number(disk[0].bytes) / Number(disk[0].events);
+    console.log(
+      `\nevent log on disk (table, TOAST and indexes): ${formatRate(perEvent)} bytes per event over ${disk[0].events} events`,
+    );
+    console.log(`ledger chunks acknowledged in this run: ${totalChunks + ledgerChunks}`);
   } finally {
     await sql.end();
     await merkleProbes.end();

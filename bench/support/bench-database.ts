@@ -121,7 +121,11 @@ export async function startLedgerProcess(
   const port = await freePort();
   // A data folder of its own: the service generates its checkpoint signing key there.
   const dataDir = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-data-'));
-  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], {
+  // BENCH_CPU_PROF_DIR: the service writes a V8 CPU profile there when it stops (see profile-breakdown.ts).
+  const profile = process.env.BENCH_CPU_PROF_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, path.resolve('dist/apps/ledger/src/main.js')], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
