@@ -41,7 +41,9 @@ export interface FleetResult {
   readonly liveLagMs: readonly number[];
 }
 
+/** Lag probes on a session's 1st, 11th, 21st… chunk POST. */
 const PROBE_EVERY = 10;
+const LIVE_WAIT_MS = 30_000;
 const WATCH_EVERY = 10;
 const STAGGER_MS = 2_000;
 const MESSAGE = assistantMessage({ thinkingDeltas: 100, answerDeltas: 290 }).chunks;
@@ -94,27 +96,27 @@ async function run(config: FleetConfig): Promise<FleetResult> {
     return `${config.url}/v1/sessions/${id}/messages/${messageId}`;
   }
 
-  /** One session: open it, stream its message at its own rate, until done or the deadline. */
+  /**
+   * One session: open it, stream its message at its own rate, until done or the deadline. The
+   * model starts generating when the session starts, however long opening it takes, so that the
+   * offered load is the same for every service.
+   */
   async function session(index: number): Promise<void> {
     const key = config.keys.length > 0 ? config.keys[index % config.keys.length] : undefined;
+    const streamStart = performance.now();
     const messageUrl = config.target === 'ledger' ? await open(key!) : `${config.url}/chunks/fleet-${index}`;
     const chunksUrl = config.target === 'ledger' ? `${messageUrl}/chunks` : messageUrl;
     const watcher = config.target === 'ledger' && index % WATCH_EVERY === 0 ? watch(messageUrl, key!) : undefined;
     const rate = config.chunksPerSecond * (0.75 + Math.random() * 0.5);
-    const streamStart = performance.now();
+    const generated = (at: number) =>
+      Math.min(MESSAGE.length, Math.floor(((Math.min(at, deadline) - streamStart) * rate) / 1_000));
     let sent = 0;
     let posts = 0;
-    while (sent < MESSAGE.length) {
+    while (sent < MESSAGE.length && performance.now() < deadline) {
       await sleep(50 + Math.random() * 50);
-      const now = performance.now();
-      const available = Math.min(MESSAGE.length, Math.floor(((now - streamStart) * rate) / 1_000));
-      if (now >= deadline) {
-        result.offeredChunks += available - sent;
-        break;
-      }
+      const available = generated(performance.now());
       if (available === sent) continue;
       const batch: Chunk[] = MESSAGE.slice(sent, available);
-      result.offeredChunks += batch.length;
       sent = available;
       const posted = performance.now();
       const { position } = await send(chunksUrl, batch, key);
@@ -125,8 +127,10 @@ async function run(config: FleetConfig): Promise<FleetResult> {
       posts += 1;
       if (position === undefined) continue;
       watcher?.expect(position, acknowledged);
-      if (posts % PROBE_EVERY === 0) track(probe(messageUrl, key!, position, acknowledged));
+      if (posts % PROBE_EVERY === 1) track(probe(messageUrl, key!, position, acknowledged));
     }
+    // Offered: what the model generated until it was done or the run ended, posted or not.
+    result.offeredChunks += generated(performance.now());
     if (watcher) track(watcher.finish());
   }
 
@@ -174,7 +178,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
       },
       async finish() {
         if (expected.length > 0 && !seen.some((event) => event.position >= lastExpected))
-          await Promise.race([done, sleep(10_000)]);
+          await Promise.race([done, sleep(LIVE_WAIT_MS)]);
         abort.abort();
         await reading;
         for (const { position, acknowledged } of expected) {
