@@ -131,13 +131,18 @@ export async function runFleetComparison(options: {
       ['block-ledger', ours],
       ['naive service', baseline],
     ] as const) {
+      // Offered over the run's window; acknowledged over the run until its last answer.
       const seconds = run.fleet.elapsedMs / 1_000;
       table.push([
         String(sessions),
         name,
-        formatRate(run.fleet.offeredChunks / seconds),
+        formatRate(run.fleet.offeredChunks / FLEET_SECONDS),
         formatRate(run.fleet.acknowledgedChunks / seconds),
-        formatRatio(run.fleet.acknowledgedChunks / baseline.fleet.acknowledgedChunks),
+        formatRatio(
+          run.fleet.acknowledgedChunks /
+            seconds /
+            (baseline.fleet.acknowledgedChunks / (baseline.fleet.elapsedMs / 1_000)),
+        ),
         pair(run.fleet.ackMs),
         pair(run.fleet.projectionLagMs),
         pair(run.fleet.liveLagMs),

@@ -28,24 +28,26 @@ const STAGES: readonly (readonly [string, RegExp])[] = [
   ['projection', /apps\/ledger\/src\/(projections|sessions\/read-models|governance\/read-models)\//],
   ['live feed (hub, SSE)', /apps\/ledger\/src\/live\//],
   ['Merkle log', /apps\/ledger\/src\/verifiable-log\//],
-  ['hash, canonical JSON', /libs\/core\/src\/hashing\/|node:crypto|^sha256|createHash/],
+  ['hash, canonical JSON', /libs\/core\/src\/hashing\/|crypto\/hash/],
   ['validation (zod, chunk schemas)', /node_modules\/zod\/|libs\/core\/src\/chunks\//],
   ['decide and fold (core, repository)', /libs\/core\/src\/|apps\/ledger\/src\/sessions\//],
-  [
-    'append (event log, pg driver, sockets)',
-    /libs\/event-log\/|node_modules\/pg|node:net|writev|writeBuffer|node:stream/,
-  ],
+  ['socket writes (writev: HTTP answers and pg)', /^writev$|^writeBuffer$|^writeString$|^writeUtf8String$/],
+  ['event log and pg driver (appends and reads)', /libs\/event-log\/|node_modules\/(pg|pg-[a-z]+|postgres-[a-z]+)\//],
   ['auth (guard, keys)', /apps\/ledger\/src\/identity\//],
   [
-    'HTTP and parse (Nest, Express, body parser, node:http)',
-    /node_modules\/(@nestjs|express|body-parser|raw-body|router|on-finished|finalhandler|iconv-lite|pino)|node:_http|node:http|JSON\.parse|^parse$|stringify/,
+    'HTTP and parse (Nest, Express, body parser, pino-http)',
+    /node_modules\/(@nestjs|express|body-parser|raw-body|router|on-finished|finalhandler|iconv-lite|pino|pino-http)\/|node:_http|node:http/,
   ],
+  [
+    'Node runtime (buffers, events, streams, microtasks)',
+    /node:(buffer|events|internal\/streams|net|stream)|^utf8Slice$|^runMicrotasks$/,
+  ],
+  ['V8 and runtime (program)', /^\(program\)$/],
 ];
 
 function stageOf(frame: ProfileNode['callFrame']): string {
-  const text = `${frame.url} ${frame.functionName}`.trim();
   for (const [stage, pattern] of STAGES) if (pattern.test(frame.url) || pattern.test(frame.functionName)) return stage;
-  return text.startsWith('(program)') ? 'V8 and runtime (program)' : 'other';
+  return 'other';
 }
 
 async function main(): Promise<void> {
