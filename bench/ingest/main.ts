@@ -1,13 +1,21 @@
 /**
- * Ingest through HTTP, authenticated: PRODUCERS concurrent producers, each with an API key of its
- * own (as deployed: a key per agent, so per-credential rate limits apply per producer), each
- * streaming MESSAGES realistic assistant responses (thinking, text deltas of a few tokens, tool
- * rounds) in batches of BATCH chunks, to the ledger service (a separate process, as deployed)
- * and to a naive baseline service, on the same database in the same run. Prints ingest events/s, projection lag (append → visible in
- * the read model, p50/p99), Merkle log lag (append → leaf in the tree, polled every MERKLE_POLL_MS),
- * rebuild events/s, and log bytes per message against the sum of the snapshot lengths.
+ * Ingest through HTTP, authenticated, to the ledger service (a separate process, as deployed) and
+ * to a naive baseline service, on the same database in the same run.
  *
- *   npm run bench:ingest
+ * Closed loop: PRODUCERS concurrent producers, each with an API key of its own (as deployed: a key
+ * per agent, so per-credential rate limits apply per producer), each streaming MESSAGES realistic
+ * assistant responses (thinking, text deltas of a few tokens, tool rounds) in batches of BATCH
+ * chunks, the next batch once the last is acknowledged. Prints ingest events/s, projection lag
+ * (append → visible in the read model, p50/p99), Merkle log lag (append → leaf in the tree, polled
+ * every MERKLE_POLL_MS), rebuild events/s, and log bytes per message against the snapshot lengths.
+ *
+ * Open-loop fleet (fleet-process.ts, its own process): for each size in BENCH_FLEET_SIZES, that
+ * many sessions streaming at once for BENCH_FLEET_SECONDS, to each service in turn. Prints
+ * offered and acknowledged chunks/s, acknowledgement latency, projection and live-feed lag, CPU
+ * of the service and of PostgreSQL (from /proc), and PostgreSQL's own counts per POST
+ * (transactions from pg_stat_database, statements from pg_stat_statements).
+ *
+ *   npm run bench:ingest            BENCH_FLEET_SIZES=100,250,500 BENCH_FLEET_SECONDS=15 by default
  */
 import os from 'node:os';
 import pg from 'pg';
@@ -22,50 +30,28 @@ import {
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
+import { assistantMessage } from './assistant-message.js';
+import { runFleetComparison } from './fleet.js';
 import { startNaiveService } from './naive-service.js';
 
 const PRODUCERS = 16;
 const MESSAGES = 4;
 const BATCH = 20;
 const MERKLE_POLL_MS = 2;
-
-type Chunk = Record<string, unknown> & { seq: number; type: string };
-
-/** One assistant response the way Cherry streams it: reasoning, a tool round, an answer. */
-function response(): { chunks: Chunk[]; snapshotBytes: number } {
-  const chunks: Omit<Chunk, 'seq'>[] = [{ type: 'llm_response_created' }, { type: 'thinking.start' }];
-  let snapshotBytes = 0;
-  const stream = (type: 'thinking' | 'text', tokens: number) => {
-    let text = '';
-    for (let index = 0; index < tokens; index += 1) {
-      text += ` tok${index % 97}`;
-      snapshotBytes += text.length;
-      chunks.push({ type: `${type}.delta`, text });
-    }
-    chunks.push({ type: `${type}.complete`, text });
-  };
-  stream('thinking', 40);
-  const tool = { id: 'call_1', tool: { name: 'search', serverId: 's' }, arguments: { q: 'x' }, status: 'pending' };
-  chunks.push(
-    { type: 'mcp_tool_pending', responses: [tool] },
-    {
-      type: 'mcp_tool_complete',
-      responses: [{ ...tool, status: 'done', response: { content: [{ type: 'text', text: 'result' }] } }],
-    },
-  );
-  chunks.push({ type: 'llm_response_created' }, { type: 'text.start' });
-  stream('text', 160);
-  chunks.push({ type: 'block_complete' });
-  return { chunks: chunks.map((chunk, index) => ({ seq: index + 1, ...chunk }) as Chunk), snapshotBytes };
-}
+/** The fleet's sessions share this many producer keys (each within its per-credential rate limit). */
+const FLEET_KEYS = 50;
 
 async function main(): Promise<void> {
-  const database = await openBenchDatabase(54_391);
+  const database = await openBenchDatabase(54_391, { countStatements: true });
   const producerKeys = await mintBenchKeys(
     database.connectionString,
     Array.from({ length: PRODUCERS }, (_, producer) => ({ name: `bench producer ${producer}`, roles: ['producer'] })),
   );
   const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
+  const fleetKeys = await mintBenchKeys(
+    database.connectionString,
+    Array.from({ length: FLEET_KEYS }, (_, index) => ({ name: `bench fleet ${index}`, roles: ['producer'] })),
+  );
   const ledger = await startLedgerProcess(database.connectionString);
   const naive = await startNaiveService(database.connectionString);
   const sql = new pg.Client({ connectionString: database.connectionString });
@@ -80,7 +66,9 @@ async function main(): Promise<void> {
     }
   };
   try {
-    const plans = Array.from({ length: PRODUCERS * MESSAGES }, response);
+    const plans = Array.from({ length: PRODUCERS * MESSAGES }, () =>
+      assistantMessage({ thinkingDeltas: 40, answerDeltas: 160 }),
+    );
     const totalChunks = plans.reduce((sum, plan) => sum + plan.chunks.length, 0);
 
     // Ledger: sessions and messages first (not timed), each opened by the producer that streams into it.
@@ -188,6 +176,16 @@ async function main(): Promise<void> {
         ],
       ],
     );
+    console.log();
+    const { ledgerChunks } = await runFleetComparison({ sql, ledger, naive, keys: fleetKeys });
+    const { rows: disk } = await sql.query<{ events: string; bytes: string }>(
+      `SELECT count(*) AS events, pg_total_relation_size('event_log_events') AS bytes FROM event_log_events`,
+    );
+    const perEvent = Number(disk[0].bytes) / Number(disk[0].events);
+    console.log(
+      `\nevent log on disk (table, TOAST and indexes): ${formatRate(perEvent)} bytes per event over ${disk[0].events} events`,
+    );
+    console.log(`ledger chunks acknowledged in this run: ${totalChunks + ledgerChunks}`);
   } finally {
     await sql.end();
     await merkleProbes.end();

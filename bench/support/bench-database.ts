@@ -15,15 +15,25 @@ export interface BenchDatabase {
   close(): Promise<void>;
 }
 
-/** `DATABASE_URL` when set (it must be a scratch database), else a throwaway embedded PostgreSQL. Migrated either way. */
-export async function openBenchDatabase(port = 54_390): Promise<BenchDatabase> {
+/**
+ * `DATABASE_URL` when set (it must be a scratch database), else a throwaway embedded PostgreSQL,
+ * loading `pg_stat_statements` when asked (to count statements per request). Migrated either way.
+ */
+export async function openBenchDatabase(
+  port = 54_390,
+  options: { countStatements?: boolean } = {},
+): Promise<BenchDatabase> {
   if (process.env.DATABASE_URL) {
     await runMigrations(process.env.DATABASE_URL);
-    return { connectionString: process.env.DATABASE_URL, close: async () => undefined };
+    return { connectionString: process.env.DATABASE_URL, close: () => Promise.resolve() };
   }
   const folder = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-'));
   await chmod(folder, 0o755);
-  const database = await startEmbeddedPostgres({ dataDir: path.join(folder, 'postgres'), port });
+  const database = await startEmbeddedPostgres({
+    dataDir: path.join(folder, 'postgres'),
+    port,
+    postgresFlags: options.countStatements ? ['-c', 'shared_preload_libraries=pg_stat_statements'] : [],
+  });
   await runMigrations(database.connectionString);
   return {
     connectionString: database.connectionString,
@@ -78,11 +88,19 @@ export async function mintBenchKeys(
 export const bearer = (key: string | undefined): Record<string, string> =>
   key === undefined ? {} : { authorization: `Bearer ${key}` };
 
-export async function post(url: string, body: unknown, key?: string): Promise<any> {
+/** What the benches read from the service's replies: a created id, an append's position, a rebuild's figures. */
+export interface BenchReply {
+  readonly id: string;
+  readonly position: number;
+  readonly events: number;
+  readonly durationMs: number;
+}
+
+export async function post(url: string, body: unknown, key?: string): Promise<BenchReply> {
   const headers = { 'content-type': 'application/json', ...bearer(key) };
   const result = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   if (!result.ok) throw new Error(`${url}: ${result.status} ${await result.text()}`);
-  return result.json();
+  return (await result.json()) as BenchReply;
 }
 
 function freePort(): Promise<number> {
@@ -99,11 +117,15 @@ function freePort(): Promise<number> {
 export async function startLedgerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
-): Promise<{ url: string; stop(): Promise<void> }> {
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   // A data folder of its own: the service generates its checkpoint signing key there.
   const dataDir = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-data-'));
-  const child = spawn(process.execPath, [path.resolve('dist/apps/ledger/src/main.js')], {
+  // BENCH_CPU_PROF_DIR: the service writes a V8 CPU profile there when it stops (see profile-breakdown.ts).
+  const profile = process.env.BENCH_CPU_PROF_DIR
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, path.resolve('dist/apps/ledger/src/main.js')], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -122,6 +144,7 @@ export async function startLedgerProcess(
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     url,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGTERM');
       await exited;

@@ -44,7 +44,6 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const metrics = app.get(LedgerMetrics);
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
   // Express knows an error handler by its four parameters.
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) =>
     sendError(response, error, logger, countRefusal),
   );

@@ -147,12 +147,12 @@ export function planAppend(
 
 /**
  * What an append reports once its plan has been carried out: the conflict, or the stream's
- * revision and the position of the batch's last event (`lastPosition` for written events).
+ * revision and the events as recorded, each at the position `positionOf` says the log gave it.
  */
 export function appendResult(
   plan: AppendPlan,
   headRevision: StreamState,
-  lastPosition: bigint,
+  positionOf: (event: SealedEvent) => bigint,
 ): AppendResult | WrongExpectedRevisionError {
   switch (plan.kind) {
     case 'conflict':
@@ -163,14 +163,18 @@ export function appendResult(
         position: plan.lastKnown.position,
         appended: 0,
         duplicates: plan.duplicates,
+        events: [],
       };
-    case 'write':
+    case 'write': {
+      const events = plan.events.map((event) => ({ ...event, position: positionOf(event) }));
       return {
         nextExpectedRevision: plan.head.revision as bigint,
-        position: lastPosition,
-        appended: plan.events.length,
+        position: events.at(-1)!.position,
+        appended: events.length,
         duplicates: plan.duplicates,
+        events,
       };
+    }
   }
 }
 

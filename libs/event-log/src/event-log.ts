@@ -59,6 +59,8 @@ export interface AppendResult {
   readonly appended: number;
   /** Ids of events the stream already held; they were not stored again. */
   readonly duplicates: readonly string[];
+  /** The events this call stored, as the log recorded them (revision, position, metadata), in order: no read-back needed. */
+  readonly events: readonly RecordedEvent[];
 }
 
 export { DEFAULT_TENANT } from '#core';

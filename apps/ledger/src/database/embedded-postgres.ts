@@ -24,6 +24,8 @@ export interface EmbeddedPostgresOptions {
   readonly dataDir: string;
   readonly port: number;
   readonly onLog?: (line: string) => void;
+  /** Extra server flags (benches load pg_stat_statements with `-c shared_preload_libraries=…`). */
+  readonly postgresFlags?: readonly string[];
 }
 
 const USER = 'ledger';
@@ -64,6 +66,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     password,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: [...(options.postgresFlags ?? [])],
     onLog: (line: string) => {
       logs.push(line);
       options.onLog?.(line.trimEnd());

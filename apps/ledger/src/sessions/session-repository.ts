@@ -11,7 +11,7 @@ import {
   type SessionCommand,
   type SessionState,
 } from '#core';
-import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type EventLog } from '#event-log';
+import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type AppendResult, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import type { Principal } from '../identity/principal.js';
 import { foldSessionEvents, sessionAt } from './session-fold.js';
@@ -46,9 +46,10 @@ export function authorOf(principal: Principal): SessionAuthor & { readonly subje
 
 type QueuedCommand = SessionCommand & { readonly author: SessionAuthor };
 
+/** A session folded as of a revision; replaced whole, never changed in place, so a fold in flight sees a stable value. */
 interface CachedSession {
-  state: SessionState;
-  revision: bigint | typeof NO_STREAM;
+  readonly state: SessionState;
+  readonly revision: bigint | typeof NO_STREAM;
 }
 
 const MAX_CACHED_SESSIONS = 5_000;
@@ -57,8 +58,8 @@ const MAX_CACHED_SESSIONS = 5_000;
  * Runs session commands against the log. Commands for one session queue and are decided in
  * order against the folded state, and each group goes as one append with the revision the
  * state was folded at; if another process appended meanwhile, the state is brought up to date
- * from the log and the group decided again. Folded states stay cached, so a streaming producer
- * does not make every batch re-read its session.
+ * from the log and the group decided again. Folded states stay cached and take in what each
+ * append stored from its result, so a streaming producer's batch costs one append and no read.
  */
 @Injectable()
 export class SessionRepository {
@@ -98,12 +99,21 @@ export class SessionRepository {
     return sessionAt(this.eventLog, session, position);
   }
 
+  /**
+   * Decides the group on the cached fold (read from the log only when not cached) and appends it
+   * with the revision that fold is at: if another instance appended meanwhile, the log refuses,
+   * the fold catches up from the log and the group is decided again. A refusal or a no-op is only
+   * answered once decided on the log's state. What was stored is folded
+   * from the append's own result (positions and recorded-at as the log gave them).
+   */
   private async decideAndAppend(
     session: SessionRef,
     commands: readonly QueuedCommand[],
   ): Promise<(CommandOutcome | Error)[]> {
+    const streamId = sessionStreamId(session.tenant, session.sessionId);
     for (let attempt = 1; ; attempt += 1) {
-      const cached = await this.refresh(session);
+      const cachedOnly = attempt === 1 && this.cache.has(streamId);
+      const cached = cachedOnly ? this.cache.get(streamId)! : await this.refresh(session);
       let state = cached.state;
       const decided = commands.map((command) => {
         try {
@@ -136,52 +146,81 @@ export class SessionRepository {
               tenant: session.tenant,
             })),
       );
+      // A cached fold may lack what another instance appended: it can only make a command append
+      // too early (the log refuses), or refuse it or find nothing to do wrongly, so those are
+      // decided again on the log's state before they are answered.
+      if (cachedOnly && decided.some((entry) => entry instanceof Error || entry.decision.events.length === 0)) continue;
       if (events.length === 0)
         return decided.map((entry) =>
           entry instanceof Error ? entry : { decision: entry.decision, position: cachedPosition(cached.state) },
         );
+      let appended: AppendResult;
       try {
-        await this.eventLog.append(sessionStreamId(session.tenant, session.sessionId), events, cached.revision);
+        appended = await this.eventLog.append(streamId, events, cached.revision);
       } catch (error) {
         if (error instanceof WrongExpectedRevisionError && attempt < 5) continue;
         throw error;
       }
-      // Fold what was stored (positions and recorded-at come from the log).
-      const fresh = await this.refresh(session);
+      // Everything was already stored (the log checks the revision only when something is new):
+      // another instance got there first, so what this call means is decided on the log's state.
+      if (cachedOnly && appended.appended === 0) continue;
+      const positions = new Map(appended.events.map((event) => [event.id, event.position]));
+      const fresh = await this.absorb(session, cached, appended);
       return decided.map((entry) => {
         if (entry instanceof Error) return entry;
         const last = entry.decision.events.at(-1);
         return {
           decision: entry.decision,
-          position: last ? (positionOf(fresh, last.id) ?? cachedPosition(fresh.state)) : cachedPosition(fresh.state),
+          position: (last && positions.get(last.id)) ?? cachedPosition(fresh.state),
         };
       });
     }
   }
 
-  /** Brings the cached fold up to the stream's end. */
-  private async refresh(session: SessionRef): Promise<CachedSession & { positions?: Map<string, bigint> }> {
+  /**
+   * Folds what an append stored into the cached session. An append that found some of its events
+   * already stored (a retry) or a fold that moved meanwhile is brought up to date from the log.
+   */
+  private async absorb(session: SessionRef, folded: CachedSession, appended: AppendResult): Promise<CachedSession> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
-    const entry = this.cache.get(streamId) ?? {
-      state: initialSessionState,
-      revision: NO_STREAM as bigint | typeof NO_STREAM,
+    const entry = this.cache.get(streamId);
+    const first = appended.events[0]?.revision;
+    const continues = first === (folded.revision === NO_STREAM ? 0n : folded.revision + 1n);
+    if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded))
+      return this.refresh(session);
+    const next: CachedSession = {
+      state: await foldSessionEvents(this.eventLog, folded.state, appended.events),
+      revision: appended.nextExpectedRevision,
     };
-    const events = await this.eventLog.readStream(streamId, {
-      fromRevision: entry.revision === NO_STREAM ? 0n : entry.revision + 1n,
-    });
-    entry.state = await foldSessionEvents(this.eventLog, entry.state, events);
-    const positions = new Map<string, bigint>();
-    for (const event of events) {
-      entry.revision = event.revision;
-      positions.set(event.id, event.position);
-    }
+    this.keep(streamId, next);
+    return next;
+  }
+
+  /** Brings the cached fold up to the stream's end. */
+  private async refresh(session: SessionRef): Promise<CachedSession> {
+    const streamId = sessionStreamId(session.tenant, session.sessionId);
+    const cached = this.cache.get(streamId);
+    const from = cached === undefined || cached.revision === NO_STREAM ? 0n : cached.revision + 1n;
+    const events = await this.eventLog.readStream(streamId, { fromRevision: from });
+    // Another refresh or append of this session may have moved the cache while this one read.
+    const current = this.cache.get(streamId);
+    if (current !== cached) return this.refresh(session);
+    const next: CachedSession = {
+      state: await foldSessionEvents(this.eventLog, cached?.state ?? initialSessionState, events),
+      revision: events.at(-1)?.revision ?? cached?.revision ?? NO_STREAM,
+    };
+    this.keep(streamId, next);
+    return next;
+  }
+
+  private keep(streamId: string, entry: CachedSession): void {
     this.cache.delete(streamId);
-    if (entry.revision !== NO_STREAM) this.cache.set(streamId, entry);
+    if (entry.revision === NO_STREAM) return;
+    this.cache.set(streamId, entry);
     for (const [oldest] of this.cache) {
       if (this.cache.size <= MAX_CACHED_SESSIONS) break;
       this.cache.delete(oldest);
     }
-    return { ...entry, positions };
   }
 }
 
@@ -208,8 +247,4 @@ function authorize(command: QueuedCommand, state: SessionState): void {
 
 function cachedPosition(state: SessionState): bigint {
   return state.status === 'open' ? state.position : 0n;
-}
-
-function positionOf(session: { positions?: Map<string, bigint> }, eventId: string): bigint | undefined {
-  return session.positions?.get(eventId);
 }

@@ -138,25 +138,37 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
             jsonEvent({ id: event.id, type: event.type, data: event.data as never, metadata: event.metadata as never }),
           );
           const expectedRevision = entry.head.revision === NO_STREAM ? 'no_stream' : entry.head.revision;
-          await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
+          const written = await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
+          await learnPositions(streamId, entry, sealed, written.position?.commit);
         } catch (error) {
           // Another process wrote to the stream: refresh from the server and plan again.
           if (isErrorType(error, ErrorType.WRONG_EXPECTED_VERSION) && attempt < 5) continue;
           throw error;
         }
-        // The server returns the last position only; each caller needs its own, so read the new events back.
-        for (const event of await withRetry(() => readStream(streamId, { fromRevision: sealed[0].revision }))) {
-          entry.known.set(event.id, { revision: event.revision, position: event.position });
-        }
         entry.head = head;
       }
       return plans.map(({ plan, headAfter }) =>
-        appendResult(
-          plan,
-          headAfter.revision,
-          plan.kind === 'write' ? entry.known.get(plan.events.at(-1)!.id)!.position : 0n,
-        ),
+        appendResult(plan, headAfter.revision, (event) => entry.known.get(event.id)!.position),
       );
+    }
+  }
+
+  /**
+   * The server's append result names the position of the write's last event only; the others'
+   * positions are log offsets nothing else tells, so a write of several events reads them back.
+   */
+  async function learnPositions(
+    streamId: string,
+    entry: StreamCache,
+    sealed: readonly SealedEvent[],
+    lastPosition: bigint | undefined,
+  ): Promise<void> {
+    if (sealed.length === 1 && lastPosition !== undefined) {
+      entry.known.set(sealed[0].id, { revision: sealed[0].revision, position: lastPosition });
+      return;
+    }
+    for (const event of await withRetry(() => readStream(streamId, { fromRevision: sealed[0].revision }))) {
+      entry.known.set(event.id, { revision: event.revision, position: event.position });
     }
   }
 
@@ -207,12 +219,8 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   }
 
   return {
-    append(streamId, events, expected) {
-      try {
-        validateNewEvents(streamId, events);
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    async append(streamId, events, expected) {
+      validateNewEvents(streamId, events);
       let writer = writers.get(streamId);
       if (!writer) {
         // A group the server refuses (over its maximum append size, …) is retried in halves; an
@@ -222,7 +230,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         });
         writers.set(streamId, writer);
       }
-      return writer.push({ events, expected }).finally(() => {
+      return await writer.push({ events, expected }).finally(() => {
         if (writer.idle) writers.delete(streamId);
       });
     },

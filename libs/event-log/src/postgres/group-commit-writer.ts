@@ -3,12 +3,13 @@ import {
   appendResult,
   EMPTY_STREAM,
   planAppend,
+  type AppendPlan,
   type KnownEvent,
   type SealedEvent,
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
-import type { AppendResult, ExpectedRevision, NewEvent } from '../event-log.js';
+import { NO_STREAM, type AppendResult, type ExpectedRevision, type NewEvent, type StreamState } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
 
 /** Advisory lock that serializes appends across every process writing to this database. */
@@ -35,7 +36,8 @@ export interface GroupCommitOptions {
 
 /**
  * Group commit: appends from all callers queue here and one loop writes them, as many as are
- * waiting, in a single transaction under the append lock. Each caller still gets its own result
+ * waiting, in a single transaction under the append lock (usually one statement, see `commit`),
+ * and learns their positions from that statement. Each caller still gets its own result
  * or its own conflict. A transaction the server refuses rolls back whole and is retried in
  * halves, so only the append that caused it fails; losing the server fails exactly the appends
  * of that transaction, none of which was stored.
@@ -45,6 +47,8 @@ export interface GroupCommitOptions {
  */
 export class GroupCommitWriter {
   private readonly queue: BatchingQueue<PendingAppend, AppendResult>;
+  /** Where each stream this writer last wrote or read stands, so that most commits need not read. */
+  private readonly heads = new Map<string, StreamHead>();
 
   constructor(
     private readonly pool: Pool,
@@ -88,36 +92,55 @@ export class GroupCommitWriter {
   }
 
   /**
-   * Four short round trips: BEGIN with the append lock, the state read, the write, COMMIT. The
-   * state read and the write are named prepared statements: planning them fresh each time costs
-   * more than a round trip. The lock is taken before the state read, whose snapshot therefore
-   * sees every commit made before it.
+   * One round trip when this writer knows where the batch's streams stand (it wrote or read them
+   * last): the batch is planned against those heads and `event_log_append` stores it only if the
+   * streams are still there. Otherwise (a stream it never saw, another process wrote meanwhile, an
+   * event id already stored, a conflict that only the truth can confirm) the batch is planned
+   * again on what the database holds, under the append lock.
    */
   private async commit(batch: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
+    try {
+      const planned = this.planFromCache(batch);
+      if (planned) {
+        const base = await this.tryStore(this.pool, planned);
+        if (base !== null) return this.settle(planned, base);
+      }
+      return await this.commitUnderLock(batch);
+    } catch (error) {
+      for (const pending of batch) this.heads.delete(pending.streamId);
+      throw error;
+    }
+  }
+
+  private planFromCache(batch: readonly PendingAppend[]): PlannedBatch | undefined {
+    const fresh = batch.every((pending) => this.heads.has(pending.streamId) || pending.expected === NO_STREAM);
+    if (!fresh) return undefined;
+    const planned = planBatch(
+      batch,
+      (streamId) => this.heads.get(streamId) ?? EMPTY_STREAM,
+      new Map(),
+      this.options.clock(),
+    );
+    return planned.outcomes.every(({ plan }) => plan.kind === 'write') ? planned : undefined;
+  }
+
+  /** The batch planned on the stored heads and event ids, read under the append lock, then stored in the same transaction. */
+  private async commitUnderLock(batch: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
     const client = await this.pool.connect();
     try {
       const { heads, known, headPosition } = await lockAndReadState(client, batch);
-      const recordedAt = this.options.clock();
-      const rows: { event: SealedEvent; position: bigint }[] = [];
-      let position = headPosition;
-      const results = batch.map((pending): AppendResult | Error => {
-        const head = heads.get(pending.streamId) ?? EMPTY_STREAM;
-        const streamKnown = known.get(pending.streamId) ?? new Map<string, KnownEvent>();
-        const plan = planAppend(pending.streamId, head, streamKnown, pending.events, pending.expected, recordedAt);
-        if (plan.kind === 'write') {
-          for (const event of plan.events) {
-            position += 1n;
-            rows.push({ event, position });
-            streamKnown.set(event.id, { revision: event.revision, position });
-          }
-          known.set(pending.streamId, streamKnown);
-          heads.set(pending.streamId, plan.head);
-        }
-        return appendResult(plan, head.revision, position);
-      });
-      if (rows.length > 0) await client.query(writeStatement(rows, heads, position));
+      const planned = planBatch(
+        batch,
+        (streamId) => heads.get(streamId) ?? EMPTY_STREAM,
+        known,
+        this.options.clock(),
+        headPosition,
+      );
+      if (planned.rows.length > 0 && (await this.tryStore(client, planned)) !== headPosition)
+        throw new Error('event_log_append disagreed with the state read under the append lock');
       await client.query('COMMIT');
-      return results;
+      for (const [streamId, head] of heads) this.remember(streamId, head);
+      return this.settle(planned, headPosition);
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
@@ -125,6 +148,82 @@ export class GroupCommitWriter {
       client.release();
     }
   }
+
+  /** Stores the planned events; the log head they were numbered after, or null when a stream had moved or an event id was already stored. */
+  private async tryStore(runner: Pool | PoolClient, planned: PlannedBatch): Promise<bigint | null> {
+    try {
+      const { rows } = await runner.query<{ head: string | null }>(appendStatement(planned));
+      return rows[0].head === null ? null : BigInt(rows[0].head);
+    } catch (error) {
+      if (error instanceof pg.DatabaseError && error.code === UNIQUE_VIOLATION && runner === this.pool) return null;
+      throw error;
+    }
+  }
+
+  private settle(planned: PlannedBatch, base: bigint): (AppendResult | Error)[] {
+    for (const [streamId, head] of planned.after) this.remember(streamId, head);
+    return planned.outcomes.map(({ plan, headBefore }) =>
+      appendResult(plan, headBefore, (event) => base + BigInt(planned.ordinals.get(event)!)),
+    );
+  }
+
+  private remember(streamId: string, head: StreamHead): void {
+    this.heads.delete(streamId);
+    this.heads.set(streamId, head);
+    for (const [oldest] of this.heads) {
+      if (this.heads.size <= MAX_CACHED_STREAMS) break;
+      this.heads.delete(oldest);
+    }
+  }
+}
+
+const UNIQUE_VIOLATION = '23505';
+/** Stream heads a writer keeps: enough for every session streaming at once, a few hundred kilobytes. */
+const MAX_CACHED_STREAMS = 10_000;
+
+interface PlannedBatch {
+  readonly outcomes: readonly { readonly plan: AppendPlan; readonly headBefore: StreamState }[];
+  /** The events to store, in position order; each one's 1-based ordinal in `ordinals`. */
+  readonly rows: readonly SealedEvent[];
+  readonly ordinals: ReadonlyMap<SealedEvent, number>;
+  /** Where each written stream stood when planned (the store checks it), and where it will stand. */
+  readonly before: ReadonlyMap<string, StreamHead>;
+  readonly after: ReadonlyMap<string, StreamHead>;
+}
+
+/**
+ * Plans each append of the batch in order on the heads given, each append seeing the ones before
+ * it. With `base` (the log head, known under the lock), events the batch itself stores count as
+ * known for later appends, at their future positions.
+ */
+function planBatch(
+  batch: readonly PendingAppend[],
+  headOf: (streamId: string) => StreamHead,
+  known: Map<string, Map<string, KnownEvent>>,
+  recordedAt: Date,
+  base = -1n,
+): PlannedBatch {
+  const rows: SealedEvent[] = [];
+  const ordinals = new Map<SealedEvent, number>();
+  const before = new Map<string, StreamHead>();
+  const after = new Map<string, StreamHead>();
+  const outcomes = batch.map(({ streamId, events, expected }) => {
+    const head = after.get(streamId) ?? headOf(streamId);
+    const streamKnown = known.get(streamId) ?? new Map<string, KnownEvent>();
+    const plan = planAppend(streamId, head, streamKnown, events, expected, recordedAt);
+    if (plan.kind === 'write') {
+      if (!before.has(streamId)) before.set(streamId, head);
+      for (const event of plan.events) {
+        rows.push(event);
+        ordinals.set(event, rows.length);
+        streamKnown.set(event.id, { revision: event.revision, position: base + BigInt(rows.length) });
+      }
+      known.set(streamId, streamKnown);
+      after.set(streamId, plan.head);
+    }
+    return { plan, headBefore: head.revision };
+  });
+  return { outcomes, rows, ordinals, before, after };
 }
 
 interface StateRow {
@@ -172,36 +271,14 @@ async function lockAndReadState(client: PoolClient, batch: readonly PendingAppen
   return { heads, known, headPosition };
 }
 
-const WRITE_SQL = `
-  WITH inserted AS (
-    INSERT INTO event_log_events
-      (position, stream_id, revision, event_id, type, data, recorded_at, schema_version, correlation_id, causation_id, actor, tenant, prev_hash, hash)
-    SELECT position, stream_id, revision, event_id, type, data, recorded_at, schema_version, correlation_id, causation_id, actor, tenant, prev_hash, hash
-      FROM jsonb_to_recordset($1::jsonb) AS r(position bigint, stream_id text, revision bigint, event_id uuid, type text, data jsonb,
-           recorded_at timestamptz, schema_version int, correlation_id text, causation_id text, actor text, tenant text, prev_hash text, hash text)
-    RETURNING 1
-  ), streams AS (
-    INSERT INTO event_log_streams (stream_id, revision, last_hash)
-    SELECT stream_id, revision, last_hash FROM jsonb_to_recordset($2::jsonb) AS s(stream_id text, revision bigint, last_hash text)
-    ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash
-    RETURNING 1
-  ), head AS (
-    UPDATE event_log_head SET position = $3 RETURNING position
-  )
-  SELECT pg_notify('${EVENT_LOG_CHANNEL}', (SELECT position FROM head)::text), (SELECT count(*) FROM inserted), (SELECT count(*) FROM streams)`;
-
 /**
- * The events, the stream heads, the log head, and the wake-up notification (sent at commit), as
- * one statement. Rows travel as one JSON document that PostgreSQL unpacks itself, far cheaper
- * than the driver serializing a parameter array per column.
+ * The whole store as one call of `event_log_append` (migration 1763800000150). Rows travel as one
+ * JSON document that PostgreSQL unpacks itself, far cheaper than the driver serializing a
+ * parameter array per column.
  */
-function writeStatement(
-  rows: readonly { event: SealedEvent; position: bigint }[],
-  heads: ReadonlyMap<string, StreamHead>,
-  lastPosition: bigint,
-) {
-  const events = rows.map(({ event, position }) => ({
-    position: position.toString(),
+function appendStatement(planned: PlannedBatch) {
+  const events = planned.rows.map((event) => ({
+    ordinal: planned.ordinals.get(event),
     stream_id: event.streamId,
     revision: event.revision.toString(),
     event_id: event.id,
@@ -216,13 +293,20 @@ function writeStatement(
     prev_hash: event.metadata.prevHash,
     hash: event.metadata.hash,
   }));
-  const streams = [...new Set(rows.map((row) => row.event.streamId))].map((streamId) => {
-    const head = heads.get(streamId)!;
-    return { stream_id: streamId, revision: (head.revision as bigint).toString(), last_hash: head.lastHash };
+  const streams = [...planned.after].map(([streamId, head]) => {
+    const stored = planned.before.get(streamId)!;
+    const existed = stored.revision !== NO_STREAM;
+    return {
+      stream_id: streamId,
+      expected_revision: existed ? stored.revision.toString() : null,
+      expected_hash: existed ? stored.lastHash : null,
+      revision: (head.revision as bigint).toString(),
+      last_hash: head.lastHash,
+    };
   });
   return {
-    name: 'event-log-append-write',
-    text: WRITE_SQL,
-    values: [JSON.stringify(events), JSON.stringify(streams), lastPosition.toString()],
+    name: 'event-log-append',
+    text: 'SELECT event_log_append($1::jsonb, $2::jsonb, $3, $4)::text AS head',
+    values: [JSON.stringify(events), JSON.stringify(streams), APPEND_LOCK_KEY, EVENT_LOG_CHANNEL],
   };
 }

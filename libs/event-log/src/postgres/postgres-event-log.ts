@@ -81,19 +81,22 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
     const after = readOptions.fromPosition ?? 0n;
     const limit = readOptions.maxCount ?? readPageSize;
-    // Everything at or below the head is committed (the head moves in the same transaction), so
-    // reading up to it can never skip an event that commits later.
-    const head = await headPosition();
-    if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
-    const { clause, params } = filterClause(readOptions.filter, 4);
-    const { rows } = await pool.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM event_log_events
-        WHERE position > $1 AND position <= $2 ${clause}
-        ORDER BY position LIMIT $3`,
-      [after.toString(), head.toString(), limit, ...params],
+    // One statement, one snapshot: everything at or below the head it sees is committed (the head
+    // moves in the same transaction), so reading up to it can never skip an event that commits
+    // later. The head row comes back even when no event follows.
+    const { clause, params } = filterClause(readOptions.filter, 3);
+    const { rows } = await pool.query<EventRow & { head: string }>(
+      `SELECT h.position AS head, e.* FROM event_log_head h
+         LEFT JOIN LATERAL (
+           SELECT ${EVENT_COLUMNS} FROM event_log_events
+            WHERE position > $1 AND position <= h.position ${clause}
+            ORDER BY position LIMIT $2) e ON true`,
+      [after.toString(), limit, ...params],
     );
-    const events = rows.map(toRecordedEvent);
-    const full = rows.length === limit;
+    const head = BigInt(rows[0].head);
+    if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
+    const events = rows[0].position === null ? [] : rows.map(toRecordedEvent);
+    const full = events.length === limit;
     return { events, checkpoint: full ? events.at(-1)!.position : head, caughtUp: !full };
   }
 
@@ -129,13 +132,13 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   }
 
   return {
-    append: (streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> => {
-      try {
-        validateNewEvents(streamId, events);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      return writer.append(streamId, events, expected);
+    append: async (
+      streamId: string,
+      events: readonly NewEvent[],
+      expected: ExpectedRevision,
+    ): Promise<AppendResult> => {
+      validateNewEvents(streamId, events);
+      return await writer.append(streamId, events, expected);
     },
     readStream,
     readAll,

@@ -77,6 +77,8 @@ export function eventLogContract(
         const stored = await log.readStream(streamId);
         expect(stored.map((event) => event.id)).toEqual(events.map((event) => event.id));
         expect(stored.map((event) => event.revision)).toEqual([0n, 1n, 2n]);
+        // The append reports its events exactly as a read returns them: callers need no read-back.
+        expect(result.events).toEqual(stored);
         expect(isStrictlyIncreasing(positions(stored))).toBe(true);
         expect(stored[2].position).toBe(result.position);
         expect(stored[0].data).toEqual({ index: 0 });
@@ -92,7 +94,8 @@ export function eventLogContract(
         let prevHash = GENESIS_HASH;
         for (const event of stored) {
           expect(event.metadata.prevHash).toBe(prevHash);
-          const { prevHash: _p, hash, ...metadata } = event.metadata;
+          const { recordedAt, schemaVersion, correlationId, causationId, actor, tenant, hash } = event.metadata;
+          const metadata = { recordedAt, schemaVersion, correlationId, causationId, actor, tenant };
           expect(
             chainHash(prevHash, {
               streamId,
@@ -260,10 +263,12 @@ export function eventLogContract(
         const streamId = `${uniquePrefix('s')}alternating`;
         const other = await subject.connect();
         extra.push(other);
+        const reported: RecordedEvent[] = [];
         for (let round = 0; round < 6; round += 1)
-          await (round % 2 === 0 ? log : other).append(streamId, newEvents(2), ANY);
+          reported.push(...(await (round % 2 === 0 ? log : other).append(streamId, newEvents(2), ANY)).events);
         const stored = await other.readStream(streamId);
         expect(stored.map((event) => event.revision)).toEqual(Array.from({ length: 12 }, (_, index) => BigInt(index)));
+        expect(reported).toEqual(stored);
         stored.forEach((event, index) =>
           expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : stored[index - 1].metadata.hash),
         );
@@ -281,8 +286,19 @@ export function eventLogContract(
           position: first.position,
           appended: 0,
           duplicates: batch.map((event) => event.id),
+          events: [],
         });
         expect(await log.readStream(streamId)).toHaveLength(3);
+      });
+
+      it('an exact retry with `any` stores nothing and reports every event as a duplicate', async () => {
+        const streamId = `${uniquePrefix('s')}retry-any`;
+        const batch = newEvents(2);
+        const first = await log.append(streamId, batch, ANY);
+        const retry = await log.append(streamId, batch, ANY);
+        expect(retry).toMatchObject({ appended: 0, position: first.position, events: [] });
+        expect(retry.duplicates).toEqual(batch.map((event) => event.id));
+        expect(await log.readStream(streamId)).toEqual(first.events);
       });
 
       it('a batch mixing known and new events stores only the new ones', async () => {
@@ -291,10 +307,9 @@ export function eventLogContract(
         await log.append(streamId, [known], NO_STREAM);
         const result = await log.append(streamId, [known, ...rest], ANY);
         expect(result).toMatchObject({ appended: 2, duplicates: [known.id], nextExpectedRevision: 2n });
-        expect((await log.readStream(streamId)).map((event) => event.id)).toEqual([
-          known.id,
-          ...rest.map((event) => event.id),
-        ]);
+        const stored = await log.readStream(streamId);
+        expect(stored.map((event) => event.id)).toEqual([known.id, ...rest.map((event) => event.id)]);
+        expect(result.events).toEqual(stored.slice(1));
       });
 
       it('concurrent retries of one batch store it once', async () => {
@@ -441,9 +456,9 @@ export function eventLogContract(
           filter: { streamPrefixes: [prefix] },
         });
         const iteration = (async () => {
-          let batches = 0;
-          for await (const _batch of subscription) batches += 1;
-          return batches;
+          const batches: unknown[] = [];
+          for await (const batch of subscription) batches.push(batch);
+          return batches.length;
         })();
         await subscription.close();
         await expect(iteration).resolves.toBeGreaterThanOrEqual(0);

@@ -1,0 +1,45 @@
+import { readdir, readFile } from 'node:fs/promises';
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+interface ProcStat {
+  readonly parent: number;
+  /** utime + stime, and with `reaped` also cutime + cstime (children that exited). */
+  readonly own: number;
+  readonly reaped: number;
+}
+
+async function procStat(pid: number): Promise<ProcStat | undefined> {
+  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (!text) return undefined;
+  // The command name (field 2) may hold spaces; the fields after its closing parenthesis start at field 3.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const at = (field: number) => Number(fields[field - 3]);
+  return { parent: at(4), own: at(14) + at(15), reaped: at(16) + at(17) };
+}
+
+export async function parentPid(pid: number): Promise<number | undefined> {
+  return (await procStat(pid))?.parent;
+}
+
+/** CPU ticks used so far by one process (its threads). */
+export async function processTicks(pid: number): Promise<number> {
+  return (await procStat(pid))?.own ?? 0;
+}
+
+/** CPU ticks used so far by a server and all its children, living or exited (PostgreSQL's postmaster and backends). */
+export async function processTreeTicks(rootPid: number): Promise<number> {
+  const root = await procStat(rootPid);
+  if (!root) return 0;
+  let ticks = root.own + root.reaped;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await procStat(Number(entry));
+    if (stat?.parent === rootPid) ticks += stat.own + stat.reaped;
+  }
+  return ticks;
+}
+
+/** Percent of one core used between two tick readings `ms` apart. */
+export const corePercent = (ticks: number, ms: number) => (ticks / TICKS_PER_SECOND / (ms / 1_000)) * 100;

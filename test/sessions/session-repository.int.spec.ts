@@ -1,0 +1,102 @@
+import { initialSessionState, parseChunks, SessionError, sessionStreamId } from '#core';
+import { createPostgresEventLog, type EventLog } from '#event-log';
+import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
+import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/**
+ * Two service instances on one database, each with its own event log and cached session folds:
+ * a cache that went stale because the other instance appended must be caught by the log's
+ * expected-revision check, never fork or skip the session.
+ */
+describe('session repository: cached folds across two instances', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  const session = { tenant: 'default', sessionId: 'shared-session' };
+  const streamId = sessionStreamId(session.tenant, session.sessionId);
+  let database: TestDatabase;
+  let logs: EventLog[];
+  let first: SessionRepository;
+  let second: SessionRepository;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    logs = await Promise.all(
+      [0, 1].map(() => createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 })),
+    );
+    [first, second] = logs.map((log) => new SessionRepository(log));
+  });
+
+  afterAll(async () => {
+    await Promise.all(logs.map((log) => log.close()));
+    await database.drop();
+  });
+
+  const deltas = (fromSeq: number, count: number) =>
+    parseChunks(
+      Array.from({ length: count }, (_, index) => ({ seq: fromSeq + index, type: 'text.delta', text: `t${index}` })),
+    );
+
+  it('interleaved appends from both instances: each stored once, in order, and each cache equals the log fold', async () => {
+    const opened = {
+      type: 'open_session' as const,
+      ...session,
+      title: null,
+      metadata: {},
+      owner: 'producer',
+      writers: [],
+    };
+    await first.execute(session, opened, author);
+    const message = { type: 'create_message' as const, messageId: 'm1', role: 'assistant' as const };
+    await second.execute(session, { ...message, parentId: undefined, model: null, content: null }, author);
+    const opening = parseChunks([
+      { seq: 1, type: 'llm_response_created' },
+      { seq: 2, type: 'text.start' },
+    ]);
+    await first.execute(session, { type: 'append_chunks', messageId: 'm1', chunks: opening }, author);
+
+    // Each instance's cache is stale on every other round: the other one appended meanwhile.
+    const outcomes = [];
+    for (let round = 0; round < 6; round += 1) {
+      const repository = round % 2 === 0 ? second : first;
+      const chunks = deltas(3 + round * 4, 4);
+      outcomes.push(await repository.execute(session, { type: 'append_chunks', messageId: 'm1', chunks }, author));
+    }
+
+    const stored = await logs[0].readStream(streamId);
+    expect(stored.map((event) => event.revision)).toEqual(stored.map((_, index) => BigInt(index)));
+    expect(new Set(stored.map((event) => event.id)).size).toBe(stored.length);
+    // Each outcome's position is its last event's, as stored.
+    for (const outcome of outcomes) {
+      const lastId = outcome.decision.events.at(-1)!.id;
+      expect(stored.find((event) => event.id === lastId)?.position).toBe(outcome.position);
+    }
+    const fromLog = await foldSessionEvents(logs[0], initialSessionState, stored);
+    // The last round was the first instance's: its cache took in its own append; the other one catches up.
+    expect(first.cached(session)).toEqual(fromLog);
+    expect(await second.load(session)).toEqual(fromLog);
+  });
+
+  it('a retried batch the other instance already stored appends nothing and leaves the caches equal to the log', async () => {
+    const chunks = deltas(27, 2);
+    const command = { type: 'append_chunks' as const, messageId: 'm1', chunks };
+    const stored = await first.execute(session, command, author);
+    const retried = await second.execute(session, command, author);
+    expect(retried.decision).toMatchObject({ events: [], duplicateSeqs: [27, 28] });
+    expect(retried.position).toBe(stored.position);
+    const fromLog = await foldSessionEvents(logs[1], initialSessionState, await logs[1].readStream(streamId));
+    expect(first.cached(session)).toEqual(fromLog);
+    expect(second.cached(session)).toEqual(fromLog);
+  });
+
+  it('a chunk another instance stored with other content is refused on a stale cache, and nothing is stored', async () => {
+    const command = (text: string) => ({
+      type: 'append_chunks' as const,
+      messageId: 'm1',
+      chunks: parseChunks([{ seq: 29, type: 'text.delta', text }]),
+    });
+    await first.execute(session, command('stored first'), author);
+    const before = await logs[1].readStream(streamId);
+    await expect(second.execute(session, command('something else'), author)).rejects.toThrow(SessionError);
+    expect(await logs[1].readStream(streamId)).toEqual(before);
+  });
+});
