@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { accessibilityViolations, openBrowser, type TestBrowser } from '../support/browser.js';
@@ -17,7 +18,10 @@ import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
  * governed tool calls wait for people while a reviewer signs in and watches, switches branches,
  * replays, approves and denies. Every view is checked with axe and photographed for docs/console.md.
  */
-const SCREENSHOTS = path.resolve('docs/console');
+/** docs/console.md shows these; a run refreshes them with LEDGER_CONSOLE_SCREENSHOTS=1 (else they go to a temp folder). */
+const SCREENSHOTS = process.env.LEDGER_CONSOLE_SCREENSHOTS
+  ? path.resolve('docs/console')
+  : path.join(tmpdir(), 'ledger-console-screenshots');
 const REVIEWER = 'console-reviewer';
 const PRODUCER = 'producer-1';
 const SESSION = 'console-demo';
@@ -28,6 +32,7 @@ describe('the reviewer console', () => {
   let ledger: LedgerUnderTest;
   let browser: TestBrowser;
   let page: Page;
+  const scriptErrors: string[] = [];
   const producer = (method: string, route: string, body?: unknown) =>
     call(ledger.baseUrl, method, route, body, PRODUCER);
   const chunks = (messageId: string, list: object[]) =>
@@ -44,9 +49,7 @@ describe('the reviewer console', () => {
     ledger = await startLedger(fixture.env());
     browser = await openBrowser();
     page = browser.page;
-    page.on('console', (m) => console.log('BROWSER', m.type(), m.text()));
-    page.on('pageerror', (e) => console.log('PAGEERROR', e.message));
-    page.on('response', (r) => r.status() >= 400 && console.log('HTTP', r.status(), r.url()));
+    page.on('pageerror', (error) => scriptErrors.push(error.message));
     // The producer's session lets the reviewer select branches in it (a writer); the reviewer requested none of its calls.
     const opened = await producer('POST', '/v1/sessions', {
       id: SESSION,
@@ -56,6 +59,8 @@ describe('the reviewer console', () => {
     expect(opened.status).toBe(201);
   });
   afterAll(async () => {
+    // Every view ran without an uncaught script error.
+    expect(scriptErrors).toEqual([]);
     await browser?.close();
     await ledger?.close();
     await fixture?.close();
@@ -141,7 +146,7 @@ describe('the reviewer console', () => {
       await page.waitForURL(/\?at=\d+/, BOUND);
     }
     await chat.getByText('Ledger keeps', { exact: true }).waitFor(BOUND);
-    await page.getByRole('region', { name: 'Raw events' }).getByText('session.created').waitFor(BOUND);
+    await page.getByRole('region', { name: 'Raw events' }).getByText('session.opened').waitFor(BOUND);
     await snapshot('session-replay');
     await page.getByRole('button', { name: 'Compare branches' }).click();
     await page.getByRole('button', { name: 'Back to live' }).click();
@@ -195,6 +200,7 @@ describe('the reviewer console', () => {
     await approvedCard.waitFor(BOUND);
     await snapshot('approvals');
 
+    await approvedCard.getByTestId('hash-check').getByText('matches the arguments shown').waitFor(BOUND);
     await approvedCard.getByLabel('Comment').fill('looks right');
     await approvedCard.getByRole('button', { name: 'Approve' }).click();
     await waitForToolCall(ledger.baseUrl, approved.toolCallId, (toolCall) => toolCall.status === 'completed');
@@ -209,6 +215,8 @@ describe('the reviewer console', () => {
       (toolCall) => toolCall.status === 'completed',
     );
     expect(deniedCall.outcome).toBe('denied');
+    const denial = deniedCall.events.find((event: { type: string }) => event.type === 'toolcall.denied');
+    expect(denial).toMatchObject({ actor: expect.stringContaining(REVIEWER), data: { comment: 'not this one' } });
     expect(existsSync(path.join(fixture.workspace, 'denied.txt'))).toBe(false);
 
     const mineCard = page.locator('article').filter({ hasText: 'mine.txt' });
@@ -241,12 +249,11 @@ describe('the reviewer console', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${ledger.baseUrl}/console/sessions/${SESSION}`);
     await page.getByText('live', { exact: true }).waitFor(BOUND);
-    const overflow = await page.evaluate(
-      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-    );
+    // A page wider than the screen scrolls sideways: nothing may stick out.
+    const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     expect(overflow).toBeLessThanOrEqual(0);
     // Keyboard only: the skip link first, then on into the page.
-    const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
+    const focused = () => page.evaluate('document.activeElement?.textContent?.trim()');
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('Skip to content');
     await snapshot('session-phone');

@@ -1,9 +1,10 @@
+/* global process, console */
 // Run before jest by `npm test`: the console's browser tests need a Chromium. As root, Debian's is
 // installed; otherwise the run stops here with one line saying how. Never a silent skip.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-export const CHROMIUM = process.env.LEDGER_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.LEDGER_TEST_CHROMIUM ?? '/usr/bin/chromium';
 
 if (!existsSync(CHROMIUM)) {
   if (process.getuid?.() === 0) {

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useState } from 'react';
+import { canonicalJson } from '../../../../libs/core/src/hashing/canonical-json';
 import { api, get, plainWords } from '../api';
 import { linkTo } from '../router';
 import { formatDuration, pretty } from './format';
@@ -29,6 +30,24 @@ function useQueue(enabled: boolean): [readonly ToolCall[] | undefined, () => Pro
 /** The number of calls waiting for a person, for the navigation's badge. */
 export function useApprovalCount(enabled: boolean): number | undefined {
   return useQueue(enabled)[0]?.length;
+}
+
+/**
+ * The SHA-256 of the arguments as this page shows them, in the ledger's canonical JSON: the
+ * decision names this hash, so the ledger refuses it if what was shown is not what would run.
+ * Undefined where the browser offers no WebCrypto (a page not served over https or from localhost).
+ */
+function useShownHash(shown: unknown): string | undefined {
+  const [hash, setHash] = useState<string>();
+  useEffect(() => {
+    if (!crypto.subtle) return;
+    void crypto.subtle
+      .digest('SHA-256', new TextEncoder().encode(canonicalJson(shown)))
+      .then((digest) =>
+        setHash([...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('')),
+      );
+  }, [shown]);
+  return hash;
 }
 
 function useNow(): number {
@@ -68,11 +87,12 @@ function PendingCall({ call, onDecided }: { call: ToolCall; onDecided: () => Pro
   const [comment, setComment] = useState('');
   const [outcome, setOutcome] = useState<{ ok: boolean; text: string }>();
   const left = call.approval ? Date.parse(call.approval.deadline) - now : undefined;
+  const shownHash = useShownHash(call.arguments);
+  const mismatch = shownHash !== undefined && shownHash !== call.argumentsSha256;
   const decide = async (verdict: 'approve' | 'deny') => {
     try {
-      // The hash of exactly the arguments shown above: the ledger refuses the decision if they differ.
       await api('POST', `/v1/tool-calls/${encodeURIComponent(call.id)}/${verdict}`, {
-        argumentsSha256: call.argumentsSha256,
+        argumentsSha256: shownHash ?? call.argumentsSha256,
         ...(comment ? { comment } : {}),
       });
       setOutcome({ ok: true, text: verdict === 'approve' ? 'Approved.' : 'Denied.' });
@@ -115,7 +135,14 @@ function PendingCall({ call, onDecided }: { call: ToolCall; onDecided: () => Pro
         </dd>
         <dt>Arguments SHA-256</dt>
         <dd>
-          <code className="sha">{call.argumentsSha256}</code>
+          <code className="sha">{call.argumentsSha256}</code>{' '}
+          <span data-testid="hash-check" className={mismatch ? 'error' : 'ok'}>
+            {shownHash === undefined
+              ? '(not checked here: this page is not served over https)'
+              : mismatch
+                ? 'does NOT match the arguments shown: do not approve'
+                : 'matches the arguments shown'}
+          </span>
         </dd>
       </dl>
       <pre className="arguments" aria-label="Arguments">
@@ -129,7 +156,7 @@ function PendingCall({ call, onDecided }: { call: ToolCall; onDecided: () => Pro
         rows={2}
       />
       <div className="decide">
-        <button type="button" className="approve" onClick={() => void decide('approve')}>
+        <button type="button" className="approve" disabled={mismatch} onClick={() => void decide('approve')}>
           Approve
         </button>
         <button type="button" className="deny" onClick={() => void decide('deny')}>

@@ -1,7 +1,7 @@
 import Markdown from 'react-markdown';
 import { useAbilities } from '../identity';
 import { linkTo } from '../router';
-import { formatDuration, pretty } from './format';
+import { formatDuration, pretty, textOf } from './format';
 import type { Block, Message } from './model';
 
 /** One block, as Cherry Studio would show it. */
@@ -10,7 +10,7 @@ export function BlockView({ block }: { block: Block }) {
     case 'main_text':
       return (
         <div className="block main-text" data-block-type="main_text" data-status={block.status}>
-          <Markdown>{String(block.content ?? '')}</Markdown>
+          <Markdown>{textOf(block.content)}</Markdown>
           {block.status === 'streaming' && <span className="streaming">streaming…</span>}
         </div>
       );
@@ -22,7 +22,7 @@ export function BlockView({ block }: { block: Block }) {
             {block.thinking_millsec !== undefined ? ` for ${formatDuration(block.thinking_millsec)}` : ''}
             {block.status === 'streaming' ? ' (still thinking)' : ''}
           </summary>
-          <pre className="wrap">{String(block.content ?? '')}</pre>
+          <pre className="wrap">{textOf(block.content)}</pre>
         </details>
       );
     case 'tool':
@@ -46,7 +46,7 @@ export function BlockView({ block }: { block: Block }) {
         </div>
       );
     case 'code':
-      return <pre className="block code">{String(block.content ?? '')}</pre>;
+      return <pre className="block code">{textOf(block.content)}</pre>;
     default:
       return (
         <div className="block other">

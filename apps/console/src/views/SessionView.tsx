@@ -48,6 +48,8 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   const [problem, setProblem] = useState<string>();
   const [connected, setConnected] = useState(false);
   const [showCompare, setShowCompare] = useState(false);
+  // Positions heard on the live feed since the replay's positions were read: the slider reaches them too.
+  const [livePositions, setLivePositions] = useState<readonly number[]>([]);
 
   const read = useCallback(
     async (minPosition?: number) => {
@@ -77,6 +79,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     const stop = new AbortController();
     const onEvent = ({ event, id, data }: LiveEvent) => {
       const position = id === undefined ? undefined : Number(id);
+      if (position !== undefined) setLivePositions((heard) => [...heard, position]);
       if (event === 'block') {
         setSession((current) => {
           const patched = current && applyBlock(current, data as Block);
@@ -165,7 +168,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           {problem}
         </p>
       )}
-      <Replay sessionId={sessionId} base={base} at={at} />
+      <Replay sessionId={sessionId} base={base} at={at} heard={livePositions} />
       <div className={audit ? 'session-panes' : ''}>
         <VirtualList
           items={rows}
@@ -175,7 +178,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           followEnd={at === undefined}
           className="chat"
         />
-        {audit && <RawEvents base={base} at={at} sessionId={sessionId} />}
+        {audit && <RawEvents base={base} at={at} sessionId={sessionId} head={livePositions.at(-1) ?? 0} />}
       </div>
       <div className="session-actions">
         <button type="button" aria-expanded={showCompare} onClick={() => setShowCompare(!showCompare)}>
@@ -190,9 +193,9 @@ export function SessionView({ sessionId }: { sessionId: string }) {
 }
 
 /** The log positions a replay can stop at: the session's events for auditors, else its messages' positions. */
-function usePositions(base: string): readonly number[] {
+function usePositions(base: string, heard: readonly number[]): readonly number[] {
   const { audit } = useAbilities();
-  const [positions, setPositions] = useState<readonly number[]>([]);
+  const [read, setPositions] = useState<readonly number[]>([]);
   useEffect(() => {
     void (async () => {
       if (audit) {
@@ -205,12 +208,12 @@ function usePositions(base: string): readonly number[] {
       }
     })().catch(() => setPositions([]));
   }, [audit, base]);
-  return positions;
+  return useMemo(() => [...new Set([...read, ...heard])].sort((a, b) => a - b), [read, heard]);
 }
 
-async function allEvents(base: string): Promise<RawEvent[]> {
+async function allEvents(base: string, after = 0): Promise<RawEvent[]> {
   const events: RawEvent[] = [];
-  let from: number | null = 0;
+  let from: number | null = after;
   // Bounded: a session of more than 20,000 events shows its first 20,000 here.
   for (let page = 0; from !== null && page < 20; page++) {
     const answer: { events: RawEvent[]; next: number | null } = await get(`${base}/events?from=${from}&limit=1000`);
@@ -220,8 +223,18 @@ async function allEvents(base: string): Promise<RawEvent[]> {
   return events;
 }
 
-function Replay({ sessionId, base, at }: { sessionId: string; base: string; at: number | undefined }) {
-  const positions = usePositions(base);
+function Replay({
+  sessionId,
+  base,
+  at,
+  heard,
+}: {
+  sessionId: string;
+  base: string;
+  at: number | undefined;
+  heard: readonly number[];
+}) {
+  const positions = usePositions(base, heard);
   const [playing, setPlaying] = useState(false);
   const index =
     at === undefined
@@ -277,11 +290,36 @@ function Replay({ sessionId, base, at }: { sessionId: string; base: string; at: 
   );
 }
 
-function RawEvents({ base, at, sessionId }: { base: string; at: number | undefined; sessionId: string }) {
+function RawEvents({
+  base,
+  at,
+  sessionId,
+  head,
+}: {
+  base: string;
+  at: number | undefined;
+  sessionId: string;
+  head: number;
+}) {
   const [events, setEvents] = useState<readonly RawEvent[]>([]);
+  const held = useRef<readonly RawEvent[]>([]);
+  // Read on from the last event held: the panel follows the session without reading it all again.
   useEffect(() => {
-    void allEvents(base).then(setEvents, () => setEvents([]));
-  }, [base, at]);
+    let current = true;
+    const last = () => held.current.at(-1)?.position ?? 0;
+    allEvents(base, last()).then(
+      (more) => {
+        const fresh = more.filter((event) => event.position > last());
+        if (!current || fresh.length === 0) return;
+        held.current = [...held.current, ...fresh];
+        setEvents(held.current);
+      },
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [base, head]);
   return (
     <VirtualList
       items={events}

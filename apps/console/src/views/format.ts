@@ -10,3 +10,7 @@ export function formatDuration(ms: number): string {
 export const shortHash = (hash: unknown) => (typeof hash === 'string' ? hash.slice(0, 12) : '—');
 
 export const pretty = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** A block's text: as recorded when a string, else its JSON. */
+export const textOf = (content: unknown) =>
+  typeof content === 'string' ? content : content === undefined || content === null ? '' : JSON.stringify(content);

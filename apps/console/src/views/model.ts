@@ -1,3 +1,5 @@
+import { textOf } from './format';
+
 /** The read API's shapes the console renders (`GET /v1/sessions/:sid`, Cherry Studio `MessageBlock`). */
 export interface Block {
   readonly id: string;
@@ -77,6 +79,6 @@ export function messageLatencyMs(message: Message): number | undefined {
 export const messageText = (message: Message) =>
   message.blocks
     .filter((block) => block.type === 'main_text')
-    .map((block) => String(block.content ?? ''))
+    .map((block) => textOf(block.content))
     .join('\n') ||
   (message.content ?? '');
