@@ -91,6 +91,7 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'PUT /v1/sessions/:sid/selection': () => ({ body: { childId: 'u1' }, status: 200 }),
   'POST /v1/sessions/:sid/writers': () => ({ body: { writers: ['subject:granted-by-the-matrix'] }, status: 200 }),
 
+  'GET /v1/sessions': () => ({ query: '?limit=1', status: 200 }),
   'GET /v1/sessions/:sid': () => ({ status: 200 }),
   'GET /v1/sessions/:sid/tree': () => ({ status: 200 }),
   'GET /v1/sessions/:sid/history': () => ({ status: 200 }),

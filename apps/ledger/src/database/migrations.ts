@@ -4,6 +4,7 @@ import { BranchTrees1763800000003 } from '../sessions/read-models/1763800000003-
 import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-tool-calls.migration.js';
 import { Identity1763800000005 } from '../identity/1763800000005-identity.migration.js';
 import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
+import { SessionList1763800000021 } from '../sessions/read-models/1763800000021-session-list.migration.js';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 
@@ -15,6 +16,7 @@ export const migrations = [
   ToolCalls1763800000004,
   Identity1763800000005,
   VerifiableLog1763800000006,
+  SessionList1763800000021,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

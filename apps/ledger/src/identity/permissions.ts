@@ -60,6 +60,7 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   /** The owner grants other producers; an admin may too. */
   'POST /v1/sessions/:sid/writers': ['producer', 'admin'],
 
+  'GET /v1/sessions': READERS,
   'GET /v1/sessions/:sid': READERS,
   'GET /v1/sessions/:sid/tree': READERS,
   'GET /v1/sessions/:sid/history': READERS,

@@ -22,11 +22,13 @@ import {
   forkBody,
   grantBody,
   historyQuery,
+  listSessionsQuery,
   pageQuery,
   readPointQuery,
   selectionBody,
 } from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
+import { SessionList } from './session-list.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
 import { authorOf, SessionRepository } from './session-repository.js';
@@ -39,6 +41,7 @@ export class SessionsController {
     private readonly commandBus: CommandBus,
     private readonly sessions: SessionRepository,
     private readonly queries: SessionQueries,
+    private readonly list: SessionList,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
   ) {}
 
@@ -125,10 +128,10 @@ export class SessionsController {
       metadata: input.metadata ?? null,
       writers: input.writers ?? [],
     };
-    const { decision, position } = await this.commandBus.execute(
+    const { decision, position } = await this.commandBus.execute<ForkSessionCommand, CommandOutcome>(
       new ForkSessionCommand(principal.tenant, request, authorOf(principal)),
     );
-    const forked = decision.events[0]!.event as SessionEventOf<'session.forked'>;
+    const forked = decision.events[0].event as SessionEventOf<'session.forked'>;
     return { id: forkId, forkedFrom: forked.data.source, position: Number(position) };
   }
 
@@ -163,6 +166,12 @@ export class SessionsController {
       writers: session.status === 'open' ? session.writers : [],
       position: Number(position),
     };
+  }
+
+  /** The tenant's sessions, newest activity first, filtered and searched; paged by `nextCursor`. */
+  @Get()
+  find(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.list.find(principal.tenant, listSessionsQuery.parse(query));
   }
 
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
