@@ -89,8 +89,15 @@ describe('the reviewer console', () => {
       { seq: 3, type: 'thinking.complete', text: 'Five, seven, five.', thinking_millsec: 1200 },
       { seq: 4, type: 'text.start' },
     ]);
-    await page.getByLabel('Open session by id').fill(SESSION);
-    await page.keyboard.press('Enter');
+    // Found by its message text in the sessions list (once the projection has it), then opened.
+    await page.getByLabel('Search', { exact: true }).fill('haiku');
+    const row = page.getByRole('link', { name: 'Console demo' });
+    for (let attempt = 0; attempt < 40 && !(await row.isVisible()); attempt++) {
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      await row.waitFor({ timeout: 500 }).catch(() => undefined);
+    }
+    await snapshot('sessions-search');
+    await row.click();
     await page.getByText('live', { exact: true }).waitFor(BOUND);
     const chat = page.getByRole('region', { name: 'Conversation' });
     let text = '';

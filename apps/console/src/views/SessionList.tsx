@@ -111,6 +111,7 @@ export function SessionList() {
               State{' '}
               <select value={filters.status} onChange={(e) => field('status', e.target.value)}>
                 <option value="">any</option>
+                <option value="empty">empty</option>
                 <option value="processing">processing</option>
                 <option value="success">success</option>
                 <option value="error">error</option>
