@@ -50,6 +50,8 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   const [showCompare, setShowCompare] = useState(false);
   // Positions heard on the live feed since the replay's positions were read: the slider reaches them too.
   const [livePositions, setLivePositions] = useState<readonly number[]>([]);
+  // For readers who may not read raw events: the positions the reads at the head have shown.
+  const [readPositions, setReadPositions] = useState<readonly number[]>([]);
 
   const read = useCallback(
     async (minPosition?: number) => {
@@ -57,6 +59,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
       try {
         const answer = await get<Session>(`${base}${point}`);
         setSession(answer);
+        if (at === undefined) setReadPositions((known) => [...known, ...positionsShown(answer)]);
         setProblem(undefined);
         return answer;
       } catch (error) {
@@ -98,6 +101,24 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     void followLive(`${base}/live?from=${startedAt}`, onEvent, setConnected, stop.signal);
     return () => stop.abort();
   }, [at, base, read, startedAt]);
+
+  // Opened at a past position: the head is read once, for the slider's positions beyond it.
+  const openedAt = useRef(at);
+  useEffect(() => {
+    if (audit || openedAt.current === undefined) return;
+    get<Session>(base).then(
+      (head) => setReadPositions(positionsShown(head)),
+      () => undefined,
+    );
+  }, [audit, base]);
+  const events = useSessionEvents(base, audit, livePositions.at(-1) ?? 0);
+  const positions = useMemo(
+    () =>
+      [...new Set([...(audit ? events.map((event) => event.position) : readPositions), ...livePositions])].sort(
+        (a, b) => a - b,
+      ),
+    [audit, events, readPositions, livePositions],
+  );
 
   const rows = useMemo(() => rowsOf(session), [session]);
   const totalMs = (session?.messages ?? []).reduce((sum, message) => sum + (messageLatencyMs(message) ?? 0), 0);
@@ -168,7 +189,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           {problem}
         </p>
       )}
-      <Replay sessionId={sessionId} base={base} at={at} heard={livePositions} />
+      <Replay sessionId={sessionId} at={at} positions={positions} />
       <div className={audit ? 'session-panes' : ''}>
         <VirtualList
           items={rows}
@@ -178,7 +199,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           followEnd={at === undefined}
           className="chat"
         />
-        {audit && <RawEvents base={base} at={at} sessionId={sessionId} head={livePositions.at(-1) ?? 0} />}
+        {audit && <RawEvents events={events} at={at} sessionId={sessionId} />}
       </div>
       <div className="session-actions">
         <button type="button" aria-expanded={showCompare} onClick={() => setShowCompare(!showCompare)}>
@@ -192,23 +213,33 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   );
 }
 
-/** The log positions a replay can stop at: the session's events for auditors, else its messages' positions. */
-function usePositions(base: string, heard: readonly number[]): readonly number[] {
-  const { audit } = useAbilities();
-  const [read, setPositions] = useState<readonly number[]>([]);
+const positionsShown = (session: Session) => [...session.messages.map((message) => message.position), session.position];
+
+/**
+ * The session's raw events for auditors (the replay's positions and the raw-events panel), read on
+ * from the last one held whenever the live feed reaches a new `head`: never the whole log again.
+ */
+function useSessionEvents(base: string, enabled: boolean, head: number): readonly RawEvent[] {
+  const [events, setEvents] = useState<readonly RawEvent[]>([]);
+  const held = useRef<readonly RawEvent[]>([]);
   useEffect(() => {
-    void (async () => {
-      if (audit) {
-        setPositions((await allEvents(base)).map((event) => event.position));
-      } else {
-        const head = await get<Session>(base);
-        setPositions(
-          [...new Set([...head.messages.map((message) => message.position), head.position])].sort((a, b) => a - b),
-        );
-      }
-    })().catch(() => setPositions([]));
-  }, [audit, base]);
-  return useMemo(() => [...new Set([...read, ...heard])].sort((a, b) => a - b), [read, heard]);
+    if (!enabled) return;
+    let current = true;
+    const last = () => held.current.at(-1)?.position ?? 0;
+    allEvents(base, last()).then(
+      (more) => {
+        const fresh = more.filter((event) => event.position > last());
+        if (!current || fresh.length === 0) return;
+        held.current = [...held.current, ...fresh];
+        setEvents(held.current);
+      },
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [base, enabled, head]);
+  return events;
 }
 
 async function allEvents(base: string, after = 0): Promise<RawEvent[]> {
@@ -225,16 +256,13 @@ async function allEvents(base: string, after = 0): Promise<RawEvent[]> {
 
 function Replay({
   sessionId,
-  base,
   at,
-  heard,
+  positions,
 }: {
   sessionId: string;
-  base: string;
   at: number | undefined;
-  heard: readonly number[];
+  positions: readonly number[];
 }) {
-  const positions = usePositions(base, heard);
   const [playing, setPlaying] = useState(false);
   const index =
     at === undefined
@@ -291,35 +319,14 @@ function Replay({
 }
 
 function RawEvents({
-  base,
+  events,
   at,
   sessionId,
-  head,
 }: {
-  base: string;
+  events: readonly RawEvent[];
   at: number | undefined;
   sessionId: string;
-  head: number;
 }) {
-  const [events, setEvents] = useState<readonly RawEvent[]>([]);
-  const held = useRef<readonly RawEvent[]>([]);
-  // Read on from the last event held: the panel follows the session without reading it all again.
-  useEffect(() => {
-    let current = true;
-    const last = () => held.current.at(-1)?.position ?? 0;
-    allEvents(base, last()).then(
-      (more) => {
-        const fresh = more.filter((event) => event.position > last());
-        if (!current || fresh.length === 0) return;
-        held.current = [...held.current, ...fresh];
-        setEvents(held.current);
-      },
-      () => undefined,
-    );
-    return () => {
-      current = false;
-    };
-  }, [base, head]);
   return (
     <VirtualList
       items={events}
