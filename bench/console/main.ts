@@ -30,10 +30,12 @@ async function main(): Promise<void> {
   const ledger = await startLedgerProcess(database.connectionString);
   const browser = await openBrowser();
   try {
-    const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, { title: 'two thousand blocks' }, producer);
+    const { id: sessionId } = (await post(`${ledger.url}/v1/sessions`, { title: 'two thousand blocks' }, producer)) as {
+      id: string;
+    };
     const messages = `${ledger.url}/v1/sessions/${sessionId}/messages`;
     for (let answer = 0; answer < ANSWERS; answer++) {
-      const { id } = await post(messages, { role: 'assistant', model: 'bench' }, producer);
+      const { id } = (await post(messages, { role: 'assistant', model: 'bench' }, producer)) as { id: string };
       const chunks = [
         { type: 'llm_response_created' },
         { type: 'thinking.start' },
@@ -61,14 +63,14 @@ async function main(): Promise<void> {
     for (let run = 0; run < RUNS; run++) {
       await page.goto(`${ledger.url}/console/sessions/${sessionId}`);
       await page.getByRole('region', { name: 'Conversation' }).getByText('Answer', { exact: false }).first().waitFor();
-      const chatMs = (await page.evaluate('performance.now()')) as number;
+      const chatMs = await page.evaluate<number>('performance.now()');
       await page.getByText('live', { exact: true }).waitFor();
       chat.push(chatMs);
-      const timings = (await page.evaluate(`(() => {
+      const timings = await page.evaluate<{ shownMs: number; fetchedMs: number; rows: number }>(`(() => {
         const read = performance.getEntriesByType('resource').find((entry) => /\\/v1\\/sessions\\/[^/?]+$/.test(entry.name));
         return { shownMs: performance.now(), fetchedMs: read ? read.responseEnd : NaN,
           rows: document.querySelectorAll('.chat .virtual-row').length };
-      })()`)) as { shownMs: number; fetchedMs: number; rows: number };
+      })()`);
       shown.push(timings.shownMs);
       fetched.push(timings.fetchedMs);
       rowsInDom = timings.rows;
