@@ -22,7 +22,7 @@ const ANSWERS = 1_000;
 const RUNS = 5;
 
 async function main(): Promise<void> {
-  const database = await openBenchDatabase(54_394);
+  const database = await openBenchDatabase(54_457);
   const [producer, reviewer] = await mintBenchKeys(database.connectionString, [
     { name: 'bench producer', roles: ['producer'] },
     { name: 'bench reviewer', roles: ['reader', 'reviewer'] },
