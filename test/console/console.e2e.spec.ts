@@ -149,8 +149,12 @@ describe('the reviewer console', () => {
     // Step forward until the answer was half written: the earlier text, not the final one.
     for (let step = 0; step < 40; step++) {
       if (await chat.getByText('Ledger keeps', { exact: true }).isVisible()) break;
+      const before = page.url();
       await page.getByRole('button', { name: 'Step forward' }).click();
-      await page.waitForURL(/\?at=\d+/, BOUND);
+      await page.waitForURL((url) => url.toString() !== before, BOUND);
+      // The read at the new position is on screen before the next look.
+      const at = new URL(page.url()).searchParams.get('at')!;
+      await page.getByTestId('read-position').getByText(at, { exact: true }).waitFor(BOUND);
     }
     await chat.getByText('Ledger keeps', { exact: true }).waitFor(BOUND);
     await page.getByRole('region', { name: 'Raw events' }).getByText('session.opened').waitFor(BOUND);
@@ -214,8 +218,12 @@ describe('the reviewer console', () => {
     expect(readFileSync(target, 'utf8')).toBe('approved in the console');
 
     const deniedCard = page.locator('article').filter({ hasText: 'denied.txt' });
-    await deniedCard.getByLabel('Comment').fill('not this one');
-    await deniedCard.getByRole('button', { name: 'Deny' }).click();
+    // With the keyboard alone: the comment, then Tab past Approve to Deny.
+    await deniedCard.getByLabel('Comment').focus();
+    await page.keyboard.type('not this one');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
     const deniedCall = await waitForToolCall(
       ledger.baseUrl,
       denied.toolCallId,

@@ -181,7 +181,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
       <p className="session-facts">
         <span>{at === undefined ? (connected ? 'live' : 'connecting…') : `replaying at position ${at}`}</span> ·{' '}
         {session?.messages.length ?? 0} messages on this path · answers took {formatDuration(totalMs)} · position{' '}
-        {session?.position ?? '…'}
+        <span data-testid="read-position">{session?.position ?? '…'}</span>
         <span className="hint"> (token usage per message is not in the read API yet)</span>
       </p>
       {problem && (
