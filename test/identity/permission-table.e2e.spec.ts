@@ -60,6 +60,11 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /docs/openapi.json': () => SWAGGER_UI,
   'GET /docs-yaml': () => SWAGGER_UI,
   'GET /metrics': () => ({ status: 200 }),
+  'GET /console': () => ({ status: 200 }),
+  // Any path under /console that names no built file is the console's page.
+  'GET /console/*path': () => ({ status: 200 }),
+  'GET /v1/console/config': () => ({ status: 200 }),
+  'GET /v1/me': () => ({ status: 200 }),
 
   // No upstream is configured here: an allowed caller gets as far as the model lookup.
   'POST /gateway/openai/v1/chat/completions': () => ({
@@ -90,6 +95,7 @@ const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'PUT /v1/sessions/:sid/selection': () => ({ body: { childId: 'u1' }, status: 200 }),
   'POST /v1/sessions/:sid/writers': () => ({ body: { writers: ['subject:granted-by-the-matrix'] }, status: 200 }),
 
+  'GET /v1/sessions': () => ({ query: '?limit=1', status: 200 }),
   'GET /v1/sessions/:sid': () => ({ status: 200 }),
   'GET /v1/sessions/:sid/tree': () => ({ status: 200 }),
   'GET /v1/sessions/:sid/history': () => ({ status: 200 }),

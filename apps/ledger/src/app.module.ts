@@ -15,6 +15,7 @@ import { GovernanceModule } from './governance/governance.module.js';
 import { IdentityModule } from './identity/identity.module.js';
 import { GatewayModule } from './gateway/gateway.module.js';
 import { VerifiableLogModule } from './verifiable-log/verifiable-log.module.js';
+import { ConsoleModule } from './console/console.module.js';
 
 export interface AppOptions {
   readonly config: LedgerConfig;
@@ -59,6 +60,7 @@ export class AppModule {
         GovernanceModule,
         GatewayModule,
         VerifiableLogModule,
+        ConsoleModule,
       ],
       providers: [{ provide: LEDGER_CONFIG, useValue: config }],
       exports: [LEDGER_CONFIG],

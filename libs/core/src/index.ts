@@ -10,6 +10,8 @@ export * from './session/session-events.js';
 export * from './session/session-decider.js';
 export * from './session/branch-tree.js';
 export * from './session/session-changes.js';
+export * from './session/session-summary.js';
+export * from './session/token-usage.js';
 export * from './history/conversation.js';
 export * from './history/history-builder.js';
 export * from './toolcall/toolcall-events.js';

@@ -51,6 +51,11 @@ const environment = z
     LEDGER_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(300).default(30),
     LEDGER_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(5_000),
     LEDGER_OIDC_JWKS_MAX_AGE_MS: z.coerce.number().int().min(0).default(600_000),
+    LEDGER_CONSOLE_DIR: z.string().min(1).default('dist/console'),
+    LEDGER_CONSOLE_OIDC_CLIENT_ID: z
+      .string()
+      .regex(/^[\w.:@-]{1,200}$/, 'letters, digits and . _ : @ -, at most 200')
+      .optional(),
     LEDGER_SIGNING_KEY: z.string().min(1).optional(),
     LEDGER_LOG_ORIGIN: z
       .string()
@@ -85,6 +90,7 @@ export interface LedgerConfig {
   readonly identity: IdentityConfig;
   /** Set: bearer JWTs from this OpenID provider are accepted as credentials. */
   readonly oidc: OidcConfig | undefined;
+  readonly console: ConsoleConfig;
   readonly http: HttpServerLimits;
   readonly verifiableLog: VerifiableLogConfig;
   readonly logLevel: z.infer<typeof environment>['LOG_LEVEL'];
@@ -153,6 +159,14 @@ export interface IdentityConfig {
   readonly rateLimit: { readonly limit: number; readonly windowMs: number };
   /** Open live (SSE) connections per credential; one more gets 429. */
   readonly liveConnectionsPerCredential: number;
+}
+
+/** The reviewer console served at `/console` (decision 0023). */
+export interface ConsoleConfig {
+  /** The console's build output (`npm run build` writes `dist/console`). */
+  readonly folder: string;
+  /** Set (with OIDC configured): the console signs people in at the provider, as this public client, with PKCE. */
+  readonly oidcClientId: string | undefined;
 }
 
 /** An OpenID provider whose tokens are credentials; see docs/identity-oidc.md. */
@@ -226,6 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
       liveConnectionsPerCredential: values.LEDGER_LIVE_MAX_PER_CREDENTIAL,
     },
     oidc: oidcConfig(values),
+    console: consoleConfig(values),
     http: {
       headersTimeoutMs: values.LEDGER_HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: values.LEDGER_HTTP_REQUEST_TIMEOUT_MS,
@@ -239,6 +254,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     },
     logLevel: values.LOG_LEVEL,
   };
+}
+
+function consoleConfig(values: z.infer<typeof environment>): ConsoleConfig {
+  if (values.LEDGER_CONSOLE_OIDC_CLIENT_ID && !values.LEDGER_OIDC_ISSUER) {
+    throw new StartupError(
+      'environment variable LEDGER_OIDC_ISSUER is required when LEDGER_CONSOLE_OIDC_CLIENT_ID is set',
+    );
+  }
+  return { folder: path.resolve(values.LEDGER_CONSOLE_DIR), oidcClientId: values.LEDGER_CONSOLE_OIDC_CLIENT_ID };
 }
 
 function oidcConfig(values: z.infer<typeof environment>): OidcConfig | undefined {

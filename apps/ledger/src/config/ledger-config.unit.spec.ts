@@ -94,3 +94,26 @@ describe('gateway configuration', () => {
     expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
   });
 });
+
+describe('console configuration', () => {
+  it('serves dist/console and offers no OpenID sign-in by default', () => {
+    expect(loadConfig({}).console).toEqual({ folder: path.resolve('dist/console'), oidcClientId: undefined });
+  });
+
+  it('reads the folder and the public client id', () => {
+    const config = loadConfig({
+      LEDGER_CONSOLE_DIR: 'build/console',
+      LEDGER_CONSOLE_OIDC_CLIENT_ID: 'ledger-console',
+      LEDGER_OIDC_ISSUER: 'https://login.example.com',
+      LEDGER_OIDC_AUDIENCE: 'ledger-api',
+    });
+    expect(config.console).toEqual({ folder: path.resolve('build/console'), oidcClientId: 'ledger-console' });
+  });
+
+  it.each<[string, NodeJS.ProcessEnv, string]>([
+    ['a client id without a provider', { LEDGER_CONSOLE_OIDC_CLIENT_ID: 'c' }, 'LEDGER_OIDC_ISSUER'],
+    ['a client id with spaces', { LEDGER_CONSOLE_OIDC_CLIENT_ID: 'a b' }, 'LEDGER_CONSOLE_OIDC_CLIENT_ID'],
+  ])('stops the start for %s, naming the variable', (_case, env, variable) => {
+    expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
+  });
+});

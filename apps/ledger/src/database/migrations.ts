@@ -6,6 +6,7 @@ import { Identity1763800000005 } from '../identity/1763800000005-identity.migrat
 import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
 import { MessageLastSeq1763800000020 } from '../sessions/read-models/1763800000020-message-last-seq.migration.js';
 import { ToolCallRequestedPosition1763800000021 } from '../governance/read-models/1763800000021-tool-call-requested-position.migration.js';
+import { SessionList1763800000022 } from '../sessions/read-models/1763800000022-session-list.migration.js';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 
@@ -19,6 +20,7 @@ export const migrations = [
   VerifiableLog1763800000006,
   MessageLastSeq1763800000020,
   ToolCallRequestedPosition1763800000021,
+  SessionList1763800000022,
   AppendFunction1763800000150,
 ];
 

@@ -11,11 +11,12 @@ import { createJwtVerifier } from './jwt-verifier.js';
 import { bootstrapAdminKey } from './bootstrap-admin-key.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
 import { KeysController } from './keys.controller.js';
+import { MeController } from './me.controller.js';
 
 /** Credentials, the guard every request passes, per-credential limits, and the first admin key. */
 @Global()
 @Module({
-  controllers: [KeysController],
+  controllers: [KeysController, MeController],
   providers: [
     ApiKeyStore,
     Authenticator,

@@ -1,4 +1,4 @@
-import type { Role } from './principal.js';
+import { ROLES, type Role } from './principal.js';
 
 /**
  * Who may call what: every route the service serves, as Nest declares it, and the roles that
@@ -43,6 +43,13 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'GET /docs/openapi.json': 'public',
   'GET /docs-yaml': 'public',
   'GET /metrics': ADMINS,
+  /** The reviewer console's built files (the app's page for any other path): no data. */
+  'GET /console': 'public',
+  'GET /console/*path': 'public',
+  /** How the console signs people in (the OpenID provider and its public client id, if configured). */
+  'GET /v1/console/config': 'public',
+  /** Who the credential is: every role may ask. */
+  'GET /v1/me': ROLES,
 
   'POST /v1/sessions': PRODUCER,
   'POST /v1/sessions/:sid/messages': PRODUCER,
@@ -54,6 +61,7 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   /** The owner grants other producers; an admin may too. */
   'POST /v1/sessions/:sid/writers': ['producer', 'admin'],
 
+  'GET /v1/sessions': READERS,
   'GET /v1/sessions/:sid': READERS,
   'GET /v1/sessions/:sid/tree': READERS,
   'GET /v1/sessions/:sid/history': READERS,

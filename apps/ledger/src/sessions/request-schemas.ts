@@ -1,4 +1,4 @@
-import { storableJson } from '#core';
+import { SESSION_STATUSES, storableJson } from '#core';
 import { z } from 'zod';
 import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
 
@@ -167,4 +167,41 @@ export const translationBody = storableJson(
       sourceBlockId: z.string().min(1).max(600).optional(),
     })
     .strict(),
+);
+
+const flag = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((value) => value === 'true');
+const instant = z.iso.datetime({
+  offset: true,
+  error: 'must be an ISO 8601 time with its offset, e.g. 2026-01-31T12:00:00Z',
+});
+
+/**
+ * Finding sessions: every filter optional; an empty one (`?model=`) counts as not given, so a form
+ * can send all its fields. Unknown parameters are refused, so a misspelt filter never silently
+ * lists everything.
+ */
+export const listSessionsQuery = storableJson(
+  z.preprocess(
+    (query) =>
+      typeof query === 'object' && query !== null
+        ? Object.fromEntries(Object.entries(query).filter(([, value]) => value !== ''))
+        : query,
+    z
+      .object({
+        q: z.string().max(1_000).optional(),
+        model: z.string().max(200).optional(),
+        status: z.enum(SESSION_STATUSES).optional(),
+        hasPendingApprovals: flag.optional(),
+        hasErrors: flag.optional(),
+        from: instant.optional(),
+        to: instant.optional(),
+        cursor: z.string().max(1_000).optional(),
+        limit: z.coerce.number().int().min(1).max(200).default(50),
+      })
+      .strict()
+      .refine((query) => !query.from || !query.to || Date.parse(query.from) <= Date.parse(query.to), {
+        message: 'must not be before from',
+        path: ['to'],
+      }),
+  ),
 );

@@ -24,12 +24,14 @@ import {
   forkBody,
   grantBody,
   historyQuery,
+  listSessionsQuery,
   pageQuery,
   readPointQuery,
   selectionBody,
   translationBody,
 } from './request-schemas.js';
 import { ExecuteSessionCommand, ForkSessionCommand } from './session-command.handler.js';
+import { SessionList } from './session-list.js';
 import { SessionQueries } from './session-queries.js';
 import type { CommandOutcome } from './session-repository.js';
 import { authorOf, SessionRepository } from './session-repository.js';
@@ -43,6 +45,7 @@ export class SessionsController {
     private readonly commandBus: CommandBus,
     private readonly sessions: SessionRepository,
     private readonly queries: SessionQueries,
+    private readonly list: SessionList,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
     private readonly writes: CredentialWrites,
   ) {}
@@ -196,6 +199,12 @@ export class SessionsController {
       writers: session.status === 'open' ? session.writers : [],
       position: Number(position),
     };
+  }
+
+  /** The tenant's sessions, newest activity first, filtered and searched; paged by `nextCursor`. */
+  @Get()
+  find(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
+    return this.list.find(principal.tenant, listSessionsQuery.parse(query));
   }
 
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */

@@ -8,6 +8,7 @@ import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ProjectionRunner } from '../projections/projection-runner.js';
 import { blockReadModelsProjection } from './read-models/block-read-models.projection.js';
 import { ForkSessionHandler, SessionCommandHandler } from './session-command.handler.js';
+import { SessionList } from './session-list.js';
 import { BLOCK_PROJECTION_RUNNER, SessionQueries } from './session-queries.js';
 import { SessionRepository } from './session-repository.js';
 import { SessionsController } from './sessions.controller.js';
@@ -22,6 +23,7 @@ import { CredentialWrites } from './credential-writes.js';
     ForkSessionHandler,
     SessionQueries,
     CredentialWrites,
+    SessionList,
     {
       provide: BLOCK_PROJECTION_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger],

@@ -17,6 +17,7 @@ import type { Chunk } from '../chunks/chunk-schemas.js';
 import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
 import { isDialectName, translatorOf, type DialectName } from '../dialects/dialects.js';
+import { NO_TOKENS, usageAfter, type TokenUsage } from './token-usage.js';
 
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
@@ -158,6 +159,8 @@ export interface MessageState {
    * the same whether the projection folded the events in one batch or in many.
    */
   readonly blockPositions: ReadonlyMap<string, bigint>;
+  /** Tokens its model calls used, as their ends reported them (zero when none did). */
+  readonly usage: TokenUsage;
   /** Log position of the last event that changed this message (its chunks or its selected child). */
   readonly position: bigint;
   /** Log position of its `message.created`: what a repeated create answers. */
@@ -264,6 +267,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       producerChunks: false,
       blocks,
       blockPositions: new Map(blocks.blocks.map((block) => [block.id, event.position])),
+      usage: NO_TOKENS,
       position: event.position,
       createdPosition: event.position,
     };
@@ -299,6 +303,10 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       snapshots,
       dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
       producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
+      // A finalized message's later chunks change nothing, its usage included.
+      usage: message.blocks.finalized
+        ? message.usage
+        : usageAfter(message.usage, chunk, source !== undefined && 'dialect' in source),
     };
     return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
   }

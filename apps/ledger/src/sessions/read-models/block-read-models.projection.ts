@@ -5,6 +5,7 @@ import {
   parseSessionStreamId,
   SESSION_STREAM_PREFIX,
   sessionChanges,
+  summarizeSession,
   type SessionState,
 } from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
@@ -43,7 +44,8 @@ export function blockReadModelsProjection(): ProjectionDefinition {
         const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]));
         const current = await foldSessionEvents(eventLog, previous, own);
         sessions.set(streamId, current);
-        changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, previous, current });
+        const lastActivityAt = own.at(-1)!.metadata.recordedAt;
+        changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, previous, current, lastActivityAt });
       }
       await writeChanges(client, changes);
       for (const [oldest] of sessions) {
@@ -67,6 +69,8 @@ interface Change {
   readonly tenant: string;
   readonly previous: SessionState;
   readonly current: SessionState;
+  /** When the session's last event of the batch was recorded. */
+  readonly lastActivityAt: string;
 }
 
 async function writeChanges(client: PoolClient, changes: readonly Change[]): Promise<void> {
@@ -74,10 +78,11 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   const messageRows: object[] = [];
   const blockRows: BlockRowValues[] = [];
   const removedBlocks: { tenant: string; session_id: string; id: string }[] = [];
-  for (const { tenant, previous, current } of changes) {
+  for (const { tenant, previous, current, lastActivityAt } of changes) {
     const changed = sessionChanges(previous, current);
     if (!changed) continue;
     const { session } = changed;
+    const summary = summarizeSession(session);
     sessionRows.push({
       tenant,
       id: session.sessionId,
@@ -86,6 +91,14 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
       created_at: session.createdAt,
       selected_root_id: session.selectedRootId,
       forked_from: session.forkedFrom,
+      model: summary.model,
+      status: summary.status,
+      has_errors: summary.hasErrors,
+      message_count: summary.messageCount,
+      prompt_tokens: summary.usage.promptTokens,
+      completion_tokens: summary.usage.completionTokens,
+      total_tokens: summary.usage.totalTokens,
+      last_activity_at: lastActivityAt,
       position: session.position.toString(),
     });
     for (const { message, ordinal } of changed.messages) {
@@ -121,13 +134,20 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   }
   if (sessionRows.length > 0) {
     await client.query(
-      `INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, position)
-       SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from,
+      `INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status,
+        has_errors, message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at, position)
+       SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status, has_errors,
+         message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at,
          position FROM jsonb_to_recordset($1::jsonb)
          AS r(tenant text, id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text,
-           forked_from jsonb, position bigint)
+           forked_from jsonb, model text, status text, has_errors boolean, message_count int, prompt_tokens bigint,
+           completion_tokens bigint, total_tokens bigint, last_activity_at timestamptz, position bigint)
        ON CONFLICT (tenant, id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata,
-         selected_root_id = excluded.selected_root_id, position = excluded.position
+         selected_root_id = excluded.selected_root_id, model = excluded.model, status = excluded.status,
+         has_errors = excluded.has_errors, message_count = excluded.message_count,
+         prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+         total_tokens = excluded.total_tokens, last_activity_at = excluded.last_activity_at,
+         position = excluded.position
          WHERE sessions.position <= excluded.position`,
       [JSON.stringify(sessionRows)],
     );

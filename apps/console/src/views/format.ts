@@ -1,0 +1,16 @@
+/** Times as the reader's clock shows them; durations in seconds. */
+export const formatTime = (iso: string | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+export function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1_000)} s`;
+}
+
+export const shortHash = (hash: unknown) => (typeof hash === 'string' ? hash.slice(0, 12) : '—');
+
+export const pretty = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** A block's text: as recorded when a string, else its JSON. */
+export const textOf = (content: unknown) =>
+  typeof content === 'string' ? content : content === undefined || content === null ? '' : JSON.stringify(content);
