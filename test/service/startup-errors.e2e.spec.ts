@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { eventually } from '../support/probe.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { freePort, reachableTempDir, startService, waitUntilHealthy } from '../support/service-process.js';
 
@@ -165,7 +166,9 @@ describe('the service stops on a configuration error with one line', () => {
       });
       let proxy: Server | undefined;
       try {
-        await waitFor(() => service.output().includes('"variable":"DATABASE_URL"'));
+        await eventually('a logged retry', () =>
+          Promise.resolve(service.output().includes('"variable":"DATABASE_URL"') || undefined),
+        );
         // PostgreSQL "comes up": a proxy to the real one starts listening on the URL's port.
         proxy = await tcpProxy(port, Number(target.port));
         await waitUntilHealthy(service);
@@ -192,14 +195,6 @@ describe('the service stops on a configuration error with one line', () => {
     expect(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** Forwards every connection on `port` to `targetPort` on the loopback. */
 async function tcpProxy(port: number, targetPort: number): Promise<Server> {
