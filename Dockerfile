@@ -1,4 +1,4 @@
-FROM node:20-bookworm-slim
+FROM node:20.19-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci

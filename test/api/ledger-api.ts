@@ -275,7 +275,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Find the tenant's sessions, newest activity first
+         * @description `q`: full-text over titles, metadata values and message text (web-search syntax, words as written); `from`/`to` bound `lastActivityAt`; `cursor`: the previous page’s `nextCursor`. Empty parameters count as absent; unknown ones are refused.
+         *
+         *     Roles: producer, reader, reviewer, auditor.
+         */
+        get: operations["getSessions"];
         put?: never;
         /**
          * Open a session
@@ -849,6 +855,66 @@ export interface paths {
          * @description Roles: admin.
          */
         delete: operations["deleteAdminKeysId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the credential is, as the ledger records it
+         * @description Roles: producer, reader, reviewer, auditor, admin.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The reviewer console (a web app on this API)
+         * @description Roles: public.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How the console signs people in
+         * @description Roles: public.
+         */
+        get: operations["getConsoleConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1492,6 +1558,94 @@ export interface operations {
             };
             /** @description the log cannot record */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSessions: {
+        parameters: {
+            query?: {
+                q?: string;
+                model?: string;
+                status?: "empty" | "processing" | "success" | "error" | "paused";
+                hasPendingApprovals?: "true" | "false";
+                hasErrors?: "true" | "false";
+                from?: string;
+                to?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description one page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sessions: {
+                            sessionId: string;
+                            title: string | null;
+                            model: string | null;
+                            /** @enum {string} */
+                            status: "empty" | "processing" | "success" | "error" | "paused";
+                            metadata: {
+                                [key: string]: unknown;
+                            } | null;
+                            createdAt: string;
+                            lastActivityAt: string;
+                            messageCount: number;
+                            usage: {
+                                promptTokens: number;
+                                completionTokens: number;
+                                totalTokens: number;
+                            };
+                            hasPendingApprovals: boolean;
+                            hasErrors: boolean;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description bad input: the field at fault is named (`error.field`); nothing was changed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no valid credential (`WWW-Authenticate: Bearer`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the credential's roles may not call this route, or it may not write here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the credential is over its rate (`Retry-After`) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4617,6 +4771,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the principal */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actor: string;
+                        subject: string;
+                        tenant: string;
+                        roles: string[];
+                    };
+                };
+            };
+            /** @description no valid credential (`WWW-Authenticate: Bearer`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the credential's roles may not call this route, or it may not write here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the credential is over its rate (`Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the app’s page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+        };
+    };
+    getConsoleConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the OpenID provider and the console’s public client id, when configured */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        oidc: {
+                            issuer: string;
+                            clientId: string;
+                        } | null;
+                    };
                 };
             };
         };

@@ -17,11 +17,18 @@ export interface ServiceProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** Runs the built service (`npm test` builds first) as a real process, the way `npm start` does. */
-export function startService(env: Record<string, string>): ServiceProcess {
+/**
+ * Runs the built service (`npm test` builds first) as a real process, the way `npm start` does;
+ * or, given a `command` (e.g. `['npm', 'start']`), that command in the repository.
+ */
+export function startService(
+  env: Record<string, string>,
+  command: readonly string[] = [process.execPath, MAIN],
+): ServiceProcess {
   let output = '';
   const dataDir = env.LEDGER_DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'block-ledger-service-'));
-  const child = spawn(process.execPath, [MAIN], {
+  const [program, ...args] = command;
+  const child = spawn(program, args, {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, LEDGER_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

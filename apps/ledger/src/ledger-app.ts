@@ -15,7 +15,12 @@ import { ledgerOpenApiDocument } from './api-contracts.js';
 
 /** Builds the HTTP application on an already migrated database; `main` and the e2e tests both start it this way. */
 export async function createLedgerApp(options: AppOptions): Promise<INestApplication> {
-  const app = await NestFactory.create(AppModule.forRoot(options), { bufferLogs: true, bodyParser: false });
+  // abortOnError false: a failure while building the modules reaches the caller, which stops what it started.
+  const app = await NestFactory.create(AppModule.forRoot(options), {
+    bufferLogs: true,
+    bodyParser: false,
+    abortOnError: false,
+  });
   app.useLogger(app.get(Logger));
   applyServerLimits(app.getHttpServer() as Server, options.config.http);
   const limit = options.config.maxBodyBytes;

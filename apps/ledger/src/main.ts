@@ -1,7 +1,14 @@
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
+import { pino } from 'pino';
 import { loadConfig } from './config/ledger-config.js';
+import {
+  checkConfigurationFiles,
+  waitForEventStore,
+  waitForPostgres,
+  type ConnectRetry,
+} from './config/startup-checks.js';
 import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from './database/embedded-postgres.js';
 import { runMigrations } from './database/migrations.js';
 import { createLedgerApp } from './ledger-app.js';
@@ -10,8 +17,19 @@ const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  // Every file the configuration names is read before anything starts: a bad one leaves nothing running.
+  await checkConfigurationFiles(config, process.env);
+  const startupLog = pino({ level: config.logLevel });
+  const retry: ConnectRetry = {
+    timeoutMs: config.connectRetryMs,
+    onRetry: ({ variable, address, problem, remainingMs }) =>
+      startupLog.warn(
+        { variable, address, problem, retryingForMs: remainingMs },
+        `${variable}: ${address} is not reachable yet (${problem}); retrying`,
+      ),
+  };
   const database: EmbeddedDatabase = config.databaseUrl
-    ? { connectionString: config.databaseUrl, adopted: false, stop: async () => undefined }
+    ? await externalDatabase(config.databaseUrl, retry)
     : await startEmbeddedPostgres({
         dataDir: path.join(config.dataDir, 'postgres'),
         port: config.embeddedPostgresPort,
@@ -33,6 +51,7 @@ async function main(): Promise<void> {
   for (const signal of SHUTDOWN_SIGNALS) process.once(signal, (received) => void shutdown(received));
 
   try {
+    if (config.eventStoreConnectionString) await waitForEventStore(config.eventStoreConnectionString, retry);
     await runMigrations(database.connectionString);
     app = await createLedgerApp({ config, connectionString: database.connectionString });
     await app.listen(config.port).catch((error: NodeJS.ErrnoException) => {
@@ -50,6 +69,12 @@ async function main(): Promise<void> {
     await database.stop();
     throw error;
   }
+}
+
+/** The PostgreSQL `DATABASE_URL` names, once it answers (it may still be starting, e.g. beside us in compose). */
+async function externalDatabase(connectionString: string, retry: ConnectRetry): Promise<EmbeddedDatabase> {
+  await waitForPostgres(connectionString, retry);
+  return { connectionString, adopted: false, stop: () => Promise.resolve() };
 }
 
 main().catch((error: unknown) => {

@@ -17,6 +17,7 @@ const environment = z
       .string()
       .regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string')
       .optional(),
+    LEDGER_CONNECT_RETRY_MS: z.coerce.number().int().min(0).default(30_000),
     LEDGER_DATA_DIR: z.string().min(1).default('.data'),
     LEDGER_PG_PORT: port(54_329),
     LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
@@ -79,6 +80,8 @@ export interface LedgerConfig {
   readonly databaseUrl: string | undefined;
   /** Set: the event log lives in EventStoreDB; PostgreSQL then holds only read models. */
   readonly eventStoreConnectionString: string | undefined;
+  /** At startup, how long the first connection to `DATABASE_URL` and to EventStoreDB is retried. */
+  readonly connectRetryMs: number;
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
   /** Largest request body accepted; larger ones get 413. */
@@ -200,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     port: values.PORT,
     databaseUrl: values.DATABASE_URL,
     eventStoreConnectionString: values.EVENTSTORE_CONNECTION_STRING,
+    connectRetryMs: values.LEDGER_CONNECT_RETRY_MS,
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { StartupError } from '../database/embedded-postgres.js';
+import { ConfigFileError, parseConfigFile } from '../config/config-file.js';
+
+const UPSTREAMS_VARIABLE = 'LEDGER_UPSTREAMS';
 
 export type UpstreamProtocol = 'openai' | 'anthropic';
 
@@ -107,19 +107,12 @@ function resolveKey(key: string, env: NodeJS.ProcessEnv, where: string): string 
 
 /** Reads the file `LEDGER_UPSTREAMS` names: YAML when it is named `.yaml` or `.yml`, JSON otherwise. */
 export function loadUpstreams(file: string, env: NodeJS.ProcessEnv): Upstream[] {
-  let text: string;
+  const value = parseConfigFile(UPSTREAMS_VARIABLE, file);
   try {
-    text = readFileSync(file, 'utf8');
+    return parseUpstreams(value, env);
   } catch (error) {
-    throw new StartupError(`LEDGER_UPSTREAMS: the file cannot be read (${(error as NodeJS.ErrnoException).code})`);
-  }
-  const yaml = /\.ya?ml$/i.test(file);
-  try {
-    return parseUpstreams(yaml ? parseYaml(text) : JSON.parse(text), env);
-  } catch (error) {
-    // YAML and JSON syntax errors quote the offending line, which may hold a key: name only the kind.
-    const reason = error instanceof UpstreamsConfigError ? error.message : `not valid ${yaml ? 'YAML' : 'JSON'}`;
-    throw new StartupError(`LEDGER_UPSTREAMS: ${reason}`);
+    if (error instanceof UpstreamsConfigError) throw new ConfigFileError(UPSTREAMS_VARIABLE, file, error.message);
+    throw error;
   }
 }
 

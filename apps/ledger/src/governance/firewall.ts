@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { FirewallVerdict, Risk, ToolRef } from '#core';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { loadConfigFile } from '../config/config-file.js';
 import type { McpServersConfig } from './mcp-executor.js';
 
 /**
@@ -99,13 +98,9 @@ export const DEFAULT_FIREWALL_POLICY: FirewallPolicy = firewallPolicySchema.pars
   tools: {},
 });
 
-/** Reads a policy file: YAML when it is named `.yaml` or `.yml`, JSON otherwise. */
+/** Reads the policy file `LEDGER_FIREWALL_POLICY` names: YAML when it is named `.yaml` or `.yml`, JSON otherwise. */
 export function loadFirewallPolicy(file: string): FirewallPolicy {
-  const text = readFileSync(file, 'utf8');
-  const parsed = firewallPolicySchema.safeParse(/\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text));
-  if (parsed.success) return parsed.data;
-  const [issue] = parsed.error.issues;
-  throw new Error(`firewall policy ${file}: ${issue.path.join('.')}: ${issue.message}`);
+  return loadConfigFile('LEDGER_FIREWALL_POLICY', file, firewallPolicySchema);
 }
 
 /**
@@ -440,7 +435,7 @@ function textsOf(value: unknown): string[] {
   while (pending.length > 0) {
     const next = pending.pop();
     if (typeof next === 'string') texts.push(clean(next));
-    else if (next && typeof next === 'object') pending.push(...Object.values(next as Record<string, unknown>));
+    else if (next && typeof next === 'object') pending.push(...(Object.values(next) as unknown[]));
   }
   return texts;
 }

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import type { ToolRef } from '#core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { z } from 'zod';
+import { loadConfigFile } from '../config/config-file.js';
 
 /** The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url. */
 const stdioServer = z
@@ -22,11 +22,9 @@ export const mcpServersSchema = z
   .passthrough();
 export type McpServersConfig = z.infer<typeof mcpServersSchema>;
 
+/** Reads the file `LEDGER_MCP_SERVERS` names (JSON, as Claude Desktop writes it). */
 export function loadMcpServers(file: string): McpServersConfig {
-  const parsed = mcpServersSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success)
-    throw new Error(`MCP servers ${file}: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
-  return parsed.data;
+  return loadConfigFile('LEDGER_MCP_SERVERS', file, mcpServersSchema);
 }
 
 export interface McpTool {

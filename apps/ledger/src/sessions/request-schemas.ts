@@ -180,28 +180,29 @@ const instant = z.iso.datetime({
  * can send all its fields. Unknown parameters are refused, so a misspelt filter never silently
  * lists everything.
  */
+export const sessionFilters = z
+  .object({
+    q: z.string().max(1_000).optional(),
+    model: z.string().max(200).optional(),
+    status: z.enum(SESSION_STATUSES).optional(),
+    hasPendingApprovals: flag.optional(),
+    hasErrors: flag.optional(),
+    from: instant.optional(),
+    to: instant.optional(),
+    cursor: z.string().max(1_000).optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+
 export const listSessionsQuery = storableJson(
   z.preprocess(
     (query) =>
       typeof query === 'object' && query !== null
         ? Object.fromEntries(Object.entries(query).filter(([, value]) => value !== ''))
         : query,
-    z
-      .object({
-        q: z.string().max(1_000).optional(),
-        model: z.string().max(200).optional(),
-        status: z.enum(SESSION_STATUSES).optional(),
-        hasPendingApprovals: flag.optional(),
-        hasErrors: flag.optional(),
-        from: instant.optional(),
-        to: instant.optional(),
-        cursor: z.string().max(1_000).optional(),
-        limit: z.coerce.number().int().min(1).max(200).default(50),
-      })
-      .strict()
-      .refine((query) => !query.from || !query.to || Date.parse(query.from) <= Date.parse(query.to), {
-        message: 'must not be before from',
-        path: ['to'],
-      }),
+    sessionFilters.refine((query) => !query.from || !query.to || Date.parse(query.from) <= Date.parse(query.to), {
+      message: 'must not be before from',
+      path: ['to'],
+    }),
   ),
 );

@@ -41,10 +41,17 @@ interface PageEnd {
 
 const PENDING_APPROVALS = `EXISTS (SELECT 1 FROM tool_calls t
   WHERE t.tenant = s.tenant AND t.session_id = s.id AND t.status = 'awaiting_approval')`;
-/** Over the generated tsvector columns (migration 1763800000021), whose configuration is `simple`: no stemming, no stop words. */
-const TEXT_MATCHES = `(s.search @@ query
-  OR s.id IN (SELECT m.session_id FROM messages m WHERE m.tenant = s.tenant AND m.search @@ query)
-  OR s.id IN (SELECT b.session_id FROM message_blocks b WHERE b.tenant = s.tenant AND b.search @@ query))`;
+
+/**
+ * Over the generated tsvector columns (migration 1763800000021), whose configuration is `simple`:
+ * no stemming, no stop words. The subqueries stand alone (each GIN index is scanned once), not per session.
+ */
+const textMatches = (q: string) => {
+  const query = `websearch_to_tsquery('simple', ${q})`;
+  return `(s.search @@ ${query}
+  OR s.id IN (SELECT m.session_id FROM messages m WHERE m.tenant = $1 AND m.search @@ ${query})
+  OR s.id IN (SELECT b.session_id FROM message_blocks b WHERE b.tenant = $1 AND b.search @@ ${query}))`;
+};
 
 /**
  * Finds a tenant's sessions in the read models, newest activity first. Pages by keyset (a cursor
@@ -63,8 +70,7 @@ export class SessionList {
     const parameters: unknown[] = [tenant];
     const bind = (value: unknown) => `$${parameters.push(value)}`;
     const conditions = ['s.tenant = $1'];
-    const search = query.q?.trim() ? `, websearch_to_tsquery('simple', ${bind(query.q)}) AS query` : '';
-    if (search) conditions.push(TEXT_MATCHES);
+    if (query.q?.trim()) conditions.push(textMatches(bind(query.q)));
     if (query.model !== undefined) conditions.push(`s.model = ${bind(query.model)}`);
     if (query.status !== undefined) conditions.push(`s.status = ${bind(query.status)}`);
     if (query.hasErrors !== undefined) conditions.push(`s.has_errors = ${bind(query.hasErrors)}`);
@@ -82,7 +88,7 @@ export class SessionList {
       `SELECT s.id, s.title, s.model, s.status, s.metadata, s.created_at, s.last_activity_at, s.message_count,
          s.prompt_tokens, s.completion_tokens, s.total_tokens, s.has_errors,
          ${PENDING_APPROVALS} AS has_pending_approvals
-       FROM sessions s${search}
+       FROM sessions s
        WHERE ${conditions.join(' AND ')}
        ORDER BY s.last_activity_at DESC, s.id DESC
        LIMIT ${bind(query.limit + 1)}`,

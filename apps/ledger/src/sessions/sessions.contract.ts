@@ -1,4 +1,4 @@
-import { chunkSchema, IGNORED_REASONS } from '#core';
+import { chunkSchema, IGNORED_REASONS, SESSION_STATUSES } from '#core';
 import { z } from 'zod';
 import { jsonObject, positionNumber, type RouteContracts } from '../http/route-contract.js';
 import {
@@ -11,6 +11,7 @@ import {
   pageQuery,
   readPointQuery,
   selectionBody,
+  sessionFilters,
   translationBody,
 } from './request-schemas.js';
 
@@ -119,6 +120,25 @@ const recordedEvent = z.looseObject({
   revision: z.number().int(),
   position: positionNumber,
   metadata: jsonObject,
+});
+
+const sessionPage = z.object({
+  sessions: z.array(
+    z.object({
+      sessionId: z.string(),
+      title: z.string().nullable(),
+      model: z.string().nullable(),
+      status: z.enum(SESSION_STATUSES),
+      metadata: jsonObject.nullable(),
+      createdAt: z.string(),
+      lastActivityAt: z.string(),
+      messageCount: z.number().int(),
+      usage: z.object({ promptTokens: z.number(), completionTokens: z.number(), totalTokens: z.number() }),
+      hasPendingApprovals: z.boolean(),
+      hasErrors: z.boolean(),
+    }),
+  ),
+  nextCursor: z.string().nullable(),
 });
 
 const SESSION_NOT_FOUND = { 404: 'no such session (another tenant’s is not found either)' };
@@ -236,6 +256,15 @@ export const SESSIONS_CONTRACT: RouteContracts = {
       },
     },
     errors: SESSION_NOT_FOUND,
+  },
+  'GET /v1/sessions': {
+    summary: "Find the tenant's sessions, newest activity first",
+    description:
+      '`q`: full-text over titles, metadata values and message text (web-search syntax, words as written); ' +
+      '`from`/`to` bound `lastActivityAt`; `cursor`: the previous page’s `nextCursor`. Empty parameters count as ' +
+      'absent; unknown ones are refused.',
+    query: sessionFilters,
+    responses: { 200: { description: 'one page', schema: sessionPage } },
   },
   'GET /v1/sessions/:sid': {
     summary: 'The session and its active path',

@@ -1,8 +1,9 @@
 import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ed25519PrivateKey, verifierKeyOf, type NoteSigner } from '#core';
-import { StartupError } from '../database/embedded-postgres.js';
+import { ConfigFileError, readConfigFile } from '../config/config-file.js';
 import type { VerifiableLogConfig } from '../config/ledger-config.js';
 
 export const GENERATED_KEY_FILE = 'log-signing-key.pem';
@@ -21,23 +22,15 @@ export interface LogSigningKey {
  */
 export async function loadLogSigningKey(config: VerifiableLogConfig, dataDir: string): Promise<LogSigningKey> {
   const file = config.signingKeyFile ?? path.join(dataDir, GENERATED_KEY_FILE);
-  const pem = await readFile(file, 'utf8').catch(async (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOENT' || config.signingKeyFile) {
-      throw new StartupError(`LEDGER_SIGNING_KEY: the signing key file cannot be read (${error.code ?? 'error'})`);
-    }
-    await mkdir(dataDir, { recursive: true });
-    const generated = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
-    // `wx`: two instances starting together on one data folder keep whichever key was written first.
-    await writeFile(file, generated, { mode: 0o600, flag: 'wx' }).catch((exists: NodeJS.ErrnoException) => {
-      if (exists.code !== 'EEXIST') throw exists;
-    });
-    return readFile(file, 'utf8');
-  });
+  // A generated key is the data folder's: a problem with it is named by LEDGER_DATA_DIR.
+  const variable = config.signingKeyFile ? 'LEDGER_SIGNING_KEY' : 'LEDGER_DATA_DIR';
+  if (!config.signingKeyFile) await generateKeyUnlessPresent(file, dataDir);
+  const pem = readConfigFile(variable, file);
   let privateKey;
   try {
     privateKey = ed25519PrivateKey(pem);
   } catch {
-    throw new StartupError('LEDGER_SIGNING_KEY: the signing key is not an Ed25519 private key in PKCS #8 PEM');
+    throw new ConfigFileError(variable, file, 'not an Ed25519 private key in PKCS #8 PEM');
   }
   const fingerprint = createHash('sha256')
     .update(createPublicKey(privateKey).export({ format: 'der', type: 'spki' }))
@@ -45,4 +38,14 @@ export async function loadLogSigningKey(config: VerifiableLogConfig, dataDir: st
   const signer = { name: config.origin ?? `block-ledger/${fingerprint.slice(0, 16)}`, privateKey };
   const verifierKey = verifierKeyOf(signer);
   return { signer, verifierKey, keyId: verifierKey.split('+')[1] };
+}
+
+async function generateKeyUnlessPresent(file: string, dataDir: string): Promise<void> {
+  if (existsSync(file)) return;
+  await mkdir(dataDir, { recursive: true });
+  const generated = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+  // `wx`: two instances starting together on one data folder keep whichever key was written first.
+  await writeFile(file, generated, { mode: 0o600, flag: 'wx' }).catch((exists: NodeJS.ErrnoException) => {
+    if (exists.code !== 'EEXIST') throw exists;
+  });
 }

@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml, YAMLError } from 'yaml';
+import type { z } from 'zod';
+import { StartupError } from '../database/embedded-postgres.js';
+
+/**
+ * A configuration file that stops the start: one line naming the variable, the file as the
+ * variable gives it, and the problem. Never the file's content: such files hold keys, so a
+ * syntax error is located by line and column, not quoted.
+ */
+export class ConfigFileError extends StartupError {
+  constructor(variable: string, file: string, problem: string) {
+    super(`${variable} (${file}): ${problem}`);
+  }
+}
+
+const READ_PROBLEMS: Readonly<Record<string, string>> = {
+  ENOENT: 'the file does not exist',
+  EACCES: 'the file cannot be read (permission denied)',
+  EISDIR: 'this is a folder, not a file',
+  ENOTDIR: 'a part of the path is not a folder',
+};
+
+export function readConfigFile(variable: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    throw new ConfigFileError(variable, file, READ_PROBLEMS[code] ?? `the file cannot be read (${code})`);
+  }
+}
+
+/** YAML when the file is named `.yaml` or `.yml`, JSON otherwise. */
+export function parseConfigFile(variable: string, file: string): unknown {
+  const text = readConfigFile(variable, file);
+  if (/\.ya?ml$/i.test(file)) {
+    try {
+      return parseYaml(text);
+    } catch (error) {
+      if (!(error instanceof YAMLError)) throw error;
+      const at = error.linePos?.[0];
+      throw new ConfigFileError(variable, file, `not valid YAML${at ? ` (line ${at.line}, column ${at.col})` : ''}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigFileError(variable, file, `not valid JSON${jsonErrorPlace(text, error as SyntaxError)}`);
+  }
+}
+
+/** The file, parsed and checked by `schema`; the first problem names its field. */
+export function loadConfigFile<Schema extends z.ZodType>(
+  variable: string,
+  file: string,
+  schema: Schema,
+): z.infer<Schema> {
+  const parsed = schema.safeParse(parseConfigFile(variable, file));
+  if (parsed.success) return parsed.data;
+  const [issue] = parsed.error.issues;
+  throw new ConfigFileError(variable, file, `${issue.path.join('.') || '(the whole file)'}: ${issue.message}`);
+}
+
+/** Where JSON.parse stopped, from the position its message gives (the message itself may quote the text). */
+function jsonErrorPlace(text: string, error: SyntaxError): string {
+  const position = /at position (\d+)/.exec(error.message)?.[1];
+  if (position === undefined) return /end of JSON input/.test(error.message) ? ' (it ends too early)' : '';
+  const before = text.slice(0, Number(position)).split('\n');
+  return ` (line ${before.length}, column ${before.at(-1)!.length + 1})`;
+}

@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createEventStoreDbEventLog } from '#event-log';
+import pg from 'pg';
+import { StartupError } from '../database/embedded-postgres.js';
+import { loadUpstreams } from '../gateway/upstreams-config.js';
+import { loadFirewallPolicy } from '../governance/firewall.js';
+import { loadMcpServers } from '../governance/mcp-executor.js';
+import { loadLogSigningKey } from '../verifiable-log/log-signing-key.js';
+import type { LedgerConfig } from './ledger-config.js';
+
+/**
+ * Reads every file the configuration names before anything starts, so a missing or malformed
+ * one stops the service with its one line (ConfigFileError) and leaves nothing running. The
+ * modules read them again when they are built.
+ */
+export async function checkConfigurationFiles(config: LedgerConfig, env: NodeJS.ProcessEnv): Promise<void> {
+  if (config.governance.mcpServersFile) loadMcpServers(config.governance.mcpServersFile);
+  if (config.governance.firewallPolicyFile) loadFirewallPolicy(config.governance.firewallPolicyFile);
+  if (config.gateway.upstreamsFile) loadUpstreams(config.gateway.upstreamsFile, env);
+  // A key generated into the data folder is made later, once the folder is known to be writable.
+  if (config.verifiableLog.signingKeyFile) await loadLogSigningKey(config.verifiableLog, config.dataDir);
+}
+
+export interface ConnectRetry {
+  /** How long the first connection is retried (`LEDGER_CONNECT_RETRY_MS`). */
+  readonly timeoutMs: number;
+  /** Each failed attempt that will be retried. */
+  readonly onRetry: (failure: { variable: string; address: string; problem: string; remainingMs: number }) => void;
+}
+
+/** What an attempt's failure says: whether waiting can help, and the problem in a few words. */
+interface ConnectFailure {
+  readonly retryable: boolean;
+  readonly problem: string;
+}
+
+interface Dependency {
+  readonly variable: string;
+  readonly name: string;
+  readonly connectionString: string;
+  attempt(timeoutMs: number): Promise<void>;
+  describe(error: unknown): ConnectFailure;
+}
+
+/** Waits, within the bound, until the PostgreSQL of `DATABASE_URL` takes a query. */
+export function waitForPostgres(connectionString: string, retry: ConnectRetry): Promise<void> {
+  return waitFor(retry, {
+    variable: 'DATABASE_URL',
+    name: 'PostgreSQL',
+    connectionString,
+    async attempt(timeoutMs) {
+      const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs });
+      // A server that goes away mid-attempt emits an error besides rejecting the pending call.
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        await client.query('SELECT 1');
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
+    describe: describePostgresFailure,
+  });
+}
+
+/** Waits, within the bound, until the EventStoreDB of `EVENTSTORE_CONNECTION_STRING` answers a read. */
+export function waitForEventStore(connectionString: string, retry: ConnectRetry): Promise<void> {
+  return waitFor(retry, {
+    variable: 'EVENTSTORE_CONNECTION_STRING',
+    name: 'EventStoreDB',
+    connectionString,
+    async attempt(timeoutMs) {
+      const eventLog = createEventStoreDbEventLog({ connectionString });
+      try {
+        await withTimeout(eventLog.headPosition(), timeoutMs);
+      } finally {
+        await eventLog.close().catch(() => undefined);
+      }
+    },
+    describe(error) {
+      const type = (error as { type?: string }).type;
+      if (type === 'access-denied') return { retryable: false, problem: 'refused the credentials (access denied)' };
+      return { retryable: true, problem: networkCode(error) ?? type ?? 'no answer' };
+    },
+  });
+}
+
+/** Sessions that cannot succeed by waiting (credentials, a missing database) fail at once. */
+const FATAL_SQLSTATES: Readonly<Record<string, string>> = {
+  '28P01': 'refused the password',
+  '28000': 'refused the login',
+  '3D000': 'has no such database',
+  '42501': 'refused the connection (insufficient privilege)',
+};
+
+function describePostgresFailure(error: unknown): ConnectFailure {
+  const code = (error as { code?: string }).code;
+  const fatal = code === undefined ? undefined : FATAL_SQLSTATES[code];
+  if (fatal) return { retryable: false, problem: `${fatal} (${code})` };
+  // 57P03: the server is starting up; anything else from the network may pass too.
+  return { retryable: true, problem: networkCode(error) ?? code ?? 'no answer' };
+}
+
+async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<void> {
+  const { variable, name } = dependency;
+  const address = addressOf(dependency.connectionString);
+  const deadline = Date.now() + retry.timeoutMs;
+  for (let delayMs = 250; ; delayMs = Math.min(delayMs * 2, 2_000)) {
+    let failure: ConnectFailure;
+    try {
+      await dependency.attempt(Math.max(deadline - Date.now(), 1_000));
+      return;
+    } catch (error) {
+      failure = dependency.describe(error);
+    }
+    if (!failure.retryable) throw new StartupError(`${variable}: ${name} at ${address} ${failure.problem}`);
+    const remainingMs = deadline - Date.now();
+    if (remainingMs <= 0) {
+      throw new StartupError(
+        `${variable}: ${name} at ${address} did not answer within LEDGER_CONNECT_RETRY_MS ` +
+          `(${retry.timeoutMs} ms): ${failure.problem}`,
+      );
+    }
+    retry.onRetry({ variable, address, problem: failure.problem, remainingMs });
+    await sleep(Math.min(delayMs, remainingMs));
+  }
+}
+
+/** `host:port` (or several) of a connection string: no credentials, no database, no options. */
+export function addressOf(connectionString: string): string {
+  return connectionString
+    .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
+    .replace(/^[^@/]*@/, '')
+    .split(/[/?#]/)[0];
+}
+
+/** The system error code (ECONNREFUSED, ENOTFOUND, …) an error carries or quotes. */
+function networkCode(error: unknown): string | undefined {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+  if (typeof message !== 'string') return undefined;
+  if (/timeout/i.test(message)) return 'timed out';
+  return /\b(E[A-Z]{4,})\b/.exec(message)?.[1];
+}
+
+async function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  const timeout = new AbortController();
+  try {
+    return await Promise.race([
+      work,
+      sleep(timeoutMs, undefined, { signal: timeout.signal }).then(() => {
+        throw new Error('timeout');
+      }),
+    ]);
+  } finally {
+    timeout.abort();
+  }
+}
