@@ -22,7 +22,14 @@ const built = (() => {
   }
 })();
 if (built < Math.max(...SOURCES.map(newest))) {
-  const vite = ['node_modules/vite/bin/vite.js', 'build', '--config', 'apps/console/vite.config.ts', '--logLevel', 'warn'];
+  const vite = [
+    'node_modules/vite/bin/vite.js',
+    'build',
+    '--config',
+    'apps/console/vite.config.ts',
+    '--logLevel',
+    'warn',
+  ];
   const result = spawnSync(process.execPath, vite, { stdio: 'inherit' });
   process.exit(result.status ?? 1);
 }
