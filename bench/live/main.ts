@@ -43,6 +43,7 @@ const FLEET = Number(process.env.BENCH_FLEET ?? 20);
 const FLEET_ROUND_MS = 100;
 const FLEET_ROUNDS = Number(process.env.BENCH_FLEET_ROUNDS ?? 100);
 const COST_WATCHERS = Number(process.env.BENCH_COST_WATCHERS ?? 2_000);
+const COST_CYCLES = Number(process.env.BENCH_COST_CYCLES ?? 3);
 
 http.globalAgent.maxSockets = Infinity;
 
@@ -181,8 +182,10 @@ async function serviceGauges(url: string, adminKey: string) {
 }
 
 /**
- * C: ingest acknowledgement with no watchers, with COST_WATCHERS, and with none again; the heap at
- * each step. Each phase streams into fresh sessions, so the messages are the same size in all three.
+ * C: ingest acknowledgement with no watchers and with COST_WATCHERS, alternating COST_CYCLES times
+ * (the machine's other load drifts; alternating spreads it over both), then with none again once
+ * they all left; the service's heap at each step. Each phase streams into fresh sessions, so the
+ * messages are the same size in all of them.
  */
 async function watcherCost(url: string, keys: BenchKeys, firstReaderKey: number) {
   const fleet = () => Promise.all(Array.from({ length: FLEET }, () => openTarget(url, keys.producer)));
@@ -193,23 +196,29 @@ async function watcherCost(url: string, keys: BenchKeys, firstReaderKey: number)
       { roundMs: FLEET_ROUND_MS, rounds: FLEET_ROUNDS, text: () => 'word '.repeat(5) },
       keys.producer,
     );
-  const before = await stream(await fleet());
+  const before: number[] = [];
+  const watched: number[] = [];
+  let starved = 0;
   const heapBefore = await serviceGauges(url, keys.admin);
-  const watchedFleet = await fleet();
-  const watchers = Array.from({ length: COST_WATCHERS }, (_, index) =>
-    countingWatcher(
-      `${url}/v1/sessions/${watchedFleet[index % FLEET].sessionId}/live`,
-      keys.readers[firstReaderKey + Math.floor(index / WATCHERS_PER_KEY)],
-    ),
-  );
-  const refused = (await Promise.all(watchers.map((watcher) => watcher.opened))).find((status) => status !== 200);
-  if (refused !== undefined) throw new Error(`a watcher was refused: HTTP ${refused}`);
-  const watched = await stream(watchedFleet);
-  const heapWatched = await serviceGauges(url, keys.admin);
-  const starved = watchers.filter((watcher) => watcher.received() < 1_000).length;
-  watchers.forEach((watcher) => watcher.close());
-  for (let attempt = 0; attempt < 100 && (await serviceGauges(url, keys.admin)).liveClients > 0; attempt += 1)
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  let heapWatched = heapBefore;
+  for (let cycle = 0; cycle < COST_CYCLES; cycle += 1) {
+    before.push(...(await stream(await fleet())));
+    const watchedFleet = await fleet();
+    const watchers = Array.from({ length: COST_WATCHERS }, (_, index) =>
+      countingWatcher(
+        `${url}/v1/sessions/${watchedFleet[index % FLEET].sessionId}/live`,
+        keys.readers[firstReaderKey + Math.floor(index / WATCHERS_PER_KEY)],
+      ),
+    );
+    const refused = (await Promise.all(watchers.map((watcher) => watcher.opened))).find((status) => status !== 200);
+    if (refused !== undefined) throw new Error(`a watcher was refused: HTTP ${refused}`);
+    watched.push(...(await stream(watchedFleet)));
+    heapWatched = await serviceGauges(url, keys.admin);
+    starved += watchers.filter((watcher) => watcher.received() < 1_000).length;
+    watchers.forEach((watcher) => watcher.close());
+    for (let attempt = 0; attempt < 100 && (await serviceGauges(url, keys.admin)).liveClients > 0; attempt += 1)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   const after = await stream(await fleet());
   const heapAfter = await serviceGauges(url, keys.admin);
   return { before, watched, after, heapBefore, heapWatched, heapAfter, starved };
@@ -267,15 +276,16 @@ async function delivery(url: string, keys: BenchKeys): Promise<void> {
 async function printWatcherCost(url: string, keys: BenchKeys, firstReaderKey: number): Promise<void> {
   const cost = await watcherCost(url, keys, firstReaderKey);
   const posts = FLEET * FLEET_ROUNDS;
+  const cycles = posts * COST_CYCLES;
   console.log(
-    `\nC: ${FLEET} sessions posting one delta every ${FLEET_ROUND_MS} ms; ${COST_WATCHERS} SSE watchers spread over them in the middle phase (${cost.starved} of them received under 1 kB)`,
+    `\nC: ${FLEET} sessions posting one delta every ${FLEET_ROUND_MS} ms; ${COST_WATCHERS} SSE watchers spread over them in every other phase, ${COST_CYCLES} cycles (${cost.starved} watchers received under 1 kB); heap: at the start, at the end of the last watched phase, at the end`,
   );
   const memory = (gauges: { heapMiB: number; rssMiB: number }) => [gauges.heapMiB.toFixed(1), gauges.rssMiB.toFixed(1)];
   printTable(
     ['phase', 'ack p50 ms', 'ack p99 ms', 'posts', 'heap used MiB (end)', 'RSS MiB (end)'],
     [
-      ['no watchers', ...summary(cost.before, posts), ...memory(cost.heapBefore)],
-      [`${COST_WATCHERS} watchers`, ...summary(cost.watched, posts), ...memory(cost.heapWatched)],
+      ['no watchers', ...summary(cost.before, cycles), ...memory(cost.heapBefore)],
+      [`${COST_WATCHERS} watchers`, ...summary(cost.watched, cycles), ...memory(cost.heapWatched)],
       ['after they left', ...summary(cost.after, posts), ...memory(cost.heapAfter)],
     ],
   );

@@ -13,6 +13,7 @@ eventLogContract(
       connect: async () =>
         withSharedLogFeed(
           await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 4 }),
+          // Nothing fails here on purpose: an error of the shared read must fail the run, not be retried quietly.
           (error) => {
             throw error;
           },
