@@ -3,6 +3,7 @@ import { createEventStoreDbEventLog, createPostgresEventLog, type EventLog } fro
 import { Logger } from 'nestjs-pino';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
+import { withSharedLogFeed } from './shared-log-feed.js';
 
 export const EVENT_LOG = Symbol('EVENT_LOG');
 
@@ -27,15 +28,19 @@ export class EventLogModule implements OnApplicationShutdown {
         {
           provide: EVENT_LOG,
           inject: [LedgerMetrics, Logger],
-          useFactory: (metrics: LedgerMetrics, logger: Logger) => {
+          useFactory: async (metrics: LedgerMetrics, logger: Logger) => {
             const onError = (error: Error) => logger.warn({ err: error }, 'event log connection problem');
-            return eventStoreConnectionString
+            const eventLog = eventStoreConnectionString
               ? createEventStoreDbEventLog({ connectionString: eventStoreConnectionString, onError })
-              : createPostgresEventLog({
+              : await createPostgresEventLog({
                   connectionString: postgresUrl,
                   onCommit: (stats) => metrics.recordCommit(stats),
                   onError,
                 });
+            // The service's consumers (projections, saga, Merkle log, live feeds) share one read of the log's tail.
+            return withSharedLogFeed(eventLog, (error) =>
+              logger.warn({ err: error }, 'shared log read failed; resuming from its position'),
+            );
           },
         },
       ],

@@ -3,6 +3,7 @@ import {
   decideToolCall,
   evolveToolCall,
   initialToolCallState,
+  ToolCallError,
   toolCallStreamId,
   type ToolCallCommand,
   type ToolCallState,
@@ -35,6 +36,7 @@ export interface ToolCallActor {
 }
 
 const MAX_ATTEMPTS = 5;
+const MAX_CACHED_CALLS = 5_000;
 
 /** A tool call folded from its stream (a dozen events at most), as of its `maxCount` first events when given. */
 export async function loadToolCall(
@@ -56,13 +58,21 @@ export async function loadToolCall(
  * append fail; the command is then decided again on the new state, where the decider refuses
  * what no longer applies (`already_decided`, `wrong_state`). So the first decision wins,
  * across processes too.
+ *
+ * The state each append leaves is kept, so the saga's next step on the call decides on it
+ * without reading the stream again; a stale one (another process appended) fails its append on
+ * the revision and is read afresh.
  */
 @Injectable()
 export class ToolCallRepository {
+  private readonly folded = new Map<string, { state: ToolCallState; revision: StreamState }>();
+
   constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
 
-  load(ref: ToolCallRef): Promise<LoadedToolCall> {
-    return loadToolCall(this.eventLog, ref);
+  async load(ref: ToolCallRef): Promise<LoadedToolCall> {
+    const loaded = await loadToolCall(this.eventLog, ref);
+    this.remember(ref, loaded);
+    return loaded;
   }
 
   async execute(
@@ -70,9 +80,19 @@ export class ToolCallRepository {
     command: ToolCallCommand,
     { actor, causationId }: ToolCallActor,
   ): Promise<ToolCallState> {
+    const key = toolCallStreamId(ref.tenant, ref.toolCallId);
     for (let attempt = 1; ; attempt += 1) {
-      const loaded = await this.load(ref);
-      const decided = decideToolCall(command, loaded.state);
+      const cached = this.folded.get(key);
+      const loaded = cached ?? (await this.load(ref));
+      let decided;
+      try {
+        decided = decideToolCall(command, loaded.state);
+      } catch (error) {
+        // Refused on a kept state another process may have moved on: decide again on the stream as it is.
+        if (!cached || !(error instanceof ToolCallError)) throw error;
+        this.folded.delete(key);
+        continue;
+      }
       // decide refuses every command but `request` on a call that does not exist yet.
       const sessionId =
         command.type === 'request'
@@ -89,17 +109,30 @@ export class ToolCallRepository {
       }));
       let appended;
       try {
-        appended = await this.eventLog.append(toolCallStreamId(ref.tenant, ref.toolCallId), events, loaded.revision);
+        appended = await this.eventLog.append(key, events, loaded.revision);
       } catch (error) {
+        this.folded.delete(key);
         if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
         throw error;
       }
       // Someone recorded the same step meanwhile: read what the log holds. Otherwise what was appended is what the log holds.
       if (appended.duplicates.length > 0) return (await this.load(ref)).state;
-      return decided.reduce(
-        (state, { event }) => evolveToolCall(state, { ...event, position: appended.position }),
+      const state = decided.reduce(
+        (current, { event }) => evolveToolCall(current, { ...event, position: appended.position }),
         loaded.state,
       );
+      this.remember(ref, { state, revision: appended.nextExpectedRevision });
+      return state;
+    }
+  }
+
+  private remember(ref: ToolCallRef, folded: { state: ToolCallState; revision: StreamState }): void {
+    const key = toolCallStreamId(ref.tenant, ref.toolCallId);
+    this.folded.delete(key);
+    this.folded.set(key, { state: folded.state, revision: folded.revision });
+    for (const [oldest] of this.folded) {
+      if (this.folded.size <= MAX_CACHED_CALLS) break;
+      this.folded.delete(oldest);
     }
   }
 }

@@ -12,6 +12,9 @@ export interface SseOptions {
 /** How long a raw feed waits for its client to take a batch before cutting it off. */
 const RAW_STALL_MS = 10_000;
 
+/** An item goes to every watcher of its session: it is serialized once, not once per watcher. */
+const serializedItems = new WeakMap<LiveItem, string>();
+
 export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
 
 /**
@@ -23,6 +26,10 @@ export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
  *
  * A client that does not take what it is sent is cut off once `maxBufferedBytes` pile up: it
  * gets an `overflow` event with the id to resume from, and nobody else waits for it.
+ *
+ * `crowding` (≥ 1) stretches the coalescing window when many streams are open: each write is a
+ * system call per client, so with thousands of watchers, writing every change to every one of
+ * them would take the CPU that ingest needs; they get fewer, fuller updates instead.
  */
 export class SseStream {
   private pending = new Map<string, LiveItem>();
@@ -37,6 +44,7 @@ export class SseStream {
     private readonly options: SseOptions,
     private readonly onClose: (reason: CloseReason) => void,
     resumedFrom: bigint | undefined,
+    private readonly crowding: () => number = () => 1,
   ) {
     this.lastId = resumedFrom?.toString();
     response.writeHead(200, {
@@ -57,7 +65,7 @@ export class SseStream {
     return this.closed;
   }
 
-  /** Queues updates; the first after a quiet spell goes out at once, later ones at most every `coalesceMs`. */
+  /** Queues updates; the first after a quiet spell goes out at once, later ones at most every `coalesceMs` (× crowding). */
   push(items: readonly LiveItem[]): void {
     if (this.closed || items.length === 0) return;
     for (const item of items) {
@@ -65,7 +73,7 @@ export class SseStream {
       this.pending.set(item.key, item);
     }
     if (this.timer) return;
-    const wait = this.lastFlush + this.options.coalesceMs - Date.now();
+    const wait = this.lastFlush + this.options.coalesceMs * this.crowding() - Date.now();
     if (wait <= 0) this.flush();
     else this.timer = setTimeout(() => this.flush(), wait);
   }
@@ -75,7 +83,7 @@ export class SseStream {
     events: readonly { readonly id: bigint; readonly event?: string; readonly data: unknown }[],
   ): Promise<void> {
     if (this.closed || events.length === 0) return;
-    const text = events.map((event) => frame(event.event, event.data, event.id.toString())).join('');
+    const text = events.map((event) => frame(event.event, json(event.data), event.id.toString())).join('');
     this.lastId = events.at(-1)!.id.toString();
     if (this.write(text)) return;
     const drained = await new Promise<boolean>((resolve) => {
@@ -99,10 +107,10 @@ export class SseStream {
       this.response.end(
         frame(
           'overflow',
-          {
+          json({
             reason: 'the client did not keep up; reconnect with Last-Event-ID',
             resumeFrom: this.lastId === undefined ? null : Number(this.lastId),
-          },
+          }),
           undefined,
         ),
       );
@@ -124,7 +132,7 @@ export class SseStream {
     let text = '';
     items.forEach((item, index) => {
       const lastOfPosition = items[index + 1]?.position !== item.position;
-      text += frame(item.event, item.data, lastOfPosition ? item.position.toString() : undefined);
+      text += frame(item.event, serialized(item), lastOfPosition ? item.position.toString() : undefined);
     });
     this.lastId = items.at(-1)!.position.toString();
     this.write(text);
@@ -136,6 +144,16 @@ export class SseStream {
   }
 }
 
-function frame(event: string | undefined, data: unknown, id: string | undefined): string {
-  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${JSON.stringify(data, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n\n`;
+function frame(event: string | undefined, data: string, id: string | undefined): string {
+  return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${data}\n\n`;
+}
+
+function serialized(item: LiveItem): string {
+  let text = serializedItems.get(item);
+  if (text === undefined) serializedItems.set(item, (text = json(item.data)));
+  return text;
+}
+
+function json(data: unknown): string {
+  return JSON.stringify(data, (_key, value) => (typeof value === 'bigint' ? value.toString() : (value as unknown)));
 }

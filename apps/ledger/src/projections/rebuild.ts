@@ -105,17 +105,26 @@ async function rebuildIntoScratchSchema(
       await pool.query(`CREATE TABLE ${schema}.${table} (LIKE public.${table} INCLUDING ALL)`);
     let position = 0n;
     let events = 0;
-    // Bulk of the work, outside any lock: readers keep using the live tables.
-    for (;;) {
-      const page = await eventLog.readAll({ fromPosition: position, maxCount: READ_PAGE, filter: definition.filter });
-      await inTransaction(pool, async (client) => {
-        await client.query(`SET LOCAL search_path = ${schema}, public`);
+    const read = (after: bigint) =>
+      eventLog.readAll({ fromPosition: after, maxCount: READ_PAGE, filter: definition.filter });
+    // Bulk of the work, outside any lock: readers keep using the live tables. The next page is
+    // read while this one is folded and written, all in one transaction.
+    await inTransaction(pool, async (client) => {
+      await client.query(`SET LOCAL search_path = ${schema}, public`);
+      let next = read(position);
+      for (;;) {
+        const page = await next;
+        if (!page.caughtUp) {
+          next = read(page.checkpoint);
+          // Handled when awaited; until then a failure of this page's handling must not leave it unhandled.
+          next.catch(() => undefined);
+        }
         if (page.events.length > 0) await definition.handle(page.events, { client, eventLog });
-      });
-      events += page.events.length;
-      position = page.checkpoint;
-      if (page.caughtUp) break;
-    }
+        events += page.events.length;
+        position = page.checkpoint;
+        if (page.caughtUp) break;
+      }
+    });
     // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename.
     await inTransaction(pool, async (client) => {
       await client.query(

@@ -1,6 +1,6 @@
-import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ed25519PrivateKey, verifierKeyOf, type NoteSigner } from '#core';
 import { ConfigFileError, readConfigFile } from '../config/config-file.js';
@@ -44,8 +44,15 @@ async function generateKeyUnlessPresent(file: string, dataDir: string): Promise<
   if (existsSync(file)) return;
   await mkdir(dataDir, { recursive: true });
   const generated = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
-  // `wx`: two instances starting together on one data folder keep whichever key was written first.
-  await writeFile(file, generated, { mode: 0o600, flag: 'wx' }).catch((exists: NodeJS.ErrnoException) => {
-    if (exists.code !== 'EEXIST') throw exists;
-  });
+  // Written whole under a name of its own, then linked into place: two instances starting together on
+  // one data folder keep whichever key was linked first, and neither ever reads a half-written file.
+  const draft = `${file}.${randomUUID()}.tmp`;
+  await writeFile(draft, generated, { mode: 0o600, flag: 'wx' });
+  try {
+    await link(draft, file).catch((exists: NodeJS.ErrnoException) => {
+      if (exists.code !== 'EEXIST') throw exists;
+    });
+  } finally {
+    await unlink(draft);
+  }
 }

@@ -1,34 +1,59 @@
-import { parseToolCallStreamId, TOOLCALL_STREAM_PREFIX } from '#core';
-import type { RecordedEvent } from '#event-log';
+import { evolveToolCall, parseToolCallStreamId, TOOLCALL_STREAM_PREFIX, type ToolCallState } from '#core';
+import type { EventLogReader, RecordedEvent } from '#event-log';
 import type { ProjectionDefinition } from '../../projections/projection.js';
-import { loadToolCall } from '../toolcall-repository.js';
+import { loadToolCall, type ToolCallRef } from '../toolcall-repository.js';
+
+const MAX_KEPT_CALLS = 5_000;
+
+interface FoldedCall {
+  readonly state: ToolCallState;
+  readonly requestedAt: string;
+  /** Log position of the request: lists are ordered by it. */
+  readonly requestedPosition: string;
+  readonly revision: bigint;
+}
 
 /** The tables the tool-call projection owns (rebuilt and swapped together). */
 export const TOOL_CALL_TABLES = ['tool_calls'] as const;
 
 /**
  * One row per tool call with its verdicts, decision and execution, folded from its stream with
- * the core's `evolveToolCall`. Calls are short streams: each call touched by a batch is folded
- * from its first event up to the batch's last one, and written once, guarded by position.
+ * the core's `evolveToolCall`. Each call touched by a batch is folded forward from the state kept
+ * for it (read from its stream when none is kept: after a restart, or for a call not seen lately)
+ * up to the batch's last event, and written once, guarded by position.
  * Nothing here asks the firewall, the guardian, a person or an MCP server: it only reads events.
  */
 export function toolCallsProjection(): ProjectionDefinition {
+  const calls = new Map<string, FoldedCall>();
   return {
     name: 'tool-calls',
     version: 1,
     filter: { streamPrefixes: [TOOLCALL_STREAM_PREFIX] },
-    reset: () => undefined,
+    reset: () => calls.clear(),
     async handle(events, { client, eventLog }) {
-      const lastByCall = new Map<string, RecordedEvent>();
-      for (const event of events) lastByCall.set(event.streamId, event);
+      const byCall = new Map<string, RecordedEvent[]>();
+      for (const event of events) {
+        const own = byCall.get(event.streamId);
+        if (own) own.push(event);
+        else byCall.set(event.streamId, [event]);
+      }
       const rows: object[] = [];
-      for (const [streamId, last] of lastByCall) {
+      for (const [streamId, own] of byCall) {
         const { tenant, id: toolCallId } = parseToolCallStreamId(streamId)!;
-        const { state, events: stream } = await loadToolCall(
-          eventLog,
-          { tenant, toolCallId },
-          Number(last.revision) + 1,
-        );
+        const last = own.at(-1)!;
+        const kept = calls.get(streamId);
+        // Folded forward from the kept state when it ends right before this batch; otherwise read from the stream.
+        const folded =
+          kept && kept.revision === own[0].revision - 1n
+            ? { ...kept, state: own.reduce(evolveToolCall, kept.state) }
+            : await foldFromStream(eventLog, { tenant, toolCallId }, last);
+        calls.delete(streamId);
+        calls.set(streamId, { ...folded, revision: last.revision });
+        for (const [oldest] of calls) {
+          if (calls.size <= MAX_KEPT_CALLS) break;
+          calls.delete(oldest);
+        }
+        const { state, requestedAt, requestedPosition } = folded;
         if (state.status === 'absent') continue;
         const { request } = state;
         rows.push({
@@ -49,8 +74,8 @@ export function toolCallsProjection(): ProjectionDefinition {
           approval: state.approval,
           decision: state.decision,
           execution: state.execution,
-          requested_at: stream[0].metadata.recordedAt,
-          requested_position: stream[0].position.toString(),
+          requested_at: requestedAt,
+          requested_position: requestedPosition,
           updated_at: last.metadata.recordedAt,
           position: last.position.toString(),
         });
@@ -63,8 +88,8 @@ export function toolCallsProjection(): ProjectionDefinition {
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, session_id text, message_id text,
            tool_id text, server text, tool_name text, arguments jsonb, arguments_sha256 text,
            requested_by text, status text, outcome text, firewall jsonb, guardian jsonb, approval jsonb,
-           decision jsonb, execution jsonb, requested_at timestamptz, requested_position bigint,
-           updated_at timestamptz, position bigint)
+           decision jsonb, execution jsonb, requested_at timestamptz, requested_position bigint, updated_at timestamptz,
+           position bigint)
          ON CONFLICT (tenant, id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
            firewall = excluded.firewall, guardian = excluded.guardian, approval = excluded.approval,
            decision = excluded.decision, execution = excluded.execution, updated_at = excluded.updated_at,
@@ -73,5 +98,17 @@ export function toolCallsProjection(): ProjectionDefinition {
         [JSON.stringify(rows)],
       );
     },
+  };
+}
+
+/** A call as of `last`, folded from the start of its stream (after a restart, or for a call not seen lately). */
+async function foldFromStream(eventLog: EventLogReader, ref: ToolCallRef, last: RecordedEvent): Promise<FoldedCall> {
+  const { state, events } = await loadToolCall(eventLog, ref, Number(last.revision) + 1);
+  const [request] = events;
+  return {
+    state,
+    requestedAt: request.metadata.recordedAt,
+    requestedPosition: request.position.toString(),
+    revision: last.revision,
   };
 }

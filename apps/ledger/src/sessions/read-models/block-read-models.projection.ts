@@ -58,6 +58,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
 
 /** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
 async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
+  if (event.revision === 0n) return initialSessionState;
   return foldSessionEvents(
     eventLog,
     initialSessionState,
@@ -125,20 +126,19 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
     }
     for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });
   }
-  if (removedBlocks.length > 0) {
-    await client.query(
-      `DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
-       WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id`,
-      [JSON.stringify(removedBlocks)],
-    );
-  }
-  if (sessionRows.length > 0) {
-    await client.query(
-      `INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status,
-        has_errors, message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at, position)
+  if (sessionRows.length === 0) return;
+  // One statement, one round trip: the sub-statements touch disjoint rows (a block is either still
+  // displayed, so upserted, or removed), and each row is written once per batch.
+  await client.query(
+    `WITH removed AS (
+       DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
+       WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id
+     ), session_rows AS (
+       INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status,
+         has_errors, message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at, position)
        SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status, has_errors,
          message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at,
-         position FROM jsonb_to_recordset($1::jsonb)
+         position FROM jsonb_to_recordset($2::jsonb)
          AS r(tenant text, id text, title text, metadata jsonb, created_at timestamptz, selected_root_id text,
            forked_from jsonb, model text, status text, has_errors boolean, message_count int, prompt_tokens bigint,
            completion_tokens bigint, total_tokens bigint, last_activity_at timestamptz, position bigint)
@@ -148,31 +148,23 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
          prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
          total_tokens = excluded.total_tokens, last_activity_at = excluded.last_activity_at,
          position = excluded.position
-         WHERE sessions.position <= excluded.position`,
-      [JSON.stringify(sessionRows)],
-    );
-  }
-  if (messageRows.length > 0) {
-    await client.query(
-      `INSERT INTO messages (tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content,
+         WHERE sessions.position <= excluded.position
+     ), message_rows AS (
+       INSERT INTO messages (tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content,
         status, last_seq, created_at, position)
        SELECT tenant, id, session_id, ordinal, role, parent_id, selected_child_id, model, content, status, last_seq,
-         created_at, position FROM jsonb_to_recordset($1::jsonb)
+         created_at, position FROM jsonb_to_recordset($3::jsonb)
          AS r(tenant text, id text, session_id text, ordinal int, role text, parent_id text, selected_child_id text,
            model text, content text, status text, last_seq int, created_at timestamptz, position bigint)
        ON CONFLICT (tenant, session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id,
          status = excluded.status, last_seq = excluded.last_seq, position = excluded.position
-         WHERE messages.position <= excluded.position`,
-      [JSON.stringify(messageRows)],
-    );
-  }
-  if (blockRows.length > 0) {
-    await client.query(
-      `INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id,
+         WHERE messages.position <= excluded.position
+     )
+     INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id,
         tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
        SELECT tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments,
          tool_response, metadata, error, extra, created_at, updated_at, position
-         FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int,
+         FROM jsonb_to_recordset($4::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int,
            type text, status text, content jsonb, tool_id text, tool_name text,
               arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz,
               updated_at timestamptz, position bigint)
@@ -182,7 +174,6 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
            metadata = excluded.metadata, error = excluded.error,
          extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
        WHERE message_blocks.position <= excluded.position`,
-      [JSON.stringify(blockRows)],
-    );
-  }
+    [removedBlocks, sessionRows, messageRows, blockRows].map((rows) => JSON.stringify(rows)),
+  );
 }
