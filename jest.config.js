@@ -17,6 +17,9 @@ const shared = {
 export default {
   // Integration and e2e tests start real servers; no test waits on a fixed sleep, this only bounds a hang.
   testTimeout: 60_000,
+  // Most suites wait on servers (PostgreSQL, the service, Chromium) rather than compute: two workers keep
+  // both cores busy, where Jest's default (cores − 1) leaves one idle on a 2-core machine.
+  maxWorkers: 2,
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [

@@ -601,7 +601,7 @@ export interface paths {
         };
         /**
          * Governed tool calls, in the order they were requested
-         * @description `?state=awaiting_approval` is the approval queue.
+         * @description `?state=awaiting_approval` is the approval queue. From the read model; `?minPosition=p` waits (up to 5 s) until it reflects `p`.
          *
          *     Roles: reviewer, auditor.
          */
@@ -3661,6 +3661,8 @@ export interface operations {
                 state?: "requested" | "screened" | "awaiting_approval" | "ready" | "executing" | "succeeded" | "failed" | "denied" | "completed";
                 sessionId?: string;
                 limit?: number;
+                /** @description a log position */
+                minPosition?: number;
             };
             header?: never;
             path?: never;
@@ -3732,8 +3734,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `?minPosition` beyond the log head (`position_beyond_head`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the credential is over its rate (`Retry-After`) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the read model did not reach `?minPosition` within 5 s; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -65,7 +65,8 @@ describe('tool results are recorded as they came', () => {
     expect(toolCall.execution.result.content).toEqual([{ type: 'text', text }]);
     expect(toolCall.execution.result.isError).toBe(false);
 
-    const listed = (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}`)).body.toolCalls;
+    const listed = (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&minPosition=${toolCall.position}`))
+      .body.toolCalls;
     const results = listed.map((row: { execution: { result: unknown } | null }) => row.execution?.result);
     expect(results).toContainEqual(toolCall.execution.result);
 

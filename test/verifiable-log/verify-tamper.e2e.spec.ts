@@ -8,6 +8,7 @@ import {
   waitForToolCall,
   type GovernanceFixture,
 } from '../support/governance-fixture.js';
+import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { rewriteStreamFrom } from '../support/log-tamper.js';
 import { probe } from '../support/probe.js';
@@ -58,8 +59,12 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     return toolCallId;
   }
 
-  const streamEvents = (streamId: string): Promise<readonly RecordedEvent[]> =>
-    ledger.app.get<EventLog>(EVENT_LOG).readStream(streamId);
+  /** The stream's events, once the Merkle log holds them all: tampering comes after the log recorded them. */
+  async function streamEvents(streamId: string): Promise<readonly RecordedEvent[]> {
+    const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(streamId);
+    await ledger.app.get(VerifiableLog).checkpointCovering(events.at(-1)!.position);
+    return events;
+  }
 
   async function verified(route: string) {
     const answer = await verify(route);

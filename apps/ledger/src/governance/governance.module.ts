@@ -11,12 +11,11 @@ import { DecideToolCallHandler } from './decide-tool-call.handler.js';
 import { GOVERNANCE, governanceParts, type GovernanceParts } from './governance-parts.js';
 import { AdvanceToolCallHandler, GovernanceSaga } from './governance-saga.js';
 import { governanceSagaConsumer } from './governance-saga.consumer.js';
-import { toolCallsProjection } from './read-models/tool-calls.projection.js';
+import { TOOL_CALLS_RUNNER, toolCallsProjection } from './read-models/tool-calls.projection.js';
 import { ToolCallProcessor } from './tool-call-processor.js';
 import { ToolCallRepository } from './toolcall-repository.js';
 import { ToolCallsController } from './tool-calls.controller.js';
 
-const TOOL_CALLS_RUNNER = Symbol('TOOL_CALLS_RUNNER');
 const GOVERNANCE_SAGA_RUNNER = Symbol('GOVERNANCE_SAGA_RUNNER');
 
 /**

@@ -35,10 +35,16 @@ const DECISION_ERRORS = {
 export const TOOL_CALLS_CONTRACT: RouteContracts = {
   'GET /v1/tool-calls': {
     summary: 'Governed tool calls, in the order they were requested',
-    description: '`?state=awaiting_approval` is the approval queue.',
+    description:
+      '`?state=awaiting_approval` is the approval queue. From the read model; `?minPosition=p` waits (up to 5 s) ' +
+      'until it reflects `p`.',
     query: listQuery,
     responses: {
       200: { description: 'the calls', schema: z.object({ toolCalls: z.array(toolCall.extend(requested)) }) },
+    },
+    errors: {
+      422: '`?minPosition` beyond the log head (`position_beyond_head`)',
+      503: 'the read model did not reach `?minPosition` within 5 s; retry',
     },
   },
   'GET /v1/tool-calls/:id': {

@@ -8,6 +8,12 @@ import { PG_POOL } from '../database/database.module.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';
+import { reachReadModels } from '../http/log-positions.js';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
+import type { ProjectionRunner } from '../projections/projection-runner.js';
+import { position } from '../sessions/request-schemas.js';
+import { TOOL_CALLS_RUNNER } from './read-models/tool-calls.projection.js';
+import type { EventLog } from '#event-log';
 import { DecideToolCallCommand } from './decide-tool-call.handler.js';
 import { ToolCallRepository } from './toolcall-repository.js';
 import { toolCallView, trailView, type ToolCallView } from './tool-call-views.js';
@@ -29,6 +35,7 @@ export const listQuery = z
     state: z.enum(STATUSES).optional(),
     sessionId: z.string().min(1).max(200).optional(),
     limit: z.coerce.number().int().min(1).max(1_000).default(100),
+    minPosition: position.optional(),
   })
   .strict();
 
@@ -49,15 +56,19 @@ export class ToolCallsController {
     private readonly commandBus: CommandBus,
     private readonly toolCalls: ToolCallRepository,
     @Inject(PG_POOL) private readonly pool: pg.Pool,
+    @Inject(TOOL_CALLS_RUNNER) private readonly projection: ProjectionRunner,
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
   ) {}
 
   /**
    * From the `tool_calls` read model, in the order the calls were requested in the log (the
-   * position of each call's first event): `?state=awaiting_approval` is the approval queue.
+   * position of each call's first event): `?state=awaiting_approval` is the approval queue. `?minPosition`
+   * waits (bounded) until the read model reflects that position.
    */
   @Get()
   async list(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
-    const { state, sessionId, limit } = listQuery.parse(query);
+    const { state, sessionId, limit, minPosition } = listQuery.parse(query);
+    await reachReadModels(this.projection, this.eventLog, minPosition, minPosition);
     const { rows } = await this.pool.query<ListedToolCall>(
       `SELECT id, session_id AS "sessionId", message_id AS "messageId", tool_id AS "toolId",
         json_build_object('server', server, 'name', tool_name) AS tool, arguments,

@@ -13,3 +13,26 @@ export function positionBeyondHead(position: bigint, field: string): ApiError {
 export async function refuseBeyondHead(eventLog: EventLogReader, position: bigint | undefined, field: string) {
   if (position !== undefined && position > (await eventLog.headPosition())) throw positionBeyondHead(position, field);
 }
+
+/** How long a read waits for the read models to reach a position before answering 503. */
+const READ_MODEL_WAIT_MS = 5_000;
+
+/**
+ * Waits (bounded) until a projection reflects `target`: a read's `?minPosition` or its credential's
+ * own latest write. Past the wait, a `minPosition` beyond the log's head is 422, anything else 503.
+ */
+export async function reachReadModels(
+  projection: { waitForPosition(position: bigint, timeoutMs: number): Promise<boolean> },
+  eventLog: EventLogReader,
+  target: bigint | undefined,
+  minPosition: bigint | undefined,
+): Promise<void> {
+  if (target === undefined || (await projection.waitForPosition(target, READ_MODEL_WAIT_MS))) return;
+  await refuseBeyondHead(eventLog, minPosition, 'minPosition');
+  throw new ApiError(
+    503,
+    'projection_behind',
+    `the read models have not reached position ${target} within ${READ_MODEL_WAIT_MS} ms; retry later`,
+    target === minPosition ? 'minPosition' : undefined,
+  );
+}

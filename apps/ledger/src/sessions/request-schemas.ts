@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
 
 const id = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_CHARACTERS, 'letters, digits and . _ : - only');
-const position = z.coerce
+export const position = z.coerce
   .bigint({ error: 'must be a log position (a non-negative integer)' })
   .nonnegative('must be a log position (a non-negative integer)')
   .meta({ type: 'integer', minimum: 0, description: 'a log position' });

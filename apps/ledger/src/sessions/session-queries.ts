@@ -4,7 +4,7 @@ import { DataSource, In, type EntityManager } from 'typeorm';
 import type { EventLogReader } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
-import { refuseBeyondHead } from '../http/log-positions.js';
+import { reachReadModels, refuseBeyondHead } from '../http/log-positions.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { rowToBlock } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
@@ -19,9 +19,6 @@ import {
 } from './session-views.js';
 
 export const BLOCK_PROJECTION_RUNNER = Symbol('BLOCK_PROJECTION_RUNNER');
-
-/** How long a read with `?minPosition` waits for the projection before answering 503. */
-const READ_YOUR_WRITES_TIMEOUT_MS = 5_000;
 
 /** Which state a read sees: the read models (after `minPosition`, if given), or a fold of the log as of `at`. */
 export interface ReadPoint {
@@ -104,14 +101,7 @@ export class SessionQueries {
         position !== undefined && (highest === undefined || position > highest) ? position : highest,
       undefined,
     );
-    if (target === undefined || (await this.runner.waitForPosition(target, READ_YOUR_WRITES_TIMEOUT_MS))) return;
-    await refuseBeyondHead(this.eventLog, minPosition, 'minPosition');
-    throw new ApiError(
-      503,
-      'projection_behind',
-      `the read models have not reached position ${target} within ${READ_YOUR_WRITES_TIMEOUT_MS} ms; retry later`,
-      target === minPosition ? 'minPosition' : undefined,
-    );
+    await reachReadModels(this.runner, this.eventLog, target, minPosition);
   }
 }
 

@@ -13,6 +13,9 @@ interface FoldedCall {
   readonly revision: bigint;
 }
 
+/** The runner of the tool-call projection, for reads that wait for it (`?minPosition`). */
+export const TOOL_CALLS_RUNNER = Symbol('TOOL_CALLS_RUNNER');
+
 /** The tables the tool-call projection owns (rebuilt and swapped together). */
 export const TOOL_CALL_TABLES = ['tool_calls'] as const;
 
