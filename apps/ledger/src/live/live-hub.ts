@@ -15,6 +15,8 @@ interface WatchedSession {
 }
 
 const RETRY_DELAY_MS = 500;
+/** How long a new watcher waits for the hub to reach the session's newest event (a session just opened). */
+const JOIN_WAIT_MS = 5_000;
 
 /**
  * The live feed of one service instance. It follows the log (not the in-process bus), so every
@@ -78,8 +80,14 @@ export class LiveHub {
       if (joined) return joined.watching;
     }
     // Everything up to the hub's position when the read starts is committed, so the read holds it; if the hub moves on meanwhile, read again.
-    const readAt = this.position;
+    let readAt = this.position;
     let events = await this.eventLog.readStream(streamId);
+    // A session opened a moment ago may be in the log before the hub has followed it there: wait, bounded.
+    const newest = events.at(-1)?.position;
+    if (newest !== undefined && newest > readAt && (await this.reach(newest, JOIN_WAIT_MS))) {
+      readAt = this.position;
+      events = await this.eventLog.readStream(streamId);
+    }
     return this.serialized(async () => {
       if (this.position > readAt) events = await this.eventLog.readStream(streamId);
       // Fold forward from the client's state, so unchanged messages and blocks stay the same objects and only real changes are sent.
