@@ -82,5 +82,5 @@ describe('attack: large chunks held in memory by count, not by size', () => {
       fatal: undefined,
       health: 200,
     });
-  });
+  }, 180_000);
 });
