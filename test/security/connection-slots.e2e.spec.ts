@@ -6,7 +6,7 @@ import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 /**
  * The service accepts at most LEDGER_HTTP_MAX_CONNECTIONS connections (default 1,000) and closes
  * any beyond them on arrival. A connection counts from the moment it opens, credential or not: a
- * client that opens that many and sends half a request line on each holds every slot until the
+ * client that opens that many and never ends the headers of its request holds every slot until the
  * headers timeout (10 s by default), then opens them again. Nobody else is answered meanwhile,
  * whatever their credential or tenant. Needs no key at all.
  *
