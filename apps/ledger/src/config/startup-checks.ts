@@ -126,11 +126,14 @@ async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<voi
   }
 }
 
-/** `host:port` (or several) of a connection string: no credentials, no database, no options. */
+/**
+ * `host:port` (or several) of a connection string: no credentials, no database, no options. The
+ * credentials end at the last `@` before the path, as the clients read them: a password may hold `@`.
+ */
 export function addressOf(connectionString: string): string {
   return connectionString
     .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
-    .replace(/^[^@/]*@/, '')
+    .replace(/^[^/?#]*@/, '')
     .split(/[/?#]/)[0];
 }
 

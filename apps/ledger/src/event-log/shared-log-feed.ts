@@ -9,6 +9,11 @@ import {
 
 /** How many recent events the shared read keeps, so a consumer a little behind it needs no read of its own. */
 const WINDOW_EVENTS = 10_000;
+/**
+ * And how much of their data, roughly (characters of strings, a few bytes for anything else): an
+ * event can be as large as a request body, and 10,000 of those would not fit in the heap.
+ */
+const WINDOW_DATA_SIZE = 32 * 1024 * 1024;
 /** At most this many events per batch handed to a consumer from the window. */
 const MAX_BATCH_EVENTS = 5_000;
 const RETRY_DELAY_MS = 500;
@@ -18,6 +23,8 @@ interface Segment {
   readonly after: bigint;
   readonly checkpoint: bigint;
   readonly events: readonly RecordedEvent[];
+  /** The events' data size, as `dataSize` estimates it. */
+  readonly dataSize: number;
 }
 
 /**
@@ -51,6 +58,7 @@ export function withSharedLogFeed(eventLog: EventLog, onError: (error: Error) =>
 class SharedLogFeed {
   private segments: Segment[] = [];
   private windowEvents = 0;
+  private windowDataSize = 0;
   /** Everything up to here has been considered by the shared read. */
   private reached = 0n;
   private started: Promise<void> | undefined;
@@ -160,17 +168,40 @@ class SharedLogFeed {
 
   private append(events: readonly RecordedEvent[], checkpoint: bigint): void {
     const last = this.segments.at(-1);
+    const size = events.reduce((sum, event) => sum + dataSize(event.data), 0);
     // A batch of nothing only moves the checkpoint: it extends the last segment rather than adding one.
     if (events.length === 0 && last) this.segments[this.segments.length - 1] = { ...last, checkpoint };
-    else this.segments.push({ after: this.reached, checkpoint, events });
+    else this.segments.push({ after: this.reached, checkpoint, events, dataSize: size });
     this.windowEvents += events.length;
+    this.windowDataSize += size;
     this.reached = checkpoint;
-    while (this.windowEvents > WINDOW_EVENTS && this.segments.length > 1)
-      this.windowEvents -= this.segments.shift()!.events.length;
+    while ((this.windowEvents > WINDOW_EVENTS || this.windowDataSize > WINDOW_DATA_SIZE) && this.segments.length > 1) {
+      const dropped = this.segments.shift()!;
+      this.windowEvents -= dropped.events.length;
+      this.windowDataSize -= dropped.dataSize;
+    }
     this.wake();
   }
 
   private wake(): void {
     for (const check of [...this.waiters]) check();
   }
+}
+
+/** Roughly what a value holds in memory: its strings' characters, 8 for anything else. Iterative: data may nest deep. */
+function dataSize(data: unknown): number {
+  let size = 0;
+  const pending: unknown[] = [data];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') size += value.length;
+    else if (typeof value === 'object' && value !== null) {
+      size += 8;
+      for (const [key, item] of Object.entries(value)) {
+        size += key.length;
+        pending.push(item);
+      }
+    } else size += 8;
+  }
+  return size;
 }

@@ -170,10 +170,10 @@ export const translationBody = storableJson(
 );
 
 const flag = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((value) => value === 'true');
-const instant = z.iso.datetime({
-  offset: true,
-  error: 'must be an ISO 8601 time with its offset, e.g. 2026-01-31T12:00:00Z',
-});
+/** PostgreSQL refuses the year 0000, which the ISO form allows. */
+const instant = z.iso
+  .datetime({ offset: true, error: 'must be an ISO 8601 time with its offset, e.g. 2026-01-31T12:00:00Z' })
+  .refine((value) => !value.startsWith('0000'), 'the year must be 0001 or later');
 
 /**
  * Finding sessions: every filter optional; an empty one (`?model=`) counts as not given, so a form

@@ -132,6 +132,16 @@ const encodeCursor = (end: PageEnd) =>
 /** As `Date.prototype.toISOString` writes it, which is how cursors are made. */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
+/**
+ * A time PostgreSQL takes, as a cursor holds it: written back the same (Date rolls a 30th of
+ * February over to March; PostgreSQL refuses it) and of a year from 0001 on (it refuses 0000).
+ */
+function isCursorTime(value: string): boolean {
+  if (!ISO_INSTANT.test(value)) return false;
+  const time = new Date(value);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === value && time.getUTCFullYear() >= 1;
+}
+
 /** Opaque to clients; anything but a cursor this service handed out is a 400. */
 function decodeCursor(cursor: string): PageEnd {
   const invalid = new ApiError(400, 'invalid_request', 'cursor: not a cursor this service handed out', 'cursor');
@@ -144,7 +154,7 @@ function decodeCursor(cursor: string): PageEnd {
   if (!Array.isArray(decoded) || decoded.length !== 2) throw invalid;
   const [lastActivityAt, sessionId] = decoded as unknown[];
   if (typeof lastActivityAt !== 'string' || typeof sessionId !== 'string') throw invalid;
-  if (!ISO_INSTANT.test(lastActivityAt) || Number.isNaN(Date.parse(lastActivityAt))) throw invalid;
+  if (!isCursorTime(lastActivityAt)) throw invalid;
   if (sessionId.includes('\u0000')) throw invalid;
   return { lastActivityAt, sessionId };
 }
