@@ -128,12 +128,10 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   }
   if (sessionRows.length === 0) return;
   // One statement, one round trip: the sub-statements touch disjoint rows (a block is either still
-  // displayed, so upserted, or removed), and each row is written once per batch.
+  // displayed, so upserted, or removed), and each row is written once per batch. The tables come in
+  // the order a rebuild's swap locks them (sessions, messages, message_blocks), so the two never deadlock.
   await client.query(
-    `WITH removed AS (
-       DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
-       WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id
-     ), session_rows AS (
+    `WITH session_rows AS (
        INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status,
          has_errors, message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at, position)
        SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status, has_errors,
@@ -159,6 +157,9 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
        ON CONFLICT (tenant, session_id, id) DO UPDATE SET selected_child_id = excluded.selected_child_id,
          status = excluded.status, last_seq = excluded.last_seq, position = excluded.position
          WHERE messages.position <= excluded.position
+     ), removed AS (
+       DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
+       WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id
      )
      INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id,
         tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
