@@ -13,10 +13,12 @@ export async function startNaiveService(
 ): Promise<{ url: string; rebuild(): Promise<number>; close(): Promise<void> }> {
   const pool = new pg.Pool({ connectionString, max: 16 });
   await pool.query(
-    `CREATE TABLE IF NOT EXISTS naive_chunks (id bigserial PRIMARY KEY, message_id text NOT NULL, seq int NOT NULL, type text NOT NULL, payload jsonb NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS naive_chunks (id bigserial PRIMARY KEY, message_id text NOT NULL, seq int NOT NULL,
+       type text NOT NULL, payload jsonb NOT NULL)`,
   );
   await pool.query(
-    `CREATE TABLE IF NOT EXISTS naive_blocks (message_id text NOT NULL, kind text NOT NULL, content text, status text NOT NULL, PRIMARY KEY (message_id, kind))`,
+    `CREATE TABLE IF NOT EXISTS naive_blocks (message_id text NOT NULL, kind text NOT NULL, content text,
+       status text NOT NULL, PRIMARY KEY (message_id, kind))`,
   );
   const apply = async (client: pg.Pool | pg.PoolClient, messageId: string, chunk: Chunk, record: boolean) => {
     if (record)

@@ -256,7 +256,8 @@ async function delivery(url: string, keys: BenchKeys): Promise<void> {
   crowd.forEach((watcher) => watcher.close());
 
   console.log(
-    `chunk POST → client sees it; ${ROUNDS} posts per session (A: one per ${ROUND_MS_MANY} ms each, B: one per ${ROUND_MS_ONE} ms); ${os.cpus().length} cores, Node ${process.version}; service in its own process`,
+    `chunk POST → client sees it; ${ROUNDS} posts per session (A: one per ${ROUND_MS_MANY} ms each, ` +
+      `B: one per ${ROUND_MS_ONE} ms); ${os.cpus().length} cores, Node ${process.version}; service in its own process`,
   );
   const rows = [
     [`A: POST acknowledged (${SESSIONS} sessions)`, ...summary(acksA, SESSIONS * ROUNDS)],
@@ -269,7 +270,8 @@ async function delivery(url: string, keys: BenchKeys): Promise<void> {
   printTable(['case', 'p50 ms', 'p99 ms', 'samples / posts×clients'], rows);
   const ratio = (sse: number[], poll: number[], p: number) => (percentile(sse, p) / percentile(poll, p)).toFixed(2);
   console.log(
-    `ratios, SSE / polling: A p50 ${ratio(sseA, pollA, 50)}×, p99 ${ratio(sseA, pollA, 99)}×; B p50 ${ratio(sseB, pollB, 50)}×, p99 ${ratio(sseB, pollB, 99)}×`,
+    `ratios, SSE / polling: A p50 ${ratio(sseA, pollA, 50)}×, p99 ${ratio(sseA, pollA, 99)}×; ` +
+      `B p50 ${ratio(sseB, pollB, 50)}×, p99 ${ratio(sseB, pollB, 99)}×`,
   );
 }
 
@@ -278,7 +280,9 @@ async function printWatcherCost(url: string, keys: BenchKeys, firstReaderKey: nu
   const posts = FLEET * FLEET_ROUNDS;
   const cycles = posts * COST_CYCLES;
   console.log(
-    `\nC: ${FLEET} sessions posting one delta every ${FLEET_ROUND_MS} ms; ${COST_WATCHERS} SSE watchers spread over them in every other phase, ${COST_CYCLES} cycles (${cost.starved} watchers received under 1 kB); heap: at the start, at the end of the last watched phase, at the end`,
+    `\nC: ${FLEET} sessions posting one delta every ${FLEET_ROUND_MS} ms; ` +
+      `${COST_WATCHERS} SSE watchers spread over them in every other phase, ${COST_CYCLES} cycles (${cost.starved} watchers received under 1 kB);` +
+      ` heap: at the start, at the end of the last watched phase, at the end`,
   );
   const memory = (gauges: { heapMiB: number; rssMiB: number }) => [gauges.heapMiB.toFixed(1), gauges.rssMiB.toFixed(1)];
   printTable(
@@ -291,7 +295,8 @@ async function printWatcherCost(url: string, keys: BenchKeys, firstReaderKey: nu
   );
   const p50 = (samples: number[]) => percentile(samples, 50);
   console.log(
-    `ack p50 with ${COST_WATCHERS} watchers / without: ${(p50(cost.watched) / p50(cost.before)).toFixed(2)}×; heap after they left − before: ${(cost.heapAfter.heapMiB - cost.heapBefore.heapMiB).toFixed(1)} MiB`,
+    `ack p50 with ${COST_WATCHERS} watchers / without: ${(p50(cost.watched) / p50(cost.before)).toFixed(2)}×; ` +
+      `heap after they left − before: ${(cost.heapAfter.heapMiB - cost.heapBefore.heapMiB).toFixed(1)} MiB`,
   );
 }
 

@@ -108,7 +108,8 @@ async function main(): Promise<void> {
     }
     const best = (rates: number[]) => Math.max(...rates);
     console.log(
-      `block read models, ${events.toLocaleString('en-US')} session events (${SESSIONS} sessions × ${RESPONSES} responses); best of ${RUNS}; ${os.cpus().length} cores, Node ${process.version}`,
+      `block read models, ${events.toLocaleString('en-US')} session events (${SESSIONS} sessions × ${RESPONSES} responses); ` +
+        `best of ${RUNS}; ${os.cpus().length} cores, Node ${process.version}`,
     );
     printTable(
       ['measure', 'events/s', 'vs reading the log alone'],

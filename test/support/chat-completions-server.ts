@@ -79,7 +79,8 @@ export function validateChatMessages(messages: unknown): void {
     const unanswered = [...open].filter(([, answered]) => !answered).map(([id]) => id);
     if (unanswered.length > 0) {
       throw new SequenceError(
-        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`,
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. ` +
+          `The following tool_call_ids did not have response messages: ${unanswered.join(', ')}`,
         param,
       );
     }
