@@ -1,0 +1,214 @@
+import http, { type Server } from 'node:http';
+import net from 'node:net';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { connectSse, type SseConnection } from '../support/sse-client.js';
+
+/**
+ * The finding: without a key, an attacker opened as many sockets as the connection cap allows and
+ * never finished a request; Node refused every newcomer until the headers timeout dropped them,
+ * and the attacker reopened. At the cap the service now closes the connection that has waited
+ * longest without a request in progress, never one with a request in progress or a live stream.
+ * The timeouts are set far beyond the test's bound, so only that can let a client in.
+ */
+const CAP = 50;
+const LONG_MS = '300000';
+
+/** Polls `condition` until it holds, at most `timeoutMs`. */
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function connect(baseUrl: string): Promise<net.Socket> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** A request on a connection of its own (no pooled keep-alive socket to slip through on). */
+function freshRequest(
+  baseUrl: string,
+  route: string,
+  { key, method = 'GET', body }: { key?: string; method?: string; body?: string } = {},
+): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const request = http.request(`${baseUrl}${route}`, { method, headers, agent: false }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode!, body: text ? JSON.parse(text) : undefined }));
+    });
+    request.once('error', reject);
+    request.end(body);
+  });
+}
+
+/** Connections the server holds open now. */
+function serverConnections(ledger: LedgerUnderTest): Promise<number> {
+  const server = ledger.app.getHttpServer() as Server;
+  return new Promise((resolve, reject) =>
+    server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+  );
+}
+
+/** `ledger_http_connections_evicted_total`, from /metrics as the bootstrap admin. */
+async function evictions(ledger: LedgerUnderTest): Promise<number> {
+  const { body } = await new Promise<{ body: string }>((resolve, reject) => {
+    const headers = { authorization: `Bearer ${ledger.credentials.adminKey}` };
+    http
+      .get(`${ledger.baseUrl}/metrics`, { headers, agent: false }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ body: text }));
+      })
+      .once('error', reject);
+  });
+  return Number(/^ledger_http_connections_evicted_total (\d+)$/m.exec(body)?.[1] ?? 0);
+}
+
+/** Sockets that stay open until closed here or by the server, each started by `begin`. */
+class Attackers {
+  readonly sockets: net.Socket[] = [];
+  private closedCount = 0;
+
+  get closed(): number {
+    return this.closedCount;
+  }
+
+  async open(baseUrl: string, count: number, begin: (socket: net.Socket) => Promise<void> | void): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      const socket = await connect(baseUrl);
+      socket.on('error', () => undefined);
+      socket.once('close', () => this.closedCount++);
+      this.sockets.push(socket);
+      await begin(socket);
+    }
+  }
+
+  destroy(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+}
+
+/** A whole request on a kept-alive connection, answered; the connection then idles. */
+async function answeredOnce(socket: net.Socket): Promise<void> {
+  const answered = new Promise<void>((resolve) => socket.once('data', () => resolve()));
+  socket.write('GET /health HTTP/1.1\r\nHost: ledger\r\n\r\n');
+  await answered;
+}
+
+describe('attack: connection slots held by clients that never finish a request', () => {
+  let ledger: LedgerUnderTest;
+  let key: string;
+  let sessionId: string;
+  let attackers: Attackers;
+  beforeAll(async () => {
+    ledger = await startLedger({
+      LEDGER_HTTP_MAX_CONNECTIONS: String(CAP),
+      LEDGER_HTTP_HEADERS_TIMEOUT_MS: LONG_MS,
+      LEDGER_HTTP_REQUEST_TIMEOUT_MS: LONG_MS,
+      LEDGER_HTTP_KEEP_ALIVE_TIMEOUT_MS: LONG_MS,
+    });
+    key = await ledger.credentials.key('client');
+    sessionId = (await ledger.request('POST', '/v1/sessions', { title: 'legitimate' })).body.id;
+  });
+  let idleBefore: number;
+  beforeEach(async () => {
+    attackers = new Attackers();
+    idleBefore = await serverConnections(ledger);
+  });
+  afterEach(async () => {
+    attackers.destroy();
+    const closed = async () => (await serverConnections(ledger)) <= idleBefore;
+    await until(closed, 20_000, 'the attack connections to close');
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  /** Tops the attack up until the server holds the cap's worth of connections. */
+  async function takeEverySlot(begin: (socket: net.Socket) => Promise<void> | void): Promise<void> {
+    const everySlotTaken = async () => {
+      const held = await serverConnections(ledger);
+      if (held < CAP) await attackers.open(ledger.baseUrl, CAP - held, begin);
+      return held === CAP;
+    };
+    await until(everySlotTaken, 20_000, 'the server to hold every slot');
+  }
+
+  /** Health and an authenticated read, each on a new connection while every slot is taken, are answered. */
+  async function expectLegitimateClientsAnswered(begin: (socket: net.Socket) => Promise<void> | void): Promise<void> {
+    await takeEverySlot(begin);
+    expect((await freshRequest(ledger.baseUrl, '/health')).status).toBe(200);
+    await takeEverySlot(begin);
+    const read = await freshRequest(ledger.baseUrl, `/v1/sessions/${sessionId}`, { key });
+    expect(read).toMatchObject({ status: 200, body: { id: sessionId } });
+    // Each newcomer made room by closing the attacker's connection that had waited longest.
+    expect(await evictions(ledger)).toBeGreaterThanOrEqual(2);
+    await until(() => attackers.closed >= 2, 20_000, 'the evicted attackers to see their connections closed');
+  }
+
+  it('a partial request line on every slot: a newcomer still gets its answer', async () => {
+    await expectLegitimateClientsAnswered((socket) => void socket.write('GET /v1/sess'));
+  });
+
+  it('idle keep-alive connections on every slot: a newcomer still gets its answer', async () => {
+    await expectLegitimateClientsAnswered(answeredOnce);
+  });
+
+  it('headers dribbled one byte at a time on every slot: a newcomer still gets its answer', async () => {
+    const dribbling = setInterval(() => {
+      for (const socket of attackers.sockets) if (!socket.destroyed) socket.write('a');
+    }, 20);
+    try {
+      await expectLegitimateClientsAnswered((socket) => void socket.write('GET /health HTTP/1.1\r\nX-Pad: '));
+    } finally {
+      clearInterval(dribbling);
+    }
+  });
+
+  /** Decision 0029: a request whose headers are complete is in progress, however slowly its body comes. */
+  it('never closes a slow upload in progress or a live stream, however many newcomers arrive', async () => {
+    const body = JSON.stringify({ title: 'slow upload' });
+    const upload = await connect(ledger.baseUrl);
+    let uploadAnswer = '';
+    upload.on('data', (chunk: Buffer) => (uploadAnswer += chunk.toString()));
+    const uploadHeaders =
+      `POST /v1/sessions HTTP/1.1\r\nHost: ledger\r\nAuthorization: Bearer ${key}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    upload.write(uploadHeaders + body.slice(0, 5));
+    const stream: SseConnection = connectSse(`${ledger.baseUrl}/v1/events/live`, { key });
+    try {
+      expect((await stream.opened).status).toBe(200);
+      let streamEnded = false;
+      void stream.ended.then(() => (streamEnded = true));
+
+      // Three times the cap of newcomers that stall: each one past the cap closes a stalled one.
+      await attackers.open(ledger.baseUrl, 3 * CAP, (socket) => void socket.write('GET /v1/sess'));
+      const expectedClosed = 3 * CAP - (CAP - 2);
+      await until(() => attackers.closed >= expectedClosed, 20_000, 'the longest-waiting attackers to be closed');
+      expect(upload.destroyed).toBe(false);
+      expect(streamEnded).toBe(false);
+
+      upload.write(body.slice(5));
+      await until(() => /\r\n\r\n\{.*\}/s.test(uploadAnswer), 20_000, 'the upload to be answered');
+      expect(uploadAnswer).toMatch(/^HTTP\/1\.1 201 /);
+      const created = JSON.parse(uploadAnswer.slice(uploadAnswer.indexOf('\r\n\r\n') + 4)) as { id: string };
+      await until(
+        () => stream.events.some((event) => event.data?.streamId === `session-${created.id}`),
+        20_000,
+        'the live stream to deliver the upload',
+      );
+      expect(streamEnded).toBe(false);
+    } finally {
+      upload.destroy();
+      stream.close();
+    }
+  });
+});
