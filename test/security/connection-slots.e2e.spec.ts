@@ -149,9 +149,8 @@ describe('attack: connection slots held by clients that never finish a request',
     await takeEverySlot(begin);
     const read = await freshRequest(ledger.baseUrl, `/v1/sessions/${sessionId}`, { key });
     expect(read).toMatchObject({ status: 200, body: { id: sessionId } });
-    // Each newcomer made room by closing the attacker's connection that had waited longest.
+    // Each newcomer made room by closing the connection that had waited longest.
     expect(await evictions(ledger)).toBeGreaterThanOrEqual(2);
-    await until(() => attackers.closed >= 2, 20_000, 'the evicted attackers to see their connections closed');
   }
 
   it('a partial request line on every slot: a newcomer still gets its answer', async () => {

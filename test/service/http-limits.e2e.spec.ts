@@ -106,19 +106,29 @@ describe('HTTP server limits', () => {
       await ledger.close();
     });
 
-    it('refuses connections beyond the cap, and accepts again once one closes', async () => {
+    it('makes room for a newcomer by closing the connection that has waited longest for a request', async () => {
       const open = [await connect(ledger.baseUrl), await connect(ledger.baseUrl)];
-      // Both are counted once a request on each has been answered.
+      const closed = open.map((socket) => receivedUntilClosed(socket));
+      // Both idle on keep-alive once a request on each has been answered, the first one longer.
       for (const socket of open) {
         const answered = new Promise<void>((resolve) => socket.once('data', () => resolve()));
         socket.write('GET /health HTTP/1.1\r\nHost: ledger\r\n\r\n');
         await answered;
       }
+      expect(await health(ledger.baseUrl)).toBe(200);
+      await closed[0];
+      expect(open[1].destroyed).toBe(false);
+      open[1].destroy();
+    });
+
+    it('refuses newcomers while every connection has a request in progress, and accepts again once one ends', async () => {
+      const streams = [connectSse(`${ledger.baseUrl}/v1/events/live`), connectSse(`${ledger.baseUrl}/v1/events/live`)];
+      for (const stream of streams) expect((await stream.opened).status).toBe(200);
       expect(await health(ledger.baseUrl)).not.toBe(200);
 
-      open[0].destroy();
+      streams[0].close();
       await until(async () => (await health(ledger.baseUrl)) === 200, 10_000, 'a connection to be accepted again');
-      open[1].destroy();
+      streams[1].close();
     });
   });
 

@@ -22,7 +22,8 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
     abortOnError: false,
   });
   app.useLogger(app.get(Logger));
-  applyServerLimits(app.getHttpServer() as Server, options.config.http);
+  const metrics = app.get(LedgerMetrics);
+  applyServerLimits(app.getHttpServer() as Server, options.config.http, () => metrics.connectionEvicted());
   const limit = options.config.maxBodyBytes;
   // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.
   app.use(GATEWAY_PATH, express.raw({ limit: options.config.gateway.maxRequestBytes, type: () => true }));
@@ -46,7 +47,6 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   });
   // Body-parser failures happen before Nest routes the request: answer them in the same shape.
   const logger = new NestLogger('HTTP');
-  const metrics = app.get(LedgerMetrics);
   const countRefusal = (status: number, reason: string) => metrics.requestRefused(status, reason);
   // Express knows an error handler by its four parameters.
   app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) =>

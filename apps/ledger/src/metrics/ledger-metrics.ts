@@ -62,6 +62,14 @@ export class LedgerMetrics {
     registers: [this.registry],
   });
 
+  private readonly evictedConnections = new Counter({
+    name: 'ledger_http_connections_evicted_total',
+    help:
+      'Connections closed at the connection cap to make room for a newcomer: each had waited longest ' +
+      'without a request in progress (headers not complete, or idle keep-alive)',
+    registers: [this.registry],
+  });
+
   private readonly upstreamAttempts = new Counter({
     name: 'ledger_gateway_upstream_attempts_total',
     help: 'Gateway calls to an upstream provider, by upstream, key (short hash of the key) and outcome',
@@ -112,6 +120,10 @@ export class LedgerMetrics {
 
   requestRefused(status: number, reason: string): void {
     this.refusedRequests.inc({ status: String(status), reason });
+  }
+
+  connectionEvicted(): void {
+    this.evictedConnections.inc();
   }
 
   liveClientOpened(): void {
