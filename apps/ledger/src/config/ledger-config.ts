@@ -44,6 +44,7 @@ const environment = z
     LEDGER_RATE_LIMIT: z.coerce.number().int().min(1).default(20_000),
     LEDGER_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(10_000),
     LEDGER_LIVE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
+    LEDGER_LIVE_MAX_PER_TENANT: z.coerce.number().int().min(1).default(200),
     LEDGER_OIDC_ISSUER: httpUrl.optional(),
     LEDGER_OIDC_AUDIENCE: z.string().min(1).optional(),
     LEDGER_OIDC_JWKS_URL: httpUrl.optional(),
@@ -162,6 +163,8 @@ export interface IdentityConfig {
   readonly rateLimit: { readonly limit: number; readonly windowMs: number };
   /** Open live (SSE) connections per credential; one more gets 429. */
   readonly liveConnectionsPerCredential: number;
+  /** Open live connections per tenant, all its credentials together: one tenant's streams cannot take every connection slot. */
+  readonly liveConnectionsPerTenant: number;
 }
 
 /** The reviewer console served at `/console` (decision 0023). */
@@ -242,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     identity: {
       rateLimit: { limit: values.LEDGER_RATE_LIMIT, windowMs: values.LEDGER_RATE_LIMIT_WINDOW_MS },
       liveConnectionsPerCredential: values.LEDGER_LIVE_MAX_PER_CREDENTIAL,
+      liveConnectionsPerTenant: values.LEDGER_LIVE_MAX_PER_TENANT,
     },
     oidc: oidcConfig(values),
     console: consoleConfig(values),

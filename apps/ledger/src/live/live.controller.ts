@@ -46,8 +46,9 @@ export const eventsLiveQuery = z.object({
 @Controller('v1')
 export class LiveController implements BeforeApplicationShutdown {
   private readonly streams = new Set<SseStream>();
-  /** Open streams per credential, for the cap. */
-  private readonly openPerCredential = new Map<string, number>();
+  /** Open streams per credential and per tenant, for the caps. */
+  private readonly openPerCredential = new OpenCounts();
+  private readonly openPerTenant = new OpenCounts();
 
   constructor(
     private readonly hub: LiveHub,
@@ -135,26 +136,29 @@ export class LiveController implements BeforeApplicationShutdown {
   }
 
   /**
-   * Takes one of the credential's live connections, or refuses it beyond the cap. Taken at once,
-   * before anything is awaited, so connections opened together cannot all pass a check made
-   * before any of them counted; the returned function gives it back (once).
+   * Takes one of the credential's and one of its tenant's live connections, or refuses beyond
+   * either cap. Taken at once, before anything is awaited, so connections opened together cannot
+   * all pass a check made before any of them counted; the returned function gives them back (once).
    */
-  private admit(principal: Principal): () => void {
-    const credential = principal.credentialId;
-    const cap = this.config.identity.liveConnectionsPerCredential;
-    const open = this.openPerCredential.get(credential) ?? 0;
-    if (open >= cap) {
-      const message = `this credential has ${cap} live connections open already`;
+  private admit({ credentialId, tenant }: Principal): () => void {
+    const { liveConnectionsPerCredential, liveConnectionsPerTenant } = this.config.identity;
+    if (this.openPerCredential.of(credentialId) >= liveConnectionsPerCredential) {
+      const message = `this credential has ${liveConnectionsPerCredential} live connections open already`;
       throw new ApiError(429, 'too_many_live_connections', message, undefined, 'live_connections');
     }
-    this.openPerCredential.set(credential, open + 1);
+    // Several credentials of one tenant together: the tenant's cap keeps connection slots for other tenants.
+    if (this.openPerTenant.of(tenant) >= liveConnectionsPerTenant) {
+      const message = `this tenant has ${liveConnectionsPerTenant} live connections open already`;
+      throw new ApiError(429, 'too_many_live_connections', message, undefined, 'tenant_live_connections');
+    }
+    this.openPerCredential.add(credentialId);
+    this.openPerTenant.add(tenant);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = this.openPerCredential.get(credential)! - 1;
-      if (left === 0) this.openPerCredential.delete(credential);
-      else this.openPerCredential.set(credential, left);
+      this.openPerCredential.remove(credentialId);
+      this.openPerTenant.remove(tenant);
     };
   }
 
@@ -192,5 +196,24 @@ export class LiveController implements BeforeApplicationShutdown {
     }
     await refuseBeyondHead(this.eventLog, resume, from !== undefined ? 'from' : 'Last-Event-ID');
     return resume;
+  }
+}
+
+/** How many live streams each holder (a credential, a tenant) has open; holders with none take no memory. */
+class OpenCounts {
+  private readonly counts = new Map<string, number>();
+
+  of(holder: string): number {
+    return this.counts.get(holder) ?? 0;
+  }
+
+  add(holder: string): void {
+    this.counts.set(holder, this.of(holder) + 1);
+  }
+
+  remove(holder: string): void {
+    const left = this.of(holder) - 1;
+    if (left <= 0) this.counts.delete(holder);
+    else this.counts.set(holder, left);
   }
 }
