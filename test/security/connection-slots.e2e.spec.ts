@@ -1,5 +1,6 @@
 import http, { type Server } from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
+import { connect, until } from '../support/raw-connection.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { connectSse, type SseConnection } from '../support/sse-client.js';
 
@@ -12,23 +13,6 @@ import { connectSse, type SseConnection } from '../support/sse-client.js';
  */
 const CAP = 50;
 const LONG_MS = '300000';
-
-/** Polls `condition` until it holds, at most `timeoutMs`. */
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-function connect(baseUrl: string): Promise<net.Socket> {
-  const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname, () => resolve(socket));
-    socket.once('error', reject);
-  });
-}
 
 /** A request on a connection of its own (no pooled keep-alive socket to slip through on). */
 function freshRequest(
@@ -170,6 +154,22 @@ describe('attack: connection slots held by clients that never finish a request',
     } finally {
       clearInterval(dribbling);
     }
+  });
+
+  /** Decision 0029: a body is read only for a credential that verifies, so this request is answered 401 at once. */
+  it.each([
+    ['no credential', ''],
+    ['a key that does not verify', 'Authorization: Bearer blk_invented.secret\r\n'],
+  ])('a body sent slowly with %s on every slot: a newcomer still gets its answer', async (_, credential) => {
+    const headers = `POST /v1/sessions HTTP/1.1\r\nHost: ledger\r\n${credential}`;
+    const stalledBody = `${headers}Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"title":`;
+    const answers: string[] = [];
+    await expectLegitimateClientsAnswered((socket) => {
+      socket.on('data', (chunk: Buffer) => answers.push(chunk.toString()));
+      socket.write(stalledBody);
+    });
+    expect(answers.length).toBeGreaterThan(0);
+    for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 401 /);
   });
 
   /** Decision 0029: a request whose headers are complete is in progress, however slowly its body comes. */

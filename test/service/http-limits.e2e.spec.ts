@@ -1,25 +1,9 @@
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { connect, until } from '../support/raw-connection.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { connectSse } from '../support/sse-client.js';
-
-/** Polls `condition` until it holds, at most `timeoutMs`. */
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-function connect(baseUrl: string): Promise<net.Socket> {
-  const { hostname, port } = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname, () => resolve(socket));
-    socket.once('error', reject);
-  });
-}
 
 /** What a socket receives until the server closes it. */
 function receivedUntilClosed(socket: net.Socket): Promise<string> {
@@ -54,10 +38,14 @@ describe('HTTP server limits', () => {
     });
 
     it('cuts off a client sending its body byte by byte, with 408, once the request timeout has passed', async () => {
+      // With a valid key: without one the body is not read, the request is answered 401 at once (decision 0029).
+      const key = await ledger.credentials.key('client');
       const socket = await connect(ledger.baseUrl);
       const closed = receivedUntilClosed(socket);
       const body = JSON.stringify({ title: 'x'.repeat(10_000) });
-      const headers = `Host: ledger\r\nContent-Type: application/json\r\nContent-Length: ${body.length}`;
+      const headers =
+        `Host: ledger\r\nAuthorization: Bearer ${key}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}`;
       socket.write(`POST /v1/sessions HTTP/1.1\r\n${headers}\r\n\r\n`);
       let sent = 0;
       const dripping = setInterval(() => {

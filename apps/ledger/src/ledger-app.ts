@@ -9,6 +9,8 @@ import { AppModule, type AppOptions } from './app.module.js';
 import { ApiError, ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
+import { Authenticator } from './identity/authenticator.js';
+import { AuthenticationError } from './identity/principal.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
 import { GATEWAY_PATH } from './gateway/provider-errors.js';
 import { ledgerOpenApiDocument } from './api-contracts.js';
@@ -25,6 +27,24 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const metrics = app.get(LedgerMetrics);
   applyServerLimits(app.getHttpServer() as Server, options.config.http, () => metrics.connectionEvicted());
   const limit = options.config.maxBodyBytes;
+  // Decision 0029: the connection cap never closes a request in progress, so a body is read only for a
+  // credential that verifies; without one a slowly sent body would hold a slot until the request timeout.
+  // No public route takes a body. A provider that cannot be reached leaves the verdict to the AuthGuard.
+  const authenticator = app.get(Authenticator);
+  app.use((request: Request, _response: Response, next: NextFunction) => {
+    if (!carriesBody(request)) return next();
+    Promise.resolve()
+      .then(() => authenticator.authenticate(request.headers))
+      .then(
+        () => next(),
+        (error: unknown) =>
+          next(
+            error instanceof AuthenticationError
+              ? new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason)
+              : undefined,
+          ),
+      );
+  });
   // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.
   app.use(GATEWAY_PATH, express.raw({ limit: options.config.gateway.maxRequestBytes, type: () => true }));
   app.use(express.json({ limit, type: ['application/json', 'application/*+json'] }));
@@ -33,9 +53,7 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   );
   // A body no parser read would reach the routes as no body at all, and most fields are optional: refuse it.
   app.use((request: Request, _response: Response, next: NextFunction) => {
-    const carriesBody =
-      request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
-    if (!carriesBody || request.body !== undefined) return next();
+    if (!carriesBody(request) || request.body !== undefined) return next();
     next(
       new ApiError(
         415,
@@ -58,4 +76,8 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const document = ledgerOpenApiDocument() as unknown as OpenAPIObject;
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
   return app;
+}
+
+function carriesBody(request: Request): boolean {
+  return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
 }
