@@ -108,7 +108,7 @@ export interface HttpServerLimits {
   readonly requestTimeoutMs: number;
   /** How long an idle keep-alive connection stays open. */
   readonly keepAliveTimeoutMs: number;
-  /** Open connections at once (live feeds count); further ones are closed on arrival. */
+  /** Open connections at once (live feeds count); at the cap a newcomer closes the longest idle one (decision 0029). */
   readonly maxConnections: number;
 }
 
@@ -163,7 +163,7 @@ export interface IdentityConfig {
   readonly rateLimit: { readonly limit: number; readonly windowMs: number };
   /** Open live (SSE) connections per credential; one more gets 429. */
   readonly liveConnectionsPerCredential: number;
-  /** Open live connections per tenant, all its credentials together: one tenant's streams cannot take every connection slot. */
+  /** Open live connections per tenant, all its credentials together: one tenant cannot take every connection slot. */
   readonly liveConnectionsPerTenant: number;
 }
 
