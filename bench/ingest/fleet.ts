@@ -61,17 +61,19 @@ function runFleetProcess(config: FleetConfig): Promise<FleetResult> {
 async function measure(
   sql: pg.Client,
   statementsLoaded: boolean,
-  pids: { service: number; postgres: number },
+  pids: { services: readonly number[]; postgres: number },
   config: FleetConfig,
 ): Promise<Measured> {
+  const servicesTicks = async () =>
+    (await Promise.all(pids.services.map((pid) => processTicks(pid)))).reduce((sum, ticks) => sum + ticks, 0);
   const before = await counters(sql, statementsLoaded);
-  const serviceTicks = await processTicks(pids.service);
+  const serviceTicks = await servicesTicks();
   const postgresTicks = await processTreeTicks(pids.postgres);
   const started = performance.now();
   const fleet = await runFleetProcess(config);
   for (const error of fleet.errors) console.error(`${config.target} fleet of ${config.sessions}: ${error}`);
   const wallMs = performance.now() - started;
-  const serviceCpu = corePercent((await processTicks(pids.service)) - serviceTicks, wallMs);
+  const serviceCpu = corePercent((await servicesTicks()) - serviceTicks, wallMs);
   const postgresCpu = corePercent((await processTreeTicks(pids.postgres)) - postgresTicks, wallMs);
   const after = await counters(sql, statementsLoaded);
   const posts = fleet.chunkPosts + fleet.setupPosts;
@@ -90,14 +92,19 @@ async function measure(
 const pair = (values: readonly number[]) =>
   values.length === 0 ? '—' : `${percentile(values, 50).toFixed(1)} / ${percentile(values, 99).toFixed(1)}`;
 
-/** Each fleet size against both services, then which statements the ledger ran per POST at the largest. */
+/**
+ * Each fleet size against both services, then which statements the ledger ran per POST at the
+ * largest. With `secondLedger` (another instance on the same database), the ledger's fleet also
+ * runs against both instances at once, sessions split between them, in the same run.
+ */
 export async function runFleetComparison(options: {
   sql: pg.Client;
   ledger: { url: string; pid: number };
+  secondLedger?: { url: string; pid: number };
   naive: { url: string };
   keys: readonly string[];
 }): Promise<{ ledgerChunks: number }> {
-  const { sql, ledger, naive, keys } = options;
+  const { sql, ledger, secondLedger, naive, keys } = options;
   const statementsLoaded = await sql
     .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
     .then(() => sql.query('SELECT 1 FROM pg_stat_statements LIMIT 1'))
@@ -106,31 +113,52 @@ export async function runFleetComparison(options: {
       () => false,
     );
   const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const pids = { service: ledger.pid, postgres: (await parentPid(rows[0].pid))! };
+  const postgres = (await parentPid(rows[0].pid))!;
   const table: string[][] = [];
   let ledgerChunks = 0;
   for (const sessions of FLEET_SIZES) {
     const shape = { sessions, durationMs: FLEET_SECONDS * 1_000, chunksPerSecond: CHUNKS_PER_SECOND };
     if (statementsLoaded) await sql.query('SELECT pg_stat_statements_reset()');
-    const ours = await measure(sql, statementsLoaded, pids, { target: 'ledger', url: ledger.url, keys, ...shape });
+    const ledgerRun = { target: 'ledger', keys, ...shape } as const;
+    const ours = await measure(
+      sql,
+      statementsLoaded,
+      { services: [ledger.pid], postgres },
+      {
+        ...ledgerRun,
+        urls: [ledger.url],
+      },
+    );
     ledgerChunks += ours.fleet.acknowledgedChunks;
     const statementsPerPost = statementsLoaded ? await topStatements(sql, ours) : [];
+    const twoInstances = secondLedger
+      ? await measure(
+          sql,
+          statementsLoaded,
+          { services: [ledger.pid, secondLedger.pid], postgres },
+          {
+            ...ledgerRun,
+            urls: [ledger.url, secondLedger.url],
+          },
+        )
+      : undefined;
+    ledgerChunks += twoInstances?.fleet.acknowledgedChunks ?? 0;
     // The naive service runs in the bench's own process: its CPU is not the service's column.
     const baseline = await measure(
       sql,
       statementsLoaded,
-      { ...pids, service: process.pid },
+      { services: [process.pid], postgres },
       {
         target: 'naive',
-        url: naive.url,
+        urls: [naive.url],
         keys: [],
         ...shape,
       },
     );
-    for (const [name, run] of [
-      ['block-ledger', ours],
-      ['naive service', baseline],
-    ] as const) {
+    const runs: [string, Measured][] = [['block-ledger', ours]];
+    if (twoInstances) runs.push(['block-ledger, 2 processes', twoInstances]);
+    runs.push(['naive service', baseline]);
+    for (const [name, run] of runs) {
       // Offered over the run's window; acknowledged over the run until its last answer.
       const seconds = run.fleet.elapsedMs / 1_000;
       table.push([
