@@ -9,7 +9,20 @@ const FLEET_SIZES = (process.env.BENCH_FLEET_SIZES ?? '100,250,500').split(',').
 const FLEET_SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 15);
 /** A model streaming about 40 tokens a second, a delta per token. */
 const CHUNKS_PER_SECOND = 40;
-const TOP_STATEMENTS = 8;
+/** Statements below this many calls per POST are left out of the list. */
+const LISTED_CALLS_PER_POST = 0.01;
+/** Where each statement comes from, by what it touches; first match wins. */
+const STATEMENT_SOURCES: readonly (readonly [string, RegExp])[] = [
+  ['identity: API key store', /api_keys/],
+  ['consumers: leadership lock', /pg_(try_)?advisory_(un)?lock/],
+  ['consumers: checkpoint', /projection_checkpoints/],
+  ['Merkle log consumer', /log_leaves|log_nodes|log_checkpoints/],
+  ['event log: group commit', /event_log_append|event_log_streams|FOR UPDATE|pg_advisory_xact_lock/],
+  ['event log: reads (shared feed, session tails)', /event_log_events|event_log_head/],
+  ['tool-call projection / saga', /tool_calls/],
+  ['block projection, reads', /message_blocks|MessageBlockRow|messages|sessions/],
+  ['transaction control (projections, fallback commit)', /^(BEGIN|COMMIT|ROLLBACK|SET TRANSACTION)/i],
+];
 
 interface Counters {
   readonly transactions: number;
@@ -94,17 +107,19 @@ const pair = (values: readonly number[]) =>
 
 /**
  * Each fleet size against both services, then which statements the ledger ran per POST at the
- * largest. With `secondLedger` (another instance on the same database), the ledger's fleet also
- * runs against both instances at once, sessions split between them, in the same run.
+ * largest. With `startSecondLedger`, the ledger's fleet also runs against two instances on the
+ * same database at once, sessions split between them, in the same run; the second instance runs
+ * only for that row (idle, it would still compete for its consumers' locks).
  */
 export async function runFleetComparison(options: {
   sql: pg.Client;
   ledger: { url: string; pid: number };
-  secondLedger?: { url: string; pid: number };
+  /** Starts another instance on the same database, for the two-process rows only. */
+  startSecondLedger?: () => Promise<{ url: string; pid: number; stop(): Promise<void> }>;
   naive: { url: string };
   keys: readonly string[];
 }): Promise<{ ledgerChunks: number }> {
-  const { sql, ledger, secondLedger, naive, keys } = options;
+  const { sql, ledger, startSecondLedger, naive, keys } = options;
   const statementsLoaded = await sql
     .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
     .then(() => sql.query('SELECT 1 FROM pg_stat_statements LIMIT 1'))
@@ -131,6 +146,7 @@ export async function runFleetComparison(options: {
     );
     ledgerChunks += ours.fleet.acknowledgedChunks;
     const statementsPerPost = statementsLoaded ? await topStatements(sql, ours) : [];
+    const secondLedger = await startSecondLedger?.();
     const twoInstances = secondLedger
       ? await measure(
           sql,
@@ -140,7 +156,7 @@ export async function runFleetComparison(options: {
             ...ledgerRun,
             urls: [ledger.url, secondLedger.url],
           },
-        )
+        ).finally(() => secondLedger.stop())
       : undefined;
     ledgerChunks += twoInstances?.fleet.acknowledgedChunks ?? 0;
     // The naive service runs in the bench's own process: its CPU is not the service's column.
@@ -179,11 +195,9 @@ export async function runFleetComparison(options: {
         String(run.fleet.failures),
       ]);
     }
-    if (sessions === Math.max(...FLEET_SIZES) && statementsPerPost.length > 0) {
-      console.log(
-        `statements per POST, block-ledger fleet of ${sessions} (pg_stat_statements, top ${TOP_STATEMENTS}):`,
-      );
-      printTable(['calls / POST', 'statement'], statementsPerPost);
+    if (statementsPerPost.length > 0) {
+      console.log(`statements per POST, block-ledger fleet of ${sessions} (pg_stat_statements, by source):`);
+      printTable(['calls / POST', 'source', 'statement'], statementsPerPost);
       console.log();
     }
   }
@@ -214,12 +228,13 @@ async function topStatements(sql: pg.Client, run: Measured): Promise<string[][]>
   const posts = run.fleet.chunkPosts + run.fleet.setupPosts;
   const { rows } = await sql.query<{ calls: string; query: string }>(
     `SELECT calls, query FROM pg_stat_statements
-      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-      ORDER BY calls DESC LIMIT $1`,
-    [TOP_STATEMENTS],
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND calls >= $1
+      ORDER BY calls DESC`,
+    [Math.ceil(posts * LISTED_CALLS_PER_POST)],
   );
-  return rows.map((row) => [
-    (Number(row.calls) / posts).toFixed(2),
-    row.query.replace(/\s+/g, ' ').slice(0, 100).replaceAll('|', '\\|'),
-  ]);
+  return rows.map((row) => {
+    const query = row.query.replace(/\s+/g, ' ').trim();
+    const source = STATEMENT_SOURCES.find(([, pattern]) => pattern.test(query))?.[0] ?? 'other';
+    return [(Number(row.calls) / posts).toFixed(2), source, query.slice(0, 90).replaceAll('|', '\\|')];
+  });
 }

@@ -59,7 +59,6 @@ async function main(): Promise<void> {
     Array.from({ length: FLEET_KEYS }, (_, index) => ({ name: `bench fleet ${index}`, roles: ['producer'] })),
   );
   const ledger = await startLedgerProcess(database.connectionString);
-  const secondLedger = TWO_PROCESSES ? await startLedgerProcess(database.connectionString) : undefined;
   const naive = await startNaiveService(database.connectionString);
   const sql = new pg.Client({ connectionString: database.connectionString });
   await sql.connect();
@@ -190,7 +189,13 @@ async function main(): Promise<void> {
 
   try {
     const closedLoopChunks = FLEET_ONLY ? 0 : await closedLoop();
-    const { ledgerChunks } = await runFleetComparison({ sql, ledger, secondLedger, naive, keys: fleetKeys });
+    const { ledgerChunks } = await runFleetComparison({
+      sql,
+      ledger,
+      startSecondLedger: TWO_PROCESSES ? () => startLedgerProcess(database.connectionString) : undefined,
+      naive,
+      keys: fleetKeys,
+    });
     const { rows: disk } = await sql.query<{ events: string; bytes: string }>(
       `SELECT count(*) AS events, pg_total_relation_size('event_log_events') AS bytes FROM event_log_events`,
     );
@@ -203,7 +208,6 @@ async function main(): Promise<void> {
     await sql.end();
     await merkleProbes.end();
     await naive.close();
-    await secondLedger?.stop();
     await ledger.stop();
     await database.close();
   }
