@@ -110,6 +110,24 @@ describe('verified keys cached on several instances of one database', () => {
     );
   });
 
+  it('is not told of a key merely being used: last_used_at alone notifies no one', async () => {
+    const created = await instances[0].create({ name: 'used', tenant: 'default', roles: ['producer'] }, 'system:test');
+    const listener = new pg.Client({ connectionString: database.connectionString });
+    await listener.connect();
+    try {
+      const heard: string[] = [];
+      listener.on('notification', ({ payload }) => heard.push(payload ?? ''));
+      await listener.query('LISTEN api_key_changed');
+      await sql.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [created.id]);
+      // Notifications arrive in commit order: had the update notified, it would come before this one.
+      await sql.query(`NOTIFY api_key_changed, 'sentinel'`);
+      await eventually('the sentinel notification', async () => (heard.length > 0 ? true : undefined));
+      expect(heard[0]).toBe('sentinel');
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('reads every key again after its listening connection was lost, since changes may have gone unheard', async () => {
     const [first] = instances;
     const created = await first.create({ name: 'gap', tenant: 'default', roles: ['producer'] }, 'system:test');
