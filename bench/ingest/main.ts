@@ -17,7 +17,8 @@
  *
  * BENCH_FLEET_TWO_PROCESSES=1 starts a second ledger process on the same database and adds, per
  * size, a row for the fleet split between the two (the second core, decision 0028);
- * BENCH_FLEET_ONLY=1 skips the closed loop and the rebuild.
+ * BENCH_FLEET_ONLY=1 skips the closed loop and the rebuild; BENCH_PG_PORT moves the embedded
+ * PostgreSQL off 54391 (another bench on the machine may hold it).
  *
  *   npm run bench:ingest            BENCH_FLEET_SIZES=100,250,500 BENCH_FLEET_SECONDS=15 by default
  */
@@ -48,7 +49,7 @@ const FLEET_ONLY = process.env.BENCH_FLEET_ONLY === '1';
 const TWO_PROCESSES = process.env.BENCH_FLEET_TWO_PROCESSES === '1';
 
 async function main(): Promise<void> {
-  const database = await openBenchDatabase(54_391, { countStatements: true });
+  const database = await openBenchDatabase(Number(process.env.BENCH_PG_PORT ?? 54_391), { countStatements: true });
   const producerKeys = await mintBenchKeys(
     database.connectionString,
     Array.from({ length: PRODUCERS }, (_, producer) => ({ name: `bench producer ${producer}`, roles: ['producer'] })),
