@@ -69,7 +69,10 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   const pending = new Set<Promise<unknown>>();
   const fail = (error: Error) => {
     result.failures += 1;
-    if (result.errors.length < 3 && !result.errors.includes(error.message)) result.errors.push(error.message);
+    // fetch says only "fetch failed"; why (refused, reset, timed out) is in its cause.
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    const message = `${error.message}${cause}`;
+    if (result.errors.length < 3 && !result.errors.includes(message)) result.errors.push(message);
   };
   const track = (work: Promise<unknown>) => {
     const settled = work.catch(fail).finally(() => pending.delete(settled));
