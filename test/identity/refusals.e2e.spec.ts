@@ -93,7 +93,7 @@ describe('the actor is the credential, and refusals are counted', () => {
     });
   });
 
-  it('refuses a revoked key on another instance of the service when told, long before its cache entry ages', async () => {
+  it('refuses a revoked key on another instance when told, long before its cache entry ages', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'ledger-second-'));
     const config = loadConfig({ LOG_LEVEL: 'silent', LEDGER_DATA_DIR: dataDir });
     const connectionString = ledger.database.connectionString;
