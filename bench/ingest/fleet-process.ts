@@ -10,7 +10,8 @@
  * the given API keys; every PROBE_EVERY-th chunk POST of a session is followed by a read with
  * `?minPosition` (projection lag), and every WATCH_EVERY-th session has an SSE watcher on its live
  * feed (live-feed lag: acknowledgement → first event whose id reaches the POST's position).
- * Naive target: the same chunks to the naive service, no setup, no lag.
+ * Naive target: the same chunks to the naive service, no setup, no lag. With several URLs (service
+ * instances on one database), session i goes to URL i mod their number, all its requests alike.
  *
  *   node dist/bench/ingest/fleet-process.js '<FleetConfig as JSON>'   (prints a FleetResult as JSON)
  */
@@ -18,7 +19,7 @@ import { assistantMessage, type Chunk } from './assistant-message.js';
 
 export interface FleetConfig {
   readonly target: 'ledger' | 'naive';
-  readonly url: string;
+  readonly urls: readonly string[];
   readonly keys: readonly string[];
   readonly sessions: number;
   readonly durationMs: number;
@@ -68,7 +69,10 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   const pending = new Set<Promise<unknown>>();
   const fail = (error: Error) => {
     result.failures += 1;
-    if (result.errors.length < 3 && !result.errors.includes(error.message)) result.errors.push(error.message);
+    // fetch says only "fetch failed"; why (refused, reset, timed out) is in its cause.
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    const message = `${error.message}${cause}`;
+    if (result.errors.length < 3 && !result.errors.includes(message)) result.errors.push(message);
   };
   const track = (work: Promise<unknown>) => {
     const settled = work.catch(fail).finally(() => pending.delete(settled));
@@ -87,13 +91,13 @@ async function run(config: FleetConfig): Promise<FleetResult> {
     return (await response.json()) as { position?: number; id?: string };
   }
 
-  async function open(key: string): Promise<string> {
-    const { id } = await send(`${config.url}/v1/sessions`, {}, key);
-    const messages = `${config.url}/v1/sessions/${id}/messages`;
+  async function open(url: string, key: string): Promise<string> {
+    const { id } = await send(`${url}/v1/sessions`, {}, key);
+    const messages = `${url}/v1/sessions/${id}/messages`;
     await send(messages, { role: 'user', content: 'q' }, key);
     const { id: messageId } = await send(messages, { role: 'assistant' }, key);
     result.setupPosts += 3;
-    return `${config.url}/v1/sessions/${id}/messages/${messageId}`;
+    return `${url}/v1/sessions/${id}/messages/${messageId}`;
   }
 
   /**
@@ -103,8 +107,9 @@ async function run(config: FleetConfig): Promise<FleetResult> {
    */
   async function session(index: number): Promise<void> {
     const key = config.keys.length > 0 ? config.keys[index % config.keys.length] : undefined;
+    const url = config.urls[index % config.urls.length];
     const streamStart = performance.now();
-    const messageUrl = config.target === 'ledger' ? await open(key!) : `${config.url}/chunks/fleet-${index}`;
+    const messageUrl = config.target === 'ledger' ? await open(url, key!) : `${url}/chunks/fleet-${index}`;
     const chunksUrl = config.target === 'ledger' ? `${messageUrl}/chunks` : messageUrl;
     const watcher = config.target === 'ledger' && index % WATCH_EVERY === 0 ? watch(messageUrl, key!) : undefined;
     const rate = config.chunksPerSecond * (0.75 + Math.random() * 0.5);

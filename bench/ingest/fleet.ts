@@ -9,7 +9,20 @@ const FLEET_SIZES = (process.env.BENCH_FLEET_SIZES ?? '100,250,500').split(',').
 const FLEET_SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 15);
 /** A model streaming about 40 tokens a second, a delta per token. */
 const CHUNKS_PER_SECOND = 40;
-const TOP_STATEMENTS = 8;
+/** Statements below this many calls per POST are left out of the list. */
+const LISTED_CALLS_PER_POST = 0.01;
+/** Where each statement comes from, by what it touches; first match wins. */
+const STATEMENT_SOURCES: readonly (readonly [string, RegExp])[] = [
+  ['identity: API key store', /api_keys/],
+  ['consumers: leadership lock', /pg_(try_)?advisory_(un)?lock/],
+  ['consumers: checkpoint', /projection_checkpoints/],
+  ['Merkle log consumer', /log_leaves|log_nodes|log_checkpoints/],
+  ['event log: group commit', /event_log_append|event_log_streams|FOR UPDATE|pg_advisory_xact_lock/],
+  ['event log: reads (shared feed, session tails)', /event_log_events|event_log_head/],
+  ['tool-call projection / saga', /tool_calls/],
+  ['block projection, reads', /message_blocks|MessageBlockRow|messages|sessions/],
+  ['transaction control (projections, fallback commit)', /^(BEGIN|COMMIT|ROLLBACK|SET TRANSACTION)/i],
+];
 
 interface Counters {
   readonly transactions: number;
@@ -61,17 +74,19 @@ function runFleetProcess(config: FleetConfig): Promise<FleetResult> {
 async function measure(
   sql: pg.Client,
   statementsLoaded: boolean,
-  pids: { service: number; postgres: number },
+  pids: { services: readonly number[]; postgres: number },
   config: FleetConfig,
 ): Promise<Measured> {
+  const servicesTicks = async () =>
+    (await Promise.all(pids.services.map((pid) => processTicks(pid)))).reduce((sum, ticks) => sum + ticks, 0);
   const before = await counters(sql, statementsLoaded);
-  const serviceTicks = await processTicks(pids.service);
+  const serviceTicks = await servicesTicks();
   const postgresTicks = await processTreeTicks(pids.postgres);
   const started = performance.now();
   const fleet = await runFleetProcess(config);
   for (const error of fleet.errors) console.error(`${config.target} fleet of ${config.sessions}: ${error}`);
   const wallMs = performance.now() - started;
-  const serviceCpu = corePercent((await processTicks(pids.service)) - serviceTicks, wallMs);
+  const serviceCpu = corePercent((await servicesTicks()) - serviceTicks, wallMs);
   const postgresCpu = corePercent((await processTreeTicks(pids.postgres)) - postgresTicks, wallMs);
   const after = await counters(sql, statementsLoaded);
   const posts = fleet.chunkPosts + fleet.setupPosts;
@@ -90,14 +105,21 @@ async function measure(
 const pair = (values: readonly number[]) =>
   values.length === 0 ? '—' : `${percentile(values, 50).toFixed(1)} / ${percentile(values, 99).toFixed(1)}`;
 
-/** Each fleet size against both services, then which statements the ledger ran per POST at the largest. */
+/**
+ * Each fleet size against both services, then which statements the ledger ran per POST at the
+ * largest. With `startSecondLedger`, the ledger's fleet also runs against two instances on the
+ * same database at once, sessions split between them, in the same run; the second instance runs
+ * only for that row (idle, it would still compete for its consumers' locks).
+ */
 export async function runFleetComparison(options: {
   sql: pg.Client;
   ledger: { url: string; pid: number };
+  /** Starts another instance on the same database, for the two-process rows only. */
+  startSecondLedger?: () => Promise<{ url: string; pid: number; stop(): Promise<void> }>;
   naive: { url: string };
   keys: readonly string[];
 }): Promise<{ ledgerChunks: number }> {
-  const { sql, ledger, naive, keys } = options;
+  const { sql, ledger, startSecondLedger, naive, keys } = options;
   const statementsLoaded = await sql
     .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
     .then(() => sql.query('SELECT 1 FROM pg_stat_statements LIMIT 1'))
@@ -106,31 +128,53 @@ export async function runFleetComparison(options: {
       () => false,
     );
   const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const pids = { service: ledger.pid, postgres: (await parentPid(rows[0].pid))! };
+  const postgres = (await parentPid(rows[0].pid))!;
   const table: string[][] = [];
   let ledgerChunks = 0;
   for (const sessions of FLEET_SIZES) {
     const shape = { sessions, durationMs: FLEET_SECONDS * 1_000, chunksPerSecond: CHUNKS_PER_SECOND };
     if (statementsLoaded) await sql.query('SELECT pg_stat_statements_reset()');
-    const ours = await measure(sql, statementsLoaded, pids, { target: 'ledger', url: ledger.url, keys, ...shape });
+    const ledgerRun = { target: 'ledger', keys, ...shape } as const;
+    const ours = await measure(
+      sql,
+      statementsLoaded,
+      { services: [ledger.pid], postgres },
+      {
+        ...ledgerRun,
+        urls: [ledger.url],
+      },
+    );
     ledgerChunks += ours.fleet.acknowledgedChunks;
     const statementsPerPost = statementsLoaded ? await topStatements(sql, ours) : [];
+    const secondLedger = await startSecondLedger?.();
+    const twoInstances = secondLedger
+      ? await measure(
+          sql,
+          statementsLoaded,
+          { services: [ledger.pid, secondLedger.pid], postgres },
+          {
+            ...ledgerRun,
+            urls: [ledger.url, secondLedger.url],
+          },
+        ).finally(() => secondLedger.stop())
+      : undefined;
+    ledgerChunks += twoInstances?.fleet.acknowledgedChunks ?? 0;
     // The naive service runs in the bench's own process: its CPU is not the service's column.
     const baseline = await measure(
       sql,
       statementsLoaded,
-      { ...pids, service: process.pid },
+      { services: [process.pid], postgres },
       {
         target: 'naive',
-        url: naive.url,
+        urls: [naive.url],
         keys: [],
         ...shape,
       },
     );
-    for (const [name, run] of [
-      ['block-ledger', ours],
-      ['naive service', baseline],
-    ] as const) {
+    const runs: [string, Measured][] = [['block-ledger', ours]];
+    if (twoInstances) runs.push(['block-ledger, 2 processes', twoInstances]);
+    runs.push(['naive service', baseline]);
+    for (const [name, run] of runs) {
       // Offered over the run's window; acknowledged over the run until its last answer.
       const seconds = run.fleet.elapsedMs / 1_000;
       table.push([
@@ -151,11 +195,9 @@ export async function runFleetComparison(options: {
         String(run.fleet.failures),
       ]);
     }
-    if (sessions === Math.max(...FLEET_SIZES) && statementsPerPost.length > 0) {
-      console.log(
-        `statements per POST, block-ledger fleet of ${sessions} (pg_stat_statements, top ${TOP_STATEMENTS}):`,
-      );
-      printTable(['calls / POST', 'statement'], statementsPerPost);
+    if (statementsPerPost.length > 0) {
+      console.log(`statements per POST, block-ledger fleet of ${sessions} (pg_stat_statements, by source):`);
+      printTable(['calls / POST', 'source', 'statement'], statementsPerPost);
       console.log();
     }
   }
@@ -186,12 +228,13 @@ async function topStatements(sql: pg.Client, run: Measured): Promise<string[][]>
   const posts = run.fleet.chunkPosts + run.fleet.setupPosts;
   const { rows } = await sql.query<{ calls: string; query: string }>(
     `SELECT calls, query FROM pg_stat_statements
-      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-      ORDER BY calls DESC LIMIT $1`,
-    [TOP_STATEMENTS],
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND calls >= $1
+      ORDER BY calls DESC`,
+    [Math.ceil(posts * LISTED_CALLS_PER_POST)],
   );
-  return rows.map((row) => [
-    (Number(row.calls) / posts).toFixed(2),
-    row.query.replace(/\s+/g, ' ').slice(0, 100).replaceAll('|', '\\|'),
-  ]);
+  return rows.map((row) => {
+    const query = row.query.replace(/\s+/g, ' ').trim();
+    const source = STATEMENT_SOURCES.find(([, pattern]) => pattern.test(query))?.[0] ?? 'other';
+    return [(Number(row.calls) / posts).toFixed(2), source, query.slice(0, 90).replaceAll('|', '\\|')];
+  });
 }

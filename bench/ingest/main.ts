@@ -15,6 +15,11 @@
  * of the service and of PostgreSQL (from /proc), and PostgreSQL's own counts per POST
  * (transactions from pg_stat_database, statements from pg_stat_statements).
  *
+ * BENCH_FLEET_TWO_PROCESSES=1 starts a second ledger process on the same database and adds, per
+ * size, a row for the fleet split between the two (the second core, decision 0028);
+ * BENCH_FLEET_ONLY=1 skips the closed loop and the rebuild; BENCH_PG_PORT moves the embedded
+ * PostgreSQL off 54391 (another bench on the machine may hold it).
+ *
  *   npm run bench:ingest            BENCH_FLEET_SIZES=100,250,500 BENCH_FLEET_SECONDS=15 by default
  */
 import os from 'node:os';
@@ -40,9 +45,11 @@ const BATCH = 20;
 const MERKLE_POLL_MS = 2;
 /** The fleet's sessions share this many producer keys (each within its per-credential rate limit). */
 const FLEET_KEYS = 50;
+const FLEET_ONLY = process.env.BENCH_FLEET_ONLY === '1';
+const TWO_PROCESSES = process.env.BENCH_FLEET_TWO_PROCESSES === '1';
 
 async function main(): Promise<void> {
-  const database = await openBenchDatabase(54_391, { countStatements: true });
+  const database = await openBenchDatabase(Number(process.env.BENCH_PG_PORT ?? 54_391), { countStatements: true });
   const producerKeys = await mintBenchKeys(
     database.connectionString,
     Array.from({ length: PRODUCERS }, (_, producer) => ({ name: `bench producer ${producer}`, roles: ['producer'] })),
@@ -65,7 +72,8 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, MERKLE_POLL_MS));
     }
   };
-  try {
+  /** The closed loop, the rebuild and the log's bytes per message; returns the chunks it posted. */
+  async function closedLoop(): Promise<number> {
     const plans = Array.from({ length: PRODUCERS * MESSAGES }, () =>
       assistantMessage({ thinkingDeltas: 40, answerDeltas: 160 }),
     );
@@ -177,7 +185,18 @@ async function main(): Promise<void> {
       ],
     );
     console.log();
-    const { ledgerChunks } = await runFleetComparison({ sql, ledger, naive, keys: fleetKeys });
+    return totalChunks;
+  }
+
+  try {
+    const closedLoopChunks = FLEET_ONLY ? 0 : await closedLoop();
+    const { ledgerChunks } = await runFleetComparison({
+      sql,
+      ledger,
+      startSecondLedger: TWO_PROCESSES ? () => startLedgerProcess(database.connectionString) : undefined,
+      naive,
+      keys: fleetKeys,
+    });
     const { rows: disk } = await sql.query<{ events: string; bytes: string }>(
       `SELECT count(*) AS events, pg_total_relation_size('event_log_events') AS bytes FROM event_log_events`,
     );
@@ -185,7 +204,7 @@ async function main(): Promise<void> {
     console.log(
       `\nevent log on disk (table, TOAST and indexes): ${formatRate(perEvent)} bytes per event over ${disk[0].events} events`,
     );
-    console.log(`ledger chunks acknowledged in this run: ${totalChunks + ledgerChunks}`);
+    console.log(`ledger chunks acknowledged in this run: ${closedLoopChunks + ledgerChunks}`);
   } finally {
     await sql.end();
     await merkleProbes.end();

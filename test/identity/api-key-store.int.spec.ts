@@ -3,6 +3,7 @@ import { createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
 import { ApiKeyStore } from '../../apps/ledger/src/identity/api-key-store.js';
 import { AuthenticationError } from '../../apps/ledger/src/identity/principal.js';
+import { eventually } from '../support/probe.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** A pool that counts the statements sent to PostgreSQL. */
@@ -48,5 +49,97 @@ describe('the API key store under a flood of invented keys', () => {
     // The real key is still served from the cache: no statement at all.
     expect((await keys.verify(key, now)).actor).toMatch(/^key:[a-z0-9]{16}:real$/);
     expect(pool.statements).toBe(before);
+  });
+});
+
+describe('verified keys cached on several instances of one database', () => {
+  let database: TestDatabase;
+  let pools: CountingPool[];
+  let eventLog: EventLog;
+  let instances: ApiKeyStore[];
+  let sql: pg.Client;
+
+  /** What an instance answers for a key at `now`: the actor, or why it refused. */
+  const outcome = (store: ApiKeyStore, key: string, now: number) =>
+    store.verify(key, now).then(
+      (principal) => principal.actor,
+      (error: AuthenticationError) => error.reason,
+    );
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    eventLog = await createPostgresEventLog({ connectionString: database.connectionString });
+    pools = [0, 1].map(() => new CountingPool({ connectionString: database.connectionString, max: 4 }));
+    instances = pools.map((pool) => new ApiKeyStore(pool, eventLog));
+    for (const store of instances) await store.onModuleInit();
+    sql = new pg.Client({ connectionString: database.connectionString });
+    await sql.connect();
+  });
+  afterAll(async () => {
+    for (const store of instances ?? []) await store.onModuleDestroy();
+    await sql?.end();
+    await eventLog?.close();
+    for (const pool of pools ?? []) await pool.end();
+    await database?.drop();
+  });
+
+  it('refuses a key revoked on another instance while its cached entry is still fresh', async () => {
+    const [first, second] = instances;
+    const created = await second.create({ name: 'agent', tenant: 'default', roles: ['producer'] }, 'system:test');
+    // One clock reading for every check on the first instance: its entry never ages, only a notification can drop it.
+    const now = Date.now();
+    expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:agent`);
+    const before = pools[0].statements;
+    expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:agent`);
+    expect(pools[0].statements).toBe(before);
+
+    await second.revoke(created.id, 'default', 'system:test');
+    await eventually('the first instance refuses the revoked key', async () =>
+      (await outcome(first, created.key, now)) === 'revoked' ? true : undefined,
+    );
+  });
+
+  it('hears a change made outside the service, by SQL, as well', async () => {
+    const [first, second] = instances;
+    const created = await second.create({ name: 'ops', tenant: 'default', roles: ['producer'] }, 'system:test');
+    const now = Date.now();
+    expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:ops`);
+    await sql.query(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [created.id]);
+    await eventually('the first instance refuses the expired key', async () =>
+      (await outcome(first, created.key, now)) === 'expired' ? true : undefined,
+    );
+  });
+
+  it('is not told of a key merely being used: last_used_at alone notifies no one', async () => {
+    const created = await instances[0].create({ name: 'used', tenant: 'default', roles: ['producer'] }, 'system:test');
+    const listener = new pg.Client({ connectionString: database.connectionString });
+    await listener.connect();
+    try {
+      const heard: string[] = [];
+      listener.on('notification', ({ payload }) => heard.push(payload ?? ''));
+      await listener.query('LISTEN api_key_changed');
+      await sql.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [created.id]);
+      // Notifications arrive in commit order: had the update notified, it would come before this one.
+      await sql.query(`NOTIFY api_key_changed, 'sentinel'`);
+      await eventually('the sentinel notification', async () => (heard.length > 0 ? true : undefined));
+      expect(heard[0]).toBe('sentinel');
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('reads every key again after its listening connection was lost, since changes may have gone unheard', async () => {
+    const [first] = instances;
+    const created = await first.create({ name: 'gap', tenant: 'default', roles: ['producer'] }, 'system:test');
+    const now = Date.now();
+    expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:gap`);
+    // A change nobody hears (triggers off for this connection), while the listener is being cut off.
+    await sql.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN api_key_changed'`);
+    await sql.query(`SET session_replication_role = replica`);
+    await sql.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1`, [created.id]);
+    await sql.query(`SET session_replication_role = DEFAULT`);
+    await eventually('the first instance refuses the key revoked unheard', async () =>
+      (await outcome(first, created.key, now)) === 'revoked' ? true : undefined,
+    );
   });
 });

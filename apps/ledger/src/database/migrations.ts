@@ -3,6 +3,7 @@ import { BlockReadModels1763800000002 } from '../sessions/read-models/1763800000
 import { BranchTrees1763800000003 } from '../sessions/read-models/1763800000003-branch-trees.migration.js';
 import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-tool-calls.migration.js';
 import { Identity1763800000005 } from '../identity/1763800000005-identity.migration.js';
+import { KeyChangeNotify1763800000280 } from '../identity/1763800000280-key-change-notify.migration.js';
 import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
 import { MessageLastSeq1763800000020 } from '../sessions/read-models/1763800000020-message-last-seq.migration.js';
 import { ToolCallRequestedPosition1763800000021 } from '../governance/read-models/1763800000021-tool-call-requested-position.migration.js';
@@ -22,6 +23,7 @@ export const migrations = [
   ToolCallRequestedPosition1763800000021,
   SessionList1763800000022,
   AppendFunction1763800000150,
+  KeyChangeNotify1763800000280,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

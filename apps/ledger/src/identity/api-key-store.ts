@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { NO_STREAM, type EventLog } from '#event-log';
 import { nameUuid, tenantStreamId } from '#core';
 import type pg from 'pg';
@@ -7,17 +7,24 @@ import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { IdentityProviderUnavailableError } from './jwt-verifier.js';
+import { KeyChangeListener } from './key-change-listener.js';
 import { AuthenticationError, ROLES, type Principal, type Role } from './principal.js';
 
 /**
  * API keys: `blk_<key id>_<secret>`, 192 random bits of secret. The store keeps a per-key salt and
- * SHA-256(salt ‖ secret), never the secret. Verified keys are cached for at most
- * `KEY_CACHE_MS`, so a revocation reaches every instance within that (each re-reads the row) and
- * ingest pays a map lookup and one hash per request. Creating and revoking a key are events on
- * the stream `credential-<tenant>/<key id>`, recorded with the actor who did it.
+ * SHA-256(salt ‖ secret), never the secret. Creating and revoking a key are events on the stream
+ * `credential-<tenant>/<key id>`, recorded with the actor who did it.
+ *
+ * Verified keys are cached (decision 0028), so ingest pays a map lookup and one hash per request.
+ * Every change to a key row notifies `api_key_changed` on commit (a trigger), and each store
+ * listens and drops the key at once: a revocation on any instance reaches the others within a
+ * notification's delivery. Notifications are not relied on alone: an entry is re-read after
+ * `KEY_CACHE_MS` at most, and after `UNHEARD_KEY_CACHE_MS` while the store is not listening
+ * (starting, its connection lost, or run without the Nest lifecycle, as the CLI does).
  */
 export const CREDENTIAL_STREAM_PREFIX = 'credential-';
-export const KEY_CACHE_MS = 1_000;
+export const KEY_CACHE_MS = 10_000;
+export const UNHEARD_KEY_CACHE_MS = 1_000;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 const MAX_CACHED_KEYS = 10_000;
 const KEY_PATTERN = /^blk_([a-z0-9]{16})_([A-Za-z0-9_-]{32})$/;
@@ -62,8 +69,13 @@ const KEY_COLUMNS = `id, name, tenant, roles, subject, expires_at AS "expiresAt"
   revoked_at AS "revokedAt", revoked_by AS "revokedBy", last_used_at AS "lastUsedAt", suffix`;
 
 @Injectable()
-export class ApiKeyStore {
+export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
   private readonly cache = new Map<string, CachedKey>();
+  /** One read per key at a time: requests that find the entry stale share it. */
+  private readonly reads = new Map<string, Promise<StoredKey | undefined>>();
+  /** Moves on every change heard and every gap: a read that spans one is not cached. */
+  private changes = 0;
+  private readonly listener: KeyChangeListener;
   /** Ids looked up and not found, apart: a flood of invented ids cannot push real keys out of the cache. */
   private readonly unknownIds = new Map<string, number>();
   private readonly lastUsedWritten = new Map<string, number>();
@@ -71,7 +83,21 @@ export class ApiKeyStore {
   constructor(
     @Inject(PG_POOL) private readonly pool: pg.Pool,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
-  ) {}
+  ) {
+    this.listener = new KeyChangeListener(
+      pool.options,
+      (id) => this.forget(id),
+      () => this.forgetAll(),
+    );
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.listener.start();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.listener.close();
+  }
 
   /** Creates a key; the returned `key` is the only time the secret exists outside the caller's hands. */
   async create(input: NewKey, createdBy: string): Promise<KeyRecord & { key: string }> {
@@ -130,7 +156,7 @@ export class ApiKeyStore {
     );
     if (rows.length === 0) throw new ApiError(404, 'key_not_found', 'no such key');
     const record = present(rows[0]);
-    this.cache.delete(id);
+    this.forget(id);
     await this.eventLog.append(
       tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id),
       [
@@ -178,10 +204,23 @@ export class ApiKeyStore {
     return key.principal;
   }
 
-  private async lookup(id: string, now: number): Promise<StoredKey | undefined> {
+  private lookup(id: string, now: number): Promise<StoredKey | undefined> {
     const cached = this.cache.get(id);
-    if (cached && now - cached.readAt < KEY_CACHE_MS) return cached.key;
-    if (now - (this.unknownIds.get(id) ?? -Infinity) < KEY_CACHE_MS) return undefined;
+    const maxAge = this.listener.listening ? KEY_CACHE_MS : UNHEARD_KEY_CACHE_MS;
+    if (cached && now - cached.readAt < maxAge) return Promise.resolve(cached.key);
+    if (now - (this.unknownIds.get(id) ?? -Infinity) < UNHEARD_KEY_CACHE_MS) return Promise.resolve(undefined);
+    let reading = this.reads.get(id);
+    if (!reading) {
+      reading = this.read(id, now).finally(() => {
+        if (this.reads.get(id) === reading) this.reads.delete(id);
+      });
+      this.reads.set(id, reading);
+    }
+    return reading;
+  }
+
+  private async read(id: string, now: number): Promise<StoredKey | undefined> {
+    const changesBefore = this.changes;
     const { rows } = await this.pool
       .query<KeyRecord & { salt: Buffer; secretHash: Buffer }>(
         `SELECT ${KEY_COLUMNS}, salt, secret_hash AS "secretHash" FROM api_keys WHERE id = $1`,
@@ -192,15 +231,35 @@ export class ApiKeyStore {
         throw new IdentityProviderUnavailableError(`the key store cannot be read: ${error.message}`);
       });
     const row = rows[0];
+    const key = row && {
+      record: present(row),
+      salt: row.salt,
+      hash: row.secretHash,
+      principal: principalOf(present(row)),
+    };
+    // A change heard while reading may have come after the row was read: answer with it, keep nothing.
+    if (this.changes !== changesBefore) return key;
     this.cache.delete(id);
     this.unknownIds.delete(id);
-    if (!row) {
-      remember(this.unknownIds, id, now);
-      return undefined;
-    }
-    const key = { record: present(row), salt: row.salt, hash: row.secretHash, principal: principalOf(present(row)) };
-    remember(this.cache, id, { key, readAt: now });
+    if (key) remember(this.cache, id, { key, readAt: now });
+    else remember(this.unknownIds, id, now);
     return key;
+  }
+
+  /** A key's row changed (here or on another instance): the next request reads it again. */
+  private forget(id: string): void {
+    this.changes += 1;
+    this.cache.delete(id);
+    this.unknownIds.delete(id);
+    this.reads.delete(id);
+  }
+
+  /** Changes may have gone unheard: every key is read again. */
+  private forgetAll(): void {
+    this.changes += 1;
+    this.cache.clear();
+    this.unknownIds.clear();
+    this.reads.clear();
   }
 
   /** `lastUsedAt` is written at most once a minute per key and instance, off the request's path. */
