@@ -150,7 +150,7 @@ export interface MessageState {
    * The recorded chunks as stored (text snapshots as suffixes), by seq - 1: a repeated seq must
    * carry the same chunk, which `recordedChunks` restores when a retry asks.
    */
-  readonly chunks: GrowingList<StoredChunk>;
+  readonly chunks: GrowingList<ChunkEventData>;
   readonly snapshots: SnapshotState;
   /** `null` until a dialect's first provider event: Cherry chunks, or nothing yet. */
   readonly dialect: DialectLog | null;
@@ -158,10 +158,10 @@ export interface MessageState {
   readonly producerChunks: boolean;
   readonly blocks: MessageBlocksState;
   /**
-   * Log position of the event that last changed or moved each block: a block row's position,
-   * the same whether the projection folded the events in one batch or in many.
+   * Log position of the event that last changed or moved each block, by display index: a block
+   * row's position, the same whether the projection folded the events in one batch or in many.
    */
-  readonly blockPositions: ReadonlyMap<string, bigint>;
+  readonly blockPositions: readonly bigint[];
   /** Tokens its model calls used, as their ends reported them (zero when none did). */
   readonly usage: TokenUsage;
   /** Log position of the last event that changed this message (its chunks or its selected child). */
@@ -217,7 +217,10 @@ export const lastSeq = (message: MessageState) => message.dialect?.events.length
 export function recordedChunks(message: MessageState, throughSeq: number): Chunk[] {
   const chunks: Chunk[] = [];
   let snapshots = EMPTY_SNAPSHOTS;
-  for (const stored of message.chunks.items.slice(0, Math.min(throughSeq, message.chunks.length))) {
+  for (const { messageId: _messageId, source: _source, ...stored } of message.chunks.items.slice(
+    0,
+    Math.min(throughSeq, message.chunks.length),
+  )) {
     const decoded = decodeChunk(snapshots, stored);
     chunks.push(decoded.chunk);
     snapshots = decoded.state;
@@ -278,7 +281,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       dialect: null,
       producerChunks: false,
       blocks,
-      blockPositions: new Map(blocks.blocks.map((block) => [block.id, event.position])),
+      blockPositions: blocks.blocks.map(() => event.position),
       usage: NO_TOKENS,
       position: event.position,
       createdPosition: event.position,
@@ -348,23 +351,35 @@ function withMessage(state: OpenSession, message: MessageState): OpenSession {
 
 /** One chunk event on its message; the message as it is when the chunk is not its next seq. */
 function evolveChunk(message: MessageState, event: SessionEventEnvelope): MessageState {
-  const { messageId: _messageId, source, ...stored } = event.data as ChunkEventData;
+  // The event's data is the stored chunk, kept and decoded as it is: no rule reads its messageId or source.
+  const stored = event.data as ChunkEventData;
+  const source = stored.source;
   if (stored.seq !== message.chunks.length + 1) return message;
   const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored);
   const blocks = evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt });
+  // Field by field, not `{ ...message }`: this runs for every chunk of every fold, and V8 copies a
+  // spread of these objects on its slow path.
   return {
-    ...message,
-    blocks,
-    blockPositions: blockPositionsAfter(message, blocks, event.position),
-    position: event.position,
+    id: message.id,
+    role: message.role,
+    parentId: message.parentId,
+    model: message.model,
+    content: message.content,
+    attachments: message.attachments,
+    createdAt: message.createdAt,
+    selectedChildId: message.selectedChildId,
     chunks: appendItem(message.chunks, stored),
     snapshots,
     dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
     producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
+    blocks,
+    blockPositions: blockPositionsAfter(message, blocks, event.position),
     // A finalized message's later chunks change nothing, its usage included.
     usage: message.blocks.finalized
       ? message.usage
       : usageAfter(message.usage, chunk, source !== undefined && 'dialect' in source),
+    position: event.position,
+    createdPosition: message.createdPosition,
   };
 }
 
@@ -383,20 +398,10 @@ function changeBlocks(
 }
 
 /** Each block that is new, changed or moved in `blocks` is stamped with `position`. */
-function blockPositionsAfter(
-  message: MessageState,
-  blocks: MessageBlocksState,
-  position: bigint,
-): ReadonlyMap<string, bigint> {
+function blockPositionsAfter(message: MessageState, blocks: MessageBlocksState, position: bigint): readonly bigint[] {
   if (blocks === message.blocks) return message.blockPositions;
   const before = message.blocks.blocks;
-  let blockPositions: Map<string, bigint> | undefined;
-  blocks.blocks.forEach((block, index) => {
-    if (before[index] === block) return;
-    blockPositions ??= new Map(message.blockPositions);
-    blockPositions.set(block.id, position);
-  });
-  return blockPositions ?? message.blockPositions;
+  return blocks.blocks.map((block, index) => (before[index] === block ? message.blockPositions[index] : position));
 }
 
 /**
