@@ -650,12 +650,10 @@ function update(
   at: string,
   changes: Partial<MessageBlock>,
 ): MessageBlocksState {
-  const index = state.blocks.findIndex((block) => block.id === blockId);
-  if (index < 0) return state;
-  // Every delta updates a block: `Object.assign` copies blocks of many shapes several times faster than a spread in V8.
-  const blocks = state.blocks.slice();
-  blocks[index] = Object.assign({}, blocks[index], changes, { updatedAt: at });
-  return { ...state, blocks };
+  return {
+    ...state,
+    blocks: state.blocks.map((block) => (block.id === blockId ? { ...block, ...changes, updatedAt: at } : block)),
+  };
 }
 
 /** A search output with something to cite: a list, or a list under the fields Cherry's search tools fill. */
