@@ -2,18 +2,21 @@
  * Rebuild of the block read models (`POST /v1/admin/rebuild` runs the same code), in process,
  * against reading the same events through the log alone in the same run (pages of 5,000, the
  * projection's filter, nothing folded or written): how close the rebuild comes to the speed at
- * which its input arrives. The log is seeded through the session repository (decide, hash chain,
+ * which its input arrives. A third row folds the pages read, held in memory, as the projection
+ * does (each session's events of a page at once, then its change set), with nothing read or
+ * written: the fold's own speed. The log is seeded through the session repository (decide, hash chain,
  * group commit) with SESSIONS sessions of RESPONSES assistant responses shaped like
  * bench:ingest's (reasoning, a tool round, an answer: 209 chunk events each).
  *
  *   npm run bench:rebuild   (DATABASE_URL: a scratch database, seeded on the first run, measured as is later)
  */
-import { parseChunks, SESSION_STREAM_PREFIX } from '#core';
-import { createPostgresEventLog } from '#event-log';
+import { initialSessionState, parseChunks, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
+import { createPostgresEventLog, type EventLogReader, type RecordedEvent } from '#event-log';
 import os from 'node:os';
 import pg from 'pg';
 import { rebuildReadModels } from '../../apps/ledger/src/projections/read-model-projections.js';
 import { SessionRepository } from '../../apps/ledger/src/sessions/session-repository.js';
+import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
 import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
@@ -78,6 +81,29 @@ async function seed(repository: SessionRepository): Promise<void> {
   );
 }
 
+/** Events per second folding the pages as the block projection does, without its reads and writes. */
+async function foldAlone(eventLog: EventLogReader, pages: readonly (readonly RecordedEvent[])[]): Promise<number> {
+  const started = performance.now();
+  const sessions = new Map<string, SessionState>();
+  let events = 0;
+  for (const page of pages) {
+    const byStream = new Map<string, RecordedEvent[]>();
+    for (const event of page) {
+      const own = byStream.get(event.streamId);
+      if (own) own.push(event);
+      else byStream.set(event.streamId, [event]);
+    }
+    for (const [streamId, own] of byStream) {
+      const previous = sessions.get(streamId) ?? initialSessionState;
+      const current = await foldSessionEvents(eventLog, previous, own);
+      sessionChanges(previous, current);
+      sessions.set(streamId, current);
+    }
+    events += page.length;
+  }
+  return events / ((performance.now() - started) / 1_000);
+}
+
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_394);
   const pool = new pg.Pool({ connectionString: database.connectionString, max: 8 });
@@ -87,20 +113,25 @@ async function main(): Promise<void> {
     // A DATABASE_URL already seeded by an earlier run is measured as it is.
     if ((await eventLog.headPosition()) === 0n) await seed(new SessionRepository(eventLog));
     const readAlone: number[] = [];
+    const foldedAlone: number[] = [];
     const rebuilt: number[] = [];
     let events = 0;
     for (let run = 0; run < RUNS; run += 1) {
       let started = performance.now();
       let position = 0n;
       let read = 0;
+      const pages: (readonly RecordedEvent[])[] = [];
       for (;;) {
         const filter = { streamPrefixes: [SESSION_STREAM_PREFIX] };
         const page = await eventLog.readAll({ fromPosition: position, maxCount: READ_PAGE, filter });
         read += page.events.length;
+        pages.push(page.events);
         position = page.checkpoint;
         if (page.caughtUp) break;
       }
       readAlone.push(read / ((performance.now() - started) / 1_000));
+      foldedAlone.push(await foldAlone(eventLog, pages));
+      pages.length = 0;
       started = performance.now();
       const [{ result }] = await rebuildReadModels(pool, eventLog, ['block-read-models']);
       rebuilt.push(result.events / ((performance.now() - started) / 1_000));
@@ -115,6 +146,11 @@ async function main(): Promise<void> {
       ['measure', 'events/s', 'vs reading the log alone'],
       [
         ['reading the log alone (pages of 5,000): baseline', formatRate(best(readAlone)), formatRatio(1)],
+        [
+          'folding alone (the pages in memory, as the projection folds)',
+          formatRate(best(foldedAlone)),
+          formatRatio(best(foldedAlone) / best(readAlone)),
+        ],
         ['rebuild (fold, write, swap)', formatRate(best(rebuilt)), formatRatio(best(rebuilt) / best(readAlone))],
       ],
     );

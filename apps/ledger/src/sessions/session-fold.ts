@@ -1,5 +1,5 @@
 import {
-  evolveSession,
+  evolveSessionEvents,
   forkSession,
   initialSessionState,
   sessionStreamId,
@@ -16,7 +16,8 @@ export type StreamReader = Pick<EventLogReader, 'readStream'>;
  * Folds session events with the core reducer. A fork's stream starts with `session.forked`,
  * which holds a reference (source session and position), not a copy: it is applied to the
  * source's state as of that position, read from the log — recursively, for a fork of a fork.
- * Every read path (repository, projections, `?at=`) folds through here, so they agree.
+ * Every read path (repository, projections, `?at=`) folds through here, so they agree. The
+ * events between forks are folded in one call, so runs of one message's chunks fold on the message alone.
  */
 export async function foldSessionEvents(
   eventLog: StreamReader,
@@ -24,11 +25,18 @@ export async function foldSessionEvents(
   events: readonly RecordedEvent[],
 ): Promise<SessionState> {
   let folded = state;
-  for (const event of events)
-    folded = startsFork(folded, event)
-      ? await applyFork(eventLog, event)
-      : evolveSession(folded, sessionEnvelope(event));
-  return folded;
+  let run: SessionEventEnvelope[] = [];
+  for (const event of events) {
+    if (event.type !== 'session.forked') {
+      run.push(sessionEnvelope(event));
+      continue;
+    }
+    folded = evolveSessionEvents(folded, run);
+    run = [];
+    // A fork event anywhere but first does not apply (evolve leaves the state as it is).
+    if (startsFork(folded, event)) folded = await applyFork(eventLog, event);
+  }
+  return evolveSessionEvents(folded, run);
 }
 
 /** The session as it was at a log position (its last event at or before it). */

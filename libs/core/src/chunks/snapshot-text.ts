@@ -53,9 +53,20 @@ export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: Store
 export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
   if (!isSnapshotDelta(stored.type)) return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
   const part = PART_OF[stored.type];
-  const { append, text, ...rest } = stored as StoredChunk & { append?: string; text?: string };
+  const { append, text } = stored as StoredChunk & { append?: string; text?: string };
   const full = append === undefined ? text! : state[part] + append;
-  return { chunk: { ...rest, text: full } as Chunk, state: { ...state, [part]: full } };
+  return { chunk: withText(stored, full), state: { ...state, [part]: full } };
+}
+
+/**
+ * The delta with its whole text in place of its stored one, copied key by key: every delta of a
+ * stream is decoded on every fold, and V8 builds `{ ...rest, text }` several times slower.
+ */
+function withText(stored: StoredChunk, text: string): Chunk {
+  const chunk: Record<string, unknown> = {};
+  for (const key in stored) if (key !== 'append' && key !== 'text') chunk[key] = stored[key as keyof StoredChunk];
+  chunk.text = text;
+  return chunk as Chunk;
 }
 
 /** A part's snapshot starts empty when the part starts and is forgotten when it completes. */

@@ -20,7 +20,7 @@ export interface ChunkCursor {
 
 export const chunkCursor = (message: MessageState): ChunkCursor => ({
   messageId: message.id,
-  seq: message.chunkDigests.length,
+  seq: message.chunks.length,
   snapshots: message.snapshots,
 });
 

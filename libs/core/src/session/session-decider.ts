@@ -17,9 +17,9 @@ import {
   type TranslationOpening,
 } from '../blocks/block-rules.js';
 import { activePath } from './branch-tree.js';
+import { itemAt } from './growing-list.js';
 import {
-  chunkDigest,
-  providerEventDigest,
+  recordedChunks,
   type ChunkEventData,
   type ChunkSource,
   type MessageRole,
@@ -271,16 +271,19 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       const events: DecidedEvent[] = [];
       const duplicateSeqs: number[] = [];
       let snapshots = message.snapshots;
-      let recorded = message.chunkDigests.length;
+      let recorded = message.chunks.length;
       let blocks = message.blocks;
       const ignored: IgnoredChunk[] = [];
+      // Restored only when a retry repeats a recorded seq: the fold keeps the chunks as stored.
+      let recordedBefore: readonly Chunk[] | undefined;
       command.chunks.forEach((chunk, index) => {
         if (chunk.seq <= recorded) {
+          recordedBefore ??= recordedChunks(message, Math.max(...command.chunks.map((retried) => retried.seq)));
           const known =
-            chunk.seq <= message.chunkDigests.length
-              ? message.chunkDigests[chunk.seq - 1]
-              : chunkDigest(command.chunks.find((earlier) => earlier.seq === chunk.seq)!);
-          if (known !== chunkDigest(chunk))
+            chunk.seq <= message.chunks.length
+              ? recordedBefore[chunk.seq - 1]
+              : command.chunks.find((earlier) => earlier.seq === chunk.seq)!;
+          if (!sameRecorded(known, chunk))
             throw new SessionError(
               'seq_conflict',
               `chunks[${index}]: seq ${chunk.seq} is already recorded with different content`,
@@ -332,7 +335,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       return {
         events: [{ id: command.eventId, event: { type: 'message.translation_opened', data } }],
         duplicateSeqs: [],
-        nextSeq: message.chunkDigests.length + 1,
+        nextSeq: message.chunks.length + 1,
       };
     }
     case 'append_dialect_events':
@@ -372,6 +375,11 @@ function firstDifference(fields: readonly (readonly [string, unknown, unknown])[
   return fields.find(([, recorded, wanted]) => canonicalJson(recorded) !== canonicalJson(wanted ?? null))?.[0];
 }
 
+/** Whether a retried seq carries what is recorded at it (`undefined`: nothing is). */
+function sameRecorded(recorded: unknown, retried: unknown): boolean {
+  return recorded !== undefined && canonicalJson(recorded) === canonicalJson(retried);
+}
+
 function sessionExists(sessionId: string, field: string, forked: boolean): never {
   const rule = forked
     ? `session ${sessionId} already exists as a fork`
@@ -408,7 +416,9 @@ function decideDialectEvents(
   }
   const translator = translatorOf(dialect);
   let translatorState = message.dialect?.state ?? translator.initial;
-  const digests = [...(message.dialect?.eventDigests ?? [])];
+  const recordedEvents = message.dialect?.events;
+  // Seqs rise by one through the command, so a repeated one is always a recorded event.
+  let recorded = recordedEvents?.length ?? 0;
   let cursor = chunkCursor(message);
   const events: DecidedEvent[] = [];
   const duplicateSeqs: number[] = [];
@@ -416,21 +426,20 @@ function decideDialectEvents(
     const seq = command.firstSeq + index;
     const unstorable = findUnstorableJson(providerEvent);
     if (unstorable) throw invalidEvent(index, fieldPath(unstorable.path), unstorable.message);
-    const digest = providerEventDigest(providerEvent);
-    if (seq <= digests.length) {
-      if (digests[seq - 1] !== digest) {
+    if (seq <= recorded) {
+      if (!sameRecorded(recordedEvents && itemAt(recordedEvents, seq - 1), providerEvent)) {
         const rule = `events[${index}]: seq ${seq} is already recorded with a different event`;
         throw new SessionError('seq_conflict', rule, `events[${index}]`);
       }
       duplicateSeqs.push(seq);
       return;
     }
-    if (seq !== digests.length + 1) {
-      throw new SessionError('seq_gap', `events[${index}]: expected seq ${digests.length + 1}, got ${seq}`, 'seq');
+    if (seq !== recorded + 1) {
+      throw new SessionError('seq_gap', `events[${index}]: expected seq ${recorded + 1}, got ${seq}`, 'seq');
     }
     const translated = translateEvent(dialect, translatorState, providerEvent, index);
     translatorState = translated.state;
-    digests.push(digest);
+    recorded += 1;
     const nothing: UnnumberedChunk = { type: 'raw', content: null };
     const chunks = translated.chunks.length > 0 ? translated.chunks : [nothing];
     chunks.forEach((unnumbered, position) => {

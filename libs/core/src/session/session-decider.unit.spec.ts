@@ -212,6 +212,32 @@ describe('session decider', () => {
       });
   });
 
+  it('compares a retried seq with the chunk as posted, though the log holds its text as a suffix', () => {
+    const posted = chunks(
+      { type: 'text.start' },
+      { type: 'text.delta', text: 'Hel' },
+      { type: 'text.delta', text: 'Hello' },
+    );
+    const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
+    const decision = decideSession({ type: 'append_chunks', messageId: 'a1', chunks: posted }, stateOf(...state));
+    expect(decision.events[2].event.data).toMatchObject({ append: 'lo' });
+    const after = [...state, ...decision.events.map((e) => e.event)];
+    const retry = (text: string): SessionCommand => ({
+      type: 'append_chunks',
+      messageId: 'a1',
+      chunks: parseChunks([{ seq: 3, type: 'text.delta', text }]),
+    });
+    given(...after)
+      .when(retry('Hello'))
+      .then(({ events, duplicateSeqs }) =>
+        expect({ events, duplicateSeqs }).toEqual({ events: [], duplicateSeqs: [3] }),
+      );
+    for (const other of ['lo', 'Help', 'Hello '])
+      given(...after)
+        .when(retry(other))
+        .thenThrows('seq_conflict');
+  });
+
   it('reports each recorded chunk that changes nothing, with the reason, and records it anyway', () => {
     for (const { label, chunks: values, seq, reason } of IGNORED_CHUNK_CASES) {
       recorded('a1', chunks(...values)).then((decision) => {

@@ -1,5 +1,3 @@
-import { sha256Hex } from '../hashing/hash-chain.js';
-import { canonicalJson } from '../hashing/canonical-json.js';
 import {
   evolveBlocks,
   evolveGovernedTool,
@@ -18,6 +16,7 @@ import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.j
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
 import { isDialectName, translatorOf, type DialectName } from '../dialects/dialects.js';
 import { NO_TOKENS, usageAfter, type TokenUsage } from './token-usage.js';
+import { appendItem, emptyList, type GrowingList } from './growing-list.js';
 
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
@@ -123,11 +122,12 @@ export interface LedgerSource {
   readonly origin: 'request' | 'gateway';
 }
 
-/** A message recorded in a dialect: the translator's state after its recorded events, their digests by seq - 1. */
+/** A message recorded in a dialect: the translator's state after its recorded events, and those events by seq - 1. */
 export interface DialectLog {
   readonly name: DialectName;
   readonly state: unknown;
-  readonly eventDigests: readonly string[];
+  /** A repeated seq must carry the same event. */
+  readonly events: GrowingList<unknown>;
 }
 
 export const SESSION_STREAM_PREFIX = 'session-';
@@ -146,8 +146,11 @@ export interface MessageState {
   readonly createdAt: string;
   /** The child on the active path below this message (the newest branch unless another was selected). */
   readonly selectedChildId: string | null;
-  /** Digest of each recorded chunk, by seq - 1: a repeated seq must carry the same chunk. */
-  readonly chunkDigests: readonly string[];
+  /**
+   * The recorded chunks as stored (text snapshots as suffixes), by seq - 1: a repeated seq must
+   * carry the same chunk, which `recordedChunks` restores when a retry asks.
+   */
+  readonly chunks: GrowingList<ChunkEventData>;
   readonly snapshots: SnapshotState;
   /** `null` until a dialect's first provider event: Cherry chunks, or nothing yet. */
   readonly dialect: DialectLog | null;
@@ -155,10 +158,10 @@ export interface MessageState {
   readonly producerChunks: boolean;
   readonly blocks: MessageBlocksState;
   /**
-   * Log position of the event that last changed or moved each block: a block row's position,
-   * the same whether the projection folded the events in one batch or in many.
+   * Log position of the event that last changed or moved each block, by display index: a block
+   * row's position, the same whether the projection folded the events in one batch or in many.
    */
-  readonly blockPositions: ReadonlyMap<string, bigint>;
+  readonly blockPositions: readonly bigint[];
   /** Tokens its model calls used, as their ends reported them (zero when none did). */
   readonly usage: TokenUsage;
   /** Log position of the last event that changed this message (its chunks or its selected child). */
@@ -208,10 +211,22 @@ export const messageStatus = (message: MessageState) =>
   message.role === 'assistant' ? message.blocks.status : 'success';
 
 /** The producer's last recorded seq: of its provider events in a dialect, else of its chunks (0: none yet). */
-export const lastSeq = (message: MessageState) => message.dialect?.eventDigests.length ?? message.chunkDigests.length;
+export const lastSeq = (message: MessageState) => message.dialect?.events.length ?? message.chunks.length;
 
-export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
-export const providerEventDigest = (event: unknown) => sha256Hex(canonicalJson(event)).slice(0, 32);
+/** The message's recorded chunks with seq 1 to `throughSeq`, as posted: replayed from its first chunk, as the fold did. */
+export function recordedChunks(message: MessageState, throughSeq: number): Chunk[] {
+  const chunks: Chunk[] = [];
+  let snapshots = EMPTY_SNAPSHOTS;
+  for (const { messageId: _messageId, source: _source, ...stored } of message.chunks.items.slice(
+    0,
+    Math.min(throughSeq, message.chunks.length),
+  )) {
+    const decoded = decodeChunk(snapshots, stored);
+    chunks.push(decoded.chunk);
+    snapshots = decoded.state;
+  }
+  return chunks;
+}
 
 /**
  * Total and never throws: an event that does not apply leaves the state as it is. A fork's
@@ -261,12 +276,12 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       attachments: data.attachments ?? [],
       createdAt: event.recordedAt,
       selectedChildId: null,
-      chunkDigests: [],
+      chunks: emptyList(),
       snapshots: EMPTY_SNAPSHOTS,
       dialect: null,
       producerChunks: false,
       blocks,
-      blockPositions: new Map(blocks.blocks.map((block) => [block.id, event.position])),
+      blockPositions: blocks.blocks.map(() => event.position),
       usage: NO_TOKENS,
       position: event.position,
       createdPosition: event.position,
@@ -292,25 +307,80 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
     return changeBlocks(state, messageId, event, (blocks) => evolveGovernedTool(blocks, update, event.recordedAt));
   }
-  if (event.type.startsWith('chunk.')) {
-    const { messageId, source, ...stored } = event.data as ChunkEventData;
-    const message = state.messages.get(messageId);
-    if (!message || stored.seq !== message.chunkDigests.length + 1) return state;
-    const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored);
-    const next: MessageState = {
-      ...withBlocks(message, evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt }), event.position),
-      chunkDigests: [...message.chunkDigests, chunkDigest(chunk)],
-      snapshots,
-      dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
-      producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
-      // A finalized message's later chunks change nothing, its usage included.
-      usage: message.blocks.finalized
-        ? message.usage
-        : usageAfter(message.usage, chunk, source !== undefined && 'dialect' in source),
-    };
-    return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
+  const chunkOf = chunkMessageId(event);
+  if (chunkOf !== undefined) {
+    const message = state.messages.get(chunkOf);
+    return message ? withMessage(state, evolveChunk(message, event)) : state;
   }
   return state;
+}
+
+/**
+ * `evolveSession` over events in order. A run of chunk events of one message changes only that
+ * message: the run is folded on the message alone and set into the session once, without the
+ * session states in between, which nothing sees.
+ */
+export function evolveSessionEvents(state: SessionState, events: readonly SessionEventEnvelope[]): SessionState {
+  let folded = state;
+  for (let index = 0; index < events.length;) {
+    const messageId = chunkMessageId(events[index]);
+    const message = messageId === undefined || folded.status !== 'open' ? undefined : folded.messages.get(messageId);
+    if (!message) {
+      folded = evolveSession(folded, events[index]);
+      index += 1;
+      continue;
+    }
+    let next = message;
+    for (; index < events.length && chunkMessageId(events[index]) === messageId; index += 1)
+      next = evolveChunk(next, events[index]);
+    folded = withMessage(folded as OpenSession, next);
+  }
+  return folded;
+}
+
+/** The message a chunk event goes to; `undefined` for any other event. */
+const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>
+  event.type.startsWith('chunk.') ? (event.data as ChunkEventData).messageId : undefined;
+
+/** The session with one message changed, as of that message's position; the same session if it did not change. */
+function withMessage(state: OpenSession, message: MessageState): OpenSession {
+  const previous = state.messages.get(message.id);
+  if (previous === message) return state;
+  return { ...state, messages: new Map(state.messages).set(message.id, message), position: message.position };
+}
+
+/** One chunk event on its message; the message as it is when the chunk is not its next seq. */
+function evolveChunk(message: MessageState, event: SessionEventEnvelope): MessageState {
+  // The event's data is the stored chunk, kept and decoded as it is: no rule reads its messageId or source.
+  const stored = event.data as ChunkEventData;
+  const source = stored.source;
+  if (stored.seq !== message.chunks.length + 1) return message;
+  const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored);
+  const blocks = evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt });
+  // Field by field, not `{ ...message }`: this runs for every chunk of every fold, and V8 copies a
+  // spread of these objects on its slow path.
+  return {
+    id: message.id,
+    role: message.role,
+    parentId: message.parentId,
+    model: message.model,
+    content: message.content,
+    attachments: message.attachments,
+    createdAt: message.createdAt,
+    selectedChildId: message.selectedChildId,
+    chunks: appendItem(message.chunks, stored),
+    snapshots,
+    dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
+    producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
+    blocks,
+    blockPositions: blockPositionsAfter(message, blocks, event.position),
+    // A finalized message's later chunks change nothing, its usage included.
+    usage: message.blocks.finalized
+      ? message.usage
+      : usageAfter(message.usage, chunk, source !== undefined && 'dialect' in source),
+    position: event.position,
+    createdPosition: message.createdPosition,
+  };
 }
 
 /** An event that changes one message's blocks, not through a chunk; a message the session does not hold changes nothing. */
@@ -322,21 +392,16 @@ function changeBlocks(
 ): SessionState {
   const message = state.messages.get(messageId);
   if (!message) return state;
-  const next = withBlocks(message, change(message.blocks), event.position);
-  return { ...state, messages: new Map(state.messages).set(messageId, next), position: event.position };
+  const blocks = change(message.blocks);
+  const blockPositions = blockPositionsAfter(message, blocks, event.position);
+  return withMessage(state, { ...message, blocks, blockPositions, position: event.position });
 }
 
-/** The message with its blocks as of `position`: each block that is new, changed or moved is stamped with it. */
-function withBlocks(message: MessageState, blocks: MessageBlocksState, position: bigint): MessageState {
-  if (blocks === message.blocks) return { ...message, position };
+/** Each block that is new, changed or moved in `blocks` is stamped with `position`. */
+function blockPositionsAfter(message: MessageState, blocks: MessageBlocksState, position: bigint): readonly bigint[] {
+  if (blocks === message.blocks) return message.blockPositions;
   const before = message.blocks.blocks;
-  let blockPositions: Map<string, bigint> | undefined;
-  blocks.blocks.forEach((block, index) => {
-    if (before[index] === block) return;
-    blockPositions ??= new Map(message.blockPositions);
-    blockPositions.set(block.id, position);
-  });
-  return { ...message, blocks, blockPositions: blockPositions ?? message.blockPositions, position };
+  return blocks.blocks.map((block, index) => (before[index] === block ? message.blockPositions[index] : position));
 }
 
 /**
@@ -404,13 +469,13 @@ function select(state: OpenSession, parentId: string | null, childId: string, po
 function advanceDialect(log: DialectLog | null, source: DialectSource): DialectLog | null {
   if (!isDialectName(source.dialect) || (log !== null && log.name !== source.dialect)) return log;
   const translator = translatorOf(source.dialect);
-  const current = log ?? { name: source.dialect, state: translator.initial, eventDigests: [] };
-  if (source.seq !== current.eventDigests.length + 1) return log;
+  const current = log ?? { name: source.dialect, state: translator.initial, events: emptyList() };
+  if (source.seq !== current.events.length + 1) return log;
   let state = current.state;
   try {
     state = translator.translate(current.state, source.event).state;
   } catch {
     // Unreachable for events the decider accepted; evolve stays total either way.
   }
-  return { ...current, state, eventDigests: [...current.eventDigests, providerEventDigest(source.event)] };
+  return { ...current, state, events: appendItem(current.events, source.event) };
 }

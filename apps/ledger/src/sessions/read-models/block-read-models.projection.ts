@@ -121,7 +121,7 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
     }
     for (const { block, index, message } of changed.blocks) {
       blockRows.push(
-        blockToRow(block, tenant, session.sessionId, index, message.blockPositions.get(block.id) ?? message.position),
+        blockToRow(block, tenant, session.sessionId, index, message.blockPositions[index] ?? message.position),
       );
     }
     for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });

@@ -1,0 +1,73 @@
+import {
+  evolveSession,
+  evolveSessionEvents,
+  initialSessionState,
+  recordedChunks,
+  type OpenSession,
+  type SessionEvent,
+  type SessionEventEnvelope,
+  type SessionState,
+} from './session-events.js';
+
+const at = '2026-01-01T00:00:00.000Z';
+const envelopes = (...events: SessionEvent[]): SessionEventEnvelope[] =>
+  events.map((event, index) => ({ ...event, position: BigInt(index + 1), recordedAt: at }));
+const oneByOne = (state: SessionState, events: readonly SessionEventEnvelope[]) => events.reduce(evolveSession, state);
+
+const opened: SessionEvent = { type: 'session.opened', data: { sessionId: 's1', title: null, metadata: {} } };
+const created = (messageId: string, role: 'user' | 'assistant', parentId: string | null): SessionEvent => ({
+  type: 'message.created',
+  data: { messageId, role, parentId, model: null, content: null },
+});
+const chunk = (messageId: string, data: Record<string, unknown> & { seq: number; type: string }): SessionEvent =>
+  ({ type: `chunk.${data.type}`, data: { messageId, ...data } }) as SessionEvent;
+
+describe('session fold', () => {
+  it('folds a run of events as evolving one by one does: runs of chunks, other messages, seqs out of turn', () => {
+    const events = envelopes(
+      opened,
+      created('u1', 'user', null),
+      created('a1', 'assistant', 'u1'),
+      chunk('a1', { seq: 1, type: 'text.start' }),
+      chunk('a1', { seq: 2, type: 'text.delta', text: 'Hel' }),
+      chunk('a1', { seq: 3, type: 'text.delta', append: 'lo' }),
+      chunk('a1', { seq: 5, type: 'text.delta', append: 'gap' }),
+      chunk('zz', { seq: 1, type: 'text.start' }),
+      created('a2', 'assistant', 'u1'),
+      chunk('a2', { seq: 1, type: 'thinking.start' }),
+      chunk('a1', { seq: 4, type: 'text.complete', text: 'Hello' }),
+      chunk('a2', { seq: 2, type: 'thinking.delta', text: 'hm' }),
+      chunk('a1', { seq: 5, type: 'block_complete' }),
+      chunk('a1', { seq: 6, type: 'text.start' }),
+    );
+    for (let split = 0; split <= events.length; split += 1) {
+      const folded = evolveSessionEvents(
+        evolveSessionEvents(initialSessionState, events.slice(0, split)),
+        events.slice(split),
+      );
+      expect(folded).toEqual(oneByOne(initialSessionState, events));
+    }
+  });
+
+  it('keeps each state its own chunks when two folds branch from one state', () => {
+    const base = oneByOne(
+      initialSessionState,
+      envelopes(opened, created('u1', 'user', null), created('a1', 'assistant', 'u1')),
+    );
+    const next = (text: string) =>
+      evolveSession(base, { ...chunk('a1', { seq: 1, type: 'text.delta', text }), position: 9n, recordedAt: at });
+    const first = next('first') as OpenSession;
+    const second = next('second') as OpenSession;
+    const third = evolveSession(first, {
+      ...chunk('a1', { seq: 2, type: 'text.delta', append: '!' }),
+      position: 10n,
+      recordedAt: at,
+    }) as OpenSession;
+    const texts = (state: OpenSession) =>
+      recordedChunks(state.messages.get('a1')!, Infinity).map((recorded) => ('text' in recorded ? recorded.text : ''));
+    expect(texts(first)).toEqual(['first']);
+    expect(texts(second)).toEqual(['second']);
+    expect(texts(third)).toEqual(['first', 'first!']);
+    expect((base as OpenSession).messages.get('a1')!.chunks.length).toBe(0);
+  });
+});
