@@ -238,15 +238,16 @@ interface StateRow {
 const STATE_SQL = `
   SELECT 'log' AS kind, NULL::text AS stream_id, NULL::uuid AS event_id, position AS revision, NULL::text AS last_hash, position FROM event_log_head
   UNION ALL
-  SELECT 'stream', stream_id, NULL, revision, last_hash, NULL FROM event_log_streams WHERE stream_id = ANY($1::text[])
+  SELECT 'stream', stream_id, NULL, revision, encode(last_hash, 'hex'), NULL FROM event_log_streams WHERE stream_id = ANY($1::text[])
   UNION ALL
-  SELECT 'event', stream_id, event_id, revision, NULL, position FROM event_log_events
-   WHERE stream_id = ANY($1::text[]) AND event_id = ANY($2::uuid[])`;
+  SELECT 'event', s.stream_id, e.event_id, e.revision, NULL, e.position
+    FROM event_log_events e JOIN event_log_streams s USING (stream_key)
+   WHERE s.stream_id = ANY($1::text[]) AND e.event_id = ANY($2::uuid[])`;
 
 /** Opens the transaction, takes the append lock, then reads the log head, the heads of the batch's streams, and which of its event ids they already hold. */
 async function lockAndReadState(client: PoolClient, batch: readonly PendingAppend[]) {
   const streamIds = [...new Set(batch.map((pending) => pending.streamId))];
-  // Both conditions are index conditions on (stream_id, event_id), whatever plan is cached. An id
+  // Both conditions are index conditions on (stream_key, event_id), whatever plan is cached. An id
   // found in another stream of the batch lands under that stream and matches nothing here.
   const eventIds = batch.flatMap((pending) => pending.events.map((event) => event.id));
   await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${APPEND_LOCK_KEY})`);
@@ -272,7 +273,7 @@ async function lockAndReadState(client: PoolClient, batch: readonly PendingAppen
 }
 
 /**
- * The whole store as one call of `event_log_append` (migration 1763800000150). Rows travel as one
+ * The whole store as one call of `event_log_append` (migration 1763800000250). Rows travel as one
  * JSON document that PostgreSQL unpacks itself, far cheaper than the driver serializing a
  * parameter array per column.
  */
