@@ -1,15 +1,14 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * A compact event row (issue 15, decision 0025): each stream id, event type and envelope (tenant,
- * actor, correlation id) is stored once, in `event_log_streams`, `event_log_types` and
- * `event_log_envelopes`, and a row points at them by number; hashes are 32 bytes, not 64
- * characters. Existing rows are converted. `event_log_records` gives rows back exactly as before
+ * A compact event row (issue 15, decision 0025): each stream id and each envelope (tenant, actor,
+ * correlation id) is stored once, in `event_log_streams` and `event_log_envelopes`, and a row
+ * points at them by number; hashes are 32 bytes, not 64 characters. Existing rows are converted. `event_log_records` gives rows back exactly as before
  * (the fields the chain hash covers, hashes in hex, plus `stream_key`): every read goes through it.
  *
  * Keys are per stream as before: an event id is unique within its stream only, so an id a client
  * picks can never collide with another tenant's event. No foreign keys: `event_log_append` is the
- * only writer and creates a stream, type or envelope before the first row naming it.
+ * only writer and creates a stream or envelope before the first row naming it.
  */
 export class CompactEventLog1763800000250 implements MigrationInterface {
   readonly name = 'CompactEventLog1763800000250';
@@ -22,11 +21,6 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
     await queryRunner.query(
       `ALTER TABLE event_log_streams ADD CONSTRAINT event_log_streams_stream_key_key UNIQUE (stream_key)`,
     );
-    await queryRunner.query(`
-      CREATE TABLE event_log_types (
-        type_key  integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        name      text    NOT NULL UNIQUE
-      )`);
     // A null correlation id and an empty one are different envelopes: the index keys on both.
     await queryRunner.query(`
       CREATE TABLE event_log_envelopes (
@@ -38,7 +32,6 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
     await queryRunner.query(`
       CREATE UNIQUE INDEX event_log_envelopes_fields_key
         ON event_log_envelopes (tenant, actor, (correlation_id IS NULL), (coalesce(correlation_id, '')))`);
-    await queryRunner.query(`INSERT INTO event_log_types (name) SELECT DISTINCT type FROM event_log_events`);
     await queryRunner.query(`
       INSERT INTO event_log_envelopes (tenant, actor, correlation_id)
       SELECT DISTINCT tenant, actor, correlation_id FROM event_log_events`);
@@ -50,9 +43,9 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
         revision        bigint      NOT NULL,
         recorded_at     timestamptz NOT NULL,
         event_id        uuid        NOT NULL,
-        type_key        integer     NOT NULL,
         envelope_key    integer     NOT NULL,
         schema_version  integer     NOT NULL,
+        type            text        NOT NULL,
         causation_id    text,
         prev_hash       bytea       NOT NULL,
         hash            bytea       NOT NULL,
@@ -60,11 +53,10 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
       )`);
     await queryRunner.query(`
       INSERT INTO event_log_compact_events
-      SELECT e.position, s.stream_key, e.revision, e.recorded_at, e.event_id, t.type_key, v.envelope_key,
-             e.schema_version, e.causation_id, decode(e.prev_hash, 'hex'), decode(e.hash, 'hex'), e.data
+      SELECT e.position, s.stream_key, e.revision, e.recorded_at, e.event_id, v.envelope_key, e.schema_version, e.type,
+             e.causation_id, decode(e.prev_hash, 'hex'), decode(e.hash, 'hex'), e.data
         FROM event_log_events e
         JOIN event_log_streams s USING (stream_id)
-        JOIN event_log_types t ON t.name = e.type
         JOIN event_log_envelopes v ON v.tenant = e.tenant AND v.actor = e.actor
          AND (v.correlation_id IS NULL) = (e.correlation_id IS NULL)
          AND coalesce(v.correlation_id, '') = coalesce(e.correlation_id, '')
@@ -81,15 +73,14 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
     // a page touches few streams), and stops at its LIMIT.
     await queryRunner.query(`
       CREATE VIEW event_log_records AS
-      SELECT e.position, s.stream_id, e.revision, e.event_id, t.name AS type, e.data, e.recorded_at, e.schema_version,
+      SELECT e.position, s.stream_id, e.revision, e.event_id, e.type, e.data, e.recorded_at, e.schema_version,
              v.correlation_id, e.causation_id, v.actor, v.tenant,
              encode(e.prev_hash, 'hex') AS prev_hash, encode(e.hash, 'hex') AS hash, e.stream_key
         FROM event_log_events e
        CROSS JOIN LATERAL (SELECT stream_id FROM event_log_streams WHERE stream_key = e.stream_key OFFSET 0) s
-       CROSS JOIN LATERAL (SELECT name FROM event_log_types WHERE type_key = e.type_key OFFSET 0) t
        CROSS JOIN LATERAL (
          SELECT tenant, actor, correlation_id FROM event_log_envelopes WHERE envelope_key = e.envelope_key OFFSET 0) v`);
-    await queryRunner.query(`ANALYZE event_log_events, event_log_streams, event_log_types, event_log_envelopes`);
+    await queryRunner.query(`ANALYZE event_log_events, event_log_streams, event_log_envelopes`);
     await queryRunner.query(`DROP FUNCTION event_log_append(jsonb, jsonb, bigint, text)`);
     await queryRunner.query(`
       CREATE FUNCTION event_log_append(events jsonb, streams jsonb, lock_key bigint, channel text) RETURNS bigint
@@ -112,9 +103,6 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
         SELECT s.stream_id, s.revision, decode(s.last_hash, 'hex')
           FROM jsonb_to_recordset(streams) AS s(stream_id text, revision bigint, last_hash text)
         ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash;
-        INSERT INTO event_log_types (name)
-        SELECT DISTINCT r.type FROM jsonb_to_recordset(events) AS r(type text)
-         WHERE NOT EXISTS (SELECT 1 FROM event_log_types t WHERE t.name = r.type);
         INSERT INTO event_log_envelopes (tenant, actor, correlation_id)
         SELECT DISTINCT r.tenant, r.actor, r.correlation_id
           FROM jsonb_to_recordset(events) AS r(tenant text, actor text, correlation_id text)
@@ -123,19 +111,21 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
             WHERE v.tenant = r.tenant AND v.actor = r.actor AND (v.correlation_id IS NULL) = (r.correlation_id IS NULL)
               AND coalesce(v.correlation_id, '') = coalesce(r.correlation_id, ''));
         INSERT INTO event_log_events
-          (position, stream_key, revision, recorded_at, event_id, type_key, envelope_key, schema_version, causation_id,
+          (position, stream_key, revision, recorded_at, event_id, envelope_key, schema_version, type, causation_id,
            prev_hash, hash, data)
-        SELECT head + r.ordinal, s.stream_key, r.revision, r.recorded_at, r.event_id, t.type_key, v.envelope_key,
-               r.schema_version, r.causation_id, decode(r.prev_hash, 'hex'), decode(r.hash, 'hex'), r.data
+        SELECT head + r.ordinal, s.stream_key, r.revision, r.recorded_at, r.event_id, v.envelope_key, r.schema_version,
+               r.type, r.causation_id, decode(r.prev_hash, 'hex'), decode(r.hash, 'hex'), r.data
           FROM jsonb_to_recordset(events) AS r(ordinal bigint, stream_id text, revision bigint, event_id uuid,
                type text, data jsonb, recorded_at timestamptz, schema_version int, correlation_id text,
                causation_id text, actor text, tenant text, prev_hash text, hash text)
           JOIN event_log_streams s USING (stream_id)
-          JOIN event_log_types t ON t.name = r.type
           JOIN event_log_envelopes v ON v.tenant = r.tenant AND v.actor = r.actor
            AND (v.correlation_id IS NULL) = (r.correlation_id IS NULL)
            AND coalesce(v.correlation_id, '') = coalesce(r.correlation_id, '');
         GET DIAGNOSTICS appended = ROW_COUNT;
+        IF appended <> jsonb_array_length(events) THEN
+          RAISE EXCEPTION 'event_log_append stored % of % events', appended, jsonb_array_length(events);
+        END IF;
         UPDATE event_log_head SET position = head + appended;
         PERFORM pg_notify(channel, (head + appended)::text);
         RETURN head;
