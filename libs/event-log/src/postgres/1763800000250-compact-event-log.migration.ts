@@ -82,9 +82,13 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
          SELECT tenant, actor, correlation_id FROM event_log_envelopes WHERE envelope_key = e.envelope_key OFFSET 0) v`);
     await queryRunner.query(`ANALYZE event_log_events, event_log_streams, event_log_envelopes`);
     await queryRunner.query(`DROP FUNCTION event_log_append(jsonb, jsonb, bigint, text)`);
+    // The batch travels as three JSON documents: its streams and its distinct envelopes, each
+    // entry numbered `n`, and its events, which name their stream and envelope by that number.
+    // Each event's row then finds its keys in two tiny joins, and the events document carries
+    // no stream id, tenant, actor or correlation id.
     await queryRunner.query(`
-      CREATE FUNCTION event_log_append(events jsonb, streams jsonb, lock_key bigint, channel text) RETURNS bigint
-      LANGUAGE plpgsql AS $$
+      CREATE FUNCTION event_log_append(events jsonb, streams jsonb, envelopes jsonb, lock_key bigint, channel text)
+      RETURNS bigint LANGUAGE plpgsql AS $$
       DECLARE
         head bigint;
         appended bigint;
@@ -104,24 +108,28 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
           FROM jsonb_to_recordset(streams) AS s(stream_id text, revision bigint, last_hash text)
         ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash;
         INSERT INTO event_log_envelopes (tenant, actor, correlation_id)
-        SELECT DISTINCT r.tenant, r.actor, r.correlation_id
-          FROM jsonb_to_recordset(events) AS r(tenant text, actor text, correlation_id text)
+        SELECT b.tenant, b.actor, b.correlation_id
+          FROM jsonb_to_recordset(envelopes) AS b(tenant text, actor text, correlation_id text)
          WHERE NOT EXISTS (
            SELECT 1 FROM event_log_envelopes v
-            WHERE v.tenant = r.tenant AND v.actor = r.actor AND (v.correlation_id IS NULL) = (r.correlation_id IS NULL)
-              AND coalesce(v.correlation_id, '') = coalesce(r.correlation_id, ''));
+            WHERE v.tenant = b.tenant AND v.actor = b.actor AND (v.correlation_id IS NULL) = (b.correlation_id IS NULL)
+              AND coalesce(v.correlation_id, '') = coalesce(b.correlation_id, ''));
         INSERT INTO event_log_events
           (position, stream_key, revision, recorded_at, event_id, envelope_key, schema_version, type, causation_id,
            prev_hash, hash, data)
         SELECT head + r.ordinal, s.stream_key, r.revision, r.recorded_at, r.event_id, v.envelope_key, r.schema_version,
                r.type, r.causation_id, decode(r.prev_hash, 'hex'), decode(r.hash, 'hex'), r.data
-          FROM jsonb_to_recordset(events) AS r(ordinal bigint, stream_id text, revision bigint, event_id uuid,
-               type text, data jsonb, recorded_at timestamptz, schema_version int, correlation_id text,
-               causation_id text, actor text, tenant text, prev_hash text, hash text)
-          JOIN event_log_streams s USING (stream_id)
-          JOIN event_log_envelopes v ON v.tenant = r.tenant AND v.actor = r.actor
-           AND (v.correlation_id IS NULL) = (r.correlation_id IS NULL)
-           AND coalesce(v.correlation_id, '') = coalesce(r.correlation_id, '');
+          FROM jsonb_to_recordset(events) AS r(ordinal bigint, stream int, envelope int, revision bigint,
+               event_id uuid, type text, data jsonb, recorded_at timestamptz, schema_version int, causation_id text,
+               prev_hash text, hash text)
+          JOIN (SELECT b.n, stored.stream_key
+                  FROM jsonb_to_recordset(streams) AS b(n int, stream_id text)
+                  JOIN event_log_streams stored USING (stream_id)) s ON s.n = r.stream
+          JOIN (SELECT b.n, stored.envelope_key
+                  FROM jsonb_to_recordset(envelopes) AS b(n int, tenant text, actor text, correlation_id text)
+                  JOIN event_log_envelopes stored ON stored.tenant = b.tenant AND stored.actor = b.actor
+                   AND (stored.correlation_id IS NULL) = (b.correlation_id IS NULL)
+                   AND coalesce(stored.correlation_id, '') = coalesce(b.correlation_id, '')) v ON v.n = r.envelope;
         GET DIAGNOSTICS appended = ROW_COUNT;
         IF appended <> jsonb_array_length(events) THEN
           RAISE EXCEPTION 'event_log_append stored % of % events', appended, jsonb_array_length(events);

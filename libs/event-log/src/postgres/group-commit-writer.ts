@@ -273,31 +273,19 @@ async function lockAndReadState(client: PoolClient, batch: readonly PendingAppen
 }
 
 /**
- * The whole store as one call of `event_log_append` (migration 1763800000250). Rows travel as one
- * JSON document that PostgreSQL unpacks itself, far cheaper than the driver serializing a
- * parameter array per column.
+ * The whole store as one call of `event_log_append` (migration 1763800000250). Rows travel as JSON
+ * documents that PostgreSQL unpacks itself, far cheaper than the driver serializing a parameter
+ * array per column; each stream and each distinct envelope (tenant, actor, correlation id) once,
+ * numbered, and the events naming them by number.
  */
 function appendStatement(planned: PlannedBatch) {
-  const events = planned.rows.map((event) => ({
-    ordinal: planned.ordinals.get(event),
-    stream_id: event.streamId,
-    revision: event.revision.toString(),
-    event_id: event.id,
-    type: event.type,
-    data: event.data,
-    recorded_at: event.metadata.recordedAt,
-    schema_version: event.metadata.schemaVersion,
-    correlation_id: event.metadata.correlationId,
-    causation_id: event.metadata.causationId,
-    actor: event.metadata.actor,
-    tenant: event.metadata.tenant,
-    prev_hash: event.metadata.prevHash,
-    hash: event.metadata.hash,
-  }));
-  const streams = [...planned.after].map(([streamId, head]) => {
+  const streamNumbers = new Map<string, number>();
+  const streams = [...planned.after].map(([streamId, head], n) => {
+    streamNumbers.set(streamId, n);
     const stored = planned.before.get(streamId)!;
     const existed = stored.revision !== NO_STREAM;
     return {
+      n,
       stream_id: streamId,
       expected_revision: existed ? stored.revision.toString() : null,
       expected_hash: existed ? stored.lastHash : null,
@@ -305,9 +293,41 @@ function appendStatement(planned: PlannedBatch) {
       last_hash: head.lastHash,
     };
   });
+  const envelopeNumbers = new Map<string, number>();
+  const envelopes: { n: number; tenant: string; actor: string; correlation_id: string | null }[] = [];
+  const events = planned.rows.map((event) => {
+    const { tenant, actor, correlationId } = event.metadata;
+    const envelopeId = JSON.stringify([tenant, actor, correlationId]);
+    let envelope = envelopeNumbers.get(envelopeId);
+    if (envelope === undefined) {
+      envelope = envelopes.length;
+      envelopeNumbers.set(envelopeId, envelope);
+      envelopes.push({ n: envelope, tenant, actor, correlation_id: correlationId });
+    }
+    return {
+      ordinal: planned.ordinals.get(event),
+      stream: streamNumbers.get(event.streamId),
+      envelope,
+      revision: event.revision.toString(),
+      event_id: event.id,
+      type: event.type,
+      data: event.data,
+      recorded_at: event.metadata.recordedAt,
+      schema_version: event.metadata.schemaVersion,
+      causation_id: event.metadata.causationId,
+      prev_hash: event.metadata.prevHash,
+      hash: event.metadata.hash,
+    };
+  });
   return {
     name: 'event-log-append',
-    text: 'SELECT event_log_append($1::jsonb, $2::jsonb, $3, $4)::text AS head',
-    values: [JSON.stringify(events), JSON.stringify(streams), APPEND_LOCK_KEY, EVENT_LOG_CHANNEL],
+    text: 'SELECT event_log_append($1::jsonb, $2::jsonb, $3::jsonb, $4, $5)::text AS head',
+    values: [
+      JSON.stringify(events),
+      JSON.stringify(streams),
+      JSON.stringify(envelopes),
+      APPEND_LOCK_KEY,
+      EVENT_LOG_CHANNEL,
+    ],
   };
 }
