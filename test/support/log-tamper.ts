@@ -19,7 +19,8 @@ export async function rewriteStreamFrom(
     const { position: _position, prevHash: _prev, hash: _hash, ...content } = chainedEvent({ ...event, data });
     const hash = chainHash(prevHash, content);
     await db.query(
-      `UPDATE event_log_events SET data = $2, prev_hash = decode($3, 'hex'), hash = decode($4, 'hex') WHERE position = $1`,
+      `UPDATE event_log_events SET data = $2, prev_hash = decode($3, 'hex'), hash = decode($4, 'hex')
+        WHERE position = $1`,
       [event.position.toString(), JSON.stringify(data), prevHash, hash],
     );
     hashes.push(hash);

@@ -3,8 +3,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * A compact event row (issue 15, decision 0025): each stream id and each envelope (tenant, actor,
  * correlation id) is stored once, in `event_log_streams` and `event_log_envelopes`, and a row
- * points at them by number; hashes are 32 bytes, not 64 characters. Existing rows are converted. `event_log_records` gives rows back exactly as before
- * (the fields the chain hash covers, hashes in hex, plus `stream_key`): every read goes through it.
+ * points at them by number; hashes are 32 bytes, not 64 characters. Existing rows are converted.
+ * `event_log_records` gives rows back exactly as before (the fields the chain hash covers, hashes
+ * in hex, plus `stream_key`): every read goes through it.
  *
  * Keys are per stream as before: an event id is unique within its stream only, so an id a client
  * picks can never collide with another tenant's event. No foreign keys: `event_log_append` is the
@@ -79,7 +80,8 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
         FROM event_log_events e
        CROSS JOIN LATERAL (SELECT stream_id FROM event_log_streams WHERE stream_key = e.stream_key OFFSET 0) s
        CROSS JOIN LATERAL (
-         SELECT tenant, actor, correlation_id FROM event_log_envelopes WHERE envelope_key = e.envelope_key OFFSET 0) v`);
+         SELECT tenant, actor, correlation_id FROM event_log_envelopes
+          WHERE envelope_key = e.envelope_key OFFSET 0) v`);
     await queryRunner.query(`ANALYZE event_log_events, event_log_streams, event_log_envelopes`);
     await queryRunner.query(`DROP FUNCTION event_log_append(jsonb, jsonb, bigint, text)`);
     // The batch travels as three JSON documents: its streams and its distinct envelopes, each

@@ -238,7 +238,8 @@ interface StateRow {
 const STATE_SQL = `
   SELECT 'log' AS kind, NULL::text AS stream_id, NULL::uuid AS event_id, position AS revision, NULL::text AS last_hash, position FROM event_log_head
   UNION ALL
-  SELECT 'stream', stream_id, NULL, revision, encode(last_hash, 'hex'), NULL FROM event_log_streams WHERE stream_id = ANY($1::text[])
+  SELECT 'stream', stream_id, NULL, revision, encode(last_hash, 'hex'), NULL
+    FROM event_log_streams WHERE stream_id = ANY($1::text[])
   UNION ALL
   SELECT 'event', s.stream_id, e.event_id, e.revision, NULL, e.position
     FROM event_log_events e JOIN event_log_streams s USING (stream_key)
