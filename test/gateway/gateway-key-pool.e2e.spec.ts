@@ -75,7 +75,7 @@ describe('gateway: key pool', () => {
     await database.connect();
     try {
       const { rows } = await database.query<{ text: string }>(
-        "SELECT string_agg(event_log_events::text, ' ') AS text FROM event_log_events",
+        "SELECT string_agg(event_log_records::text, ' ') AS text FROM event_log_records",
       );
       for (const key of [...gateway.openAiKeys, ...gateway.anthropicKeys]) {
         expect(metrics).not.toContain(key);

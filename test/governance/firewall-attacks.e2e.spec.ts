@@ -163,7 +163,7 @@ describe('the firewall against planted paths, end to end', () => {
     await database.connect();
     try {
       const log = await database.query(
-        `SELECT coalesce(string_agg(e::text, E'\\n'), '') AS log FROM event_log_events e`,
+        `SELECT coalesce(string_agg(e::text, E'\\n'), '') AS log FROM event_log_records e`,
       );
       seen.push(log.rows[0].log);
     } finally {

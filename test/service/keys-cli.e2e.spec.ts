@@ -42,7 +42,7 @@ describe('keys on the command line', () => {
     await client.connect();
     try {
       const { rows } = await client.query(
-        `SELECT type, actor FROM event_log_events WHERE stream_id LIKE '%' || $1 ORDER BY position`,
+        `SELECT type, actor FROM event_log_records WHERE stream_id LIKE '%' || $1 ORDER BY position`,
         [keyId],
       );
       return rows;

@@ -18,16 +18,18 @@ export async function rewriteStreamFrom(
     const data = event.revision === BigInt(from) ? { ...(event.data as object), content: 'rewritten' } : event.data;
     const { position: _position, prevHash: _prev, hash: _hash, ...content } = chainedEvent({ ...event, data });
     const hash = chainHash(prevHash, content);
-    await db.query('UPDATE event_log_events SET data = $2, prev_hash = $3, hash = $4 WHERE position = $1', [
-      event.position.toString(),
-      JSON.stringify(data),
-      prevHash,
-      hash,
-    ]);
+    await db.query(
+      `UPDATE event_log_events SET data = $2, prev_hash = decode($3, 'hex'), hash = decode($4, 'hex')
+        WHERE position = $1`,
+      [event.position.toString(), JSON.stringify(data), prevHash, hash],
+    );
     hashes.push(hash);
     prevHash = hash;
   }
-  await db.query('UPDATE event_log_streams SET last_hash = $2 WHERE stream_id = $1', [events[0].streamId, prevHash]);
+  await db.query(`UPDATE event_log_streams SET last_hash = decode($2, 'hex') WHERE stream_id = $1`, [
+    events[0].streamId,
+    prevHash,
+  ]);
   return hashes;
 }
 

@@ -154,10 +154,10 @@ describe('the verifiable log against an insider holding the database', () => {
       const last = events.at(-1)!;
       await tampering(async () => {
         await db().query('DELETE FROM event_log_events WHERE position = $1', [last.position.toString()]);
-        await db().query('UPDATE event_log_streams SET revision = revision - 1, last_hash = $2 WHERE stream_id = $1', [
-          'session-cut-tail',
-          last.metadata.prevHash,
-        ]);
+        await db().query(
+          `UPDATE event_log_streams SET revision = revision - 1, last_hash = decode($2, 'hex') WHERE stream_id = $1`,
+          ['session-cut-tail', last.metadata.prevHash],
+        );
         await db().query(`UPDATE log_leaves SET stream_id = 'elsewhere' WHERE position = $1`, [
           last.position.toString(),
         ]);

@@ -114,7 +114,7 @@ describe('a log rebuilt with changes', () => {
     // The rebuild: one early event's hash changes, the tree tables are emptied and the consumer's checkpoint reset.
     const changed = (await allEvents(ledger))[1];
     await db.query('BEGIN');
-    await db.query('UPDATE event_log_events SET hash = $2 WHERE position = $1', [
+    await db.query(`UPDATE event_log_events SET hash = decode($2, 'hex') WHERE position = $1`, [
       changed.position.toString(),
       randomBytes(32).toString('hex'),
     ]);

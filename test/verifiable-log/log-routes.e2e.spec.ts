@@ -41,7 +41,7 @@ describe('the verifiable log routes', () => {
 
   /** The leaves as a naive reader sees them: every event's stored hash, in position order. */
   async function leavesInDatabase(): Promise<Buffer[]> {
-    const { rows } = await db.query<{ hash: string }>('SELECT hash FROM event_log_events ORDER BY position');
+    const { rows } = await db.query<{ hash: string }>('SELECT hash FROM event_log_records ORDER BY position');
     return rows.map((row) => Buffer.from(row.hash, 'hex'));
   }
 

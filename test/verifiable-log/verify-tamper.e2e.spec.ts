@@ -160,10 +160,10 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     const cut = await streamEvents('session-cut');
     const last = cut.at(-1)!;
     await db.query('DELETE FROM event_log_events WHERE position = $1', [last.position.toString()]);
-    await db.query('UPDATE event_log_streams SET revision = revision - 1, last_hash = $2 WHERE stream_id = $1', [
-      'session-cut',
-      last.metadata.prevHash,
-    ]);
+    await db.query(
+      `UPDATE event_log_streams SET revision = revision - 1, last_hash = decode($2, 'hex') WHERE stream_id = $1`,
+      ['session-cut', last.metadata.prevHash],
+    );
     expect(await verified('/v1/sessions/cut/verify')).toMatchObject({
       ok: false,
       firstBroken: {

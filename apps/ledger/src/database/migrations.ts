@@ -1,4 +1,4 @@
-import { AppendFunction1763800000150, EventLog1763800000001 } from '#event-log';
+import { AppendFunction1763800000150, CompactEventLog1763800000250, EventLog1763800000001 } from '#event-log';
 import { BlockReadModels1763800000002 } from '../sessions/read-models/1763800000002-block-read-models.migration.js';
 import { BranchTrees1763800000003 } from '../sessions/read-models/1763800000003-branch-trees.migration.js';
 import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-tool-calls.migration.js';
@@ -23,6 +23,7 @@ export const migrations = [
   ToolCallRequestedPosition1763800000021,
   SessionList1763800000022,
   AppendFunction1763800000150,
+  CompactEventLog1763800000250,
   KeyChangeNotify1763800000280,
 ];
 

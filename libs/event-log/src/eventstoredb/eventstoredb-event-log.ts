@@ -154,8 +154,11 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   }
 
   /**
-   * The server's append result names the position of the write's last event only; the others'
-   * positions are log offsets nothing else tells, so a write of several events reads them back.
+   * The server's append result (`AppendResult.position`) names the position of the write's last
+   * event only. A one-event write learns its position from it; the other events of a write of
+   * several sit at transaction-log offsets that depend on each record's encoded size and on
+   * chunk boundaries, which the client cannot compute, so that write reads back exactly its own
+   * events (decision 0025).
    */
   async function learnPositions(
     streamId: string,
@@ -167,7 +170,10 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       entry.known.set(sealed[0].id, { revision: sealed[0].revision, position: lastPosition });
       return;
     }
-    for (const event of await withRetry(() => readStream(streamId, { fromRevision: sealed[0].revision }))) {
+    const written = await withRetry(() =>
+      readStream(streamId, { fromRevision: sealed[0].revision, maxCount: sealed.length }),
+    );
+    for (const event of written) {
       entry.known.set(event.id, { revision: event.revision, position: event.position });
     }
   }

@@ -238,15 +238,17 @@ interface StateRow {
 const STATE_SQL = `
   SELECT 'log' AS kind, NULL::text AS stream_id, NULL::uuid AS event_id, position AS revision, NULL::text AS last_hash, position FROM event_log_head
   UNION ALL
-  SELECT 'stream', stream_id, NULL, revision, last_hash, NULL FROM event_log_streams WHERE stream_id = ANY($1::text[])
+  SELECT 'stream', stream_id, NULL, revision, encode(last_hash, 'hex'), NULL
+    FROM event_log_streams WHERE stream_id = ANY($1::text[])
   UNION ALL
-  SELECT 'event', stream_id, event_id, revision, NULL, position FROM event_log_events
-   WHERE stream_id = ANY($1::text[]) AND event_id = ANY($2::uuid[])`;
+  SELECT 'event', s.stream_id, e.event_id, e.revision, NULL, e.position
+    FROM event_log_events e JOIN event_log_streams s USING (stream_key)
+   WHERE s.stream_id = ANY($1::text[]) AND e.event_id = ANY($2::uuid[])`;
 
 /** Opens the transaction, takes the append lock, then reads the log head, the heads of the batch's streams, and which of its event ids they already hold. */
 async function lockAndReadState(client: PoolClient, batch: readonly PendingAppend[]) {
   const streamIds = [...new Set(batch.map((pending) => pending.streamId))];
-  // Both conditions are index conditions on (stream_id, event_id), whatever plan is cached. An id
+  // Both conditions are index conditions on (stream_key, event_id), whatever plan is cached. An id
   // found in another stream of the batch lands under that stream and matches nothing here.
   const eventIds = batch.flatMap((pending) => pending.events.map((event) => event.id));
   await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${APPEND_LOCK_KEY})`);
@@ -272,31 +274,19 @@ async function lockAndReadState(client: PoolClient, batch: readonly PendingAppen
 }
 
 /**
- * The whole store as one call of `event_log_append` (migration 1763800000150). Rows travel as one
- * JSON document that PostgreSQL unpacks itself, far cheaper than the driver serializing a
- * parameter array per column.
+ * The whole store as one call of `event_log_append` (migration 1763800000250). Rows travel as JSON
+ * documents that PostgreSQL unpacks itself, far cheaper than the driver serializing a parameter
+ * array per column; each stream and each distinct envelope (tenant, actor, correlation id) once,
+ * numbered, and the events naming them by number.
  */
 function appendStatement(planned: PlannedBatch) {
-  const events = planned.rows.map((event) => ({
-    ordinal: planned.ordinals.get(event),
-    stream_id: event.streamId,
-    revision: event.revision.toString(),
-    event_id: event.id,
-    type: event.type,
-    data: event.data,
-    recorded_at: event.metadata.recordedAt,
-    schema_version: event.metadata.schemaVersion,
-    correlation_id: event.metadata.correlationId,
-    causation_id: event.metadata.causationId,
-    actor: event.metadata.actor,
-    tenant: event.metadata.tenant,
-    prev_hash: event.metadata.prevHash,
-    hash: event.metadata.hash,
-  }));
-  const streams = [...planned.after].map(([streamId, head]) => {
+  const streamNumbers = new Map<string, number>();
+  const streams = [...planned.after].map(([streamId, head], n) => {
+    streamNumbers.set(streamId, n);
     const stored = planned.before.get(streamId)!;
     const existed = stored.revision !== NO_STREAM;
     return {
+      n,
       stream_id: streamId,
       expected_revision: existed ? stored.revision.toString() : null,
       expected_hash: existed ? stored.lastHash : null,
@@ -304,9 +294,41 @@ function appendStatement(planned: PlannedBatch) {
       last_hash: head.lastHash,
     };
   });
+  const envelopeNumbers = new Map<string, number>();
+  const envelopes: { n: number; tenant: string; actor: string; correlation_id: string | null }[] = [];
+  const events = planned.rows.map((event) => {
+    const { tenant, actor, correlationId } = event.metadata;
+    const envelopeId = JSON.stringify([tenant, actor, correlationId]);
+    let envelope = envelopeNumbers.get(envelopeId);
+    if (envelope === undefined) {
+      envelope = envelopes.length;
+      envelopeNumbers.set(envelopeId, envelope);
+      envelopes.push({ n: envelope, tenant, actor, correlation_id: correlationId });
+    }
+    return {
+      ordinal: planned.ordinals.get(event),
+      stream: streamNumbers.get(event.streamId),
+      envelope,
+      revision: event.revision.toString(),
+      event_id: event.id,
+      type: event.type,
+      data: event.data,
+      recorded_at: event.metadata.recordedAt,
+      schema_version: event.metadata.schemaVersion,
+      causation_id: event.metadata.causationId,
+      prev_hash: event.metadata.prevHash,
+      hash: event.metadata.hash,
+    };
+  });
   return {
     name: 'event-log-append',
-    text: 'SELECT event_log_append($1::jsonb, $2::jsonb, $3, $4)::text AS head',
-    values: [JSON.stringify(events), JSON.stringify(streams), APPEND_LOCK_KEY, EVENT_LOG_CHANNEL],
+    text: 'SELECT event_log_append($1::jsonb, $2::jsonb, $3::jsonb, $4, $5)::text AS head',
+    values: [
+      JSON.stringify(events),
+      JSON.stringify(streams),
+      JSON.stringify(envelopes),
+      APPEND_LOCK_KEY,
+      EVENT_LOG_CHANNEL,
+    ],
   };
 }

@@ -88,7 +88,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     const { rows } = await pool.query<EventRow & { head: string }>(
       `SELECT h.position AS head, e.* FROM event_log_head h
          LEFT JOIN LATERAL (
-           SELECT ${EVENT_COLUMNS} FROM event_log_events
+           SELECT ${EVENT_COLUMNS} FROM event_log_records
             WHERE position > $1 AND position <= h.position ${clause}
             ORDER BY position LIMIT $2) e ON true`,
       [after.toString(), limit, ...params],
@@ -103,9 +103,10 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
     const backwards = readOptions.direction === 'backwards';
     const from = readOptions.fromRevision ?? (backwards ? null : 0n);
+    const fromClause = from === null ? '' : backwards ? 'AND revision <= $3' : 'AND revision >= $3';
     const { rows } = await pool.query<EventRow>(
-      `SELECT ${EVENT_COLUMNS} FROM event_log_events
-        WHERE stream_id = $1 ${from === null ? '' : backwards ? 'AND revision <= $3' : 'AND revision >= $3'}
+      `SELECT ${EVENT_COLUMNS} FROM event_log_records
+        WHERE stream_key = (SELECT stream_key FROM event_log_streams WHERE stream_id = $1) ${fromClause}
         ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
       from === null
         ? [streamId, readOptions.maxCount ?? null]
