@@ -4,9 +4,10 @@
  * calling the same MCP server directly with the same client, in the same run. The call is
  * `filesystem/read_text_file`: the firewall allows it, the guardian (an LLM review against the
  * local Chat Completions test server, cached after the first) rates it low, so it runs without a
- * person. Every governed call records its seven steps on its stream and three block updates on
- * the session. The producer and the watcher hold API keys of their own, minted through the admin
- * route with an admin key the service's store made before it started.
+ * person. Every governed call records its seven steps on its stream and, once the verdict is
+ * cached, two block updates on the session (decision 0027: three appends per call). The
+ * producer and the watcher hold API keys of their own, minted through the admin route with an
+ * admin key the service's store made before it started.
  *
  *   npm run bench:governance
  */
