@@ -127,7 +127,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
    */
   private async runSteps(ref: ToolCallRef, request: GovernedRequest | undefined): Promise<void> {
     const { toolCallId } = ref;
-    let draft = await this.toolCalls.draft(ref, request !== undefined);
+    // A run for a new request needs no read; any other was prompted by something another writer may have stored.
+    let draft = await this.toolCalls.draft(ref, request ? 'new' : 'log');
     this.seen(toolCallId, draft.state);
     // Shown again on a resumed call: an update lost with a crash, or never stored beside its step (EventStoreDB).
     await this.showOnBlock(draft.state, ref.tenant);
@@ -146,7 +147,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline))
         return this.wakeAt(ref, next.deadline);
       const stepped = await this.step(() => this.take(next, draft, request));
-      draft = stepped ?? (await this.toolCalls.draft(ref));
+      // Refused on what this process knew: another writer moved the call on, so read where it is.
+      draft = stepped ?? (await this.toolCalls.draft(ref, 'log'));
     }
     throw new Error(`tool call ${toolCallId} did not settle in ${MAX_STEPS_PER_RUN} steps`);
   }

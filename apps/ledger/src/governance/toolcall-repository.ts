@@ -96,13 +96,15 @@ export class ToolCallRepository {
   }
 
   /**
-   * A draft on the call as kept, else as read; with `fresh`, a call this process has not seen is
-   * taken to be new without reading (the append's revision check says if it was not).
+   * A draft on the call: `kept`, as this process last stored or read it (else read); `log`, as
+   * the stream holds it now (another instance may have appended); `new`, as kept, and a call this
+   * process has not seen is taken to be new without reading (the append's revision check says if
+   * it was not).
    */
-  async draft(ref: ToolCallRef, fresh = false): Promise<ToolCallDraft> {
-    const kept = this.folded.get(toolCallStreamId(ref.tenant, ref.toolCallId));
+  async draft(ref: ToolCallRef, from: 'kept' | 'log' | 'new' = 'kept'): Promise<ToolCallDraft> {
+    const kept = from === 'log' ? undefined : this.folded.get(toolCallStreamId(ref.tenant, ref.toolCallId));
     const { state, revision } =
-      kept ?? (fresh ? { state: initialToolCallState, revision: NO_STREAM } : await this.load(ref));
+      kept ?? (from === 'new' ? { state: initialToolCallState, revision: NO_STREAM } : await this.load(ref));
     return { ref, state, stored: state, revision, decided: [], steps: [] };
   }
 
