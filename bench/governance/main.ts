@@ -31,7 +31,7 @@ const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const PER_PRODUCER = 10;
 
-/** Transactions PostgreSQL committed so far; backends report when idle, at most once a second, so wait for them first. */
+/** Transactions PostgreSQL committed so far (backends report when idle, at most once a second: wait first). */
 async function commits(connectionString: string): Promise<number> {
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   const sql = new pg.Client({ connectionString });

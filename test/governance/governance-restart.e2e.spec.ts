@@ -53,6 +53,18 @@ describe('the governance saga across kill -9 and restart', () => {
     return { sessionId, ...(await requestTool(url, sessionId, toolId, tool, { duration: 30, steps: 30 })) };
   }
 
+  /** The session's block updates (`message.tool_call_updated`), in log order. */
+  async function blockUpdates(url: string, sessionId: string): Promise<any[]> {
+    const { body } = await call(url, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`);
+    return body.events.filter((event: { type: string }) => event.type === 'message.tool_call_updated');
+  }
+
+  /** The message's tool block once the read models reflect `position`. */
+  async function toolBlock(url: string, sessionId: string, messageId: string, position: number) {
+    const route = `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`;
+    return (await call(url, 'GET', route)).body.blocks.find((block: { type: string }) => block.type === 'tool');
+  }
+
   beforeAll(async () => {
     fixture = await governanceFixture();
     database = await createTestDatabase();
@@ -147,18 +159,11 @@ describe('the governance saga across kill -9 and restart', () => {
     ]);
     expect(readFileSync(target, 'utf8')).toBe('written once');
     // The session's tool block went pending (requested, awaiting a person) → processing → success, each shown once.
-    const events = (await call(restarted, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.filter(
-      (event: { type: string }) => event.type === 'message.tool_call_updated',
-    );
+    const events = await blockUpdates(restarted, sessionId);
     expect(events.map((event: any) => event.data.response.status)).toEqual(['pending', 'pending', 'invoking', 'done']);
     const governed = events.map((event: any) => event.data.governance.status);
     expect(governed).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
-    const message = await call(
-      restarted,
-      'GET',
-      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
-    );
-    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({
+    expect(await toolBlock(restarted, sessionId, messageId, toolCall.position)).toMatchObject({
       status: 'success',
     });
     await kill();
@@ -195,12 +200,7 @@ describe('the governance saga across kill -9 and restart', () => {
       'completed',
     ]);
     expect(toolCall).toMatchObject({ outcome: 'failed', execution: { unknownOutcome: true, durationMs: null } });
-    const message = await call(
-      restarted,
-      'GET',
-      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
-    );
-    const block = message.body.blocks.find((candidate: { type: string }) => candidate.type === 'tool');
+    const block = await toolBlock(restarted, sessionId, messageId, toolCall.position);
     expect(block).toMatchObject({
       status: 'error',
       metadata: { governance: { status: 'failed', execution: { unknownOutcome: true } } },
@@ -229,16 +229,9 @@ describe('the governance saga across kill -9 and restart', () => {
     expect(trail(toolCall)).toEqual([...trail(executing), 'execution_failed', 'completed']);
     expect(toolCall).toMatchObject({ outcome: 'failed', execution: { unknownOutcome: true, durationMs: null } });
     // The block went from the producer's pending straight to processing (stored with the start), then to the error.
-    const events = (await call(restarted, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.filter(
-      (event: { type: string }) => event.type === 'message.tool_call_updated',
-    );
+    const events = await blockUpdates(restarted, sessionId);
     expect(events.map((event: any) => event.data.governance.status)).toEqual(['executing', 'failed']);
-    const message = await call(
-      restarted,
-      'GET',
-      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
-    );
-    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({
+    expect(await toolBlock(restarted, sessionId, messageId, toolCall.position)).toMatchObject({
       status: 'error',
       metadata: { governance: { status: 'failed', execution: { unknownOutcome: true } } },
     });

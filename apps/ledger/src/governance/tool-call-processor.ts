@@ -185,7 +185,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }
   }
 
-  /** Takes one step on the draft: in memory, except the execution, which stores the start first and the result after. */
+  /** Takes one step on the draft: in memory, except the execution, which stores the start, then the result. */
   private async take(
     step: Exclude<SagaStep, { kind: 'done' }> | { kind: 'request' },
     draft: ToolCallDraft,

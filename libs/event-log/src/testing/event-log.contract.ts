@@ -27,7 +27,7 @@ export interface EventLogQuirks {
    * jsonb refuses a NUL character; EventStoreDB an append over its maximum append size).
    */
   readonly refusedData: unknown;
-  /** Whether a multi-stream append is one transaction (PostgreSQL), or its parts go one after the other (EventStoreDB). */
+  /** Whether a multi-stream append is one transaction (PostgreSQL), or its parts go one by one (EventStoreDB). */
   readonly atomicMultiStream: boolean;
 }
 
@@ -260,7 +260,8 @@ export function eventLogContract(
         expect((await log.readStream(`${prefix}b`)).slice(1)).toEqual(results[1].events);
       });
 
-      it(`a conflicting part fails the append${quirks.atomicMultiStream ? ' whole' : ' from that part on'}`, async () => {
+      const failsFrom = quirks.atomicMultiStream ? ' whole' : ' from that part on';
+      it(`a conflicting part fails the append${failsFrom}`, async () => {
         const prefix = uniquePrefix('s');
         await log.append(`${prefix}b`, newEvents(1), NO_STREAM);
         const error = await log
