@@ -4,13 +4,15 @@
  * calling the same MCP server directly with the same client, in the same run. The call is
  * `filesystem/read_text_file`: the firewall allows it, the guardian (an LLM review against the
  * local Chat Completions test server, cached after the first) rates it low, so it runs without a
- * person. Every governed call records its seven steps on its stream and three block updates on
- * the session. The producer and the watcher hold API keys of their own, minted through the admin
- * route with an admin key the service's store made before it started.
+ * person. Every governed call records its seven steps on its stream and, once the verdict is
+ * cached, two block updates on the session (decision 0027: three appends per call). The
+ * producer and the watcher hold API keys of their own, minted through the admin route with an
+ * admin key the service's store made before it started.
  *
  *   npm run bench:governance
  */
 import path from 'node:path';
+import pg from 'pg';
 import { loadMcpServers, McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
 import { call, governanceFixture, PRODUCER, requestTool } from '../../test/support/governance-fixture.js';
 import { connectSse } from '../../test/support/sse-client.js';
@@ -28,6 +30,21 @@ import {
 const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const PER_PRODUCER = 10;
+
+/** Transactions PostgreSQL committed so far (backends report when idle, at most once a second: wait first). */
+async function commits(connectionString: string): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const sql = new pg.Client({ connectionString });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ xact_commit: string }>(
+      'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()',
+    );
+    return Number(rows[0].xact_commit);
+  } finally {
+    await sql.end();
+  }
+}
 
 async function timed<T>(work: () => Promise<T>): Promise<number> {
   const started = performance.now();
@@ -83,7 +100,9 @@ async function main(): Promise<void> {
     };
     await producer(5, []);
     const governedLatencies: number[] = [];
+    const commitsBefore = await commits(database.connectionString);
     await producer(SEQUENTIAL, governedLatencies);
+    const commitsPerCall = ((await commits(database.connectionString)) - commitsBefore) / SEQUENTIAL;
     const governedConcurrentMs = await timed(() =>
       Promise.all(Array.from({ length: CONCURRENT }, () => producer(PER_PRODUCER, []))),
     );
@@ -112,6 +131,8 @@ async function main(): Promise<void> {
         ],
       ],
     );
+    // Everything a call brings about: the producer's three POSTs, the saga's appends, the consumers' batches.
+    console.log(`PostgreSQL transactions per governed call (one caller): ${commitsPerCall.toFixed(1)}`);
   } finally {
     await direct.close();
     await ledger.stop();

@@ -198,11 +198,14 @@ async function main(): Promise<void> {
       keys: fleetKeys,
     });
     const { rows: disk } = await sql.query<{ events: string; bytes: string }>(
-      `SELECT count(*) AS events, pg_total_relation_size('event_log_events') AS bytes FROM event_log_events`,
+      `SELECT count(*) AS events,
+              pg_total_relation_size('event_log_events') + pg_total_relation_size('event_log_streams')
+                + pg_total_relation_size('event_log_envelopes') AS bytes
+         FROM event_log_events`,
     );
     const perEvent = Number(disk[0].bytes) / Number(disk[0].events);
     console.log(
-      `\nevent log on disk (table, TOAST and indexes): ${formatRate(perEvent)} bytes per event over ${disk[0].events} events`,
+      `\nevent log on disk (events, streams and envelopes: tables, TOAST and indexes): ${formatRate(perEvent)} bytes per event over ${disk[0].events} events`,
     );
     console.log(`ledger chunks acknowledged in this run: ${closedLoopChunks + ledgerChunks}`);
   } finally {

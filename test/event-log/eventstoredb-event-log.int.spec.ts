@@ -16,5 +16,5 @@ eventLogContract(
       teardown: async () => double?.stop(),
     };
   },
-  { refusedData: { text: 'x'.repeat(DEFAULT_MAX_APPEND_SIZE) } },
+  { refusedData: { text: 'x'.repeat(DEFAULT_MAX_APPEND_SIZE) }, atomicMultiStream: false },
 );

@@ -11,5 +11,5 @@ eventLogContract(
       teardown: () => database.drop(),
     };
   },
-  { refusedData: { text: 'jsonb has no NUL: \u0000' } },
+  { refusedData: { text: 'jsonb has no NUL: \u0000' }, atomicMultiStream: true },
 );

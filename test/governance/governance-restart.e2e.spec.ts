@@ -46,6 +46,25 @@ describe('the governance saga across kill -9 and restart', () => {
     service = undefined;
   }
 
+  /** A new session on `url` asking for server-everything's long-running operation (30 s). */
+  async function requestLongRunning(url: string, toolId: string) {
+    const sessionId = (await call(url, 'POST', '/v1/sessions', {})).body.id as string;
+    const tool = { server: 'everything', name: 'trigger-long-running-operation' };
+    return { sessionId, ...(await requestTool(url, sessionId, toolId, tool, { duration: 30, steps: 30 })) };
+  }
+
+  /** The session's block updates (`message.tool_call_updated`), in log order. */
+  async function blockUpdates(url: string, sessionId: string): Promise<any[]> {
+    const { body } = await call(url, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`);
+    return body.events.filter((event: { type: string }) => event.type === 'message.tool_call_updated');
+  }
+
+  /** The message's tool block once the read models reflect `position`. */
+  async function toolBlock(url: string, sessionId: string, messageId: string, position: number) {
+    const route = `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`;
+    return (await call(url, 'GET', route)).body.blocks.find((block: { type: string }) => block.type === 'tool');
+  }
+
   beforeAll(async () => {
     fixture = await governanceFixture();
     database = await createTestDatabase();
@@ -140,18 +159,11 @@ describe('the governance saga across kill -9 and restart', () => {
     ]);
     expect(readFileSync(target, 'utf8')).toBe('written once');
     // The session's tool block went pending (requested, awaiting a person) → processing → success, each shown once.
-    const events = (await call(restarted, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.filter(
-      (event: { type: string }) => event.type === 'message.tool_call_updated',
-    );
+    const events = await blockUpdates(restarted, sessionId);
     expect(events.map((event: any) => event.data.response.status)).toEqual(['pending', 'pending', 'invoking', 'done']);
     const governed = events.map((event: any) => event.data.governance.status);
     expect(governed).toEqual(['requested', 'awaiting_approval', 'executing', 'succeeded']);
-    const message = await call(
-      restarted,
-      'GET',
-      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
-    );
-    expect(message.body.blocks.find((block: { type: string }) => block.type === 'tool')).toMatchObject({
+    expect(await toolBlock(restarted, sessionId, messageId, toolCall.position)).toMatchObject({
       status: 'success',
     });
     await kill();
@@ -159,14 +171,7 @@ describe('the governance saga across kill -9 and restart', () => {
 
   it('killed while a tool executes: after the restart the outcome is recorded as unknown and the tool is not run again', async () => {
     const url = await start();
-    const sessionId = (await call(url, 'POST', '/v1/sessions', {})).body.id;
-    const { messageId, toolCallId } = await requestTool(
-      url,
-      sessionId,
-      'call_long',
-      { server: 'everything', name: 'trigger-long-running-operation' },
-      { duration: 30, steps: 30 },
-    );
+    const { sessionId, messageId, toolCallId } = await requestLongRunning(url, 'call_long');
     const waiting = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
     expect(
       (
@@ -195,17 +200,41 @@ describe('the governance saga across kill -9 and restart', () => {
       'completed',
     ]);
     expect(toolCall).toMatchObject({ outcome: 'failed', execution: { unknownOutcome: true, durationMs: null } });
-    const message = await call(
-      restarted,
-      'GET',
-      `/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${toolCall.position}`,
-    );
-    const block = message.body.blocks.find((candidate: { type: string }) => candidate.type === 'tool');
+    const block = await toolBlock(restarted, sessionId, messageId, toolCall.position);
     expect(block).toMatchObject({
       status: 'error',
       metadata: { governance: { status: 'failed', execution: { unknownOutcome: true } } },
     });
     expect(block.content.content[0].text).toContain('never recorded');
+    await kill();
+  });
+
+  it('killed after the batched steps were stored and while the tool runs: the tool is not run again', async () => {
+    // The guardian off: request, verdicts, approval and start wait for nothing outside and go in one append.
+    const url = await start({ LEDGER_GUARDIAN_MODE: 'off' });
+    const { sessionId, messageId, toolCallId } = await requestLongRunning(url, 'call_batched');
+    const executing = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'executing');
+    expect(trail(executing)).toEqual([
+      'requested',
+      'firewall_evaluated',
+      'guardian_reviewed',
+      'approved',
+      'execution_started',
+    ]);
+    expect(new Set(executing.events.map((event: { recordedAt: string }) => event.recordedAt)).size).toBe(1);
+    await kill();
+
+    const restarted = await start({ LEDGER_GUARDIAN_MODE: 'off' });
+    const toolCall = await waitForToolCall(restarted, toolCallId, (current) => current.status === 'completed');
+    expect(trail(toolCall)).toEqual([...trail(executing), 'execution_failed', 'completed']);
+    expect(toolCall).toMatchObject({ outcome: 'failed', execution: { unknownOutcome: true, durationMs: null } });
+    // The block went from the producer's pending straight to processing (stored with the start), then to the error.
+    const events = await blockUpdates(restarted, sessionId);
+    expect(events.map((event: any) => event.data.governance.status)).toEqual(['executing', 'failed']);
+    expect(await toolBlock(restarted, sessionId, messageId, toolCall.position)).toMatchObject({
+      status: 'error',
+      metadata: { governance: { status: 'failed', execution: { unknownOutcome: true } } },
+    });
     await kill();
   });
 });

@@ -21,5 +21,5 @@ eventLogContract(
       teardown: () => database.drop(),
     };
   },
-  { refusedData: { text: 'jsonb has no NUL: \u0000' } },
+  { refusedData: { text: 'jsonb has no NUL: \u0000' }, atomicMultiStream: true },
 );

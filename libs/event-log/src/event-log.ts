@@ -123,6 +123,13 @@ export interface EventLogReader {
   headPosition(): Promise<bigint>;
 }
 
+/** One stream's part of a multi-stream append. */
+export interface StreamAppend {
+  readonly streamId: string;
+  readonly events: readonly NewEvent[];
+  readonly expectedRevision: ExpectedRevision;
+}
+
 export interface EventLogWriter {
   /**
    * Appends atomically: all of `events` or none. Events whose id the stream already holds are
@@ -130,6 +137,14 @@ export interface EventLogWriter {
    * something new remains, so an exact retry of an acknowledged batch succeeds.
    */
   append(streamId: string, events: readonly NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Appends to several streams, each part under the rules of `append` with its own expected
+   * revision; one result per part, in order. PostgreSQL stores all parts or none (one
+   * transaction). EventStoreDB has no multi-stream transaction: it appends the parts one after the
+   * other, each atomic, and a failure leaves the parts before it stored. So callers put the part
+   * that is the truth first and make the later ones derivable from it (decision 0027).
+   */
+  appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
 }
 
 /** What an operator needs to see: where the log stands, and what could stall its subscribers. */

@@ -43,6 +43,7 @@ export function withSharedLogFeed(eventLog: EventLog, onError: (error: Error) =>
   const feed = new SharedLogFeed(eventLog, onError);
   return {
     append: (streamId, events, expected) => eventLog.append(streamId, events, expected),
+    appendMany: (appends) => eventLog.appendMany(appends),
     readStream: (streamId, options) => eventLog.readStream(streamId, options),
     readAll: (options) => eventLog.readAll(options),
     headPosition: () => eventLog.headPosition(),

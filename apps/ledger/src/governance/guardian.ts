@@ -40,14 +40,27 @@ export class Guardian {
   }
 
   async review(tool: ToolRef, args: unknown, policyVersion: string): Promise<GuardianReview> {
+    const atOnce = this.reviewAtOnce(tool, args, policyVersion);
+    if (atOnce) return atOnce;
+    const review = await this.askModel(tool, args);
+    if (!review.failed) this.cache.set(reviewKey(tool, args, policyVersion), review);
+    return { ...review, cacheHit: false, mode: this.options.mode };
+  }
+
+  /**
+   * The review when it needs no outside wait: the guardian is off, the verdict is cached, or the
+   * rules judge (no endpoint). `undefined` when the model must be asked.
+   */
+  reviewAtOnce(tool: ToolRef, args: unknown, policyVersion: string): GuardianReview | undefined {
     const { mode } = this.options;
     if (mode === 'off')
       return { risk: 'none', rationale: 'the guardian is off', reviewer: 'off', cacheHit: false, mode, failed: false };
-    const key = sha256Hex(canonicalJson({ tool, arguments: args ?? null, policyVersion }));
+    const key = reviewKey(tool, args, policyVersion);
     const cached = this.cache.get(key);
     if (cached) return { ...cached, cacheHit: true, mode };
-    const review = this.client ? await this.askModel(tool, args) : ruleBasedReview(tool, args);
-    if (!review.failed) this.cache.set(key, review);
+    if (this.client) return undefined;
+    const review = ruleBasedReview(tool, args);
+    this.cache.set(key, review);
     return { ...review, cacheHit: false, mode };
   }
 
@@ -102,6 +115,9 @@ export class Guardian {
     }
   }
 }
+
+const reviewKey = (tool: ToolRef, args: unknown, policyVersion: string) =>
+  sha256Hex(canonicalJson({ tool, arguments: args ?? null, policyVersion }));
 
 function failure(reviewer: string, rationale: string): Omit<GuardianReview, 'cacheHit' | 'mode'> {
   return { risk: 'high', rationale, reviewer, failed: true };

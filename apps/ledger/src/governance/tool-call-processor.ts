@@ -10,12 +10,15 @@ import {
   type ToolCallEventOf,
   type ToolCallState,
 } from '#core';
+import type { AppendResult, EventLog, StreamAppend } from '#event-log';
 import { Logger } from 'nestjs-pino';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
+import type { CommandOutcome } from '../sessions/session-repository.js';
 import { stricter } from './firewall.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
-import { ToolCallRepository, type ToolCallActor, type ToolCallRef } from './toolcall-repository.js';
+import { ToolCallRepository, type ToolCallActor, type ToolCallDraft, type ToolCallRef } from './toolcall-repository.js';
 import { systemActor } from '../identity/principal.js';
 
 /** A tool call the saga found in a session's `mcp_tool_pending`, before its stream exists. */
@@ -30,6 +33,7 @@ type RecordResult = Extract<ToolCallCommand, { type: 'record_result' }>;
 const SAGA_ACTOR = systemActor('governance-saga');
 const SAGA_AUTHOR = { actor: SAGA_ACTOR, subject: null };
 const MAX_STEPS_PER_RUN = 16;
+const MAX_RESULT_ATTEMPTS = 5;
 const MAX_REMEMBERED_CALLS = 10_000;
 const MAX_RETRY_DELAY_MS = 30_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -60,6 +64,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     private readonly toolCalls: ToolCallRepository,
     private readonly commandBus: CommandBus,
     @Inject(GOVERNANCE) private readonly parts: GovernanceParts,
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
     private readonly logger: Logger,
     private readonly metrics: LedgerMetrics,
   ) {}
@@ -112,31 +117,52 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }
   }
 
-  /** Steps until the call waits or is done. Each step moves the call's status, so a run that does not settle is a bug, retried like a failure. */
+  /**
+   * Steps until the call waits or is done. A step that waits for nothing outside (the firewall, a
+   * guardian verdict at hand, an automatic decision, the start) is decided in memory, and the
+   * steps so far are stored in one append, with the block update for where they leave the call,
+   * only before something that waits: the model's review, a person, the MCP call (so the start is
+   * durable before the call is made), the completion (so the result is on the block first). Each
+   * step moves the call's status, so a run that does not settle is a bug, retried like a failure.
+   */
   private async runSteps(ref: ToolCallRef, request: GovernedRequest | undefined): Promise<void> {
-    const { toolCallId, tenant } = ref;
-    let { state } = await this.toolCalls.load(ref);
+    const { toolCallId } = ref;
+    // A run for a new request needs no read; any other was prompted by something another writer may have stored.
+    let draft = await this.toolCalls.draft(ref, request ? 'new' : 'log');
+    this.seen(toolCallId, draft.state);
+    // Shown again on a resumed call: an update lost with a crash, or never stored beside its step (EventStoreDB).
+    await this.showOnBlock(draft.state, ref.tenant);
     for (let steps = 0; steps < MAX_STEPS_PER_RUN; steps += 1) {
       if (this.stopped) return;
-      this.seen(toolCallId, state);
-      if (state.status === 'absent') {
-        if (!request) return;
-        const { tenant: _tenant, causationId, ...data } = request;
-        state =
-          (await this.step(() =>
-            this.toolCalls.execute(ref, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId }),
-          )) ?? (await this.toolCalls.load(ref)).state;
+      const state = draft.state;
+      const next: SagaStep | { kind: 'request' } =
+        state.status === 'absent' ? { kind: 'request' } : nextSagaStep(state);
+      if (next.kind === 'request' && !request) return;
+      if (waitsOutside(next, state, this.parts) && draft.decided.length > 0) {
+        await this.flush(draft);
+        draft = await this.toolCalls.draft(ref);
         continue;
       }
-      await this.showOnBlock(state, tenant);
-      const next = nextSagaStep(state);
       if (next.kind === 'done') return;
       if (next.kind === 'await_decision' && Date.now() < Date.parse(next.deadline))
         return this.wakeAt(ref, next.deadline);
-      const current = state;
-      state = (await this.step(() => this.take(next, current, ref))) ?? (await this.toolCalls.load(ref)).state;
+      const stepped = await this.step(() => this.take(next, draft, request));
+      // Refused on what this process knew: another writer moved the call on, so read where it is.
+      draft = stepped ?? (await this.toolCalls.draft(ref, 'log'));
     }
     throw new Error(`tool call ${toolCallId} did not settle in ${MAX_STEPS_PER_RUN} steps`);
+  }
+
+  /**
+   * Stores the draft's steps with the block update for where they leave the call: the call's state
+   * after them, or `undefined` when another writer was first (the next draft reads the log).
+   */
+  private async flush(draft: ToolCallDraft): Promise<ToolCallState | undefined> {
+    // The block shows the last drafted state it has something to show for (requested, while the guardian is asked).
+    const shown = draft.steps.findLast((step) => blockCommand(step) !== undefined) ?? draft.state;
+    const state = await this.toolCalls.record(draft, (part) => this.storeWithBlock(shown, draft.ref.tenant, part));
+    if (state) this.seen(draft.ref.toolCallId, state);
+    return state;
   }
 
   private seen(toolCallId: string, state: ToolCallState): void {
@@ -159,21 +185,26 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }
   }
 
+  /** Takes one step on the draft: in memory, except the execution, which stores the start, then the result. */
   private async take(
-    step: Exclude<SagaStep, { kind: 'done' }>,
-    state: OpenToolCall,
-    id: ToolCallRef,
-  ): Promise<ToolCallState> {
-    const { tenant } = id;
-    const { tool, arguments: args } = state.request;
+    step: Exclude<SagaStep, { kind: 'done' }> | { kind: 'request' },
+    draft: ToolCallDraft,
+    request: GovernedRequest | undefined,
+  ): Promise<ToolCallDraft> {
     const as = { actor: SAGA_ACTOR };
     const now = () => new Date().toISOString();
+    if (step.kind === 'request') {
+      const { tenant: _tenant, causationId, ...data } = request!;
+      return this.toolCalls.decide(draft, { type: 'request', ...data }, { actor: SAGA_ACTOR, causationId });
+    }
+    const state = draft.state as OpenToolCall;
+    const { tool, arguments: args } = state.request;
     switch (step.kind) {
       case 'screen': {
         // Without the tool list (server down) the schema's hints are missing; the check before the call has them.
         const schema = await this.parts.executor?.inputSchema(tool).catch(() => undefined);
         const { verdict, rule, policyVersion } = await this.parts.firewall.evaluate(tool, args, schema);
-        return this.toolCalls.execute(id, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
+        return this.toolCalls.decide(draft, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
       }
       case 'review': {
         const reviewStarted = performance.now();
@@ -189,14 +220,16 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
           requiredApprovals,
           at: now(),
         };
-        return this.toolCalls.execute(id, command, as);
+        return this.toolCalls.decide(draft, command, as);
       }
       case 'await_decision':
-        return this.toolCalls.execute(id, { type: 'expire', now: now() }, as);
+        return this.toolCalls.decide(draft, { type: 'expire', now: now() }, as);
       case 'execute': {
-        // Recorded before the call: if this process dies during it, the log says so and nothing runs it twice.
-        const executing = await this.toolCalls.execute(id, { type: 'start_execution', at: now() }, as);
-        await this.showOnBlock(executing, tenant);
+        // Stored before the call: if this process dies during it, the log says so and nothing runs it twice.
+        // Run only by the run that stored the start.
+        const starting = this.toolCalls.decide(draft, { type: 'start_execution', at: now() }, as);
+        if (!(await this.flush(starting))) return this.toolCalls.draft(draft.ref);
+        const executing = await this.toolCalls.draft(draft.ref);
         const started = performance.now();
         const durationMs = () => Math.round(performance.now() - started);
         let outcome: RecordResult;
@@ -209,39 +242,47 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
           outcome = { type: 'record_result', ok: false, ...failure, durationMs: durationMs() };
         }
         this.metrics.recordToolCallStep('execute', durationMs());
-        return this.recordResult(id, outcome, as);
+        return this.recordResult(executing, outcome, as);
       }
       case 'execution_in_doubt':
-        return this.toolCalls.execute(
-          id,
+        return this.toolCalls.decide(
+          draft,
           { type: 'record_result', ok: false, error: IN_DOUBT, durationMs: null, unknownOutcome: true },
           as,
         );
       case 'complete': {
-        const completed = await this.toolCalls.execute(id, { type: 'complete' }, as);
-        this.metrics.toolCallCompleted(state.outcome!);
-        return completed;
+        if (await this.flush(this.toolCalls.decide(draft, { type: 'complete' }, as)))
+          this.metrics.toolCallCompleted(state.outcome!);
+        return this.toolCalls.draft(draft.ref);
       }
     }
   }
 
   /**
-   * Records what the execution gave. The tool ran, so a result the log refuses to store is never
-   * a known failure: it is recorded as failed with an unknown outcome. A failure the log refuses
-   * is left unrecorded, and the next run finds the call in doubt, with the same unknown outcome.
+   * Records what the execution gave, with its block update. The tool ran, so a result the log
+   * refuses to store is never a known failure: it is recorded as failed with an unknown outcome.
+   * A failure the log refuses is left unrecorded, and the next run finds the call in doubt, with
+   * the same unknown outcome. Another writer first (another instance): decided again on the log.
    */
-  private async recordResult(id: ToolCallRef, outcome: RecordResult, as: ToolCallActor): Promise<ToolCallState> {
-    try {
-      return await this.toolCalls.execute(id, outcome, as);
-    } catch (error) {
-      if (!outcome.ok || error instanceof ToolCallError) throw error;
-      this.logger.warn(
-        { err: error, toolCallId: id.toolCallId },
-        'tool result not stored; recorded as an unknown outcome',
-      );
-      const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
-      return this.toolCalls.execute(id, { type: 'record_result', ok: false, ...unstored }, as);
+  private async recordResult(
+    executing: ToolCallDraft,
+    outcome: RecordResult,
+    as: ToolCallActor,
+  ): Promise<ToolCallDraft> {
+    const { toolCallId } = executing.ref;
+    let draft = executing;
+    for (let attempt = 1; draft.state.status === 'executing' && attempt <= MAX_RESULT_ATTEMPTS; attempt += 1) {
+      try {
+        await this.flush(this.toolCalls.decide(draft, outcome, as));
+      } catch (error) {
+        if (!outcome.ok || error instanceof ToolCallError) throw error;
+        this.logger.warn({ err: error, toolCallId }, 'tool result not stored; recorded as an unknown outcome');
+        const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
+        await this.flush(this.toolCalls.decide(draft, { type: 'record_result', ok: false, ...unstored }, as));
+      }
+      draft = await this.toolCalls.draft(executing.ref);
     }
+    return draft;
   }
 
   /**
@@ -256,22 +297,39 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     return again.arguments ?? args;
   }
 
+  /**
+   * Stores a call's part with the update of its tool block in the session, in one append (one
+   * transaction on PostgreSQL; on EventStoreDB the call's part first, and the block update, derived
+   * from it, is shown again when a run resumes). Without a block update, or when the session
+   * refuses it (the session is gone: the call stands on its own stream, the audit trail is there),
+   * the part alone.
+   */
+  private async storeWithBlock(state: ToolCallState, tenant: string, part: StreamAppend): Promise<AppendResult> {
+    const command = blockCommand(state);
+    if (command) {
+      const { sessionId, toolCallId } = (state as OpenToolCall).request;
+      try {
+        const outcome: CommandOutcome = await this.commandBus.execute(
+          new ExecuteSessionCommand({ tenant, sessionId }, command, SAGA_AUTHOR, [part]),
+        );
+        return outcome.alongside![0];
+      } catch (error) {
+        if (!(error instanceof SessionError)) throw error;
+        this.logger.warn({ toolCallId, code: error.code }, 'tool block not updated');
+      }
+    }
+    const [appended] = await this.eventLog.appendMany([part]);
+    return appended;
+  }
+
   /** Writes the call's state onto its tool block in the session (once per state: the event id comes from the state). */
   private async showOnBlock(state: ToolCallState, tenant: string): Promise<void> {
-    const shown = toolBlockUpdate(state);
-    if (!shown || state.status === 'absent') return;
-    const { sessionId, messageId, toolCallId } = state.request;
+    const command = blockCommand(state);
+    if (!command) return;
+    const { sessionId, toolCallId } = (state as OpenToolCall).request;
     try {
-      const command = {
-        type: 'update_tool_call' as const,
-        eventId: shown.eventId,
-        messageId,
-        toolCallId,
-        ...shown.update,
-      };
       await this.commandBus.execute(new ExecuteSessionCommand({ tenant, sessionId }, command, SAGA_AUTHOR));
     } catch (error) {
-      // The call stands on its own stream even if its session is gone; the audit trail is there.
       if (!(error instanceof SessionError)) throw error;
       this.logger.warn({ toolCallId, code: error.code }, 'tool block not updated');
     }
@@ -291,6 +349,38 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     }, delayMs);
     timer.unref();
     this.timers.set(toolCallId, timer);
+  }
+}
+
+/** The session command that shows the call's state on its tool block, if the state has something to show. */
+function blockCommand(state: ToolCallState) {
+  const shown = toolBlockUpdate(state);
+  if (!shown || state.status === 'absent') return undefined;
+  const { messageId, toolCallId } = state.request;
+  return { type: 'update_tool_call' as const, eventId: shown.eventId, messageId, toolCallId, ...shown.update };
+}
+
+/**
+ * Whether the next step waits for something outside the process (so the steps drafted so far are
+ * stored first): a person, the model's review when no verdict is at hand, the MCP call, or the
+ * completion, which follows the result on the block.
+ */
+function waitsOutside(next: SagaStep | { kind: 'request' }, state: ToolCallState, parts: GovernanceParts): boolean {
+  switch (next.kind) {
+    case 'request':
+    case 'screen':
+    case 'execution_in_doubt':
+      return false;
+    case 'review': {
+      const { tool, arguments: args } = (state as OpenToolCall).request;
+      return !parts.guardian.reviewAtOnce(tool, args, (state as OpenToolCall).firewall!.policyVersion);
+    }
+    case 'execute':
+      return false;
+    case 'await_decision':
+    case 'complete':
+    case 'done':
+      return true;
   }
 }
 

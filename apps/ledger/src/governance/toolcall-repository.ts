@@ -6,14 +6,18 @@ import {
   ToolCallError,
   toolCallStreamId,
   type ToolCallCommand,
+  type ToolCallDecidedEvent,
   type ToolCallState,
 } from '#core';
 import {
   NO_STREAM,
   WrongExpectedRevisionError,
+  type AppendResult,
   type EventLog,
   type EventLogReader,
+  type NewEvent,
   type RecordedEvent,
+  type StreamAppend,
   type StreamState,
 } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -53,6 +57,22 @@ export async function loadToolCall(
 }
 
 /**
+ * Steps decided in memory on a call and not stored yet: `state` is the call once they are, and
+ * `revision` where its stream stood when they were decided. Drafting several steps and storing
+ * them in one append saves a round trip per step that waits for nothing outside.
+ */
+export interface ToolCallDraft {
+  readonly ref: ToolCallRef;
+  readonly state: ToolCallState;
+  /** The call as stored, at `revision`. */
+  readonly stored: ToolCallState;
+  readonly revision: StreamState;
+  readonly decided: readonly { readonly decided: ToolCallDecidedEvent; readonly event: NewEvent }[];
+  /** The state after each command decided in the draft, in order. */
+  readonly steps: readonly ToolCallState[];
+}
+
+/**
  * Runs tool-call commands against the log: fold the stream, decide, append with the revision it
  * was folded at. A concurrent append (a second reviewer, another instance's saga) makes the
  * append fail; the command is then decided again on the new state, where the decider refuses
@@ -75,54 +95,114 @@ export class ToolCallRepository {
     return loaded;
   }
 
-  async execute(
-    ref: ToolCallRef,
-    command: ToolCallCommand,
-    { actor, causationId }: ToolCallActor,
-  ): Promise<ToolCallState> {
-    const key = toolCallStreamId(ref.tenant, ref.toolCallId);
+  /**
+   * A draft on the call: `kept`, as this process last stored or read it (else read); `log`, as
+   * the stream holds it now (another instance may have appended); `new`, as kept, and a call this
+   * process has not seen is taken to be new without reading (the append's revision check says if
+   * it was not).
+   */
+  async draft(ref: ToolCallRef, from: 'kept' | 'log' | 'new' = 'kept'): Promise<ToolCallDraft> {
+    const kept = from === 'log' ? undefined : this.folded.get(toolCallStreamId(ref.tenant, ref.toolCallId));
+    const { state, revision } =
+      kept ?? (from === 'new' ? { state: initialToolCallState, revision: NO_STREAM } : await this.load(ref));
+    return { ref, state, stored: state, revision, decided: [], steps: [] };
+  }
+
+  /** The draft with `command` decided on it; throws the decider's `ToolCallError`. */
+  decide(draft: ToolCallDraft, command: ToolCallCommand, { actor, causationId }: ToolCallActor): ToolCallDraft {
+    const decided = decideToolCall(command, draft.state);
+    // decide refuses every command but `request` on a call that does not exist yet.
+    const sessionId =
+      command.type === 'request'
+        ? command.sessionId
+        : (draft.state as Exclude<ToolCallState, { status: 'absent' }>).request.sessionId;
+    const events = decided.map((step) => ({
+      decided: step,
+      event: {
+        id: step.id,
+        type: step.event.type,
+        data: step.event.data,
+        actor,
+        tenant: draft.ref.tenant,
+        correlationId: sessionId,
+        ...(causationId ? { causationId } : {}),
+      },
+    }));
+    const position = draft.state.status === 'absent' ? -1n : draft.state.position;
+    const state = decided.reduce((current, { event }) => evolveToolCall(current, { ...event, position }), draft.state);
+    return { ...draft, state, decided: [...draft.decided, ...events], steps: [...draft.steps, state] };
+  }
+
+  /** The draft's events as one stream's part of an append. */
+  part(draft: ToolCallDraft): StreamAppend {
+    const { tenant, toolCallId } = draft.ref;
+    const events = draft.decided.map(({ event }) => event);
+    return { streamId: toolCallStreamId(tenant, toolCallId), events, expectedRevision: draft.revision };
+  }
+
+  /**
+   * Stores the draft through `store` (by default an append of its part alone; the saga stores it
+   * with the session's block update). The call's new state, or `undefined` when another writer
+   * moved the call first or recorded the same step: the next draft reads the stream afresh.
+   */
+  async record(
+    draft: ToolCallDraft,
+    store?: (part: StreamAppend) => Promise<AppendResult>,
+  ): Promise<ToolCallState | undefined> {
+    try {
+      return await this.store(draft, store);
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError && error.streamId === this.part(draft).streamId) return undefined;
+      throw error;
+    }
+  }
+
+  private async store(
+    draft: ToolCallDraft,
+    store: (part: StreamAppend) => Promise<AppendResult> = ({ streamId, events, expectedRevision }) =>
+      this.eventLog.append(streamId, events, expectedRevision),
+  ): Promise<ToolCallState | undefined> {
+    if (draft.decided.length === 0) return draft.state;
+    const part = this.part(draft);
+    let appended: AppendResult;
+    try {
+      appended = await store(part);
+    } catch (error) {
+      this.folded.delete(part.streamId);
+      throw error;
+    }
+    // Someone recorded the same step meanwhile: what the log holds is to be read. Otherwise it is what was appended.
+    if (appended.duplicates.length > 0) {
+      this.folded.delete(part.streamId);
+      return undefined;
+    }
+    const state = draft.decided.reduce(
+      (current, { decided: { event } }) => evolveToolCall(current, { ...event, position: appended.position }),
+      draft.stored,
+    );
+    this.remember(draft.ref, { state, revision: appended.nextExpectedRevision });
+    return state;
+  }
+
+  /** Decides `command` on the call and appends it; decided again on the stream as it is after a conflict. */
+  async execute(ref: ToolCallRef, command: ToolCallCommand, as: ToolCallActor): Promise<ToolCallState> {
     for (let attempt = 1; ; attempt += 1) {
-      const cached = this.folded.get(key);
-      const loaded = cached ?? (await this.load(ref));
+      const cached = this.folded.has(toolCallStreamId(ref.tenant, ref.toolCallId));
+      const draft = await this.draft(ref);
       let decided;
       try {
-        decided = decideToolCall(command, loaded.state);
+        decided = this.decide(draft, command, as);
       } catch (error) {
         // Refused on a kept state another process may have moved on: decide again on the stream as it is.
         if (!cached || !(error instanceof ToolCallError)) throw error;
-        this.folded.delete(key);
+        this.folded.delete(toolCallStreamId(ref.tenant, ref.toolCallId));
         continue;
       }
-      // decide refuses every command but `request` on a call that does not exist yet.
-      const sessionId =
-        command.type === 'request'
-          ? command.sessionId
-          : (loaded.state as Exclude<ToolCallState, { status: 'absent' }>).request.sessionId;
-      const events = decided.map(({ id, event }) => ({
-        id,
-        type: event.type,
-        data: event.data,
-        actor,
-        tenant: ref.tenant,
-        correlationId: sessionId,
-        ...(causationId ? { causationId } : {}),
-      }));
-      let appended;
       try {
-        appended = await this.eventLog.append(key, events, loaded.revision);
+        return (await this.store(decided)) ?? (await this.load(ref)).state;
       } catch (error) {
-        this.folded.delete(key);
-        if (error instanceof WrongExpectedRevisionError && attempt < MAX_ATTEMPTS) continue;
-        throw error;
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
       }
-      // Someone recorded the same step meanwhile: read what the log holds. Otherwise what was appended is what the log holds.
-      if (appended.duplicates.length > 0) return (await this.load(ref)).state;
-      const state = decided.reduce(
-        (current, { event }) => evolveToolCall(current, { ...event, position: appended.position }),
-        loaded.state,
-      );
-      this.remember(ref, { state, revision: appended.nextExpectedRevision });
-      return state;
     }
   }
 

@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { mayWrite, SessionError, type SessionCommand } from '#core';
-import type { EventLogReader } from '#event-log';
+import type { EventLogReader, StreamAppend } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { refuseBeyondHead } from '../http/log-positions.js';
 import { SessionRepository, type CommandOutcome, type SessionAuthor, type SessionRef } from './session-repository.js';
@@ -15,6 +15,8 @@ export class ExecuteSessionCommand {
     readonly session: SessionRef,
     readonly command: SessionCommand,
     readonly author: SessionAuthor,
+    /** Other streams' parts to store in the command's own append (see `SessionRepository.execute`). */
+    readonly alongside?: readonly StreamAppend[],
   ) {}
 }
 
@@ -22,8 +24,8 @@ export class ExecuteSessionCommand {
 export class SessionCommandHandler implements ICommandHandler<ExecuteSessionCommand, CommandOutcome> {
   constructor(private readonly sessions: SessionRepository) {}
 
-  execute({ session, command, author }: ExecuteSessionCommand): Promise<CommandOutcome> {
-    return this.sessions.execute(session, command, author);
+  execute({ session, command, author, alongside }: ExecuteSessionCommand): Promise<CommandOutcome> {
+    return this.sessions.execute(session, command, author, alongside);
   }
 }
 

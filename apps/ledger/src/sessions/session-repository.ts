@@ -11,7 +11,14 @@ import {
   type SessionCommand,
   type SessionState,
 } from '#core';
-import { BatchingQueue, NO_STREAM, WrongExpectedRevisionError, type AppendResult, type EventLog } from '#event-log';
+import {
+  BatchingQueue,
+  NO_STREAM,
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventLog,
+  type StreamAppend,
+} from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import type { Principal } from '../identity/principal.js';
 import { foldSessionEvents, sessionAt } from './session-fold.js';
@@ -20,6 +27,8 @@ export interface CommandOutcome {
   readonly decision: Decision;
   /** Log position of the command's last event, or of the state it was decided on when it appended nothing. */
   readonly position: bigint;
+  /** What the other streams' parts given with the command stored, in their order. */
+  readonly alongside?: readonly AppendResult[];
 }
 
 /** A session, named as its tenant names it: tenants choose their own ids. */
@@ -44,7 +53,10 @@ export function authorOf(principal: Principal): SessionAuthor & { readonly subje
   return { actor: principal.actor, subject: principal.subject, admin: principal.roles.has('admin') };
 }
 
-type QueuedCommand = SessionCommand & { readonly author: SessionAuthor };
+type QueuedCommand = SessionCommand & {
+  readonly author: SessionAuthor;
+  readonly alongside?: readonly StreamAppend[];
+};
 
 /** A session folded as of a revision; replaced whole, never changed in place, so a fold in flight sees a stable value. */
 interface CachedSession {
@@ -68,14 +80,24 @@ export class SessionRepository {
 
   constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
 
-  execute(session: SessionRef, command: SessionCommand, author: SessionAuthor): Promise<CommandOutcome> {
+  /**
+   * `alongside`: other streams' parts stored in the same append as the command's events, before
+   * them (see `appendMany`), and only if the command is decided; a conflict on one of them fails
+   * this command alone.
+   */
+  execute(
+    session: SessionRef,
+    command: SessionCommand,
+    author: SessionAuthor,
+    alongside?: readonly StreamAppend[],
+  ): Promise<CommandOutcome> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
     let queue = this.queues.get(streamId);
     if (!queue) {
       queue = new BatchingQueue((commands: readonly QueuedCommand[]) => this.decideAndAppend(session, commands));
       this.queues.set(streamId, queue);
     }
-    const pending = queue.push({ ...command, author });
+    const pending = queue.push({ ...command, author, ...(alongside ? { alongside } : {}) });
     return pending.finally(() => {
       if (queue.idle) this.queues.delete(streamId);
     });
@@ -150,28 +172,40 @@ export class SessionRepository {
       // too early (the log refuses), or refuse it or find nothing to do wrongly, so those are
       // decided again on the log's state before they are answered.
       if (cachedOnly && decided.some((entry) => entry instanceof Error || entry.decision.events.length === 0)) continue;
-      if (events.length === 0)
+      const alongside = decided.flatMap((entry) => (entry instanceof Error ? [] : (entry.command.alongside ?? [])));
+      const own = events.length > 0 ? [{ streamId, events, expectedRevision: cached.revision }] : [];
+      if (own.length + alongside.length === 0)
         return decided.map((entry) =>
           entry instanceof Error ? entry : { decision: entry.decision, position: cachedPosition(cached.state) },
         );
-      let appended: AppendResult;
+      let results: AppendResult[];
       try {
-        appended = await this.eventLog.append(streamId, events, cached.revision);
+        results = await this.eventLog.appendMany([...alongside, ...own]);
       } catch (error) {
-        if (error instanceof WrongExpectedRevisionError && attempt < 5) continue;
+        // A conflict on another stream's part is that command's alone: thrown, the queue retries the others without it.
+        if (error instanceof WrongExpectedRevisionError && error.streamId === streamId && attempt < 5) continue;
         throw error;
       }
+      const byCommand = alongsideResults(decided, results);
+      if (own.length === 0)
+        return decided.map((entry, index) =>
+          entry instanceof Error
+            ? entry
+            : { decision: entry.decision, position: cachedPosition(cached.state), alongside: byCommand[index] },
+        );
+      const appended = results.at(-1)!;
       // Everything was already stored (the log checks the revision only when something is new):
       // another instance got there first, so what this call means is decided on the log's state.
       if (cachedOnly && appended.appended === 0) continue;
       const positions = new Map(appended.events.map((event) => [event.id, event.position]));
       const fresh = await this.absorb(session, cached, appended);
-      return decided.map((entry) => {
+      return decided.map((entry, index) => {
         if (entry instanceof Error) return entry;
         const last = entry.decision.events.at(-1);
         return {
           decision: entry.decision,
           position: (last && positions.get(last.id)) ?? cachedPosition(fresh.state),
+          alongside: byCommand[index],
         };
       });
     }
@@ -243,6 +277,19 @@ function authorize(command: QueuedCommand, state: SessionState): void {
         ? "only the session's owner or an admin grants writers"
         : 'this credential may not write to this session',
     );
+}
+
+/** Each decided command's share of the alongside parts' results, which come first and in command order. */
+function alongsideResults(
+  decided: readonly ({ readonly command: QueuedCommand } | Error)[],
+  results: readonly AppendResult[],
+): (readonly AppendResult[] | undefined)[] {
+  let next = 0;
+  return decided.map((entry) => {
+    if (entry instanceof Error || !entry.command.alongside) return undefined;
+    next += entry.command.alongside.length;
+    return results.slice(next - entry.command.alongside.length, next);
+  });
 }
 
 function cachedPosition(state: SessionState): bigint {

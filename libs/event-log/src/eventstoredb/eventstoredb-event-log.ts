@@ -224,21 +224,34 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     return last?.event?.position?.commit ?? 0n;
   }
 
-  return {
-    async append(streamId, events, expected) {
-      validateNewEvents(streamId, events);
-      let writer = writers.get(streamId);
-      if (!writer) {
-        // A group the server refuses (over its maximum append size, …) is retried in halves; an
-        // outage that outlasted the retries fails the group whole.
-        writer = new BatchingQueue((group) => appendGroup(streamId, group), {
-          splitOnFailure: (error) => !isConnectionLoss(error),
-        });
-        writers.set(streamId, writer);
-      }
-      return await writer.push({ events, expected }).finally(() => {
-        if (writer.idle) writers.delete(streamId);
+  async function append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision) {
+    validateNewEvents(streamId, events);
+    let writer = writers.get(streamId);
+    if (!writer) {
+      // A group the server refuses (over its maximum append size, …) is retried in halves; an
+      // outage that outlasted the retries fails the group whole.
+      writer = new BatchingQueue((group) => appendGroup(streamId, group), {
+        splitOnFailure: (error) => !isConnectionLoss(error),
       });
+      writers.set(streamId, writer);
+    }
+    return await writer.push({ events, expected }).finally(() => {
+      if (writer.idle) writers.delete(streamId);
+    });
+  }
+
+  return {
+    append,
+    /**
+     * No multi-stream transactions here: every part is checked first, then the parts go one after
+     * the other in the order given, each atomic; a failure stops there (see the port).
+     */
+    async appendMany(appends) {
+      for (const { streamId, events } of appends) validateNewEvents(streamId, events);
+      const results: AppendResult[] = [];
+      for (const { streamId, events, expectedRevision } of appends)
+        results.push(await append(streamId, events, expectedRevision));
+      return results;
     },
     readStream,
     readAll,

@@ -9,17 +9,14 @@ import {
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
-import { NO_STREAM, type AppendResult, type ExpectedRevision, type NewEvent, type StreamState } from '../event-log.js';
+import { NO_STREAM, type AppendResult, type StreamAppend, type StreamState } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
 
 /** Advisory lock that serializes appends across every process writing to this database. */
 export const APPEND_LOCK_KEY = 731_820_101;
 
-interface PendingAppend {
-  readonly streamId: string;
-  readonly events: readonly NewEvent[];
-  readonly expected: ExpectedRevision;
-}
+/** One caller's append: one stream's part or several, stored all or none. */
+type PendingAppend = readonly StreamAppend[];
 
 export interface CommitStats {
   readonly appends: number;
@@ -46,7 +43,7 @@ export interface GroupCommitOptions {
  * nothing.
  */
 export class GroupCommitWriter {
-  private readonly queue: BatchingQueue<PendingAppend, AppendResult>;
+  private readonly queue: BatchingQueue<PendingAppend, AppendResult[]>;
   /** Where each stream this writer last wrote or read stands, so that most commits need not read. */
   private readonly heads = new Map<string, StreamHead>();
 
@@ -58,9 +55,9 @@ export class GroupCommitWriter {
       batchSize: (waiting) => {
         let events = 0;
         let count = 0;
-        const fits = (next: PendingAppend) => events + next.events.length <= options.maxEventsPerCommit;
+        const fits = (next: PendingAppend) => events + eventCount(next) <= options.maxEventsPerCommit;
         while (count < waiting.length && (count === 0 || fits(waiting[count]))) {
-          events += waiting[count].events.length;
+          events += eventCount(waiting[count]);
           count += 1;
         }
         return count;
@@ -71,8 +68,9 @@ export class GroupCommitWriter {
     });
   }
 
-  append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.queue.push({ streamId, events, expected });
+  /** Several streams' parts, in one transaction: all stored, or none and the first conflict. */
+  append(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+    return this.queue.push(appends);
   }
 
   /** Refuses new appends and waits for the queued ones to finish. */
@@ -80,12 +78,12 @@ export class GroupCommitWriter {
     return this.queue.close();
   }
 
-  private async commitMeasured(batch: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
+  private async commitMeasured(batch: readonly PendingAppend[]): Promise<(AppendResult[] | Error)[]> {
     const started = performance.now();
     const results = await this.commit(batch);
     this.options.onCommit?.({
       appends: batch.length,
-      events: batch.reduce((sum, pending) => sum + pending.events.length, 0),
+      events: batch.reduce((sum, pending) => sum + eventCount(pending), 0),
       durationMs: performance.now() - started,
     });
     return results;
@@ -98,7 +96,7 @@ export class GroupCommitWriter {
    * event id already stored, a conflict that only the truth can confirm) the batch is planned
    * again on what the database holds, under the append lock.
    */
-  private async commit(batch: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
+  private async commit(batch: readonly PendingAppend[]): Promise<(AppendResult[] | Error)[]> {
     try {
       const planned = this.planFromCache(batch);
       if (planned) {
@@ -107,13 +105,15 @@ export class GroupCommitWriter {
       }
       return await this.commitUnderLock(batch);
     } catch (error) {
-      for (const pending of batch) this.heads.delete(pending.streamId);
+      for (const { streamId } of batch.flat()) this.heads.delete(streamId);
       throw error;
     }
   }
 
   private planFromCache(batch: readonly PendingAppend[]): PlannedBatch | undefined {
-    const fresh = batch.every((pending) => this.heads.has(pending.streamId) || pending.expected === NO_STREAM);
+    const fresh = batch
+      .flat()
+      .every(({ streamId, expectedRevision }) => this.heads.has(streamId) || expectedRevision === NO_STREAM);
     if (!fresh) return undefined;
     const planned = planBatch(
       batch,
@@ -121,11 +121,11 @@ export class GroupCommitWriter {
       new Map(),
       this.options.clock(),
     );
-    return planned.outcomes.every(({ plan }) => plan.kind === 'write') ? planned : undefined;
+    return planned.outcomes.flat().every(({ plan }) => plan.kind === 'write') ? planned : undefined;
   }
 
   /** The batch planned on the stored heads and event ids, read under the append lock, then stored in the same transaction. */
-  private async commitUnderLock(batch: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
+  private async commitUnderLock(batch: readonly PendingAppend[]): Promise<(AppendResult[] | Error)[]> {
     const client = await this.pool.connect();
     try {
       const { heads, known, headPosition } = await lockAndReadState(client, batch);
@@ -160,11 +160,14 @@ export class GroupCommitWriter {
     }
   }
 
-  private settle(planned: PlannedBatch, base: bigint): (AppendResult | Error)[] {
+  private settle(planned: PlannedBatch, base: bigint): (AppendResult[] | Error)[] {
     for (const [streamId, head] of planned.after) this.remember(streamId, head);
-    return planned.outcomes.map(({ plan, headBefore }) =>
-      appendResult(plan, headBefore, (event) => base + BigInt(planned.ordinals.get(event)!)),
-    );
+    const positionOf = (event: SealedEvent) => base + BigInt(planned.ordinals.get(event)!);
+    return planned.outcomes.map((parts) => {
+      const conflict = parts.find(({ plan }) => plan.kind === 'conflict');
+      if (conflict?.plan.kind === 'conflict') return conflict.plan.error;
+      return parts.map(({ plan, headBefore }) => appendResult(plan, headBefore, positionOf) as AppendResult);
+    });
   }
 
   private remember(streamId: string, head: StreamHead): void {
@@ -178,11 +181,14 @@ export class GroupCommitWriter {
 }
 
 const UNIQUE_VIOLATION = '23505';
+
+const eventCount = (pending: PendingAppend) => pending.reduce((sum, { events }) => sum + events.length, 0);
 /** Stream heads a writer keeps: enough for every session streaming at once, a few hundred kilobytes. */
 const MAX_CACHED_STREAMS = 10_000;
 
 interface PlannedBatch {
-  readonly outcomes: readonly { readonly plan: AppendPlan; readonly headBefore: StreamState }[];
+  /** Per pending append, its parts' plans; an append with a conflicting part stores none of them. */
+  readonly outcomes: readonly (readonly { readonly plan: AppendPlan; readonly headBefore: StreamState }[])[];
   /** The events to store, in position order; each one's 1-based ordinal in `ordinals`. */
   readonly rows: readonly SealedEvent[];
   readonly ordinals: ReadonlyMap<SealedEvent, number>;
@@ -194,7 +200,8 @@ interface PlannedBatch {
 /**
  * Plans each append of the batch in order on the heads given, each append seeing the ones before
  * it. With `base` (the log head, known under the lock), events the batch itself stores count as
- * known for later appends, at their future positions.
+ * known for later appends, at their future positions. An append's parts are planned on copies and
+ * kept only if none conflicts, so a multi-stream append is stored whole or not at all.
  */
 function planBatch(
   batch: readonly PendingAppend[],
@@ -207,21 +214,38 @@ function planBatch(
   const ordinals = new Map<SealedEvent, number>();
   const before = new Map<string, StreamHead>();
   const after = new Map<string, StreamHead>();
-  const outcomes = batch.map(({ streamId, events, expected }) => {
-    const head = after.get(streamId) ?? headOf(streamId);
-    const streamKnown = known.get(streamId) ?? new Map<string, KnownEvent>();
-    const plan = planAppend(streamId, head, streamKnown, events, expected, recordedAt);
-    if (plan.kind === 'write') {
-      if (!before.has(streamId)) before.set(streamId, head);
-      for (const event of plan.events) {
-        rows.push(event);
-        ordinals.set(event, rows.length);
-        streamKnown.set(event.id, { revision: event.revision, position: base + BigInt(rows.length) });
+  const outcomes = batch.map((parts) => {
+    const planned = new Map<string, StreamHead>();
+    const plannedKnown = new Map<string, Map<string, KnownEvent>>();
+    const plannedRows: SealedEvent[] = [];
+    const outcome = parts.map(({ streamId, events, expectedRevision }) => {
+      const head = planned.get(streamId) ?? after.get(streamId) ?? headOf(streamId);
+      const streamKnown = plannedKnown.get(streamId) ?? new Map(known.get(streamId));
+      const plan = planAppend(streamId, head, streamKnown, events, expectedRevision, recordedAt);
+      if (plan.kind === 'write') {
+        for (const event of plan.events) {
+          plannedRows.push(event);
+          streamKnown.set(event.id, {
+            revision: event.revision,
+            position: base + BigInt(rows.length + plannedRows.length),
+          });
+        }
+        plannedKnown.set(streamId, streamKnown);
+        planned.set(streamId, plan.head);
       }
-      known.set(streamId, streamKnown);
-      after.set(streamId, plan.head);
+      return { plan, headBefore: head.revision };
+    });
+    if (outcome.some(({ plan }) => plan.kind === 'conflict')) return outcome;
+    for (const event of plannedRows) {
+      rows.push(event);
+      ordinals.set(event, rows.length);
     }
-    return { plan, headBefore: head.revision };
+    for (const [streamId, head] of planned) {
+      if (!before.has(streamId)) before.set(streamId, headOf(streamId));
+      after.set(streamId, head);
+    }
+    for (const [streamId, streamKnown] of plannedKnown) known.set(streamId, streamKnown);
+    return outcome;
   });
   return { outcomes, rows, ordinals, before, after };
 }
@@ -247,10 +271,10 @@ const STATE_SQL = `
 
 /** Opens the transaction, takes the append lock, then reads the log head, the heads of the batch's streams, and which of its event ids they already hold. */
 async function lockAndReadState(client: PoolClient, batch: readonly PendingAppend[]) {
-  const streamIds = [...new Set(batch.map((pending) => pending.streamId))];
+  const streamIds = [...new Set(batch.flat().map(({ streamId }) => streamId))];
   // Both conditions are index conditions on (stream_key, event_id), whatever plan is cached. An id
   // found in another stream of the batch lands under that stream and matches nothing here.
-  const eventIds = batch.flatMap((pending) => pending.events.map((event) => event.id));
+  const eventIds = batch.flat().flatMap(({ events }) => events.map((event) => event.id));
   await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${APPEND_LOCK_KEY})`);
   const { rows } = await client.query<StateRow>({
     name: 'event-log-append-state',

@@ -11,6 +11,7 @@ import type {
   ReadAllResult,
   ReadStreamOptions,
   RecordedEvent,
+  StreamAppend,
   SubscribeOptions,
   Subscription,
 } from '../event-log.js';
@@ -139,7 +140,12 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       expected: ExpectedRevision,
     ): Promise<AppendResult> => {
       validateNewEvents(streamId, events);
-      return await writer.append(streamId, events, expected);
+      const [result] = await writer.append([{ streamId, events, expectedRevision: expected }]);
+      return result;
+    },
+    appendMany: async (appends: readonly StreamAppend[]): Promise<AppendResult[]> => {
+      for (const { streamId, events } of appends) validateNewEvents(streamId, events);
+      return await writer.append(appends);
     },
     readStream,
     readAll,

@@ -27,6 +27,8 @@ export interface EventLogQuirks {
    * jsonb refuses a NUL character; EventStoreDB an append over its maximum append size).
    */
   readonly refusedData: unknown;
+  /** Whether a multi-stream append is one transaction (PostgreSQL), or its parts go one by one (EventStoreDB). */
+  readonly atomicMultiStream: boolean;
 }
 
 /**
@@ -238,6 +240,65 @@ export function eventLogContract(
         expect(results.map((result) => result.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
         expect(await log.readStream(`${prefix}a`)).toHaveLength(2);
         expect(await log.readStream(`${prefix}b`)).toHaveLength(2);
+      });
+    });
+
+    describe('several streams in one append', () => {
+      it('stores each part in its stream and answers per part, in order', async () => {
+        const prefix = uniquePrefix('s');
+        await log.append(`${prefix}b`, newEvents(1), NO_STREAM);
+        const results = await log.appendMany([
+          { streamId: `${prefix}a`, events: newEvents(2), expectedRevision: NO_STREAM },
+          { streamId: `${prefix}b`, events: newEvents(1), expectedRevision: 0n },
+        ]);
+        expect(results).toMatchObject([
+          { nextExpectedRevision: 1n, appended: 2 },
+          { nextExpectedRevision: 1n, appended: 1 },
+        ]);
+        expect(results[1].position).toBeGreaterThan(results[0].position);
+        expect(await log.readStream(`${prefix}a`)).toEqual(results[0].events);
+        expect((await log.readStream(`${prefix}b`)).slice(1)).toEqual(results[1].events);
+      });
+
+      const failsFrom = quirks.atomicMultiStream ? ' whole' : ' from that part on';
+      it(`a conflicting part fails the append${failsFrom}`, async () => {
+        const prefix = uniquePrefix('s');
+        await log.append(`${prefix}b`, newEvents(1), NO_STREAM);
+        const error = await log
+          .appendMany([
+            { streamId: `${prefix}a`, events: newEvents(1), expectedRevision: NO_STREAM },
+            { streamId: `${prefix}b`, events: newEvents(1), expectedRevision: NO_STREAM },
+            { streamId: `${prefix}c`, events: newEvents(1), expectedRevision: NO_STREAM },
+          ])
+          .then(
+            () => undefined,
+            (thrown: unknown) => thrown,
+          );
+        expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(error).toMatchObject({ streamId: `${prefix}b`, expected: NO_STREAM, actual: 0n });
+        expect(await log.readStream(`${prefix}a`)).toHaveLength(quirks.atomicMultiStream ? 0 : 1);
+        expect(await log.readStream(`${prefix}b`)).toHaveLength(1);
+        expect(await log.readStream(`${prefix}c`)).toHaveLength(0);
+      });
+
+      it('a conflicting multi-stream append among concurrent appends fails alone', async () => {
+        const prefix = uniquePrefix('s');
+        await log.append(`${prefix}a`, newEvents(1), NO_STREAM);
+        const results = await Promise.allSettled([
+          log.append(`${prefix}a`, newEvents(1), 0n),
+          log.appendMany([
+            { streamId: `${prefix}c`, events: newEvents(1), expectedRevision: NO_STREAM },
+            { streamId: `${prefix}a`, events: newEvents(1), expectedRevision: 0n },
+          ]),
+          log.appendMany([
+            { streamId: `${prefix}a`, events: newEvents(1), expectedRevision: 1n },
+            { streamId: `${prefix}b`, events: newEvents(2), expectedRevision: NO_STREAM },
+          ]),
+        ]);
+        expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+        expect(await log.readStream(`${prefix}a`)).toHaveLength(3);
+        expect(await log.readStream(`${prefix}b`)).toHaveLength(2);
+        expect(await log.readStream(`${prefix}c`)).toHaveLength(quirks.atomicMultiStream ? 0 : 1);
       });
     });
 
