@@ -10,6 +10,7 @@ import { ApiError, ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
 import { Authenticator } from './identity/authenticator.js';
+import type { AuthenticatedRequest } from './identity/auth.guard.js';
 import { AuthenticationError } from './identity/principal.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
 import { GATEWAY_PATH } from './gateway/provider-errors.js';
@@ -31,12 +32,16 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   // credential that verifies; without one a slowly sent body would hold a slot until the request timeout.
   // No public route takes a body. A provider that cannot be reached leaves the verdict to the AuthGuard.
   const authenticator = app.get(Authenticator);
-  app.use((request: Request, _response: Response, next: NextFunction) => {
+  // The principal it verified is the AuthGuard's, so a request's credential is verified once.
+  app.use((request: AuthenticatedRequest, _response: Response, next: NextFunction) => {
     if (!carriesBody(request)) return next();
     Promise.resolve()
       .then(() => authenticator.authenticate(request.headers))
       .then(
-        () => next(),
+        (principal) => {
+          request.principal = principal;
+          next();
+        },
         (error: unknown) =>
           next(
             error instanceof AuthenticationError

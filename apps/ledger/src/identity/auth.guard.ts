@@ -38,7 +38,7 @@ export class AuthGuard implements CanActivate {
     if (rule === 'public') return true;
     let principal: Principal;
     try {
-      principal = await this.authenticator.authenticate(request.headers);
+      principal = request.principal ?? (await this.authenticator.authenticate(request.headers));
     } catch (error) {
       if (error instanceof AuthenticationError)
         throw new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);

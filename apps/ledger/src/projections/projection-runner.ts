@@ -90,10 +90,11 @@ export class ProjectionRunner {
       // The lock's connection can die while it waits between batches (a database restart): without a
       // listener that would crash the process; with it, the leader steps down and takes the lock anew.
       let broken: Error | undefined;
-      lock.on('error', (error) => {
+      const stepDown = (error: Error) => {
         broken = error;
         void this.subscription?.close();
-      });
+      };
+      lock.on('error', stepDown);
       try {
         const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [
           lockKey.toString(),
@@ -112,6 +113,8 @@ export class ProjectionRunner {
       } catch (error) {
         await this.pause(error as Error);
       } finally {
+        // The pool hands the same client out again: a listener left on it would pile up.
+        lock.off('error', stepDown);
         lock.release(broken);
       }
     }
