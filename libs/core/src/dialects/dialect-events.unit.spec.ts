@@ -52,7 +52,7 @@ describe('provider events in the log (ADR 0015)', () => {
       field: 'events[0]',
     });
     expect(thrownBy(() => recording.send(4, [events[3]]))).toMatchObject({ code: 'seq_gap', field: 'seq' });
-    expect(recording.message.dialect?.events.length).toBe(2);
+    expect(recording.message.dialect?.eventDigests.length).toBe(2);
   });
 
   it('keeps one dialect per message: Cherry chunks or another dialect are a dialect_conflict', () => {

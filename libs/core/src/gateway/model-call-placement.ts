@@ -167,7 +167,7 @@ class Placement {
     const message = this.state.messages.get(messageId)!;
     return {
       events: this.events,
-      answer: { messageId, nextEventSeq: (message.dialect?.events.length ?? 0) + 1 },
+      answer: { messageId, nextEventSeq: (message.dialect?.eventDigests.length ?? 0) + 1 },
     };
   }
 

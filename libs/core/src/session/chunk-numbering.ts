@@ -20,7 +20,7 @@ export interface ChunkCursor {
 
 export const chunkCursor = (message: MessageState): ChunkCursor => ({
   messageId: message.id,
-  seq: message.chunks.length,
+  seq: message.chunkDigests.length,
   snapshots: message.snapshots,
 });
 

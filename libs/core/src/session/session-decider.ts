@@ -19,7 +19,8 @@ import {
 import { activePath } from './branch-tree.js';
 import { itemAt } from './growing-list.js';
 import {
-  recordedChunks,
+  chunkDigest,
+  providerEventDigest,
   type ChunkEventData,
   type ChunkSource,
   type MessageRole,
@@ -271,19 +272,16 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       const events: DecidedEvent[] = [];
       const duplicateSeqs: number[] = [];
       let snapshots = message.snapshots;
-      let recorded = message.chunks.length;
+      let recorded = message.chunkDigests.length;
       let blocks = message.blocks;
       const ignored: IgnoredChunk[] = [];
-      // Restored only when a retry repeats a recorded seq: the fold keeps the chunks as stored.
-      let recordedBefore: readonly Chunk[] | undefined;
       command.chunks.forEach((chunk, index) => {
         if (chunk.seq <= recorded) {
-          recordedBefore ??= recordedChunks(message, Math.max(...command.chunks.map((retried) => retried.seq)));
           const known =
-            chunk.seq <= message.chunks.length
-              ? recordedBefore[chunk.seq - 1]
-              : command.chunks.find((earlier) => earlier.seq === chunk.seq)!;
-          if (!sameRecorded(known, chunk))
+            chunk.seq <= message.chunkDigests.length
+              ? itemAt(message.chunkDigests, chunk.seq - 1)
+              : chunkDigest(command.chunks.find((earlier) => earlier.seq === chunk.seq)!);
+          if (known !== chunkDigest(chunk))
             throw new SessionError(
               'seq_conflict',
               `chunks[${index}]: seq ${chunk.seq} is already recorded with different content`,
@@ -335,7 +333,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       return {
         events: [{ id: command.eventId, event: { type: 'message.translation_opened', data } }],
         duplicateSeqs: [],
-        nextSeq: message.chunks.length + 1,
+        nextSeq: message.chunkDigests.length + 1,
       };
     }
     case 'append_dialect_events':
@@ -375,11 +373,6 @@ function firstDifference(fields: readonly (readonly [string, unknown, unknown])[
   return fields.find(([, recorded, wanted]) => canonicalJson(recorded) !== canonicalJson(wanted ?? null))?.[0];
 }
 
-/** Whether a retried seq carries what is recorded at it (`undefined`: nothing is). */
-function sameRecorded(recorded: unknown, retried: unknown): boolean {
-  return recorded !== undefined && canonicalJson(recorded) === canonicalJson(retried);
-}
-
 function sessionExists(sessionId: string, field: string, forked: boolean): never {
   const rule = forked
     ? `session ${sessionId} already exists as a fork`
@@ -416,9 +409,9 @@ function decideDialectEvents(
   }
   const translator = translatorOf(dialect);
   let translatorState = message.dialect?.state ?? translator.initial;
-  const recordedEvents = message.dialect?.events;
+  const recordedDigests = message.dialect?.eventDigests;
   // Seqs rise by one through the command, so a repeated one is always a recorded event.
-  let recorded = recordedEvents?.length ?? 0;
+  let recorded = recordedDigests?.length ?? 0;
   let cursor = chunkCursor(message);
   const events: DecidedEvent[] = [];
   const duplicateSeqs: number[] = [];
@@ -427,7 +420,7 @@ function decideDialectEvents(
     const unstorable = findUnstorableJson(providerEvent);
     if (unstorable) throw invalidEvent(index, fieldPath(unstorable.path), unstorable.message);
     if (seq <= recorded) {
-      if (!sameRecorded(recordedEvents && itemAt(recordedEvents, seq - 1), providerEvent)) {
+      if (recordedDigests === undefined || itemAt(recordedDigests, seq - 1) !== providerEventDigest(providerEvent)) {
         const rule = `events[${index}]: seq ${seq} is already recorded with a different event`;
         throw new SessionError('seq_conflict', rule, `events[${index}]`);
       }

@@ -1,3 +1,5 @@
+import { sha256Hex } from '../hashing/hash-chain.js';
+import { canonicalJson } from '../hashing/canonical-json.js';
 import {
   evolveBlocks,
   evolveGovernedTool,
@@ -122,12 +124,12 @@ export interface LedgerSource {
   readonly origin: 'request' | 'gateway';
 }
 
-/** A message recorded in a dialect: the translator's state after its recorded events, and those events by seq - 1. */
+/** A message recorded in a dialect: the translator's state after its recorded events, and their digests by seq - 1. */
 export interface DialectLog {
   readonly name: DialectName;
   readonly state: unknown;
   /** A repeated seq must carry the same event. */
-  readonly events: GrowingList<unknown>;
+  readonly eventDigests: GrowingList<string>;
 }
 
 export const SESSION_STREAM_PREFIX = 'session-';
@@ -147,10 +149,11 @@ export interface MessageState {
   /** The child on the active path below this message (the newest branch unless another was selected). */
   readonly selectedChildId: string | null;
   /**
-   * The recorded chunks as stored (text snapshots as suffixes), by seq - 1: a repeated seq must
-   * carry the same chunk, which `recordedChunks` restores when a retry asks.
+   * Digest of each recorded chunk, by seq - 1: a repeated seq must carry the same chunk. Digests,
+   * not the chunks: a message's text is held once, in its blocks (a producer's large deltas would
+   * otherwise stay in memory twice over).
    */
-  readonly chunks: GrowingList<ChunkEventData>;
+  readonly chunkDigests: GrowingList<string>;
   readonly snapshots: SnapshotState;
   /** `null` until a dialect's first provider event: Cherry chunks, or nothing yet. */
   readonly dialect: DialectLog | null;
@@ -211,22 +214,17 @@ export const messageStatus = (message: MessageState) =>
   message.role === 'assistant' ? message.blocks.status : 'success';
 
 /** The producer's last recorded seq: of its provider events in a dialect, else of its chunks (0: none yet). */
-export const lastSeq = (message: MessageState) => message.dialect?.events.length ?? message.chunks.length;
+export const lastSeq = (message: MessageState) => message.dialect?.eventDigests.length ?? message.chunkDigests.length;
 
-/** The message's recorded chunks with seq 1 to `throughSeq`, as posted: replayed from its first chunk, as the fold did. */
-export function recordedChunks(message: MessageState, throughSeq: number): Chunk[] {
-  const chunks: Chunk[] = [];
-  let snapshots = EMPTY_SNAPSHOTS;
-  for (const { messageId: _messageId, source: _source, ...stored } of message.chunks.items.slice(
-    0,
-    Math.min(throughSeq, message.chunks.length),
-  )) {
-    const decoded = decodeChunk(snapshots, stored);
-    chunks.push(decoded.chunk);
-    snapshots = decoded.state;
-  }
-  return chunks;
+export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
+
+/** The chunk as its producer posted it: the decoded stored chunk without the envelope fields the log added. */
+function postedChunk(decoded: Chunk): Chunk {
+  const { messageId: _messageId, source: _source, ...posted } = decoded as Chunk & Partial<ChunkEventData>;
+  return posted;
 }
+
+export const providerEventDigest = (event: unknown) => sha256Hex(canonicalJson(event)).slice(0, 32);
 
 /**
  * Total and never throws: an event that does not apply leaves the state as it is. A fork's
@@ -276,7 +274,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
       attachments: data.attachments ?? [],
       createdAt: event.recordedAt,
       selectedChildId: null,
-      chunks: emptyList(),
+      chunkDigests: emptyList(),
       snapshots: EMPTY_SNAPSHOTS,
       dialect: null,
       producerChunks: false,
@@ -354,7 +352,7 @@ function evolveChunk(message: MessageState, event: SessionEventEnvelope): Messag
   // The event's data is the stored chunk, kept and decoded as it is: no rule reads its messageId or source.
   const stored = event.data as ChunkEventData;
   const source = stored.source;
-  if (stored.seq !== message.chunks.length + 1) return message;
+  if (stored.seq !== message.chunkDigests.length + 1) return message;
   const { chunk, state: snapshots } = decodeChunk(message.snapshots, stored);
   const blocks = evolveBlocks(message.blocks, { chunk, recordedAt: event.recordedAt });
   // Field by field, not `{ ...message }`: this runs for every chunk of every fold, and V8 copies a
@@ -368,7 +366,7 @@ function evolveChunk(message: MessageState, event: SessionEventEnvelope): Messag
     attachments: message.attachments,
     createdAt: message.createdAt,
     selectedChildId: message.selectedChildId,
-    chunks: appendItem(message.chunks, stored),
+    chunkDigests: appendItem(message.chunkDigests, chunkDigest(postedChunk(chunk))),
     snapshots,
     dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
     producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
@@ -469,13 +467,13 @@ function select(state: OpenSession, parentId: string | null, childId: string, po
 function advanceDialect(log: DialectLog | null, source: DialectSource): DialectLog | null {
   if (!isDialectName(source.dialect) || (log !== null && log.name !== source.dialect)) return log;
   const translator = translatorOf(source.dialect);
-  const current = log ?? { name: source.dialect, state: translator.initial, events: emptyList() };
-  if (source.seq !== current.events.length + 1) return log;
+  const current = log ?? { name: source.dialect, state: translator.initial, eventDigests: emptyList() };
+  if (source.seq !== current.eventDigests.length + 1) return log;
   let state = current.state;
   try {
     state = translator.translate(current.state, source.event).state;
   } catch {
     // Unreachable for events the decider accepted; evolve stays total either way.
   }
-  return { ...current, state, events: appendItem(current.events, source.event) };
+  return { ...current, state, eventDigests: appendItem(current.eventDigests, providerEventDigest(source.event)) };
 }

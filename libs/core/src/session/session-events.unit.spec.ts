@@ -1,8 +1,8 @@
 import {
   evolveSession,
   evolveSessionEvents,
+  chunkDigest,
   initialSessionState,
-  recordedChunks,
   type OpenSession,
   type SessionEvent,
   type SessionEventEnvelope,
@@ -49,7 +49,7 @@ describe('session fold', () => {
     }
   });
 
-  it('keeps each state its own chunks when two folds branch from one state', () => {
+  it('keeps each state its own chunk digests when two folds branch from one state', () => {
     const base = oneByOne(
       initialSessionState,
       envelopes(opened, created('u1', 'user', null), created('a1', 'assistant', 'u1')),
@@ -63,11 +63,14 @@ describe('session fold', () => {
       position: 10n,
       recordedAt: at,
     }) as OpenSession;
-    const texts = (state: OpenSession) =>
-      recordedChunks(state.messages.get('a1')!, Infinity).map((recorded) => ('text' in recorded ? recorded.text : ''));
-    expect(texts(first)).toEqual(['first']);
-    expect(texts(second)).toEqual(['second']);
-    expect(texts(third)).toEqual(['first', 'first!']);
-    expect((base as OpenSession).messages.get('a1')!.chunks.length).toBe(0);
+    const digests = (state: OpenSession) => {
+      const { chunkDigests } = state.messages.get('a1')!;
+      return chunkDigests.items.slice(0, chunkDigests.length);
+    };
+    const text = (seq: number, full: string) => chunkDigest({ seq, type: 'text.delta', text: full });
+    expect(digests(first)).toEqual([text(1, 'first')]);
+    expect(digests(second)).toEqual([text(1, 'second')]);
+    expect(digests(third)).toEqual([text(1, 'first'), text(2, 'first!')]);
+    expect(digests(base as OpenSession)).toEqual([]);
   });
 });

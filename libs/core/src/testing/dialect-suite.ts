@@ -46,7 +46,7 @@ export function describeDialect(
       expect(thrown).toBeInstanceOf(SessionError);
       expect(thrown).toMatchObject({ code: 'invalid_event', field });
       expect((thrown as Error).message.startsWith(`${field}: `)).toBe(true);
-      expect(recording.message.chunks.length).toBe(0);
+      expect(recording.message.chunkDigests.length).toBe(0);
     });
   });
 }
