@@ -204,7 +204,7 @@ describe('verifying sessions and tool calls against a tampered database', () => 
   });
 
   // One row deleted hides every event naming it from every read (the events themselves are still stored).
-  it('names the first event hidden by a deleted envelope row, when it hid every event of the session', async () => {
+  it('names the first event hidden by a deleted envelope row, when it hid every event of a session or a call', async () => {
     const created = await ledger.request('POST', '/v1/sessions', { id: 'unenveloped' }, undefined, 'producer-1');
     expect(created.status).toBe(201);
     const message = { role: 'user', content: 'hello' };
@@ -225,6 +225,19 @@ describe('verifying sessions and tool calls against a tampered database', () => 
         position: events[0].position.toString(),
         reason: 'missing_event',
       },
+    });
+
+    // A tool call's events are the saga's, in an envelope of their own.
+    const toolCallId = await recordSession('unenveloped-call');
+    const [requested] = await streamEvents(`toolcall-${toolCallId}`);
+    await db.query(
+      `DELETE FROM event_log_envelopes
+        WHERE envelope_key = (SELECT envelope_key FROM event_log_events WHERE position = $1)`,
+      [requested.position.toString()],
+    );
+    expect(await verified(`/v1/tool-calls/${toolCallId}/verify`)).toMatchObject({
+      ok: false,
+      firstBroken: { stream: `toolcall-${toolCallId}`, revision: '0', reason: 'missing_event' },
     });
   });
 
