@@ -175,6 +175,72 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     });
   });
 
+  // Decision 0025: one envelope row holds the tenant, actor and correlation id of many events; each still hashes them.
+  it('names the first event of a session whose envelope row was edited (its tenant, for every event naming it)', async () => {
+    await recordSession('enveloped');
+    const events = await streamEvents('session-enveloped');
+    const { rows } = await db.query<{ envelope_key: number }>(
+      'SELECT envelope_key FROM event_log_events WHERE position = $1',
+      [events[0].position.toString()],
+    );
+    const { rowCount } = await db.query(
+      `UPDATE event_log_envelopes SET tenant = 'globex', actor = 'key:0000000000000000:someone-else'
+        WHERE envelope_key = $1`,
+      [rows[0].envelope_key],
+    );
+    expect(rowCount).toBe(1);
+    const naming = await db.query('SELECT 1 FROM event_log_events WHERE envelope_key = $1', [rows[0].envelope_key]);
+    expect(naming.rowCount).toBeGreaterThan(1);
+    expect(await verified('/v1/sessions/enveloped/verify')).toMatchObject({
+      ok: false,
+      firstBroken: {
+        stream: 'session-enveloped',
+        revision: '0',
+        position: events[0].position.toString(),
+        reason: 'hash_mismatch',
+        actual: events[0].metadata.hash,
+      },
+    });
+  });
+
+  // One row deleted hides every event naming it from every read (the events themselves are still stored).
+  it('names the first event hidden by a deleted envelope row, when it hid every event of a session or a call', async () => {
+    const created = await ledger.request('POST', '/v1/sessions', { id: 'unenveloped' }, undefined, 'producer-1');
+    expect(created.status).toBe(201);
+    const message = { role: 'user', content: 'hello' };
+    const posted = await ledger.request('POST', '/v1/sessions/unenveloped/messages', message, undefined, 'producer-1');
+    expect(posted.status).toBe(201);
+    const events = await streamEvents('session-unenveloped');
+    await db.query(
+      `DELETE FROM event_log_envelopes
+        WHERE envelope_key = (SELECT envelope_key FROM event_log_events WHERE position = $1)`,
+      [events[0].position.toString()],
+    );
+    expect(await ledger.app.get<EventLog>(EVENT_LOG).readStream('session-unenveloped')).toEqual([]);
+    expect(await verified('/v1/sessions/unenveloped/verify')).toMatchObject({
+      ok: false,
+      firstBroken: {
+        stream: 'session-unenveloped',
+        revision: '0',
+        position: events[0].position.toString(),
+        reason: 'missing_event',
+      },
+    });
+
+    // A tool call's events are the saga's, in an envelope of their own.
+    const toolCallId = await recordSession('unenveloped-call');
+    const [requested] = await streamEvents(`toolcall-${toolCallId}`);
+    await db.query(
+      `DELETE FROM event_log_envelopes
+        WHERE envelope_key = (SELECT envelope_key FROM event_log_events WHERE position = $1)`,
+      [requested.position.toString()],
+    );
+    expect(await verified(`/v1/tool-calls/${toolCallId}/verify`)).toMatchObject({
+      ok: false,
+      firstBroken: { stream: `toolcall-${toolCallId}`, revision: '0', reason: 'missing_event' },
+    });
+  });
+
   // With fresh hashes the chain holds: the Merkle log's leaf differs; with the leaves rewritten too, the signed root.
   it('catches a stream rewritten with fresh hashes, and with its leaves rewritten as well', async () => {
     await recordSession('rewritten');

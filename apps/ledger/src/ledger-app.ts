@@ -10,8 +10,7 @@ import { ApiError, ApiErrorFilter, sendError } from './http/api-error.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
 import { applyServerLimits } from './http/server-limits.js';
 import { Authenticator } from './identity/authenticator.js';
-import type { AuthenticatedRequest } from './identity/auth.guard.js';
-import { AuthenticationError } from './identity/principal.js';
+import { credentialRefusal, type AuthenticatedRequest } from './identity/auth.guard.js';
 import { PathIdsPipe } from './http/path-ids.pipe.js';
 import { GATEWAY_PATH } from './gateway/provider-errors.js';
 import { ledgerOpenApiDocument } from './api-contracts.js';
@@ -30,7 +29,8 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   const limit = options.config.maxBodyBytes;
   // Decision 0029: the connection cap never closes a request in progress, so a body is read only for a
   // credential that verifies; without one a slowly sent body would hold a slot until the request timeout.
-  // No public route takes a body. A provider that cannot be reached leaves the verdict to the AuthGuard.
+  // No public route takes a body. A credential that cannot be checked now (its identity provider or the key
+  // store unreachable) is answered 503 before the body too: anyone can present a JWT.
   const authenticator = app.get(Authenticator);
   // The principal it verified is the AuthGuard's, so a request's credential is verified once.
   app.use((request: AuthenticatedRequest, _response: Response, next: NextFunction) => {
@@ -42,12 +42,7 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
           request.principal = principal;
           next();
         },
-        (error: unknown) =>
-          next(
-            error instanceof AuthenticationError
-              ? new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason)
-              : undefined,
-          ),
+        (error: unknown) => next(credentialRefusal(error)),
       );
   });
   // The gateway forwards the client's request bytes as they came; it reads them as JSON itself.

@@ -18,6 +18,16 @@ function routeKey(request: Request): string {
   return `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
 }
 
+/** The answer to a credential that did not verify; an error that says nothing of the credential is passed on. */
+export function credentialRefusal(error: unknown): unknown {
+  if (error instanceof AuthenticationError)
+    return new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);
+  // The token may be fine: the provider's keys could not be had. Say so, not "bad credential".
+  if (error instanceof IdentityProviderUnavailableError)
+    return new ApiError(503, 'identity_provider_unavailable', 'the identity provider cannot be reached; retry later');
+  return error;
+}
+
 /**
  * The one place that lets a request in: the route must be in the permission table, the
  * credential must verify, it must hold one of the route's roles, and its rate budget must allow it. What the credential says is
@@ -40,16 +50,7 @@ export class AuthGuard implements CanActivate {
     try {
       principal = request.principal ?? (await this.authenticator.authenticate(request.headers));
     } catch (error) {
-      if (error instanceof AuthenticationError)
-        throw new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);
-      // The token may be fine: the provider's keys could not be had. Say so, not "bad credential".
-      if (error instanceof IdentityProviderUnavailableError)
-        throw new ApiError(
-          503,
-          'identity_provider_unavailable',
-          'the identity provider cannot be reached; retry later',
-        );
-      throw error;
+      throw credentialRefusal(error);
     }
     if (!rule.some((role) => principal.roles.has(role)))
       throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');

@@ -66,15 +66,24 @@ export class StreamVerifier {
 
   async verifySession(tenant: string, sessionId: string): Promise<VerifyReport> {
     const streams = await this.sessionStreams(tenant, sessionId);
-    if (streams[0].events.length === 0) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
+    if (!(await this.everRecorded(streams[0]))) throw new ApiError(404, 'session_not_found', 'no such session', 'sid');
     return this.verify(streams);
   }
 
   async verifyToolCall(tenant: string, toolCallId: string): Promise<VerifyReport> {
     const streamId = toolCallStreamId(tenant, toolCallId);
     const events = await this.eventLog.readStream(streamId);
-    if (events.length === 0) throw new ApiError(404, 'toolcall_not_found', 'no such tool call', 'id');
+    if (!(await this.everRecorded({ streamId, events })))
+      throw new ApiError(404, 'toolcall_not_found', 'no such tool call', 'id');
     return this.verify([{ streamId, events }]);
+  }
+
+  /**
+   * Whether the stream has events, or had them: the Merkle log holds leaves of events that reads no
+   * longer return (rows deleted, or hidden by a deleted envelope or stream row), which are missing.
+   */
+  private async everRecorded({ streamId, events }: IncludedStream): Promise<boolean> {
+    return events.length > 0 || (await leavesOfStream(this.pool, streamId)).length > 0;
   }
 
   /** The streams the session's events include (see `includedStreamsOf`), read from the log until none is missing. */
