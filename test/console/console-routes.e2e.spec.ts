@@ -6,8 +6,8 @@ import { probe } from '../support/probe.js';
 
 /**
  * The console's routes (decision 0023): its built files with a CSP and the app's page for other
- * paths, its public configuration, and `GET /v1/me`. Who may call them is the permission table's
- * test; here, what they answer.
+ * paths, its public configuration, and `GET /v1/me`. The permission table's test walks every
+ * role against them; here, what they answer, to whom, and to hostile input.
  */
 const ASSETS = path.resolve('dist/console/assets');
 
@@ -90,6 +90,60 @@ describe('the console routes', () => {
       headers: { 'x-tenant': 'default', 'x-actor': 'someone-else' },
     });
     expect(claimed.body).toEqual(me.body);
+  });
+
+  it('refuses /v1/me without a verified credential, and shows each tenant only itself', async () => {
+    for (const refused of [
+      {},
+      { credential: 'bl_not-a-key' },
+      { authorization: 'Basic dXNlcjpwYXNz' },
+      { authorization: `Bearer ${'x'.repeat(6_000)}` },
+      { headers: { 'x-api-key': 'garbage\u00e9' } },
+    ]) {
+      const answer = await probe(ledger.baseUrl, 'GET', '/v1/me', refused);
+      expect({ status: answer.status, code: answer.body?.error?.code }).toEqual({
+        status: 401,
+        code: 'unauthenticated',
+      });
+    }
+    const acme = await ledger.credentials.key('me-acme', { tenant: 'acme', roles: ['producer'] });
+    const globex = await ledger.credentials.key('me-globex', { tenant: 'globex', roles: ['producer'] });
+    const seenByAcme = await probe(ledger.baseUrl, 'GET', '/v1/me', { credential: acme });
+    const seenByGlobex = await probe(ledger.baseUrl, 'GET', '/v1/me', { credential: globex });
+    expect([seenByAcme.body?.tenant, seenByGlobex.body?.tenant]).toEqual(['acme', 'globex']);
+    expect(JSON.stringify(seenByGlobex.body)).not.toContain('me-acme');
+  });
+
+  it('answers the public console routes alike for anyone, whatever credential is sent', async () => {
+    const acme = await ledger.credentials.key('console-acme', { tenant: 'acme', roles: ['reader'] });
+    for (const route of ['/console', '/console/sessions/s1', '/v1/console/config']) {
+      const anonymous = await probe(ledger.baseUrl, 'GET', route);
+      for (const caller of [{ credential: acme }, { credential: 'bl_not-a-key' }, { authorization: 'Basic Og==' }]) {
+        const answer = await probe(ledger.baseUrl, 'GET', route, caller);
+        expect({ route, status: answer.status, body: answer.body }).toEqual({
+          route,
+          status: anonymous.status,
+          body: anonymous.body,
+        });
+      }
+    }
+  });
+
+  it('answers hostile console paths and queries with the page or a 404, never an error', async () => {
+    for (const hostile of [
+      `/console/${'a'.repeat(4_000)}`,
+      '/console/assets/%00.js',
+      '/console/%E0%A4%A',
+      '/console/assets/<script>.js',
+      '/v1/console/config?oidc=https://evil.example&x=%00',
+    ]) {
+      const answer = await probe(ledger.baseUrl, 'GET', hostile);
+      expect({ hostile: hostile.slice(0, 40), ok: [200, 400, 404].includes(answer.status) }).toEqual({
+        hostile: hostile.slice(0, 40),
+        ok: true,
+      });
+      expect(JSON.stringify(answer.body ?? '')).not.toContain('evil.example');
+    }
   });
 });
 
