@@ -1,24 +1,10 @@
+import type { MessageBlock } from '../../../../libs/core/src/blocks/message-block';
 import { textOf } from './format';
 
-/** The read API's shapes the console renders (`GET /v1/sessions/:sid`, Cherry Studio `MessageBlock`). */
-export interface Block {
-  readonly id: string;
-  readonly messageId: string;
-  readonly type: string;
-  readonly status: string;
-  readonly createdAt: string;
-  readonly updatedAt?: string;
-  readonly content?: unknown;
-  readonly thinking_millsec?: number;
-  readonly toolId?: string;
-  readonly toolName?: string;
-  readonly arguments?: unknown;
-  readonly response?: unknown;
-  readonly url?: string;
-  readonly error?: Readonly<Record<string, unknown>>;
-  readonly metadata?: Readonly<Record<string, unknown>>;
-}
+/** A block as the read API sends it: the core's Cherry Studio `MessageBlock` (a type only; nothing of the core is bundled). */
+export type Block = MessageBlock;
 
+/** The read API's shapes the console renders (`GET /v1/sessions/:sid`). */
 export interface Message {
   readonly id: string;
   readonly role: string;
