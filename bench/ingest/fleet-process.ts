@@ -66,6 +66,8 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   };
   const started = performance.now();
   const deadline = started + config.durationMs;
+  // The parent reads CPU over the load alone, not over setup and the wait for the last probes.
+  process.send?.('load-started');
   const pending = new Set<Promise<unknown>>();
   const fail = (error: Error) => {
     result.failures += 1;
@@ -206,9 +208,11 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   };
   await Promise.all(Array.from({ length: config.sessions }, (_, lane) => slot((lane * STAGGER_MS) / config.sessions)));
   const elapsedMs = performance.now() - started;
+  process.send?.('load-ended');
   while (pending.size > 0) await Promise.all(pending);
   return { elapsedMs, ...result };
 }
 
 const config = JSON.parse(process.argv[2]) as FleetConfig;
 process.stdout.write(`${JSON.stringify(await run(config))}\n`);
+process.disconnect?.();

@@ -58,12 +58,14 @@ async function counters(sql: pg.Client, statementsLoaded: boolean): Promise<Coun
   return { transactions: Number(rows[0].xact_commit), fetched: Number(rows[0].tup_fetched), statements };
 }
 
-function runFleetProcess(config: FleetConfig): Promise<FleetResult> {
+/** Runs the load generator; `onPhase` hears when its load starts and ends (setup and draining excluded). */
+function runFleetProcess(config: FleetConfig, onPhase: (phase: string) => void): Promise<FleetResult> {
   const child = spawn(process.execPath, [path.resolve('dist/bench/ingest/fleet-process.js'), JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
+  child.on('message', (phase) => onPhase(phase as string));
   let output = '';
-  child.stdout.on('data', (part: Buffer) => (output += part.toString()));
+  child.stdout!.on('data', (part: Buffer) => (output += part.toString()));
   return new Promise((resolve, reject) =>
     child.once('exit', (code) =>
       code === 0 ? resolve(JSON.parse(output) as FleetResult) : reject(new Error(`fleet process exited ${code}`)),
@@ -80,14 +82,20 @@ async function measure(
   const servicesTicks = async () =>
     (await Promise.all(pids.services.map((pid) => processTicks(pid)))).reduce((sum, ticks) => sum + ticks, 0);
   const before = await counters(sql, statementsLoaded);
-  const serviceTicks = await servicesTicks();
-  const postgresTicks = await processTreeTicks(pids.postgres);
-  const started = performance.now();
-  const fleet = await runFleetProcess(config);
+  // CPU is read over the load window only: averaged over setup and the drain, a saturated
+  // service looked a third busy (issue 15's third round).
+  const readings = new Map<string, Promise<{ service: number; postgres: number; at: number }>>();
+  const read = async () => {
+    const at = performance.now();
+    const [service, postgres] = await Promise.all([servicesTicks(), processTreeTicks(pids.postgres)]);
+    return { service, postgres, at };
+  };
+  const fleet = await runFleetProcess(config, (phase) => readings.set(phase, read()));
   for (const error of fleet.errors) console.error(`${config.target} fleet of ${config.sessions}: ${error}`);
-  const wallMs = performance.now() - started;
-  const serviceCpu = corePercent((await servicesTicks()) - serviceTicks, wallMs);
-  const postgresCpu = corePercent((await processTreeTicks(pids.postgres)) - postgresTicks, wallMs);
+  const [start, end] = await Promise.all([readings.get('load-started'), readings.get('load-ended')]);
+  if (!start || !end) throw new Error('the fleet process did not report its load window');
+  const serviceCpu = corePercent(end.service - start.service, end.at - start.at);
+  const postgresCpu = corePercent(end.postgres - start.postgres, end.at - start.at);
   const after = await counters(sql, statementsLoaded);
   const posts = fleet.chunkPosts + fleet.setupPosts;
   return {

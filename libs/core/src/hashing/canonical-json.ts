@@ -6,21 +6,43 @@
  */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
+/** Loops that build one string rather than arrays of parts: this runs on every event appended or verified. */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new TypeError(`canonical JSON cannot hold the number ${value}`);
-    return JSON.stringify(value);
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`canonical JSON cannot hold the number ${value}`);
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'bigint':
+      return value.toString();
+    case 'object':
+      if (value === null) return 'null';
+      return Array.isArray(value) ? canonicalArray(value) : canonicalObject(value as Record<string, unknown>);
+    default:
+      throw new TypeError(`canonical JSON cannot hold a ${typeof value}`);
   }
-  if (typeof value === 'bigint') return value.toString();
-  if (Array.isArray(value))
-    return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
-  if (typeof value === 'object') {
-    const members = Object.keys(value)
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${members.join(',')}}`;
+}
+
+function canonicalArray(items: readonly unknown[]): string {
+  let text = '[';
+  for (let index = 0; index < items.length; index++) {
+    if (index > 0) text += ',';
+    const item = items[index];
+    text += item === undefined ? 'null' : canonicalJson(item);
   }
-  throw new TypeError(`canonical JSON cannot hold a ${typeof value}`);
+  return `${text}]`;
+}
+
+function canonicalObject(members: Record<string, unknown>): string {
+  let text = '{';
+  for (const key of Object.keys(members).sort()) {
+    const member = members[key];
+    if (member === undefined) continue;
+    if (text.length > 1) text += ',';
+    text += `${JSON.stringify(key)}:${canonicalJson(member)}`;
+  }
+  return `${text}}`;
 }

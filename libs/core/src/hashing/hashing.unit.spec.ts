@@ -1,5 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { chainHash, GENESIS_HASH, type HashedEventContent } from './hash-chain.js';
+import { nameUuid } from './name-uuid.js';
 
 const event: HashedEventContent = {
   streamId: 'session-1',
@@ -24,8 +25,26 @@ describe('canonicalJson', () => {
   it('gives the same text for values that differ only in key order', () => {
     expect(canonicalJson({ x: 1, y: [true, null] })).toBe(canonicalJson({ y: [true, null], x: 1 }));
   });
+  it('writes arrays, numbers, escapes and non-ASCII keys exactly as stored hashes were computed', () => {
+    const data = {
+      title: 'Ünïcode',
+      nested: { b: 1, a: [1, 'x', null, undefined, -0, 1e21, 0.1, false] },
+      é: 1,
+      z: { '': true },
+      Z: 'é"\\\n',
+    };
+    expect(canonicalJson(data)).toBe(
+      String.raw`{"Z":"é\"\\\n","nested":{"a":[1,"x",null,null,0,1e+21,0.1,false],"b":1},"title":"Ünïcode","z":{"":true},"é":1}`,
+    );
+    // Pinned: computed by the implementation that hashed every event stored so far; a change here breaks verification.
+    expect(chainHash(GENESIS_HASH, { ...event, data })).toBe(
+      'd2ace1e16ac751a1970173e1741e3df9c1d5ba64ce9ef12923aeb24f77ac4c37',
+    );
+  });
   it('refuses numbers JSON cannot carry', () => {
     expect(() => canonicalJson({ n: Number.NaN })).toThrow(TypeError);
+    expect(() => canonicalJson([Number.POSITIVE_INFINITY])).toThrow(TypeError);
+    expect(() => canonicalJson({ f: () => 1 })).toThrow(TypeError);
   });
 });
 
@@ -43,5 +62,14 @@ describe('chainHash', () => {
     expect(chainHash(GENESIS_HASH, { ...event, data: { title: 'other' } })).not.toBe(base);
     expect(chainHash(GENESIS_HASH, { ...event, revision: 1n })).not.toBe(base);
     expect(base).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('nameUuid', () => {
+  it('gives the ids already stored for a name: a retried chunk must carry the id its first post was recorded with', () => {
+    // Pinned: computed with SHA-1 of `block-ledger:<name>` in the RFC 9562 version 5 layout.
+    expect(nameUuid('chunk:m-1:7')).toBe('1c247f23-bab6-5d37-8195-9ee6d57688e2');
+    expect(nameUuid('chunk:m-1:8')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(nameUuid('chunk:m-1:8')).not.toBe(nameUuid('chunk:m-1:7'));
   });
 });

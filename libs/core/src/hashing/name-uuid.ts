@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * A name-based UUID (RFC 9562 version 5 layout over SHA-1): the same name always gives the same
@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
  * already holds and is recorded once.
  */
 export function nameUuid(name: string): string {
-  const bytes = createHash('sha1').update(`block-ledger:${name}`).digest().subarray(0, 16);
+  const bytes = hash('sha1', `block-ledger:${name}`, 'buffer').subarray(0, 16);
   bytes[6] = (bytes[6] & 0x0f) | 0x50;
   bytes[8] = (bytes[8] & 0x3f) | 0x80;
   const hex = bytes.toString('hex');
