@@ -95,7 +95,7 @@ async function foldAlone(eventLog: EventLogReader, pages: readonly (readonly Rec
     }
     for (const [streamId, own] of byStream) {
       const previous = sessions.get(streamId) ?? initialSessionState;
-      const current = await foldSessionEvents(eventLog, previous, own);
+      const current = await foldSessionEvents(eventLog, previous, own, 'read');
       sessionChanges(previous, current);
       sessions.set(streamId, current);
     }

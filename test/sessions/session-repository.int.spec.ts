@@ -70,7 +70,7 @@ describe('session repository: cached folds across two instances', () => {
       const lastId = outcome.decision.events.at(-1)!.id;
       expect(stored.find((event) => event.id === lastId)?.position).toBe(outcome.position);
     }
-    const fromLog = await foldSessionEvents(logs[0], initialSessionState, stored);
+    const fromLog = await foldSessionEvents(logs[0], initialSessionState, stored, 'decide');
     // The last round was the first instance's: its cache took in its own append; the other one catches up.
     expect(first.cached(session)).toEqual(fromLog);
     expect(await second.load(session)).toEqual(fromLog);
@@ -83,7 +83,7 @@ describe('session repository: cached folds across two instances', () => {
     const retried = await second.execute(session, command, author);
     expect(retried.decision).toMatchObject({ events: [], duplicateSeqs: [27, 28] });
     expect(retried.position).toBe(stored.position);
-    const fromLog = await foldSessionEvents(logs[1], initialSessionState, await logs[1].readStream(streamId));
+    const fromLog = await foldSessionEvents(logs[1], initialSessionState, await logs[1].readStream(streamId), 'decide');
     expect(first.cached(session)).toEqual(fromLog);
     expect(second.cached(session)).toEqual(fromLog);
   });

@@ -98,11 +98,13 @@ export class LiveHub {
               this.eventLog,
               initialSessionState,
               events.filter((event) => event.position <= from),
+              'read',
             );
       const current = await foldSessionEvents(
         this.eventLog,
         base,
         events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position),
+        'read',
       );
       const entry = this.watched.get(streamId) ?? { state: current, sinks: new Set() };
       return this.join(streamId, entry, base, openSink, current);
@@ -171,7 +173,7 @@ export class LiveHub {
     for (const event of events) {
       const entry = this.watched.get(event.streamId);
       if (!entry || event.position <= this.position) continue;
-      const next = await foldSessionEvents(this.eventLog, entry.state, [event]);
+      const next = await foldSessionEvents(this.eventLog, entry.state, [event], 'read');
       const items = sessionItems(sessionChanges(entry.state, next), event.position);
       entry.state = next;
       for (const sink of entry.sinks) sink.push(items);

@@ -3,6 +3,7 @@ import {
   forkSession,
   initialSessionState,
   sessionStreamId,
+  type FoldPurpose,
   type SessionEventEnvelope,
   type SessionEventOf,
   type SessionState,
@@ -23,6 +24,7 @@ export async function foldSessionEvents(
   eventLog: StreamReader,
   state: SessionState,
   events: readonly RecordedEvent[],
+  purpose: FoldPurpose,
 ): Promise<SessionState> {
   let folded = state;
   let run: SessionEventEnvelope[] = [];
@@ -31,12 +33,12 @@ export async function foldSessionEvents(
       run.push(sessionEnvelope(event));
       continue;
     }
-    folded = evolveSessionEvents(folded, run);
+    folded = evolveSessionEvents(folded, run, purpose);
     run = [];
     // A fork event anywhere but first does not apply (evolve leaves the state as it is).
-    if (startsFork(folded, event)) folded = await applyFork(eventLog, event);
+    if (startsFork(folded, event)) folded = await applyFork(eventLog, event, purpose);
   }
-  return evolveSessionEvents(folded, run);
+  return evolveSessionEvents(folded, run, purpose);
 }
 
 /** The session as it was at a log position (its last event at or before it). */
@@ -44,12 +46,14 @@ export async function sessionAt(
   eventLog: StreamReader,
   session: { tenant: string; sessionId: string },
   position: bigint,
+  purpose: FoldPurpose,
 ): Promise<SessionState> {
   const events = await eventLog.readStream(sessionStreamId(session.tenant, session.sessionId));
   return foldSessionEvents(
     eventLog,
     initialSessionState,
     events.filter((event) => event.position <= position),
+    purpose,
   );
 }
 
@@ -57,13 +61,18 @@ export function startsFork(state: SessionState, event: RecordedEvent): boolean {
   return event.type === 'session.forked' && state.status === 'absent';
 }
 
-export async function applyFork(eventLog: StreamReader, event: RecordedEvent): Promise<SessionState> {
+export async function applyFork(
+  eventLog: StreamReader,
+  event: RecordedEvent,
+  purpose: FoldPurpose,
+): Promise<SessionState> {
   const { source } = event.data as SessionEventOf<'session.forked'>['data'];
   // A fork's source is in the fork's own tenant.
   const sourceState = await sessionAt(
     eventLog,
     { tenant: event.metadata.tenant, sessionId: source.sessionId },
     BigInt(source.position),
+    purpose,
   );
   return forkSession(sourceState, sessionEnvelope(event));
 }

@@ -118,7 +118,7 @@ export class SessionRepository {
 
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
   loadAt(session: SessionRef, position: bigint): Promise<SessionState> {
-    return sessionAt(this.eventLog, session, position);
+    return sessionAt(this.eventLog, session, position, 'decide');
   }
 
   /**
@@ -223,7 +223,7 @@ export class SessionRepository {
     if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded))
       return this.refresh(session);
     const next: CachedSession = {
-      state: await foldSessionEvents(this.eventLog, folded.state, appended.events),
+      state: await foldSessionEvents(this.eventLog, folded.state, appended.events, 'decide'),
       revision: appended.nextExpectedRevision,
     };
     this.keep(streamId, next);
@@ -240,7 +240,7 @@ export class SessionRepository {
     const current = this.cache.get(streamId);
     if (current !== cached) return this.refresh(session);
     const next: CachedSession = {
-      state: await foldSessionEvents(this.eventLog, cached?.state ?? initialSessionState, events),
+      state: await foldSessionEvents(this.eventLog, cached?.state ?? initialSessionState, events, 'decide'),
       revision: events.at(-1)?.revision ?? cached?.revision ?? NO_STREAM,
     };
     this.keep(streamId, next);

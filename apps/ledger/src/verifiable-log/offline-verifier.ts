@@ -18,7 +18,7 @@ export async function verifySessionBundle(text: string, verifierKey: string, sin
   const bundle = verifyBundle(text, verifierKey, since);
   const byStream = new Map(bundle.streams.map((stream) => [stream.stream, stream.events.map(recordedEvent)]));
   const reader = { readStream: async (streamId: string) => byStream.get(streamId) ?? [] };
-  const state = await foldSessionEvents(reader, initialSessionState, byStream.get(bundle.streams[0].stream)!);
+  const state = await foldSessionEvents(reader, initialSessionState, byStream.get(bundle.streams[0].stream)!, 'read');
   if (state.status !== 'open') throw new Error('the bundle holds no open session');
   const snapshot = foldedSnapshot(state);
   return { ...bundle, session: await sessionView(snapshot), tree: treeView(snapshot) };

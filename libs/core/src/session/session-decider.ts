@@ -17,9 +17,9 @@ import {
   type TranslationOpening,
 } from '../blocks/block-rules.js';
 import { activePath } from './branch-tree.js';
-import { itemAt } from './growing-list.js';
 import {
   chunkDigest,
+  keptDigest,
   providerEventDigest,
   type ChunkEventData,
   type ChunkSource,
@@ -279,7 +279,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
         if (chunk.seq <= recorded) {
           const known =
             chunk.seq <= message.chunkDigests.length
-              ? itemAt(message.chunkDigests, chunk.seq - 1)
+              ? keptDigest(message.chunkDigests, chunk.seq - 1)
               : chunkDigest(command.chunks.find((earlier) => earlier.seq === chunk.seq)!);
           if (known !== chunkDigest(chunk))
             throw new SessionError(
@@ -420,7 +420,10 @@ function decideDialectEvents(
     const unstorable = findUnstorableJson(providerEvent);
     if (unstorable) throw invalidEvent(index, fieldPath(unstorable.path), unstorable.message);
     if (seq <= recorded) {
-      if (recordedDigests === undefined || itemAt(recordedDigests, seq - 1) !== providerEventDigest(providerEvent)) {
+      if (
+        recordedDigests === undefined ||
+        keptDigest(recordedDigests, seq - 1) !== providerEventDigest(providerEvent)
+      ) {
         const rule = `events[${index}]: seq ${seq} is already recorded with a different event`;
         throw new SessionError('seq_conflict', rule, `events[${index}]`);
       }

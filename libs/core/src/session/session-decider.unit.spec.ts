@@ -3,6 +3,7 @@ import { decideSession, SessionError, type Decision, type SessionCommand } from 
 import { activePath, branchTree } from './branch-tree.js';
 import { IGNORED_CHUNK_CASES } from '../testing/ignored-chunks.js';
 import {
+  DIGEST_NOT_KEPT,
   evolveSession,
   forkSession,
   initialSessionState,
@@ -679,5 +680,43 @@ describe('translations (issue 18)', () => {
     given(...answered)
       .when(open({ sourceBlockId: 'a1-b9' }))
       .thenThrows('block_not_found', 'sourceBlockId');
+  });
+});
+
+describe('a fold for reading', () => {
+  const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
+  const first = chunks({ type: 'text.start' }, { type: 'text.delta', text: 'Hi' });
+  const recorded = [
+    ...state,
+    ...decideSession({ type: 'append_chunks', messageId: 'a1', chunks: first }, stateOf(...state)).events.map(
+      ({ event }) => event,
+    ),
+  ];
+  const foldFor = (purpose: 'decide' | 'read') =>
+    recorded.reduce<SessionState>(
+      (current, event, index) =>
+        evolveSession(
+          current,
+          { ...event, position: BigInt(index + 1), recordedAt: '2026-01-01T00:00:00.000Z' },
+          purpose,
+        ),
+      initialSessionState,
+    ) as OpenSession;
+
+  it('holds the same messages, blocks and seqs as a fold for deciding, and no digest', () => {
+    const read = foldFor('read').messages.get('a1')!;
+    const decide = foldFor('decide').messages.get('a1')!;
+    expect({ ...read, chunkDigests: undefined }).toEqual({ ...decide, chunkDigests: undefined });
+    expect(read.chunkDigests.length).toBe(2);
+    expect(read.chunkDigests.items).toEqual([DIGEST_NOT_KEPT, DIGEST_NOT_KEPT]);
+    expect(decide.chunkDigests.items).not.toContain(DIGEST_NOT_KEPT);
+  });
+
+  it('cannot judge a retried seq: deciding on it is a programming error, never a silent answer', () => {
+    const retry = { type: 'append_chunks' as const, messageId: 'a1', chunks: first };
+    expect(() => decideSession(retry, foldFor('read'))).toThrow(
+      'a session folded for reading cannot judge a retried seq',
+    );
+    expect(decideSession(retry, foldFor('decide')).duplicateSeqs).toEqual([1, 2]);
   });
 });

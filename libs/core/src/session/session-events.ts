@@ -18,7 +18,7 @@ import { parseTenantStreamId, tenantStreamId } from '../tenancy/tenant-streams.j
 import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
 import { isDialectName, translatorOf, type DialectName } from '../dialects/dialects.js';
 import { NO_TOKENS, usageAfter, type TokenUsage } from './token-usage.js';
-import { appendItem, emptyList, type GrowingList } from './growing-list.js';
+import { appendItem, emptyList, itemAt, type GrowingList } from './growing-list.js';
 
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
@@ -218,6 +218,22 @@ export const lastSeq = (message: MessageState) => message.dialect?.eventDigests.
 
 export const chunkDigest = (chunk: Chunk) => sha256Hex(canonicalJson(chunk)).slice(0, 32);
 
+/**
+ * What a fold is for. `decide` keeps a digest of every recorded chunk and provider event, which a
+ * retried seq is compared with; a reader (projections, the live feed, verify) never compares, so
+ * its fold hashes nothing and keeps `DIGEST_NOT_KEPT` in their place (the seqs still count).
+ */
+export type FoldPurpose = 'decide' | 'read';
+/** Never a digest (those are 32 hex characters): `decide` refuses a state that holds it. */
+export const DIGEST_NOT_KEPT = '';
+
+/** The digest recorded at `index`, for `decide`; a programming error on a state folded for reading. */
+export function keptDigest(digests: GrowingList<string>, index: number): string | undefined {
+  const digest = itemAt(digests, index);
+  if (digest === DIGEST_NOT_KEPT) throw new Error('a session folded for reading cannot judge a retried seq');
+  return digest;
+}
+
 /** The chunk as its producer posted it: the decoded stored chunk without the envelope fields the log added. */
 function postedChunk(decoded: Chunk): Chunk {
   const { messageId: _messageId, source: _source, ...posted } = decoded as Chunk & Partial<ChunkEventData>;
@@ -230,7 +246,11 @@ export const providerEventDigest = (event: unknown) => sha256Hex(canonicalJson(e
  * Total and never throws: an event that does not apply leaves the state as it is. A fork's
  * `session.forked` applies through `forkSession`, which needs its source's state; here it does not apply.
  */
-export function evolveSession(state: SessionState, event: SessionEventEnvelope): SessionState {
+export function evolveSession(
+  state: SessionState,
+  event: SessionEventEnvelope,
+  purpose: FoldPurpose = 'decide',
+): SessionState {
   if (event.type === 'session.opened') {
     if (state.status !== 'absent') return state;
     const data = event.data as SessionEventOf<'session.opened'>['data'];
@@ -308,7 +328,7 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
   const chunkOf = chunkMessageId(event);
   if (chunkOf !== undefined) {
     const message = state.messages.get(chunkOf);
-    return message ? withMessage(state, evolveChunk(message, event)) : state;
+    return message ? withMessage(state, evolveChunk(message, event, purpose)) : state;
   }
   return state;
 }
@@ -318,19 +338,23 @@ export function evolveSession(state: SessionState, event: SessionEventEnvelope):
  * message: the run is folded on the message alone and set into the session once, without the
  * session states in between, which nothing sees.
  */
-export function evolveSessionEvents(state: SessionState, events: readonly SessionEventEnvelope[]): SessionState {
+export function evolveSessionEvents(
+  state: SessionState,
+  events: readonly SessionEventEnvelope[],
+  purpose: FoldPurpose = 'decide',
+): SessionState {
   let folded = state;
   for (let index = 0; index < events.length;) {
     const messageId = chunkMessageId(events[index]);
     const message = messageId === undefined || folded.status !== 'open' ? undefined : folded.messages.get(messageId);
     if (!message) {
-      folded = evolveSession(folded, events[index]);
+      folded = evolveSession(folded, events[index], purpose);
       index += 1;
       continue;
     }
     let next = message;
     for (; index < events.length && chunkMessageId(events[index]) === messageId; index += 1)
-      next = evolveChunk(next, events[index]);
+      next = evolveChunk(next, events[index], purpose);
     folded = withMessage(folded as OpenSession, next);
   }
   return folded;
@@ -348,7 +372,7 @@ function withMessage(state: OpenSession, message: MessageState): OpenSession {
 }
 
 /** One chunk event on its message; the message as it is when the chunk is not its next seq. */
-function evolveChunk(message: MessageState, event: SessionEventEnvelope): MessageState {
+function evolveChunk(message: MessageState, event: SessionEventEnvelope, purpose: FoldPurpose): MessageState {
   // The event's data is the stored chunk, kept and decoded as it is: no rule reads its messageId or source.
   const stored = event.data as ChunkEventData;
   const source = stored.source;
@@ -366,9 +390,13 @@ function evolveChunk(message: MessageState, event: SessionEventEnvelope): Messag
     attachments: message.attachments,
     createdAt: message.createdAt,
     selectedChildId: message.selectedChildId,
-    chunkDigests: appendItem(message.chunkDigests, chunkDigest(postedChunk(chunk))),
+    chunkDigests: appendItem(
+      message.chunkDigests,
+      purpose === 'decide' ? chunkDigest(postedChunk(chunk)) : DIGEST_NOT_KEPT,
+    ),
     snapshots,
-    dialect: source !== undefined && 'event' in source ? advanceDialect(message.dialect, source) : message.dialect,
+    dialect:
+      source !== undefined && 'event' in source ? advanceDialect(message.dialect, source, purpose) : message.dialect,
     producerChunks: message.producerChunks || (source === undefined && !isTranslationChunk(chunk)),
     blocks,
     blockPositions: blockPositionsAfter(message, blocks, event.position),
@@ -464,7 +492,7 @@ function select(state: OpenSession, parentId: string | null, childId: string, po
 }
 
 /** The translator folds the recorded provider event again: its state is never stored, only rebuilt. */
-function advanceDialect(log: DialectLog | null, source: DialectSource): DialectLog | null {
+function advanceDialect(log: DialectLog | null, source: DialectSource, purpose: FoldPurpose): DialectLog | null {
   if (!isDialectName(source.dialect) || (log !== null && log.name !== source.dialect)) return log;
   const translator = translatorOf(source.dialect);
   const current = log ?? { name: source.dialect, state: translator.initial, eventDigests: emptyList() };
@@ -475,5 +503,6 @@ function advanceDialect(log: DialectLog | null, source: DialectSource): DialectL
   } catch {
     // Unreachable for events the decider accepted; evolve stays total either way.
   }
-  return { ...current, state, eventDigests: appendItem(current.eventDigests, providerEventDigest(source.event)) };
+  const digest = purpose === 'decide' ? providerEventDigest(source.event) : DIGEST_NOT_KEPT;
+  return { ...current, state, eventDigests: appendItem(current.eventDigests, digest) };
 }

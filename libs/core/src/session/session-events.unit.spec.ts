@@ -12,7 +12,8 @@ import {
 const at = '2026-01-01T00:00:00.000Z';
 const envelopes = (...events: SessionEvent[]): SessionEventEnvelope[] =>
   events.map((event, index) => ({ ...event, position: BigInt(index + 1), recordedAt: at }));
-const oneByOne = (state: SessionState, events: readonly SessionEventEnvelope[]) => events.reduce(evolveSession, state);
+const oneByOne = (state: SessionState, events: readonly SessionEventEnvelope[]) =>
+  events.reduce((folded, event) => evolveSession(folded, event), state);
 
 const opened: SessionEvent = { type: 'session.opened', data: { sessionId: 's1', title: null, metadata: {} } };
 const created = (messageId: string, role: 'user' | 'assistant', parentId: string | null): SessionEvent => ({

@@ -42,7 +42,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
       const changes: Change[] = [];
       for (const [streamId, own] of byStream) {
         const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]));
-        const current = await foldSessionEvents(eventLog, previous, own);
+        const current = await foldSessionEvents(eventLog, previous, own, 'read');
         sessions.set(streamId, current);
         const lastActivityAt = own.at(-1)!.metadata.recordedAt;
         changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, previous, current, lastActivityAt });
@@ -63,6 +63,7 @@ async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promi
     eventLog,
     initialSessionState,
     await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) }),
+    'read',
   );
 }
 
