@@ -38,7 +38,7 @@ interface EventRow {
   event_id: string;
   type: string;
   data: unknown;
-  recorded_at: Date;
+  recorded_at: string;
   schema_version: number;
   correlation_id: string | null;
   causation_id: string | null;
@@ -48,8 +48,14 @@ interface EventRow {
   hash: string;
 }
 
-const EVENT_COLUMNS =
-  'position, stream_id, revision, event_id, type, data, recorded_at, schema_version, correlation_id, causation_id, actor, tenant, prev_hash, hash';
+/**
+ * `recorded_at` comes back as the ISO text the chain hash covers (`Date#toISOString`: UTC,
+ * milliseconds): PostgreSQL formats it on its own core instead of the driver parsing a date per
+ * row and the reader formatting it again.
+ */
+const EVENT_COLUMNS = `position, stream_id, revision, event_id, type, data,
+  to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at, schema_version,
+  correlation_id, causation_id, actor, tenant, prev_hash, hash`;
 
 /** The PostgreSQL event log: the embedded default and the single-machine engine. Schema comes from its migration. */
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
@@ -179,7 +185,7 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
     position: BigInt(row.position),
     data: row.data,
     metadata: {
-      recordedAt: row.recorded_at.toISOString(),
+      recordedAt: row.recorded_at,
       schemaVersion: row.schema_version,
       correlationId: row.correlation_id,
       causationId: row.causation_id,
