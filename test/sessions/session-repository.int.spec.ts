@@ -99,4 +99,23 @@ describe('session repository: cached folds across two instances', () => {
     await expect(second.execute(session, command('something else'), author)).rejects.toThrow(SessionError);
     expect(await logs[1].readStream(streamId)).toEqual(before);
   });
+
+  it('commands queued while an append is in flight are decided each on the ones before it, retries among them too', async () => {
+    const command = (fromSeq: number, text = 'queued') => ({
+      type: 'append_chunks' as const,
+      messageId: 'm1',
+      chunks: parseChunks([0, 1].map((offset) => ({ seq: fromSeq + offset, type: 'text.delta', text }))),
+    });
+    // The first runs alone; the rest queue behind its append and are decided as one group, in order.
+    const outcomes = await Promise.all(
+      [command(30), command(32), command(34), command(32), command(36)].map((queued) =>
+        first.execute(session, queued, author),
+      ),
+    );
+    expect(outcomes.map(({ decision }) => decision.events.length)).toEqual([2, 2, 2, 0, 2]);
+    expect(outcomes[3].decision.duplicateSeqs).toEqual([32, 33]);
+    await expect(first.execute(session, command(34, 'other text'), author)).rejects.toThrow(SessionError);
+    const fromLog = await foldSessionEvents(logs[0], initialSessionState, await logs[0].readStream(streamId), 'decide');
+    expect(first.cached(session)).toEqual(fromLog);
+  });
 });

@@ -137,10 +137,13 @@ export class SessionRepository {
       const cachedOnly = attempt === 1 && this.cache.has(streamId);
       const cached = cachedOnly ? this.cache.get(streamId)! : await this.refresh(session);
       let state = cached.state;
-      const decided = commands.map((command) => {
+      const decided = commands.map((command, index) => {
         try {
           authorize(command, state);
           const decision = decideSession(command, state);
+          // The group's next command is decided on this one's outcome. After the last there is
+          // nothing to decide: the cache is folded from what the log stored (`absorb`).
+          if (index === commands.length - 1) return { command, decision };
           state = decision.events.reduce((current, { event }) => {
             const envelope = {
               ...event,
