@@ -315,8 +315,11 @@ async function main(): Promise<void> {
     })),
   ]);
   const keys: BenchKeys = { producer, admin, readers };
+  // Every watcher here is one tenant's: its cap on live streams (decision 0029) is raised like the connection cap.
+  const connections = String(Math.max(WATCHERS, COST_WATCHERS, SESSIONS) + 500);
   const ledger = await startLedgerProcess(database.connectionString, {
-    LEDGER_HTTP_MAX_CONNECTIONS: String(Math.max(WATCHERS, COST_WATCHERS, SESSIONS) + 500),
+    LEDGER_HTTP_MAX_CONNECTIONS: connections,
+    LEDGER_LIVE_MAX_PER_TENANT: connections,
   });
   try {
     if (SHAPES.includes('A') || SHAPES.includes('B')) await delivery(ledger.url, keys);

@@ -65,7 +65,7 @@ export class ForkSessionHandler implements ICommandHandler<ForkSessionCommand, C
     // Forking continues someone's session under a new id: it takes the right to write to the source.
     if (current.status === 'open' && !mayWrite(current, author.subject))
       throw new SessionError('not_a_writer', 'this credential may not fork this session');
-    const source = atPosition === undefined ? current : await this.sessions.loadAt(sourceRef, atPosition);
+    const source = atPosition === undefined ? current : await this.sessions.loadAt(sourceRef, atPosition, 'decide');
     const command = {
       type: 'fork_session' as const,
       sessionId: forkId,

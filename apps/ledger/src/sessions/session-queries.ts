@@ -50,7 +50,7 @@ export class SessionQueries {
     const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
       await refuseBeyondHead(this.eventLog, point.at, 'at');
-      const state = await this.sessions.loadAt(ref, point.at);
+      const state = await this.sessions.loadAt(ref, point.at, 'read');
       if (state.status !== 'open') throw sessionNotFound();
       return use(foldedSnapshot(state));
     }
@@ -80,7 +80,7 @@ export class SessionQueries {
     const { tenant, sessionId } = ref;
     if (point.at !== undefined) {
       await refuseBeyondHead(this.eventLog, point.at, 'at');
-      const state = await this.sessions.loadAt(ref, point.at);
+      const state = await this.sessions.loadAt(ref, point.at, 'read');
       const message = state.status === 'open' ? state.messages.get(messageId) : undefined;
       if (!message) throw messageNotFound(sessionId, messageId);
       return foldedMessageView(message);

@@ -8,6 +8,7 @@ import {
   SessionError,
   sessionStreamId,
   type Decision,
+  type FoldPurpose,
   type SessionCommand,
   type SessionState,
 } from '#core';
@@ -117,8 +118,8 @@ export class SessionRepository {
   }
 
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
-  loadAt(session: SessionRef, position: bigint): Promise<SessionState> {
-    return sessionAt(this.eventLog, session, position, 'decide');
+  loadAt(session: SessionRef, position: bigint, purpose: FoldPurpose): Promise<SessionState> {
+    return sessionAt(this.eventLog, session, position, purpose);
   }
 
   /**
