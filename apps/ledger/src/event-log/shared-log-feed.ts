@@ -126,9 +126,10 @@ class SharedLogFeed {
     if (checkpoint < windowStart) return this.eventLog.readAll({ fromPosition: checkpoint, filter });
     if (checkpoint >= this.reached) return { events: [], checkpoint, caughtUp: true };
     const events: RecordedEvent[] = [];
-    for (const segment of this.segments) {
-      if (segment.checkpoint <= checkpoint) continue;
-      for (const event of segment.events) {
+    // Small commits make many segments (thousands in a full window): find the first one past the
+    // checkpoint by bisection, not by walking every segment on every subscriber's every batch.
+    for (let index = firstSegmentPast(this.segments, checkpoint); index < this.segments.length; index += 1) {
+      for (const event of this.segments[index].events) {
         if (event.position <= checkpoint || !matchesFilter(event, filter)) continue;
         events.push(event);
         if (events.length === MAX_BATCH_EVENTS) return { events, checkpoint: event.position, caughtUp: false };
@@ -187,6 +188,18 @@ class SharedLogFeed {
   private wake(): void {
     for (const check of [...this.waiters]) check();
   }
+}
+
+/** The index of the first segment whose checkpoint is past `checkpoint` (segments are in checkpoint order). */
+function firstSegmentPast(segments: readonly Segment[], checkpoint: bigint): number {
+  let low = 0;
+  let high = segments.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (segments[middle].checkpoint <= checkpoint) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** Roughly what a value holds in memory: its strings' characters, 8 for anything else. Iterative: data may nest deep. */
