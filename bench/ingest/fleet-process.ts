@@ -157,8 +157,8 @@ async function run(config: FleetConfig): Promise<FleetResult> {
     const expected: { position: number; acknowledged: number }[] = [];
     const seen: { position: number; at: number }[] = [];
     let lastExpected = 0;
-    let reached: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => (reached = resolve));
+    /** Set while `finish` waits for the last expected position; an earlier position's arrival must not end that wait. */
+    let reached: (() => void) | undefined;
     const reading = (async () => {
       const response = await fetch(liveUrl, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
       const decoder = new TextDecoder();
@@ -172,7 +172,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
           const id = /^id: (\d+)$/m.exec(frame);
           if (!id) continue;
           seen.push({ position: Number(id[1]), at });
-          if (lastExpected > 0 && Number(id[1]) >= lastExpected) reached();
+          if (Number(id[1]) >= lastExpected) reached?.();
         }
       }
     })().catch((error: Error) => {
@@ -185,7 +185,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
       },
       async finish() {
         if (expected.length > 0 && !seen.some((event) => event.position >= lastExpected))
-          await Promise.race([done, sleep(LIVE_WAIT_MS)]);
+          await Promise.race([new Promise<void>((resolve) => (reached = resolve)), sleep(LIVE_WAIT_MS)]);
         abort.abort();
         await reading;
         for (const { position, acknowledged } of expected) {
