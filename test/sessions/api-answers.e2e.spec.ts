@@ -237,4 +237,15 @@ describe('answers an integrator can rely on', () => {
     }
     expect(stale).toEqual([]);
   });
+
+  it('lists a session its credential just created or wrote to, without ?minPosition', async () => {
+    const missing: string[] = [];
+    for (let round = 0; round < 10; round += 1) {
+      const sessionId = (await ok('POST', '/v1/sessions', { title: `listed ${round}` })).id;
+      const listed = await ok('GET', `/v1/sessions?q=${encodeURIComponent(`listed ${round}`)}&limit=100`);
+      if (!listed.sessions.some((session: { sessionId: string }) => session.sessionId === sessionId))
+        missing.push(sessionId);
+    }
+    expect(missing).toEqual([]);
+  });
 });

@@ -1,8 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { SessionStatus } from '#core';
+import type { EventLogReader } from '#event-log';
 import { DataSource } from 'typeorm';
+import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
+import { reachReadModels } from '../http/log-positions.js';
+import type { ProjectionRunner } from '../projections/projection-runner.js';
+import { BLOCK_PROJECTION_RUNNER } from './session-queries.js';
 
 export interface SessionListQuery {
   readonly q?: string;
@@ -64,9 +69,15 @@ const textMatches = (q: string) => {
  */
 @Injectable()
 export class SessionList {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(BLOCK_PROJECTION_RUNNER) private readonly runner: ProjectionRunner,
+    @Inject(EVENT_LOG) private readonly eventLog: EventLogReader,
+  ) {}
 
-  async find(tenant: string, query: SessionListQuery) {
+  /** `ownWrite`: the reading credential's latest acknowledged write on this instance, which the list must show (read-your-writes). */
+  async find(tenant: string, query: SessionListQuery, ownWrite?: bigint) {
+    await reachReadModels(this.runner, this.eventLog, ownWrite, undefined);
     const parameters: unknown[] = [tenant];
     const bind = (value: unknown) => `$${parameters.push(value)}`;
     const conditions = ['s.tenant = $1'];

@@ -204,7 +204,11 @@ export class SessionsController {
   /** The tenant's sessions, newest activity first, filtered and searched; paged by `nextCursor`. */
   @Get()
   find(@Query() query: unknown, @CurrentPrincipal() principal: Principal) {
-    return this.list.find(principal.tenant, listSessionsQuery.parse(query));
+    return this.list.find(
+      principal.tenant,
+      listSessionsQuery.parse(query),
+      this.writes.latestOf(principal.credentialId),
+    );
   }
 
   /** The session with its active path; from the read models, or with `?at=` folded from the log as of that position. */
