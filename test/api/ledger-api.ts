@@ -277,7 +277,7 @@ export interface paths {
         };
         /**
          * Find the tenant's sessions, newest activity first
-         * @description `q`: full-text over titles, metadata values and message text (web-search syntax, words as written); `from`/`to` bound `lastActivityAt`; `cursor`: the previous page’s `nextCursor`. Empty parameters count as absent; unknown ones are refused.
+         * @description `q`: full-text over titles, metadata values and message text (web-search syntax, words as written); `from`/`to` bound `lastActivityAt`; `cursor`: the previous page’s `nextCursor`. Empty parameters count as absent; unknown ones are refused. Waits (up to 5 s) until the list reflects the credential's latest write on this instance.
          *
          *     Roles: producer, reader, reviewer, auditor.
          */
@@ -1646,6 +1646,15 @@ export interface operations {
             };
             /** @description the credential is over its rate (`Retry-After`) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the read models did not reach `?minPosition` (or your own last write) within 5 s; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -262,9 +262,11 @@ export const SESSIONS_CONTRACT: RouteContracts = {
     description:
       '`q`: full-text over titles, metadata values and message text (web-search syntax, words as written); ' +
       '`from`/`to` bound `lastActivityAt`; `cursor`: the previous page’s `nextCursor`. Empty parameters count as ' +
-      'absent; unknown ones are refused.',
+      "absent; unknown ones are refused. Waits (up to 5 s) until the list reflects the credential's latest write on " +
+      'this instance.',
     query: sessionFilters,
     responses: { 200: { description: 'one page', schema: sessionPage } },
+    errors: { 503: READ_ERRORS[503] },
   },
   'GET /v1/sessions/:sid': {
     summary: 'The session and its active path',
