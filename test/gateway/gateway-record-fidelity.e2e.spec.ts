@@ -108,9 +108,15 @@ describe('gateway: a whole answer the gateway refuses to relay', () => {
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
-    // The read model follows the log: wait for the placed turns (bounded; a call that placed nothing never shows any).
+    // The read model follows the log, and the gateway records how the answer ended after refusing it: wait
+    // (bounded) for the placed turns to settle. A call that placed nothing never shows any; one left
+    // unfinished is still `processing` when the wait ends, and fails below.
     const readTree = () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`);
-    const tree = await eventually(readTree, (answer) => answer.status === 200 && answer.body.messages.length >= 2);
+    const settled = (answer: Awaited<ReturnType<typeof readTree>>) =>
+      answer.status === 200 &&
+      answer.body.messages.length >= 2 &&
+      answer.body.messages.every((message: { status: string }) => message.status !== 'processing');
+    const tree = await eventually(readTree, settled);
     // Either nothing was recorded (the client got no answer), or the answer's message says how it ended.
     const messages: { role: string; status: string }[] = tree.status === 404 ? [] : tree.body.messages;
     const answers = messages.filter((message) => message.role === 'assistant');
