@@ -1,8 +1,11 @@
-import type { Pool, PoolClient } from 'pg';
+import pg, { type Pool, type PoolClient } from 'pg';
 
-/** Runs `work` in one transaction on a pooled connection: committed if it returns, rolled back if it throws. */
-export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+/**
+ * Runs `work` in one transaction: committed if it returns, rolled back if it throws. On a pooled
+ * connection taken for it, or on `client` when the caller holds one already (a projection's lock).
+ */
+export async function inTransaction<T>(on: Pool | PoolClient, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = on instanceof pg.Pool ? await on.connect() : on;
   try {
     await client.query('BEGIN');
     const result = await work(client);
@@ -12,6 +15,6 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    if (client !== on) client.release();
   }
 }

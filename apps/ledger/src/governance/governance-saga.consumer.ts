@@ -10,8 +10,9 @@ import type { GovernedRequest } from './tool-call-processor.js';
  * The saga's durable input: a checkpointed consumer of the log (run by a `ProjectionRunner`,
  * so one instance leads it). In the transaction that moves its checkpoint it keeps the saga
  * store — every call it has seen requested and not yet seen completed, with the request that
- * starts it — then hands each event to the `@nestjs/cqrs` saga. When an instance takes the lead
- * (first start, restart, failover) it resumes every call in the store from its stream.
+ * starts it. Each event goes to the `@nestjs/cqrs` saga as its batch arrives, before that
+ * transaction. When an instance takes the lead (first start, restart, failover) it resumes every
+ * call in the store from its stream.
  */
 export function governanceSagaConsumer(
   parts: GovernanceParts,
@@ -33,9 +34,13 @@ export function governanceSagaConsumer(
       for (const { tool_call_id: toolCallId, request } of rows)
         void commandBus.execute(new AdvanceToolCallCommand({ tenant: request.tenant, toolCallId }, request));
     },
+    // The saga hears of a request or a step as soon as the log has it, not after the transaction below:
+    // the store it keeps there is only what a new leader resumes from.
+    react(events) {
+      for (const event of events) eventBus.publish(new LogEventRead(event, governedRequests(event, serves)));
+    },
     async handle(events, { client }) {
-      const read = events.map((event) => new LogEventRead(event, governedRequests(event, serves)));
-      const opened = read.flatMap(({ requests }) => requests);
+      const opened = events.flatMap((event) => governedRequests(event, serves));
       if (opened.length > 0) {
         await client.query(
           `INSERT INTO governance_saga_open (tool_call_id, request) SELECT r.id, r.request FROM jsonb_to_recordset($1::jsonb) AS r(id text, request jsonb)
@@ -48,7 +53,6 @@ export function governanceSagaConsumer(
         .map((event) => parseToolCallStreamId(event.streamId)!.id);
       if (completed.length > 0)
         await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
-      for (const event of read) eventBus.publish(event);
     },
   };
 }

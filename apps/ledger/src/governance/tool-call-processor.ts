@@ -52,8 +52,11 @@ const IN_DOUBT =
 @Injectable()
 export class ToolCallProcessor implements BeforeApplicationShutdown {
   private readonly running = new Map<string, Promise<void>>();
-  /** Calls poked again while a run was going: run once more afterwards. */
-  private readonly rerun = new Map<string, GovernedRequest | undefined>();
+  /**
+   * Calls poked again while a run was going: run once more afterwards, unless every poke was a log
+   * event the run itself stored (`position` at most where it left the call).
+   */
+  private readonly rerun = new Map<string, { request?: GovernedRequest; position?: bigint }>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly failures = new Map<string, number>();
   /** The log position of the newest state a run worked from, per call. */
@@ -80,15 +83,19 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     if (position !== undefined && position <= (this.positions.get(toolCallId) ?? -1n)) return Promise.resolve();
     const running = this.running.get(toolCallId);
     if (running) {
-      this.rerun.set(toolCallId, request ?? this.rerun.get(toolCallId));
+      const poked = this.rerun.get(toolCallId);
+      // A poke without a position (a decision, a timer) always runs again; log events, if newer than the run left.
+      const always = position === undefined || (poked !== undefined && poked.position === undefined);
+      const newest = poked?.position !== undefined && poked.position > position! ? poked.position : position;
+      this.rerun.set(toolCallId, { request: request ?? poked?.request, position: always ? undefined : newest });
       return running;
     }
     const run = this.run(ref, request).finally(() => {
       this.running.delete(toolCallId);
-      if (!this.rerun.has(toolCallId)) return;
       const again = this.rerun.get(toolCallId);
+      if (!again) return;
       this.rerun.delete(toolCallId);
-      void this.advance(ref, again);
+      void this.advance(ref, again.request, again.position);
     });
     this.running.set(toolCallId, run);
     return run;

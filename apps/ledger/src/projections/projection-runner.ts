@@ -1,5 +1,5 @@
 import type { EventLog, Subscription } from '#event-log';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { createHash } from 'node:crypto';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
@@ -15,14 +15,25 @@ export class CheckpointMovedError extends Error {
 export interface ProjectionRunnerOptions {
   readonly retryDelayMs?: number;
   readonly onError?: (error: Error) => void;
+  /** How long a checkpoint moved only past events this projection ignores may wait before it is stored on its own. */
+  readonly idleCheckpointMs?: number;
 }
+
+/**
+ * A batch with no events of the projection's (the log grew with others) moves the checkpoint in
+ * memory at once and in the database with the next batch that has some, or after this long: a
+ * transaction per log growth per projection was most of what a governed tool call committed.
+ * Instances that do not lead read the stored checkpoint, so it bounds how late they see it move.
+ */
+const IDLE_CHECKPOINT_MS = 100;
 
 /**
  * Runs a projection on a durable, checkpointed subscription to the log. One instance at a time
  * runs it (a session advisory lock per projection); the others follow its checkpoint.
  *
  * Exactly once: each batch's rows and the checkpoint commit in one transaction, and the
- * checkpoint moves by compare-and-set. After any failure the in-memory state is dropped and the
+ * checkpoint moves by compare-and-set (past events the projection ignores, lazily: see
+ * `IDLE_CHECKPOINT_MS`). After any failure the in-memory state is dropped and the
  * runner restarts from the stored checkpoint.
  */
 export class ProjectionRunner {
@@ -105,7 +116,7 @@ export class ProjectionRunner {
           continue;
         }
         try {
-          await this.follow();
+          await this.follow(lock);
         } finally {
           this.applied = -1n;
           await lock.query('SELECT pg_advisory_unlock($1::bigint)', [lockKey.toString()]);
@@ -120,32 +131,55 @@ export class ProjectionRunner {
     }
   }
 
-  private async follow(): Promise<void> {
+  /** Follows the log as the leader, on `lock`, the connection that holds the lead: each batch commits on it. */
+  private async follow(lock: PoolClient): Promise<void> {
     this.definition.reset();
-    let checkpoint = await this.storedCheckpoint();
+    let stored = await this.storedCheckpoint(lock);
     await this.definition.resume?.();
-    this.advance(checkpoint);
-    this.subscription = this.eventLog.subscribeToAll({ fromPosition: checkpoint, filter: this.definition.filter });
+    this.advance(stored);
+    let reached = stored;
+    this.subscription = this.eventLog.subscribeToAll({ fromPosition: stored, filter: this.definition.filter });
     // stop() may have run while we were taking the lock, before this subscription existed.
     if (this.stopped) await this.subscription.close();
+    const batches = this.subscription[Symbol.asyncIterator]();
+    const idleCheckpointMs = this.options.idleCheckpointMs ?? IDLE_CHECKPOINT_MS;
     try {
-      for await (const batch of this.subscription) {
-        if (batch.checkpoint === checkpoint) continue;
-        await inTransaction(this.pool, async (client) => {
-          if (batch.events.length > 0) await this.definition.handle(batch.events, { client, eventLog: this.eventLog });
-          const moved = await client.query(
-            'UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2',
-            [this.definition.name, checkpoint.toString(), batch.checkpoint.toString()],
-          );
-          if (moved.rowCount !== 1) throw new CheckpointMovedError(this.definition.name, checkpoint);
-        });
-        checkpoint = batch.checkpoint;
-        this.advance(checkpoint);
+      for (;;) {
+        const next = batches.next();
+        let result = reached > stored ? await within(next, idleCheckpointMs) : await next;
+        if (!result) {
+          await this.storeCheckpoint(lock, stored, reached);
+          stored = reached;
+          result = await next;
+        }
+        if (result.done) break;
+        const batch = result.value;
+        if (batch.checkpoint === reached) continue;
+        if (batch.events.length > 0) {
+          this.definition.react?.(batch.events);
+          await inTransaction(lock, async (client) => {
+            await this.definition.handle(batch.events, { client, eventLog: this.eventLog });
+            await this.storeCheckpoint(client, stored, batch.checkpoint);
+          });
+          stored = batch.checkpoint;
+        }
+        reached = batch.checkpoint;
+        this.advance(reached);
       }
+      if (reached > stored) await this.storeCheckpoint(lock, stored, reached);
     } catch (error) {
       this.definition.reset();
       throw error;
     }
+  }
+
+  /** Moves the stored checkpoint from `from` to `to`, by compare-and-set. */
+  private async storeCheckpoint(client: PoolClient, from: bigint, to: bigint): Promise<void> {
+    const moved = await client.query(
+      'UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2',
+      [this.definition.name, from.toString(), to.toString()],
+    );
+    if (moved.rowCount !== 1) throw new CheckpointMovedError(this.definition.name, from);
   }
 
   /** Creates the checkpoint at `position` unless it exists: a consumer that must not act on history it predates starts at the log's head. */
@@ -156,12 +190,12 @@ export class ProjectionRunner {
     );
   }
 
-  private async storedCheckpoint(): Promise<bigint> {
-    await this.pool.query(
+  private async storedCheckpoint(client: PoolClient): Promise<bigint> {
+    await client.query(
       'INSERT INTO projection_checkpoints (name, position) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING',
       [this.definition.name],
     );
-    const { rows } = await this.pool.query<{ position: string }>(
+    const { rows } = await client.query<{ position: string }>(
       'SELECT position FROM projection_checkpoints WHERE name = $1',
       [this.definition.name],
     );
@@ -185,4 +219,15 @@ export class ProjectionRunner {
 
 function lockKeyOf(name: string): bigint {
   return createHash('sha256').update(`projection:${name}`).digest().readBigInt64BE(0);
+}
+
+/** What `promise` gives, or `undefined` if it has not settled within `ms` (it goes on; await it again). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

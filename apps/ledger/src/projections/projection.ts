@@ -17,6 +17,11 @@ export interface ProjectionDefinition {
   readonly version: number;
   readonly filter: EventFilter;
   handle(events: readonly RecordedEvent[], context: ProjectionContext): Promise<void>;
+  /**
+   * Work on a batch that need not wait for its transaction (the governance saga's next steps): called
+   * with each batch before `handle`, and again for the same events if that transaction fails.
+   */
+  react?(events: readonly RecordedEvent[]): void;
   reset(): void;
   /** A consumer with work in flight outside its transaction (the governance saga) picks it up again here, when its runner takes the lead. */
   resume?(): Promise<void>;

@@ -1,4 +1,10 @@
-import { evolveToolCall, parseToolCallStreamId, TOOLCALL_STREAM_PREFIX, type ToolCallState } from '#core';
+import {
+  evolveToolCall,
+  initialToolCallState,
+  parseToolCallStreamId,
+  TOOLCALL_STREAM_PREFIX,
+  type ToolCallState,
+} from '#core';
 import type { EventLogReader, RecordedEvent } from '#event-log';
 import type { ProjectionDefinition } from '../../projections/projection.js';
 import { loadToolCall, type ToolCallRef } from '../toolcall-repository.js';
@@ -22,7 +28,8 @@ export const TOOL_CALL_TABLES = ['tool_calls'] as const;
 /**
  * One row per tool call with its verdicts, decision and execution, folded from its stream with
  * the core's `evolveToolCall`. Each call touched by a batch is folded forward from the state kept
- * for it (read from its stream when none is kept: after a restart, or for a call not seen lately)
+ * for it, or from nothing for a batch that starts its stream (read from its stream when none is
+ * kept: after a restart, or for a call not seen lately)
  * up to the batch's last event, and written once, guarded by position.
  * Nothing here asks the firewall, the guardian, a person or an MCP server: it only reads events.
  */
@@ -45,11 +52,18 @@ export function toolCallsProjection(): ProjectionDefinition {
         const { tenant, id: toolCallId } = parseToolCallStreamId(streamId)!;
         const last = own.at(-1)!;
         const kept = calls.get(streamId);
-        // Folded forward from the kept state when it ends right before this batch; otherwise read from the stream.
+        // Folded forward from the kept state when it ends right before this batch, or from nothing when
+        // the batch starts the stream; otherwise read from the stream.
         const folded =
           kept && kept.revision === own[0].revision - 1n
             ? { ...kept, state: own.reduce(evolveToolCall, kept.state) }
-            : await foldFromStream(eventLog, { tenant, toolCallId }, last);
+            : own[0].revision === 0n
+              ? {
+                  state: own.reduce(evolveToolCall, initialToolCallState),
+                  requestedAt: own[0].metadata.recordedAt,
+                  requestedPosition: own[0].position.toString(),
+                }
+              : await foldFromStream(eventLog, { tenant, toolCallId }, last);
         calls.delete(streamId);
         calls.set(streamId, { ...folded, revision: last.revision });
         for (const [oldest] of calls) {

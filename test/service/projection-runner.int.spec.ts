@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { createPostgresEventLog, NO_STREAM, ANY, type EventLog, type RecordedEvent } from '#event-log';
+import pg from 'pg';
+import type { ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
+import { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/**
+ * The projection runner on a real PostgreSQL: what it stores of its checkpoint when the log grows
+ * with events it ignores, on which connection its batches commit, and when `react` hears a batch.
+ */
+describe('projection runner', () => {
+  let database: TestDatabase;
+  let eventLog: EventLog;
+  let sql: pg.Pool;
+  const opened: { stop(): Promise<void> }[] = [];
+  const pools: pg.Pool[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    eventLog = await createPostgresEventLog({ connectionString: database.connectionString });
+    sql = new pg.Pool({ connectionString: database.connectionString, max: 2 });
+    await sql.query('CREATE TABLE runner_rows (name text, position bigint, PRIMARY KEY (name, position))');
+  });
+
+  afterAll(async () => {
+    // Bounded: a runner stuck on a connection it never gets must fail its test, not hang the run.
+    const settled = (work: Promise<void>) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    await settled(Promise.all(opened.map((runner) => runner.stop())).then(() => undefined));
+    await settled(Promise.all([...pools, sql].map((pool) => pool.end())).then(() => undefined));
+    await eventLog.close();
+    await database.drop();
+  });
+
+  const event = () => ({ id: randomUUID(), type: 'test.event', data: {} });
+
+  /** A projection of the events of streams starting with `kept-<name>`: one row per event. */
+  function definition(name: string, hooks: Partial<Pick<ProjectionDefinition, 'react' | 'handle'>> = {}) {
+    const projection: ProjectionDefinition = {
+      name,
+      version: 1,
+      filter: { streamPrefixes: [`kept-${name}`] },
+      reset: () => undefined,
+      async handle(events, context) {
+        await hooks.handle?.(events, context);
+        await context.client.query('INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])', [
+          name,
+          events.map((recorded) => recorded.position.toString()),
+        ]);
+      },
+      ...(hooks.react ? { react: hooks.react } : {}),
+    };
+    return projection;
+  }
+
+  function start(projection: ProjectionDefinition, options: { poolSize?: number; idleCheckpointMs?: number } = {}) {
+    const pool = new pg.Pool({ connectionString: database.connectionString, max: options.poolSize ?? 2 });
+    pools.push(pool);
+    const runner = new ProjectionRunner(pool, eventLog, projection, {
+      retryDelayMs: 20,
+      ...(options.idleCheckpointMs === undefined ? {} : { idleCheckpointMs: options.idleCheckpointMs }),
+    });
+    runner.start();
+    opened.push(runner);
+    return runner;
+  }
+
+  async function stored(name: string): Promise<bigint> {
+    const { rows } = await sql.query<{ position: string }>(
+      'SELECT position FROM projection_checkpoints WHERE name = $1',
+      [name],
+    );
+    return BigInt(rows[0]?.position ?? -1);
+  }
+
+  async function rows(name: string): Promise<bigint[]> {
+    const result = await sql.query<{ position: string }>(
+      'SELECT position FROM runner_rows WHERE name = $1 ORDER BY position',
+      [name],
+    );
+    return result.rows.map((row) => BigInt(row.position));
+  }
+
+  async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`not within 10 s: ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  it('past events it ignores, it reaches the head at once and stores that checkpoint only with its next batch', async () => {
+    const runner = start(definition('lazy'), { idleCheckpointMs: 600_000 });
+    const first = await eventLog.append('kept-lazy-1', [event()], NO_STREAM);
+    expect(await runner.waitForPosition(first.position, 10_000)).toBe(true);
+    expect(await stored('lazy')).toBe(first.position);
+
+    const ignored = await eventLog.append('other-lazy', [event(), event(), event()], NO_STREAM);
+    expect(await runner.waitForPosition(ignored.position, 10_000)).toBe(true);
+    // The reads of this instance see the head; the stored checkpoint stays where the last batch left it.
+    expect(await runner.position()).toBe(ignored.position);
+    expect(await stored('lazy')).toBe(first.position);
+
+    const next = await eventLog.append('kept-lazy-1', [event()], ANY);
+    expect(await runner.waitForPosition(next.position, 10_000)).toBe(true);
+    await eventually(async () => (await stored('lazy')) === next.position, 'the next batch stores its checkpoint');
+    expect(await rows('lazy')).toEqual([first.position, next.position]);
+  });
+
+  it('stores a checkpoint moved only past ignored events once idle, so an instance that does not lead sees it', async () => {
+    start(definition('idle'), { idleCheckpointMs: 50 });
+    const kept = await eventLog.append('kept-idle-1', [event()], NO_STREAM);
+    await eventually(async () => (await stored('idle')) === kept.position, 'the first batch is stored');
+    // A second instance of the same projection: it does not lead, so it knows only the stored checkpoint.
+    const follower = start(definition('idle'), { idleCheckpointMs: 50 });
+    const ignored = await eventLog.append('other-idle', [event(), event()], NO_STREAM);
+    expect(await follower.waitForPosition(ignored.position, 10_000)).toBe(true);
+    expect(await stored('idle')).toBe(ignored.position);
+    expect(await rows('idle')).toEqual([kept.position]);
+  });
+
+  it('commits its batches and checkpoints on the connection that holds its lead: it runs on a pool of one', async () => {
+    // Watched from outside: the runner's own pool has no connection to spare for its reads.
+    start(definition('single'), { poolSize: 1, idleCheckpointMs: 50 });
+    const appended = await eventLog.append('kept-single-1', [event(), event()], NO_STREAM);
+    const ignored = await eventLog.append('other-single', [event()], NO_STREAM);
+    await eventually(async () => (await stored('single')) === ignored.position, 'the idle checkpoint is stored');
+    expect(await rows('single')).toEqual(appended.events.map((recorded) => recorded.position));
+  });
+
+  it('react hears a batch before its transaction, and again after that transaction failed; the rows are written once', async () => {
+    const heard: { what: 'react' | 'handle'; positions: bigint[] }[] = [];
+    const positionsOf = (events: readonly RecordedEvent[]) => events.map((recorded) => recorded.position);
+    let failures = 1;
+    start(
+      definition('react', {
+        react: (events) => void heard.push({ what: 'react', positions: positionsOf(events) }),
+        handle: (events) => {
+          heard.push({ what: 'handle', positions: positionsOf(events) });
+          if (failures-- > 0) return Promise.reject(new Error('the first transaction fails'));
+          return Promise.resolve();
+        },
+      }),
+    );
+    const appended = await eventLog.append('kept-react-1', [event(), event()], NO_STREAM);
+    const positions = appended.events.map((recorded) => recorded.position);
+    await eventually(async () => (await rows('react')).length === 2, 'the batch is written after the retry');
+    expect(await rows('react')).toEqual(positions);
+    const heardAll = (what: 'react' | 'handle') =>
+      heard.filter((entry) => entry.what === what).flatMap((entry) => entry.positions);
+    // Each event reached react once per attempt, each time before handle saw it.
+    expect(heardAll('react')).toEqual([...positions, ...positions]);
+    expect(heardAll('handle')).toEqual([...positions, ...positions]);
+    expect(heard[0].what).toBe('react');
+    expect(heard.findIndex((entry) => entry.what === 'react' && entry !== heard[0])).toBeLessThan(
+      heard.findLastIndex((entry) => entry.what === 'handle'),
+    );
+  });
+});
