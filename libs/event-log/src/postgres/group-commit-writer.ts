@@ -9,8 +9,9 @@ import {
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
-import { NO_STREAM, type AppendResult, type StreamAppend, type StreamState } from '../event-log.js';
+import { NO_STREAM, type AppendResult, type RecordedEvent, type StreamAppend, type StreamState } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
+import type { RecentCommits } from './recent-commits.js';
 
 /** Advisory lock that serializes appends across every process writing to this database. */
 export const APPEND_LOCK_KEY = 731_820_101;
@@ -29,6 +30,8 @@ export interface GroupCommitOptions {
   readonly maxEventsPerCommit: number;
   readonly clock: () => Date;
   readonly onCommit?: (stats: CommitStats) => void;
+  /** Where each commit's stored events go, as a read of the log would give them, for this instance's subscriptions. */
+  readonly recent?: RecentCommits;
 }
 
 /**
@@ -80,7 +83,9 @@ export class GroupCommitWriter {
 
   private async commitMeasured(batch: readonly PendingAppend[]): Promise<(AppendResult[] | Error)[]> {
     const started = performance.now();
-    const results = await this.commit(batch);
+    const committing = this.commit(batch);
+    this.options.recent?.committing(committing);
+    const results = await committing;
     this.options.onCommit?.({
       appends: batch.length,
       events: batch.reduce((sum, pending) => sum + eventCount(pending), 0),
@@ -160,9 +165,19 @@ export class GroupCommitWriter {
     }
   }
 
+  /** After the commit: each caller's result, and the stored events (copied through JSON, as they travelled) to `recent`. */
   private settle(planned: PlannedBatch, base: bigint): (AppendResult[] | Error)[] {
     for (const [streamId, head] of planned.after) this.remember(streamId, head);
     const positionOf = (event: SealedEvent) => base + BigInt(planned.ordinals.get(event)!);
+    if (planned.rows.length > 0 && this.options.recent) {
+      let dataSize = 0;
+      const stored = planned.rows.map((event): RecordedEvent => {
+        const text = JSON.stringify(event.data);
+        dataSize += text.length;
+        return { ...event, data: JSON.parse(text), position: positionOf(event) };
+      });
+      this.options.recent.add(base, stored, dataSize);
+    }
     return planned.outcomes.map((parts) => {
       const conflict = parts.find(({ plan }) => plan.kind === 'conflict');
       if (conflict?.plan.kind === 'conflict') return conflict.plan.error;

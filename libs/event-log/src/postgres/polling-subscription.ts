@@ -1,10 +1,13 @@
-import type { ReadAllResult, Subscription, SubscriptionBatch } from '../event-log.js';
+import type { EventFilter, ReadAllResult, Subscription, SubscriptionBatch } from '../event-log.js';
 import type { PostgresNotifier } from './postgres-notifier.js';
+import type { RecentCommits } from './recent-commits.js';
 
 /**
  * Catch-up then live, by reading the log page after page from the last checkpoint and, once
  * caught up, sleeping until a notification (or the poll interval) says it grew. Because
  * positions follow commit order, "everything after my checkpoint" never misses a late commit.
+ * What this instance committed itself right after the checkpoint is taken from `RecentCommits`
+ * without a read, and a notification of a head the subscription has already reached reads nothing.
  *
  * Ordered, gap-free, exactly once per iteration. A read failure ends the iteration with that
  * error so the consumer can restart from its own stored checkpoint.
@@ -14,24 +17,48 @@ export class PollingSubscription implements Subscription {
 
   constructor(
     private readonly read: (after: bigint) => Promise<ReadAllResult>,
+    private readonly recent: RecentCommits,
     private readonly notifier: PostgresNotifier,
-    private readonly fromPosition: bigint,
-    private readonly pollIntervalMs: number,
+    private readonly options: {
+      readonly fromPosition: bigint;
+      readonly filter: EventFilter | undefined;
+      readonly pageSize: number;
+      readonly pollIntervalMs: number;
+    },
   ) {}
 
   async *[Symbol.asyncIterator](): AsyncIterator<SubscriptionBatch> {
     const { signal } = this.abort;
-    let checkpoint = this.fromPosition;
+    const { filter, pageSize, pollIntervalMs } = this.options;
+    let checkpoint = this.options.fromPosition;
     let announcedCaughtUp = false;
+    let mustRead = true;
+    let generation = this.notifier.readGeneration;
     while (!signal.aborted) {
       const seen = this.notifier.currentVersion;
-      const batch = await this.read(checkpoint);
+      if (this.notifier.readGeneration !== generation) {
+        generation = this.notifier.readGeneration;
+        mustRead = true;
+      }
+      const announcedPast = () => this.notifier.announcedHead > checkpoint;
+      let batch: ReadAllResult | undefined = this.recent.after(checkpoint, filter, pageSize);
+      if (!batch && !mustRead && announcedPast()) {
+        // The head announced may be this instance's own commit, whose answer is still on its way.
+        await this.recent.settled();
+        batch = this.recent.after(checkpoint, filter, pageSize);
+      }
+      if (!batch && (mustRead || announcedPast())) batch = await this.read(checkpoint);
       if (signal.aborted) return;
-      if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
-        yield batch;
-      announcedCaughtUp ||= batch.caughtUp;
-      checkpoint = batch.checkpoint;
-      if (batch.caughtUp) await this.notifier.waitForChange(seen, this.pollIntervalMs, signal);
+      if (batch) {
+        mustRead = !batch.caughtUp;
+        if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
+          yield batch;
+        announcedCaughtUp ||= batch.caughtUp;
+        checkpoint = batch.checkpoint;
+        if (!batch.caughtUp) continue;
+      }
+      // Woken by the poll timer rather than a notification: one may have been lost, so read.
+      mustRead = !(await this.notifier.waitForChange(seen, pollIntervalMs, signal));
     }
   }
 

@@ -18,6 +18,7 @@ import type {
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
 import { PostgresNotifier } from './postgres-notifier.js';
 import { PollingSubscription } from './polling-subscription.js';
+import { RecentCommits } from './recent-commits.js';
 
 export interface PostgresEventLogOptions {
   readonly connectionString: string;
@@ -64,12 +65,14 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
   pool.on('connect', (client) => client.on('error', onError));
+  const notifier = new PostgresNotifier(options.connectionString, onError);
+  const recent = new RecentCommits(() => notifier.bump());
   const writer = new GroupCommitWriter(pool, {
     maxEventsPerCommit: options.maxEventsPerCommit ?? 5_000,
     clock: options.clock ?? (() => new Date()),
     onCommit: options.onCommit,
+    recent,
   });
-  const notifier = new PostgresNotifier(options.connectionString, onError);
   const readPageSize = options.readPageSize ?? 1_000;
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const subscriptions = new Set<Subscription>();
@@ -158,11 +161,12 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     headPosition,
     health,
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
+      const { filter, fromPosition = 0n } = subscribeOptions;
       const subscription = new PollingSubscription(
-        (after) => readAll({ fromPosition: after, filter: subscribeOptions.filter }),
+        (after) => readAll({ fromPosition: after, filter }),
+        recent,
         notifier,
-        subscribeOptions.fromPosition ?? 0n,
-        pollIntervalMs,
+        { fromPosition, filter, pageSize: readPageSize, pollIntervalMs },
       );
       subscriptions.add(subscription);
       return subscription;

@@ -6,11 +6,15 @@ export const EVENT_LOG_CHANNEL = 'event_log_appended';
  * Wakes subscribers when the log grows: one LISTEN connection per event-log instance, shared
  * by all its subscriptions. Notifications are a hint, not a delivery: subscribers always read
  * the log, and poll on a timer when the connection is down, so a lost notification only adds
- * latency, never a gap.
+ * latency, never a gap. Each notification names the head its append left (`announcedHead`), so
+ * a subscriber already past it (it took the events from its own instance's commit) need not read.
  */
 export class PostgresNotifier {
   private client: pg.Client | undefined;
   private version = 0;
+  private head = 0n;
+  /** Moves when the notifier (re)starts or a notification names no head: subscribers must read. */
+  private generation = 0;
   private waiters = new Set<() => void>();
   private reconnectTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -22,14 +26,25 @@ export class PostgresNotifier {
 
   async start(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
-    client.on('notification', () => this.bump());
+    client.on('notification', ({ payload }) => this.announce(payload));
     client.on('error', (error) => this.reconnect(error));
     client.on('end', () => this.reconnect(new Error('LISTEN connection ended')));
     await client.connect();
     await client.query(`LISTEN ${EVENT_LOG_CHANNEL}`);
     this.client = client;
     // Anything appended while we were not listening: let subscribers look.
+    this.generation += 1;
     this.bump();
+  }
+
+  /** The highest log head a notification has named so far. */
+  get announcedHead(): bigint {
+    return this.head;
+  }
+
+  /** Changes whenever subscribers must read, whatever `announcedHead` says. */
+  get readGeneration(): number {
+    return this.generation;
   }
 
   /** A counter that moves on every notification; read it before reading the log, then `waitForChange(since)`. */
@@ -37,19 +52,23 @@ export class PostgresNotifier {
     return this.version;
   }
 
-  /** Resolves when a notification arrived after `since`, at the latest after `timeoutMs`, or when `signal` aborts. */
-  waitForChange(since: number, timeoutMs: number, signal: AbortSignal): Promise<void> {
-    if (this.version !== since || signal.aborted) return Promise.resolve();
+  /**
+   * Resolves when a notification arrived after `since` (true), at the latest after `timeoutMs`
+   * (false: the caller reads, a notification may have been lost), or when `signal` aborts.
+   */
+  waitForChange(since: number, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    if (this.version !== since || signal.aborted) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (changed: boolean) => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        this.waiters.delete(done);
-        resolve();
+        signal.removeEventListener('abort', woken);
+        this.waiters.delete(woken);
+        resolve(changed);
       };
-      const timer = setTimeout(done, timeoutMs);
-      signal.addEventListener('abort', done, { once: true });
-      this.waiters.add(done);
+      const woken = () => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      signal.addEventListener('abort', woken, { once: true });
+      this.waiters.add(woken);
     });
   }
 
@@ -62,7 +81,17 @@ export class PostgresNotifier {
     await client?.end().catch(() => undefined);
   }
 
-  private bump(): void {
+  /** A notification: its payload is the head the append left; anything else makes every subscriber read. */
+  private announce(payload: string | undefined): void {
+    if (payload !== undefined && /^\d+$/.test(payload)) {
+      const head = BigInt(payload);
+      if (head > this.head) this.head = head;
+    } else this.generation += 1;
+    this.bump();
+  }
+
+  /** Wakes the waiters: a notification, a (re)start, or a commit of this instance's own (`RecentCommits`). */
+  bump(): void {
     this.version += 1;
     for (const wake of [...this.waiters]) wake();
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { chainHash, GENESIS_HASH } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '../errors.js';
 import {
@@ -529,6 +530,86 @@ export function eventLogContract(
           expect(batch.caughtUp).toBe(true);
           break;
         }
+      });
+
+      it('a subscriber on the instance that appends gets each event exactly as a read of the log gives it', async () => {
+        const prefix = uniquePrefix('f');
+        const filter = { streamPrefixes: [prefix] };
+        const from = await log.headPosition();
+        const data = {
+          zebra: 1,
+          apple: { nested: [1, 'two', null, { dropped: undefined, half: 1.5 }], empty: {} },
+          dropped: undefined,
+          text: 'é 😀 "quoted" \\ slash',
+          big: 1e21,
+          small: 5e-7,
+        };
+        let appending: Promise<unknown> | undefined;
+        // Appended once the subscriber is live (its first batch), so it hears them as they are committed.
+        const append = () =>
+          Promise.all([
+            log.append(
+              `${prefix}a`,
+              [
+                {
+                  id: randomUUID(),
+                  type: 'test.fidelity',
+                  data,
+                  correlationId: 'correlation',
+                  causationId: 'cause',
+                  actor: 'someone',
+                  tenant: 'tenant-f',
+                },
+              ],
+              NO_STREAM,
+            ),
+            log.appendMany([
+              { streamId: `${prefix}b`, events: newEvents(2), expectedRevision: NO_STREAM },
+              { streamId: `${prefix}c`, events: newEvents(1, 'test.other', () => []), expectedRevision: NO_STREAM },
+            ]),
+          ]);
+        const { events } = await collectUntil(
+          log.subscribeToAll({ fromPosition: from, filter }),
+          (collected) => {
+            appending ??= append();
+            return collected.events.length >= 4;
+          },
+          timeout,
+        );
+        await appending;
+        const read = await log.readAll({ fromPosition: from, filter, maxCount: 10 });
+        expect(read.events).toHaveLength(4);
+        expect(events).toStrictEqual(read.events);
+        expect(events.find((event) => event.type === 'test.fidelity')!.data).toStrictEqual(
+          JSON.parse(JSON.stringify(data)),
+        );
+      });
+
+      it('a subscriber on an appending instance, another instance appending between its commits: every event once, in order', async () => {
+        const prefix = uniquePrefix('i');
+        const filter = { streamPrefixes: [prefix] };
+        const other = await subject.connect();
+        extra.push(other);
+        const from = await log.headPosition();
+        let appending: Promise<unknown> | undefined;
+        const append = () =>
+          Promise.all(
+            [log, other].map(async (writer, index) => {
+              for (let round = 0; round < 100; round += 1) await writer.append(`${prefix}${index}`, newEvents(2), ANY);
+            }),
+          );
+        const { events } = await collectUntil(
+          log.subscribeToAll({ fromPosition: from, filter }),
+          (collected) => {
+            appending ??= append();
+            return collected.events.length >= 400;
+          },
+          timeout,
+        );
+        await appending;
+        const read = await log.readAll({ fromPosition: from, filter, maxCount: 1_000 });
+        expect(read.events).toHaveLength(400);
+        expect(events).toStrictEqual(read.events);
       });
 
       it('16 concurrent writers × 1,000 events: an early and a midway subscriber each get every event once, in position order', async () => {

@@ -1,0 +1,81 @@
+import { matchesFilter } from '../append-plan.js';
+import type { EventFilter, ReadAllResult, RecordedEvent } from '../event-log.js';
+
+/** What one commit of this instance's writer stored: the events right after log position `after`, in order. */
+interface Commit {
+  readonly after: bigint;
+  readonly events: readonly RecordedEvent[];
+  /** Its events' data as JSON, in characters. */
+  readonly dataSize: number;
+}
+
+/**
+ * Commits kept for subscriptions to take (all of one instance's subscriptions share them), by count
+ * and by size: an event can be as large as a request body. A subscription that fell further behind reads.
+ */
+const KEPT_EVENTS = 4_096;
+const KEPT_DATA_SIZE = 8 * 1024 * 1024;
+
+/**
+ * What this event-log instance itself just committed, so that its subscriptions take it from
+ * memory instead of reading it back after the notification. Positions are gapless (each commit
+ * numbers its events right after the head it saw under the append lock), so a subscription at
+ * `checkpoint` may take a commit only if it starts exactly there: anything another process
+ * committed in between makes a gap, and the subscription reads the log as before.
+ */
+export class RecentCommits {
+  private commits: Commit[] = [];
+  private keptEvents = 0;
+  private keptDataSize = 0;
+  private underway: Promise<unknown> = Promise.resolve();
+
+  /** `wake`: tells the subscriptions that the log grew (they look here first). */
+  constructor(private readonly wake: () => void) {}
+
+  /** The writer's commit under way. Its notification can overtake its answer; see `settled`. */
+  committing(commit: Promise<unknown>): void {
+    this.underway = commit.catch(() => undefined);
+  }
+
+  /**
+   * Settles once the commit under way (if any) has been added here: a subscription told of a head
+   * past its checkpoint waits for this first, as the head may be that very commit's.
+   */
+  settled(): Promise<unknown> {
+    return this.underway;
+  }
+
+  add(after: bigint, events: readonly RecordedEvent[], dataSize: number): void {
+    this.commits.push({ after, events, dataSize });
+    this.keptEvents += events.length;
+    this.keptDataSize += dataSize;
+    while ((this.keptEvents > KEPT_EVENTS || this.keptDataSize > KEPT_DATA_SIZE) && this.commits.length > 1) {
+      const dropped = this.commits.shift()!;
+      this.keptEvents -= dropped.events.length;
+      this.keptDataSize -= dropped.dataSize;
+    }
+    this.wake();
+  }
+
+  /**
+   * The events this instance committed right after `checkpoint` (as many contiguous commits as
+   * are kept, up to `maxCount` matching events), or `undefined` when the log's next event after
+   * `checkpoint` is not known here.
+   */
+  after(checkpoint: bigint, filter: EventFilter | undefined, maxCount: number): ReadAllResult | undefined {
+    // A subscription that keeps up wants the newest commit or one just before it.
+    let index = this.commits.findLastIndex((commit) => commit.after === checkpoint);
+    if (index < 0) return undefined;
+    const events: RecordedEvent[] = [];
+    let reached = checkpoint;
+    for (; index < this.commits.length && this.commits[index].after === reached; index += 1) {
+      for (const event of this.commits[index].events) {
+        reached = event.position;
+        if (!matchesFilter(event, filter)) continue;
+        events.push(event);
+        if (events.length === maxCount) return { events, checkpoint: reached, caughtUp: false };
+      }
+    }
+    return { events, checkpoint: reached, caughtUp: true };
+  }
+}
