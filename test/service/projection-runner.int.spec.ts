@@ -35,7 +35,7 @@ describe('projection runner', () => {
   const event = () => ({ id: randomUUID(), type: 'test.event', data: {} });
 
   /** A projection of the events of streams starting with `kept-<name>`: one row per event. */
-  function definition(name: string, hooks: Partial<Pick<ProjectionDefinition, 'react' | 'handle'>> = {}) {
+  function definition(name: string, hooks: Partial<Pick<ProjectionDefinition, 'react' | 'handle' | 'writesFor'>> = {}) {
     const projection: ProjectionDefinition = {
       name,
       version: 1,
@@ -49,17 +49,18 @@ describe('projection runner', () => {
         ]);
       },
       ...(hooks.react ? { react: hooks.react } : {}),
+      ...(hooks.writesFor ? { writesFor: hooks.writesFor } : {}),
     };
     return projection;
   }
 
-  function start(projection: ProjectionDefinition, options: { poolSize?: number; idleCheckpointMs?: number } = {}) {
-    const pool = new pg.Pool({ connectionString: database.connectionString, max: options.poolSize ?? 2 });
+  function start(
+    projection: ProjectionDefinition,
+    { poolSize = 2, ...options }: { poolSize?: number; idleCheckpointMs?: number; batchIntervalMs?: number } = {},
+  ) {
+    const pool = new pg.Pool({ connectionString: database.connectionString, max: poolSize });
     pools.push(pool);
-    const runner = new ProjectionRunner(pool, eventLog, projection, {
-      retryDelayMs: 20,
-      ...(options.idleCheckpointMs === undefined ? {} : { idleCheckpointMs: options.idleCheckpointMs }),
-    });
+    const runner = new ProjectionRunner(pool, eventLog, projection, { retryDelayMs: 20, ...options });
     runner.start();
     opened.push(runner);
     return runner;
@@ -155,5 +156,47 @@ describe('projection runner', () => {
     expect(heard.findIndex((entry) => entry.what === 'react' && entry !== heard[0])).toBeLessThan(
       heard.findLastIndex((entry) => entry.what === 'handle'),
     );
+  });
+
+  it('a batch with no event it writes for is not handled and commits nothing; react still hears it', async () => {
+    const handled: string[] = [];
+    const reacted: string[] = [];
+    const runner = start(
+      definition('writes', {
+        writesFor: (recorded) => recorded.type === 'test.event',
+        react: (events) => void reacted.push(...events.map((recorded) => recorded.type)),
+        handle: (events) => Promise.resolve(void handled.push(...events.map((recorded) => recorded.type))),
+      }),
+      { idleCheckpointMs: 600_000 },
+    );
+    const first = await eventLog.append('kept-writes-1', [event()], NO_STREAM);
+    await eventually(async () => (await stored('writes')) === first.position, 'the first batch is stored');
+    const passing = await eventLog.append('kept-writes-1', [{ ...event(), type: 'test.passing' }], ANY);
+    expect(await runner.waitForPosition(passing.position, 10_000)).toBe(true);
+    expect(reacted).toEqual(['test.event', 'test.passing']);
+    expect(handled).toEqual(['test.event']);
+    expect(await stored('writes')).toBe(first.position);
+    expect(await rows('writes')).toEqual([first.position]);
+  });
+
+  it('with a batch interval, batches are at least that far apart and every event is handled once', async () => {
+    const intervalMs = 200;
+    const handledAt: number[] = [];
+    const runner = start(
+      definition('interval', { handle: () => Promise.resolve(void handledAt.push(performance.now())) }),
+      { batchIntervalMs: intervalMs },
+    );
+    const appended: bigint[] = [];
+    for (let index = 0; index < 6; index += 1) {
+      const result = await eventLog.append('kept-interval-1', [event()], ANY);
+      appended.push(result.position);
+      if (index === 0) expect(await runner.waitForPosition(result.position, 10_000)).toBe(true);
+    }
+    expect(await runner.waitForPosition(appended.at(-1)!, 10_000)).toBe(true);
+    expect(await rows('interval')).toEqual(appended);
+    // The interval runs from a batch's commit, after its handle; timers may fire a millisecond early.
+    for (let index = 1; index < handledAt.length; index += 1)
+      expect(handledAt[index] - handledAt[index - 1]).toBeGreaterThanOrEqual(intervalMs - 2);
+    expect(handledAt.length).toBeGreaterThanOrEqual(2);
   });
 });

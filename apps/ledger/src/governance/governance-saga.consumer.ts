@@ -39,6 +39,8 @@ export function governanceSagaConsumer(
     react(events) {
       for (const event of events) eventBus.publish(new LogEventRead(event, governedRequests(event, serves)));
     },
+    // The store changes only when a call is requested (in a session's chunk) or completed.
+    writesFor: (event) => event.type === 'chunk.mcp_tool_pending' || event.type === 'toolcall.completed',
     async handle(events, { client }) {
       const opened = events.flatMap((event) => governedRequests(event, serves));
       if (opened.length > 0) {

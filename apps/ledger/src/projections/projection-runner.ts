@@ -17,6 +17,12 @@ export interface ProjectionRunnerOptions {
   readonly onError?: (error: Error) => void;
   /** How long a checkpoint moved only past events this projection ignores may wait before it is stored on its own. */
   readonly idleCheckpointMs?: number;
+  /**
+   * This many ms at least from one batch's commit to the next batch, for a consumer nothing waits on
+   * closely (the Merkle log): it takes the log in fewer, larger batches, a transaction each, instead
+   * of one per append.
+   */
+  readonly batchIntervalMs?: number;
 }
 
 /**
@@ -143,8 +149,13 @@ export class ProjectionRunner {
     if (this.stopped) await this.subscription.close();
     const batches = this.subscription[Symbol.asyncIterator]();
     const idleCheckpointMs = this.options.idleCheckpointMs ?? IDLE_CHECKPOINT_MS;
+    const { batchIntervalMs = 0 } = this.options;
+    const writesFor = this.definition.writesFor ?? (() => true);
+    let lastBatchAt = 0;
     try {
       for (;;) {
+        const wait = lastBatchAt + batchIntervalMs - performance.now();
+        if (wait > 0 && !this.stopped) await new Promise((resolve) => setTimeout(resolve, wait));
         const next = batches.next();
         let result = reached > stored ? await within(next, idleCheckpointMs) : await next;
         if (!result) {
@@ -155,12 +166,13 @@ export class ProjectionRunner {
         if (result.done) break;
         const batch = result.value;
         if (batch.checkpoint === reached) continue;
-        if (batch.events.length > 0) {
-          this.definition.react?.(batch.events);
+        if (batch.events.length > 0) this.definition.react?.(batch.events);
+        if (batch.events.some(writesFor)) {
           await inTransaction(lock, async (client) => {
             await this.definition.handle(batch.events, { client, eventLog: this.eventLog });
             await this.storeCheckpoint(client, stored, batch.checkpoint);
           });
+          lastBatchAt = performance.now();
           stored = batch.checkpoint;
         }
         reached = batch.checkpoint;

@@ -18,6 +18,11 @@ export interface ProjectionDefinition {
   readonly filter: EventFilter;
   handle(events: readonly RecordedEvent[], context: ProjectionContext): Promise<void>;
   /**
+   * Whether `handle` writes anything for this event (every event it is given, by default). A batch
+   * with no such event is not handled and commits nothing; its checkpoint is stored later.
+   */
+  readonly writesFor?: (event: RecordedEvent) => boolean;
+  /**
    * Work on a batch that need not wait for its transaction (the governance saga's next steps): called
    * with each batch before `handle`, and again for the same events if that transaction fails.
    */

@@ -16,6 +16,8 @@ import { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import { StreamVerifier } from './stream-verifier.js';
 
 const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
+/** The Merkle log takes the log in batches at most this often: verify waits for it, nothing else does. */
+const MERKLE_BATCH_INTERVAL_MS = 25;
 
 /**
  * The verifiable log: the Merkle consumer, the checkpoint signer (at least every
@@ -31,6 +33,7 @@ const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
       inject: [PG_POOL, EVENT_LOG, Logger],
       useFactory: (pool: pg.Pool, eventLog: EventLog, logger: Logger) =>
         new ProjectionRunner(pool, eventLog, merkleLogConsumer(), {
+          batchIntervalMs: MERKLE_BATCH_INTERVAL_MS,
           onError: (error) => logger.warn({ err: error }, 'Merkle log consumer failed; restarting from its checkpoint'),
         }),
     },

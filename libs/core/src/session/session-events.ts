@@ -470,8 +470,9 @@ export function ancestry<Message extends { readonly id: string; readonly parentI
     message;
     message = message.parentId === null ? undefined : messages.get(message.parentId)
   )
-    path.unshift(message);
-  return path;
+    path.push(message);
+  // Collected leaf first: reversed once, where unshifting each would make a deep thread quadratic.
+  return path.reverse();
 }
 
 function selectPathTo(state: OpenSession, messageId: string, position: bigint): OpenSession {

@@ -63,8 +63,7 @@ export class RecentCommits {
    * `checkpoint` is not known here.
    */
   after(checkpoint: bigint, filter: EventFilter | undefined, maxCount: number): ReadAllResult | undefined {
-    // A subscription that keeps up wants the newest commit or one just before it.
-    let index = this.commits.findLastIndex((commit) => commit.after === checkpoint);
+    let index = this.startingAt(checkpoint);
     if (index < 0) return undefined;
     const events: RecordedEvent[] = [];
     let reached = checkpoint;
@@ -77,5 +76,17 @@ export class RecentCommits {
       }
     }
     return { events, checkpoint: reached, caughtUp: true };
+  }
+
+  /** The index of the commit that starts right after `checkpoint`, or -1 (by bisection: commits are in position order). */
+  private startingAt(checkpoint: bigint): number {
+    let low = 0;
+    let high = this.commits.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.commits[middle].after < checkpoint) low = middle + 1;
+      else high = middle;
+    }
+    return this.commits[low]?.after === checkpoint ? low : -1;
   }
 }
