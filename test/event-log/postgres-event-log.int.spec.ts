@@ -1,7 +1,10 @@
-import { createPostgresEventLog } from '#event-log';
+import { randomUUID } from 'node:crypto';
+import { createPostgresEventLog, NO_STREAM, type EventLog, type SubscriptionBatch } from '#event-log';
 import { eventLogContract } from '#event-log/testing';
 import pg from 'pg';
-import { createTestDatabase } from '../support/test-database.js';
+import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
+import { EVENT_LOG_CHANNEL } from '../../libs/event-log/src/postgres/postgres-notifier.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 eventLogContract(
   'PostgreSQL adapter',
@@ -20,3 +23,146 @@ eventLogContract(
   },
   { refusedData: { text: 'jsonb has no NUL: \u0000' }, atomicMultiStream: true },
 );
+
+/**
+ * What the PostgreSQL adapter's subscriptions do with their own instance's commits (decision
+ * 0031): taken from memory, they must never hold up, hide or alter what the log holds.
+ */
+describe('PostgreSQL subscriptions and their own instance commits', () => {
+  let database: TestDatabase;
+  let own: EventLog;
+  let other: EventLog;
+  const event = (data: unknown = {}) => ({ id: randomUUID(), type: 'test.own', data });
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    // No poll to fall back on within a test: only a notification or a read can deliver.
+    [own, other] = await Promise.all(
+      [0, 1].map(() =>
+        createPostgresEventLog({ connectionString: database.connectionString, pollIntervalMs: 600_000 }),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all([own, other].map((log) => log.close()));
+    await database.drop();
+  });
+
+  /** The subscription's next batch with events, or `undefined` after `ms`. */
+  async function nextEvents(batches: AsyncIterator<SubscriptionBatch>, ms = 10_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) return undefined;
+      let timer: NodeJS.Timeout | undefined;
+      const result = await Promise.race([
+        batches.next(),
+        new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), left))),
+      ]).finally(() => clearTimeout(timer));
+      if (!result || result.done) return undefined;
+      if (result.value.events.length > 0) return result.value.events;
+    }
+  }
+
+  async function subscribe() {
+    const subscription = own.subscribeToAll({ fromPosition: await own.headPosition() });
+    const batches = subscription[Symbol.asyncIterator]();
+    await batches.next(); // caught up
+    return { subscription, batches };
+  }
+
+  /**
+   * Appends on the other instance and resolves once its notification has reached this process (a
+   * listener of the test's own, beside the instance's, and a turn of the event loop for the latter).
+   */
+  async function appendElsewhere() {
+    const listener = new pg.Client({ connectionString: database.connectionString });
+    await listener.connect();
+    try {
+      await listener.query(`LISTEN ${EVENT_LOG_CHANNEL}`);
+      const told = new Promise((resolve) => listener.once('notification', resolve));
+      const appended = await other.append(`other-${randomUUID()}`, [event()], NO_STREAM);
+      await told;
+      for (let turn = 0; turn < 3; turn += 1) await new Promise(setImmediate);
+      return appended;
+    } finally {
+      await listener.end();
+    }
+  }
+
+  it('after taking its own commit from memory, it still reads a commit of another instance it was told of', async () => {
+    const { subscription, batches } = await subscribe();
+    try {
+      const mine = await own.append(`own-${randomUUID()}`, [event()], NO_STREAM);
+      const theirs = await appendElsewhere();
+      const delivered = [...((await nextEvents(batches)) ?? []), ...((await nextEvents(batches)) ?? [])];
+      expect(delivered.map((recorded) => recorded.position)).toEqual([mine.position, theirs.position]);
+    } finally {
+      await subscription.close();
+    }
+  });
+
+  it('after its listener reconnects, it reads what it may have missed even when its own commit came from memory', async () => {
+    const { subscription, batches } = await subscribe();
+    const admin = new pg.Client({ connectionString: database.connectionString });
+    await admin.connect();
+    const listeners = async () =>
+      (
+        await admin.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+        )
+      ).rows.map((row) => row.pid);
+    try {
+      const before = await listeners();
+      await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [before]);
+      const mine = await own.append(`own-${randomUUID()}`, [event()], NO_STREAM);
+      // Appended while no instance listens: its notification reaches no one.
+      const theirs = await other.append(`other-${randomUUID()}`, [event()], NO_STREAM);
+      const deadline = Date.now() + 10_000;
+      while ((await listeners()).filter((pid) => !before.includes(pid)).length < before.length) {
+        if (Date.now() > deadline) throw new Error('the listeners did not reconnect');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const delivered = [...((await nextEvents(batches)) ?? []), ...((await nextEvents(batches)) ?? [])];
+      expect(delivered.map((recorded) => recorded.position)).toEqual([mine.position, theirs.position]);
+    } finally {
+      await admin.end();
+      await subscription.close();
+    }
+  });
+
+  it('a commit of its own stuck on the append lock does not hold up what another instance committed', async () => {
+    const { subscription, batches } = await subscribe();
+    const holder = new pg.Client({ connectionString: database.connectionString });
+    await holder.connect();
+    try {
+      const theirs = await other.append(`other-${randomUUID()}`, [event()], NO_STREAM);
+      await holder.query(`BEGIN; SELECT pg_advisory_xact_lock(${APPEND_LOCK_KEY})`);
+      const stuck = own.append(`own-${randomUUID()}`, [event()], NO_STREAM);
+      const delivered = await nextEvents(batches);
+      expect(delivered?.map((recorded) => recorded.position)).toEqual([theirs.position]);
+      await holder.query('ROLLBACK');
+      await stuck;
+    } finally {
+      await holder.end();
+      await subscription.close();
+    }
+  });
+
+  it('delivers the data as stored, whatever the caller does to its object once the append is under way', async () => {
+    const { subscription, batches } = await subscribe();
+    try {
+      const data = { count: 1, nested: { items: ['a'] } };
+      const appending = own.append(`own-${randomUUID()}`, [event(data)], NO_STREAM);
+      data.count = 2;
+      data.nested.items.push('b');
+      const appended = await appending;
+      const [delivered] = (await nextEvents(batches))!;
+      const [stored] = (await own.readAll({ fromPosition: appended.position - 1n, maxCount: 1 })).events;
+      expect(stored.data).toStrictEqual({ count: 1, nested: { items: ['a'] } });
+      expect(delivered).toStrictEqual(stored);
+    } finally {
+      await subscription.close();
+    }
+  });
+});

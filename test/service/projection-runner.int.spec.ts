@@ -120,6 +120,28 @@ describe('projection runner', () => {
     expect(await rows('idle')).toEqual([kept.position]);
   });
 
+  it('under steady traffic of events it ignores, its stored checkpoint still moves, so a follower sees it', async () => {
+    start(definition('steady'), { idleCheckpointMs: 100 });
+    const kept = await eventLog.append('kept-steady-1', [event()], NO_STREAM);
+    await eventually(async () => (await stored('steady')) === kept.position, 'the first batch is stored');
+    const follower = start(definition('steady'), { idleCheckpointMs: 100 });
+    const first = await eventLog.append('other-steady', [event()], NO_STREAM);
+    // Other events keep coming, each well within the idle time of the one before.
+    let flowing = true;
+    const traffic = (async () => {
+      while (flowing) {
+        await eventLog.append('other-steady', [event()], ANY);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    try {
+      expect(await follower.waitForPosition(first.position, 5_000)).toBe(true);
+    } finally {
+      flowing = false;
+      await traffic;
+    }
+  });
+
   it('commits its batches and checkpoints on the connection that holds its lead: it runs on a pool of one', async () => {
     // Watched from outside: the runner's own pool has no connection to spare for its reads.
     start(definition('single'), { poolSize: 1, idleCheckpointMs: 50 });

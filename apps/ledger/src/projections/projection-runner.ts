@@ -27,9 +27,10 @@ export interface ProjectionRunnerOptions {
 
 /**
  * A batch with no events of the projection's (the log grew with others) moves the checkpoint in
- * memory at once and in the database with the next batch that has some, or after this long: a
- * transaction per log growth per projection was most of what a governed tool call committed.
- * Instances that do not lead read the stored checkpoint, so it bounds how late they see it move.
+ * memory at once and in the database with the next batch that has some, or at most this long after
+ * it first moved past the stored one: a transaction per log growth per projection was most of what
+ * a governed tool call committed. Instances that do not lead read the stored checkpoint, so it
+ * bounds how late they see it move.
  */
 const IDLE_CHECKPOINT_MS = 100;
 
@@ -152,12 +153,16 @@ export class ProjectionRunner {
     const { batchIntervalMs = 0 } = this.options;
     const writesFor = this.definition.writesFor ?? (() => true);
     let lastBatchAt = 0;
+    // When the checkpoint first moved past the stored one without being stored: steady traffic of
+    // other events must not put the store off for ever.
+    let unstoredSince = 0;
     try {
       for (;;) {
         const wait = lastBatchAt + batchIntervalMs - performance.now();
         if (wait > 0 && !this.stopped) await new Promise((resolve) => setTimeout(resolve, wait));
         const next = batches.next();
-        let result = reached > stored ? await within(next, idleCheckpointMs) : await next;
+        let result =
+          reached > stored ? await within(next, unstoredSince + idleCheckpointMs - performance.now()) : await next;
         if (!result) {
           await this.storeCheckpoint(lock, stored, reached);
           stored = reached;
@@ -174,7 +179,7 @@ export class ProjectionRunner {
           });
           lastBatchAt = performance.now();
           stored = batch.checkpoint;
-        }
+        } else if (reached === stored) unstoredSince = performance.now();
         reached = batch.checkpoint;
         this.advance(reached);
       }
@@ -235,6 +240,7 @@ function lockKeyOf(name: string): bigint {
 
 /** What `promise` gives, or `undefined` if it has not settled within `ms` (it goes on; await it again). */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  if (ms <= 0) return undefined;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
   try {

@@ -165,14 +165,14 @@ export class GroupCommitWriter {
     }
   }
 
-  /** After the commit: each caller's result, and the stored events (copied through JSON, as they travelled) to `recent`. */
+  /** After the commit: each caller's result, and the stored events (parsed from the JSON that was stored) to `recent`. */
   private settle(planned: PlannedBatch, base: bigint): (AppendResult[] | Error)[] {
     for (const [streamId, head] of planned.after) this.remember(streamId, head);
     const positionOf = (event: SealedEvent) => base + BigInt(planned.ordinals.get(event)!);
     if (planned.rows.length > 0 && this.options.recent) {
       let dataSize = 0;
-      const stored = planned.rows.map((event): RecordedEvent => {
-        const text = JSON.stringify(event.data);
+      const stored = planned.rows.map((event, index): RecordedEvent => {
+        const text = planned.dataJson[index];
         dataSize += text.length;
         return { ...event, data: JSON.parse(text), position: positionOf(event) };
       });
@@ -207,6 +207,8 @@ interface PlannedBatch {
   /** The events to store, in position order; each one's 1-based ordinal in `ordinals`. */
   readonly rows: readonly SealedEvent[];
   readonly ordinals: ReadonlyMap<SealedEvent, number>;
+  /** Each row's data as the JSON text the append sends (so a caller changing its object meanwhile changes nothing stored). */
+  readonly dataJson: readonly string[];
   /** Where each written stream stood when planned (the store checks it), and where it will stand. */
   readonly before: ReadonlyMap<string, StreamHead>;
   readonly after: ReadonlyMap<string, StreamHead>;
@@ -262,7 +264,7 @@ function planBatch(
     for (const [streamId, streamKnown] of plannedKnown) known.set(streamId, streamKnown);
     return outcome;
   });
-  return { outcomes, rows, ordinals, before, after };
+  return { outcomes, rows, ordinals, dataJson: rows.map((event) => JSON.stringify(event.data)), before, after };
 }
 
 interface StateRow {
@@ -335,7 +337,7 @@ function appendStatement(planned: PlannedBatch) {
   });
   const envelopeNumbers = new Map<string, number>();
   const envelopes: { n: number; tenant: string; actor: string; correlation_id: string | null }[] = [];
-  const events = planned.rows.map((event) => {
+  const events = planned.rows.map((event, index) => {
     const { tenant, actor, correlationId } = event.metadata;
     const envelopeId = JSON.stringify([tenant, actor, correlationId]);
     let envelope = envelopeNumbers.get(envelopeId);
@@ -344,26 +346,27 @@ function appendStatement(planned: PlannedBatch) {
       envelopeNumbers.set(envelopeId, envelope);
       envelopes.push({ n: envelope, tenant, actor, correlation_id: correlationId });
     }
-    return {
+    const fields = JSON.stringify({
       ordinal: planned.ordinals.get(event),
       stream: streamNumbers.get(event.streamId),
       envelope,
       revision: event.revision.toString(),
       event_id: event.id,
       type: event.type,
-      data: event.data,
       recorded_at: event.metadata.recordedAt,
       schema_version: event.metadata.schemaVersion,
       causation_id: event.metadata.causationId,
       prev_hash: event.metadata.prevHash,
       hash: event.metadata.hash,
-    };
+    });
+    // The data goes in as the text already made of it: the same text `recent` is given.
+    return `${fields.slice(0, -1)},"data":${planned.dataJson[index]}}`;
   });
   return {
     name: 'event-log-append',
     text: 'SELECT event_log_append($1::jsonb, $2::jsonb, $3::jsonb, $4, $5)::text AS head',
     values: [
-      JSON.stringify(events),
+      `[${events.join(',')}]`,
       JSON.stringify(streams),
       JSON.stringify(envelopes),
       APPEND_LOCK_KEY,

@@ -12,6 +12,9 @@ import type { RecentCommits } from './recent-commits.js';
  * Ordered, gap-free, exactly once per iteration. A read failure ends the iteration with that
  * error so the consumer can restart from its own stored checkpoint.
  */
+/** How long a subscription told of a head past it waits for its own instance's commit under way before it reads. */
+const SETTLE_WAIT_MS = 20;
+
 export class PollingSubscription implements Subscription {
   private readonly abort = new AbortController();
 
@@ -43,19 +46,26 @@ export class PollingSubscription implements Subscription {
       const announcedPast = () => this.notifier.announcedHead > checkpoint;
       let batch: ReadAllResult | undefined = this.recent.after(checkpoint, filter, pageSize);
       if (!batch && !mustRead && announcedPast()) {
-        // The head announced may be this instance's own commit, whose answer is still on its way.
-        await this.recent.settled();
+        // The head announced may be this instance's own commit, whose answer is still on its way
+        // (briefly: a commit stuck on a lock must not hold up what other instances committed).
+        await this.recent.settled(SETTLE_WAIT_MS, signal);
         batch = this.recent.after(checkpoint, filter, pageSize);
       }
-      if (!batch && (mustRead || announcedPast())) batch = await this.read(checkpoint);
+      let read = false;
+      if (!batch && (mustRead || announcedPast())) {
+        batch = await this.read(checkpoint);
+        read = true;
+      }
       if (signal.aborted) return;
       if (batch) {
-        mustRead = !batch.caughtUp;
+        // Only a read that reached the head settles a forced read (a reconnect, the poll timer).
+        mustRead = read ? !batch.caughtUp : mustRead || !batch.caughtUp;
         if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
           yield batch;
         announcedCaughtUp ||= batch.caughtUp;
         checkpoint = batch.checkpoint;
-        if (!batch.caughtUp) continue;
+        // More to take, or a head announced while we were busy: look again before sleeping.
+        if (!batch.caughtUp || mustRead || announcedPast()) continue;
       }
       // Woken by the poll timer rather than a notification: one may have been lost, so read.
       mustRead = !(await this.notifier.waitForChange(seen, pollIntervalMs, signal));

@@ -11,10 +11,12 @@ interface Commit {
 
 /**
  * Commits kept for subscriptions to take (all of one instance's subscriptions share them), by count
- * and by size: an event can be as large as a request body. A subscription that fell further behind reads.
+ * and by size of their JSON (an event can be as large as a request body; a commit larger than this
+ * is not kept at all). They are taken at once by a subscription that keeps up; one that fell
+ * further behind reads.
  */
-const KEPT_EVENTS = 4_096;
-const KEPT_DATA_SIZE = 8 * 1024 * 1024;
+const KEPT_EVENTS = 1_024;
+const KEPT_DATA_SIZE = 1024 * 1024;
 
 /**
  * What this event-log instance itself just committed, so that its subscriptions take it from
@@ -38,21 +40,34 @@ export class RecentCommits {
   }
 
   /**
-   * Settles once the commit under way (if any) has been added here: a subscription told of a head
-   * past its checkpoint waits for this first, as the head may be that very commit's.
+   * Settles once the commit under way (if any) has been added here, or after `ms`, or on `signal`:
+   * a subscription told of a head past its checkpoint waits for this first, as the head may be that
+   * very commit's.
    */
-  settled(): Promise<unknown> {
-    return this.underway;
+  async settled(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    let end = () => undefined as void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    const timer = setTimeout(end, ms);
+    signal.addEventListener('abort', end, { once: true });
+    try {
+      await Promise.race([this.underway, ended]);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', end);
+    }
   }
 
   add(after: bigint, events: readonly RecordedEvent[], dataSize: number): void {
-    this.commits.push({ after, events, dataSize });
-    this.keptEvents += events.length;
-    this.keptDataSize += dataSize;
-    while ((this.keptEvents > KEPT_EVENTS || this.keptDataSize > KEPT_DATA_SIZE) && this.commits.length > 1) {
-      const dropped = this.commits.shift()!;
-      this.keptEvents -= dropped.events.length;
-      this.keptDataSize -= dropped.dataSize;
+    if (dataSize <= KEPT_DATA_SIZE) {
+      this.commits.push({ after, events, dataSize });
+      this.keptEvents += events.length;
+      this.keptDataSize += dataSize;
+      while ((this.keptEvents > KEPT_EVENTS || this.keptDataSize > KEPT_DATA_SIZE) && this.commits.length > 1) {
+        const dropped = this.commits.shift()!;
+        this.keptEvents -= dropped.events.length;
+        this.keptDataSize -= dropped.dataSize;
+      }
     }
     this.wake();
   }
