@@ -169,7 +169,7 @@ export class GroupCommitWriter {
   private settle(planned: PlannedBatch, base: bigint): (AppendResult[] | Error)[] {
     for (const [streamId, head] of planned.after) this.remember(streamId, head);
     const positionOf = (event: SealedEvent) => base + BigInt(planned.ordinals.get(event)!);
-    if (planned.rows.length > 0 && this.options.recent) {
+    if (planned.rows.length > 0 && this.options.recent?.followed) {
       let dataSize = 0;
       const stored = planned.rows.map((event, index): RecordedEvent => {
         const text = planned.dataJson[index];

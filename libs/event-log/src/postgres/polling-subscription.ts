@@ -37,38 +37,43 @@ export class PollingSubscription implements Subscription {
     let announcedCaughtUp = false;
     let mustRead = true;
     let generation = this.notifier.readGeneration;
-    while (!signal.aborted) {
-      const seen = this.notifier.currentVersion;
-      if (this.notifier.readGeneration !== generation) {
-        generation = this.notifier.readGeneration;
-        mustRead = true;
+    this.recent.follow(1);
+    try {
+      while (!signal.aborted) {
+        const seen = this.notifier.currentVersion;
+        if (this.notifier.readGeneration !== generation) {
+          generation = this.notifier.readGeneration;
+          mustRead = true;
+        }
+        const announcedPast = () => this.notifier.announcedHead > checkpoint;
+        let batch: ReadAllResult | undefined = this.recent.after(checkpoint, filter, pageSize);
+        if (!batch && !mustRead && announcedPast()) {
+          // The head announced may be this instance's own commit, whose answer is still on its way
+          // (briefly: a commit stuck on a lock must not hold up what other instances committed).
+          await this.recent.settled(SETTLE_WAIT_MS, signal);
+          batch = this.recent.after(checkpoint, filter, pageSize);
+        }
+        let read = false;
+        if (!batch && (mustRead || announcedPast())) {
+          batch = await this.read(checkpoint);
+          read = true;
+        }
+        if (signal.aborted) return;
+        if (batch) {
+          // Only a read that reached the head settles a forced read (a reconnect, the poll timer).
+          mustRead = read ? !batch.caughtUp : mustRead || !batch.caughtUp;
+          if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
+            yield batch;
+          announcedCaughtUp ||= batch.caughtUp;
+          checkpoint = batch.checkpoint;
+          // More to take, or a head announced while we were busy: look again before sleeping.
+          if (!batch.caughtUp || mustRead || announcedPast()) continue;
+        }
+        // Woken by the poll timer rather than a notification: one may have been lost, so read.
+        mustRead = !(await this.notifier.waitForChange(seen, pollIntervalMs, signal));
       }
-      const announcedPast = () => this.notifier.announcedHead > checkpoint;
-      let batch: ReadAllResult | undefined = this.recent.after(checkpoint, filter, pageSize);
-      if (!batch && !mustRead && announcedPast()) {
-        // The head announced may be this instance's own commit, whose answer is still on its way
-        // (briefly: a commit stuck on a lock must not hold up what other instances committed).
-        await this.recent.settled(SETTLE_WAIT_MS, signal);
-        batch = this.recent.after(checkpoint, filter, pageSize);
-      }
-      let read = false;
-      if (!batch && (mustRead || announcedPast())) {
-        batch = await this.read(checkpoint);
-        read = true;
-      }
-      if (signal.aborted) return;
-      if (batch) {
-        // Only a read that reached the head settles a forced read (a reconnect, the poll timer).
-        mustRead = read ? !batch.caughtUp : mustRead || !batch.caughtUp;
-        if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
-          yield batch;
-        announcedCaughtUp ||= batch.caughtUp;
-        checkpoint = batch.checkpoint;
-        // More to take, or a head announced while we were busy: look again before sleeping.
-        if (!batch.caughtUp || mustRead || announcedPast()) continue;
-      }
-      // Woken by the poll timer rather than a notification: one may have been lost, so read.
-      mustRead = !(await this.notifier.waitForChange(seen, pollIntervalMs, signal));
+    } finally {
+      this.recent.follow(-1);
     }
   }
 

@@ -30,9 +30,20 @@ export class RecentCommits {
   private keptEvents = 0;
   private keptDataSize = 0;
   private underway: Promise<unknown> = Promise.resolve();
+  private followers = 0;
 
   /** `wake`: tells the subscriptions that the log grew (they look here first). */
   constructor(private readonly wake: () => void) {}
+
+  /** Whether any subscription follows the log now: with none, commits are not kept (nor copied). */
+  get followed(): boolean {
+    return this.followers > 0;
+  }
+
+  /** A subscription starts (`+1`) or stops (`-1`) following. */
+  follow(change: 1 | -1): void {
+    this.followers += change;
+  }
 
   /** The writer's commit under way. Its notification can overtake its answer; see `settled`. */
   committing(commit: Promise<unknown>): void {
