@@ -1,5 +1,7 @@
 import { IGNORED_CHUNK_CASES } from '../../libs/core/src/testing/ignored-chunks.js';
+import pg from 'pg';
 import { connectSse } from '../support/sse-client.js';
+import { authorization } from '../support/test-credentials.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 /**
@@ -102,6 +104,20 @@ describe('answers an integrator can rely on', () => {
       const read = await ok('GET', `/v1/sessions/${sessionId}?minPosition=${position}`);
       expect(read.messages.map((message: { lastSeq: number }) => message.lastSeq)).toEqual([0, 3]);
     });
+  });
+
+  it('a read that waited for a position other streams ended at reports that position', async () => {
+    const sessionId = (await ok('POST', '/v1/sessions', {})).id;
+    // Minting a key records a credential event: the newest position, and no session's.
+    await authorization(ledger.baseUrl, `reader-${sessionId}`);
+    const sql = new pg.Client({ connectionString: ledger.database.connectionString });
+    await sql.connect();
+    const { rows } = await sql
+      .query<{ position: string }>(`SELECT max(position) AS position FROM event_log_events`)
+      .finally(() => sql.end());
+    const head = Number(rows[0].position);
+    expect((await ok('GET', `/v1/sessions/${sessionId}/events`)).events.at(-1).position).toBeLessThan(head);
+    expect((await ok('GET', `/v1/sessions/${sessionId}?minPosition=${head}`)).position).toBeGreaterThanOrEqual(head);
   });
 
   describe('chunks that change nothing', () => {

@@ -30,7 +30,8 @@ export interface ReadPoint {
 
 /**
  * Session reads. From the read models, each read runs in one REPEATABLE READ snapshot together
- * with the projection's checkpoint, so the `position` it reports is exactly what it reflects.
+ * with the projection's checkpoint, so the `position` it reports is exactly what it reflects (or
+ * the position it waited for, when higher: everything between is other streams' events).
  * With `at`, the session is folded from the log instead, no read model involved.
  */
 @Injectable()
@@ -54,9 +55,9 @@ export class SessionQueries {
       if (state.status !== 'open') throw sessionNotFound();
       return use(foldedSnapshot(state));
     }
-    await this.reach(point);
+    const reached = await this.reach(point);
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
-      const position = await checkpoint(manager);
+      const position = Math.max(await checkpoint(manager), Number(reached ?? 0));
       const session = await manager.findOneBy(SessionRow, { tenant, id: sessionId });
       if (!session) throw sessionNotFound();
       const messages = await manager.find(MessageRow, { where: { tenant, sessionId }, order: { ordinal: 'ASC' } });
@@ -94,14 +95,19 @@ export class SessionQueries {
     });
   }
 
-  /** Waits (bounded) until the read models reflect both `minPosition` and the caller's own latest write. */
-  private async reach({ minPosition, ownWrite }: ReadPoint): Promise<void> {
+  /**
+   * Waits (bounded) until the read models reflect both `minPosition` and the caller's own latest
+   * write; the higher of the two. The stored checkpoint may stay below it while only other streams'
+   * events follow it (decision 0031), and the read models reflect it all the same.
+   */
+  private async reach({ minPosition, ownWrite }: ReadPoint): Promise<bigint | undefined> {
     const target = [minPosition, ownWrite].reduce<bigint | undefined>(
       (highest, position) =>
         position !== undefined && (highest === undefined || position > highest) ? position : highest,
       undefined,
     );
     await reachReadModels(this.runner, this.eventLog, target, minPosition);
+    return target;
   }
 }
 
