@@ -56,11 +56,13 @@ export class SessionQueries {
       return use(foldedSnapshot(state));
     }
     const reached = await this.reach(point);
+    // The tables in the order a rebuild's swap locks them (sessions, messages, blocks, then the
+    // checkpoint): a read that took the checkpoint first could deadlock with it. One snapshot for all.
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
-      const position = Math.max(await checkpoint(manager), Number(reached ?? 0));
       const session = await manager.findOneBy(SessionRow, { tenant, id: sessionId });
       if (!session) throw sessionNotFound();
       const messages = await manager.find(MessageRow, { where: { tenant, sessionId }, order: { ordinal: 'ASC' } });
+      const position = Math.max(await checkpoint(manager), Number(reached ?? 0));
       return use({
         header: {
           id: session.id,
