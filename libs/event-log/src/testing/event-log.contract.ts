@@ -5,6 +5,7 @@ import {
   ANY,
   NO_STREAM,
   STREAM_EXISTS,
+  type EventFilter,
   type EventLog,
   type ExpectedRevision,
   type ReadStreamOptions,
@@ -489,6 +490,32 @@ export function eventLogContract(
       });
     });
 
+    /**
+     * What a subscriber from `from` hears of `count` events that `append` stores once it is live (on
+     * its first batch), checked equal, field for field, to what a read of the log gives.
+     */
+    async function heardAsRead(
+      from: bigint,
+      filter: EventFilter,
+      count: number,
+      append: () => Promise<unknown>,
+    ): Promise<RecordedEvent[]> {
+      let appending: Promise<unknown> | undefined;
+      const { events } = await collectUntil(
+        log.subscribeToAll({ fromPosition: from, filter }),
+        (collected) => {
+          appending ??= append();
+          return collected.events.length >= count;
+        },
+        timeout,
+      );
+      await appending;
+      const read = await log.readAll({ fromPosition: from, filter, maxCount: count + 10 });
+      expect(read.events).toHaveLength(count);
+      expect(events).toStrictEqual(read.events);
+      return events;
+    }
+
     describe('subscriptions', () => {
       it('resumes from a checkpoint with nothing missed or repeated', async () => {
         const prefix = uniquePrefix('r');
@@ -544,8 +571,6 @@ export function eventLogContract(
           big: 1e21,
           small: 5e-7,
         };
-        let appending: Promise<unknown> | undefined;
-        // Appended once the subscriber is live (its first batch), so it hears them as they are committed.
         const append = () =>
           Promise.all([
             log.append(
@@ -568,18 +593,7 @@ export function eventLogContract(
               { streamId: `${prefix}c`, events: newEvents(1, 'test.other', () => []), expectedRevision: NO_STREAM },
             ]),
           ]);
-        const { events } = await collectUntil(
-          log.subscribeToAll({ fromPosition: from, filter }),
-          (collected) => {
-            appending ??= append();
-            return collected.events.length >= 4;
-          },
-          timeout,
-        );
-        await appending;
-        const read = await log.readAll({ fromPosition: from, filter, maxCount: 10 });
-        expect(read.events).toHaveLength(4);
-        expect(events).toStrictEqual(read.events);
+        const events = await heardAsRead(from, filter, 4, append);
         expect(events.find((event) => event.type === 'test.fidelity')!.data).toStrictEqual(
           JSON.parse(JSON.stringify(data)),
         );
@@ -591,25 +605,13 @@ export function eventLogContract(
         const other = await subject.connect();
         extra.push(other);
         const from = await log.headPosition();
-        let appending: Promise<unknown> | undefined;
         const append = () =>
           Promise.all(
             [log, other].map(async (writer, index) => {
               for (let round = 0; round < 100; round += 1) await writer.append(`${prefix}${index}`, newEvents(2), ANY);
             }),
           );
-        const { events } = await collectUntil(
-          log.subscribeToAll({ fromPosition: from, filter }),
-          (collected) => {
-            appending ??= append();
-            return collected.events.length >= 400;
-          },
-          timeout,
-        );
-        await appending;
-        const read = await log.readAll({ fromPosition: from, filter, maxCount: 1_000 });
-        expect(read.events).toHaveLength(400);
-        expect(events).toStrictEqual(read.events);
+        await heardAsRead(from, filter, 400, append);
       });
 
       it('16 concurrent writers × 1,000 events: an early and a midway subscriber each get every event once, in position order', async () => {
