@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jest } from '@jest/globals';
 import type { Config } from '@jest/types';
@@ -154,12 +156,16 @@ describe('rebuilding the read models from the log', () => {
 
     await leaveScratchSchema('rebuild_tool_calls_1763800000001');
     const { connectionString } = ledger.database;
-    const restarted = await createLedgerApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), connectionString });
+    // A data folder of its own: the default one (`.data`) may remember a checkpoint of another database.
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'rebuild-restart-'));
+    const config = loadConfig({ LOG_LEVEL: 'silent', LEDGER_DATA_DIR: dataDir });
+    const restarted = await createLedgerApp({ config, connectionString });
     try {
       await restarted.init();
       expect(await scratchSchemas(database)).toEqual([]);
     } finally {
       await restarted.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });
