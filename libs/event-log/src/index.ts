@@ -9,3 +9,4 @@ export { AppendFunction1763800000150 } from './postgres/1763800000150-append-fun
 export { CompactEventLog1763800000250 } from './postgres/1763800000250-compact-event-log.migration.js';
 export { createEventStoreDbEventLog, type EventStoreDbEventLogOptions } from './eventstoredb/eventstoredb-event-log.js';
 export { BatchingQueue } from './batching-queue.js';
+export { partitionPoint } from './partition-point.js';

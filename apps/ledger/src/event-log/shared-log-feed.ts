@@ -1,5 +1,6 @@
 import {
   matchesFilter,
+  partitionPoint,
   type EventLog,
   type RecordedEvent,
   type SubscribeOptions,
@@ -128,7 +129,8 @@ class SharedLogFeed {
     const events: RecordedEvent[] = [];
     // Small commits make many segments (thousands in a full window): find the first one past the
     // checkpoint by bisection, not by walking every segment on every subscriber's every batch.
-    for (let index = firstSegmentPast(this.segments, checkpoint); index < this.segments.length; index += 1) {
+    const first = partitionPoint(this.segments, (segment) => segment.checkpoint <= checkpoint);
+    for (let index = first; index < this.segments.length; index += 1) {
       for (const event of this.segments[index].events) {
         if (event.position <= checkpoint || !matchesFilter(event, filter)) continue;
         events.push(event);
@@ -188,18 +190,6 @@ class SharedLogFeed {
   private wake(): void {
     for (const check of [...this.waiters]) check();
   }
-}
-
-/** The index of the first segment whose checkpoint is past `checkpoint` (segments are in checkpoint order). */
-function firstSegmentPast(segments: readonly Segment[], checkpoint: bigint): number {
-  let low = 0;
-  let high = segments.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (segments[middle].checkpoint <= checkpoint) low = middle + 1;
-    else high = middle;
-  }
-  return low;
 }
 
 /** Roughly what a value holds in memory: its strings' characters, 8 for anything else. Iterative: data may nest deep. */

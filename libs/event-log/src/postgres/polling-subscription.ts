@@ -2,6 +2,9 @@ import type { EventFilter, ReadAllResult, Subscription, SubscriptionBatch } from
 import type { PostgresNotifier } from './postgres-notifier.js';
 import type { RecentCommits } from './recent-commits.js';
 
+/** How long a subscription told of a head past it waits for its own instance's commit under way before it reads. */
+const SETTLE_WAIT_MS = 20;
+
 /**
  * Catch-up then live, by reading the log page after page from the last checkpoint and, once
  * caught up, sleeping until a notification (or the poll interval) says it grew. Because
@@ -12,9 +15,6 @@ import type { RecentCommits } from './recent-commits.js';
  * Ordered, gap-free, exactly once per iteration. A read failure ends the iteration with that
  * error so the consumer can restart from its own stored checkpoint.
  */
-/** How long a subscription told of a head past it waits for its own instance's commit under way before it reads. */
-const SETTLE_WAIT_MS = 20;
-
 export class PollingSubscription implements Subscription {
   private readonly abort = new AbortController();
 

@@ -1,4 +1,5 @@
 import { matchesFilter } from '../append-plan.js';
+import { partitionPoint } from '../partition-point.js';
 import type { EventFilter, ReadAllResult, RecordedEvent } from '../event-log.js';
 
 /** What one commit of this instance's writer stored: the events right after log position `after`, in order. */
@@ -57,7 +58,7 @@ export class RecentCommits {
    */
   async settled(ms: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return;
-    let end = () => undefined as void;
+    let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));
     const timer = setTimeout(end, ms);
     signal.addEventListener('abort', end, { once: true });
@@ -104,15 +105,9 @@ export class RecentCommits {
     return { events, checkpoint: reached, caughtUp: true };
   }
 
-  /** The index of the commit that starts right after `checkpoint`, or -1 (by bisection: commits are in position order). */
+  /** The index of the commit that starts right after `checkpoint`, or -1 (commits are in position order). */
   private startingAt(checkpoint: bigint): number {
-    let low = 0;
-    let high = this.commits.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.commits[middle].after < checkpoint) low = middle + 1;
-      else high = middle;
-    }
-    return this.commits[low]?.after === checkpoint ? low : -1;
+    const index = partitionPoint(this.commits, (commit) => commit.after < checkpoint);
+    return this.commits[index]?.after === checkpoint ? index : -1;
   }
 }

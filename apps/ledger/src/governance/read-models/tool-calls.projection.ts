@@ -57,13 +57,7 @@ export function toolCallsProjection(): ProjectionDefinition {
         const folded =
           kept && kept.revision === own[0].revision - 1n
             ? { ...kept, state: own.reduce(evolveToolCall, kept.state) }
-            : own[0].revision === 0n
-              ? {
-                  state: own.reduce(evolveToolCall, initialToolCallState),
-                  requestedAt: own[0].metadata.recordedAt,
-                  requestedPosition: own[0].position.toString(),
-                }
-              : await foldFromStream(eventLog, { tenant, toolCallId }, last);
+            : foldedFrom(own[0].revision === 0n ? own : await readUpTo(eventLog, { tenant, toolCallId }, last));
         calls.delete(streamId);
         calls.set(streamId, { ...folded, revision: last.revision });
         for (const [oldest] of calls) {
@@ -118,14 +112,17 @@ export function toolCallsProjection(): ProjectionDefinition {
   };
 }
 
-/** A call as of `last`, folded from the start of its stream (after a restart, or for a call not seen lately). */
-async function foldFromStream(eventLog: EventLogReader, ref: ToolCallRef, last: RecordedEvent): Promise<FoldedCall> {
-  const { state, events } = await loadToolCall(eventLog, ref, Number(last.revision) + 1);
+/** A call's events up to `last`, read from its stream (after a restart, or for a call not seen lately). */
+async function readUpTo(eventLog: EventLogReader, ref: ToolCallRef, last: RecordedEvent) {
+  return (await loadToolCall(eventLog, ref, Number(last.revision) + 1)).events;
+}
+
+/** A call folded from its stream's first events (its request first). */
+function foldedFrom(events: readonly RecordedEvent[]): Omit<FoldedCall, 'revision'> {
   const [request] = events;
   return {
-    state,
+    state: events.reduce(evolveToolCall, initialToolCallState),
     requestedAt: request.metadata.recordedAt,
     requestedPosition: request.position.toString(),
-    revision: last.revision,
   };
 }
