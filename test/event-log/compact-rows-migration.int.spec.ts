@@ -7,6 +7,7 @@ import {
   EventLog1763800000001,
   NO_STREAM,
   planAppend,
+  prepareNewEvents,
   type EventLog,
   type NewEvent,
   type SealedEvent,
@@ -71,7 +72,8 @@ describe('compact event rows: converting a log written in the old layout', () =>
 
   /** What the old writer stored: one call of the old `event_log_append`, every field on every row. */
   async function appendInOldLayout(streamId: string, events: readonly NewEvent[]): Promise<SealedEvent[]> {
-    const plan = planAppend(streamId, EMPTY_STREAM, new Map(), events, NO_STREAM, new Date('2026-01-02T03:04:05Z'));
+    const prepared = prepareNewEvents(streamId, events);
+    const plan = planAppend(streamId, EMPTY_STREAM, new Map(), prepared, NO_STREAM, new Date('2026-01-02T03:04:05Z'));
     if (plan.kind !== 'write') throw new Error('expected a write');
     const rows = plan.events.map((event, index) => ({
       ordinal: index + 1,

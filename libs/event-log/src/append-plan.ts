@@ -11,6 +11,7 @@ import {
   type ExpectedRevision,
   type NewEvent,
   type RecordedEvent,
+  type StreamAppend,
   type StreamState,
 } from './event-log.js';
 
@@ -39,6 +40,8 @@ export type AppendPlan =
   | {
       readonly kind: 'write';
       readonly events: readonly SealedEvent[];
+      /** Each event's data as its canonical JSON, which its hash covers: what the log stores. */
+      readonly dataJson: readonly string[];
       readonly duplicates: readonly string[];
       readonly head: StreamHead;
     }
@@ -47,8 +50,22 @@ export type AppendPlan =
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Throws `InvalidEventError` naming the first offending field; appends check before queueing. */
-export function validateNewEvents(streamId: string, events: readonly NewEvent[]): void {
+/**
+ * A new event checked for the log, with its data's canonical JSON made once: the chain hash
+ * covers that text and the log stores it, so the data is serialized once per append, and what
+ * is stored is what was hashed, as it was when the append was called.
+ */
+export interface PreparedEvent extends NewEvent {
+  readonly dataJson: string;
+}
+
+/** One stream's part of an append, its events prepared. */
+export interface PreparedAppend extends StreamAppend {
+  readonly events: readonly PreparedEvent[];
+}
+
+/** Checks an append's events (throws `InvalidEventError` naming the first offending field) and prepares them; before queueing. */
+export function prepareNewEvents(streamId: string, events: readonly NewEvent[]): PreparedEvent[] {
   if (typeof streamId !== 'string' || streamId.length === 0 || streamId.startsWith('$')) {
     throw new InvalidEventError(
       'streamId',
@@ -56,18 +73,49 @@ export function validateNewEvents(streamId: string, events: readonly NewEvent[])
     );
   }
   if (events.length === 0) throw new InvalidEventError('events', 'an append needs at least one event');
-  events.forEach((event, index) => {
+  return events.map((event, index) => {
     if (!UUID.test(event.id))
       throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID, got ${JSON.stringify(event.id)}`);
     if (typeof event.type !== 'string' || event.type.length === 0) {
       throw new InvalidEventError(`events[${index}].type`, 'event type must be a non-empty string');
     }
+    checkEnvelope(event, index);
     try {
-      canonicalJson(event.data);
+      return { ...event, dataJson: canonicalJson(event.data) };
     } catch (error) {
       throw new InvalidEventError(`events[${index}].data`, `event data must be JSON: ${(error as Error).message}`);
     }
   });
+}
+
+/** The largest schema version the log stores (a 32-bit integer column). */
+const MAX_SCHEMA_VERSION = 2 ** 31 - 1;
+const ENVELOPE_TEXTS = ['correlationId', 'causationId', 'actor', 'tenant'] as const;
+
+/**
+ * The envelope is hashed and stored as given: a value the hash or the store cannot take would
+ * otherwise fail later, inside a group commit, for every append grouped with it.
+ */
+function checkEnvelope(event: NewEvent, index: number): void {
+  const { schemaVersion } = event;
+  if (
+    schemaVersion !== undefined &&
+    !(Number.isInteger(schemaVersion) && schemaVersion >= 1 && schemaVersion <= MAX_SCHEMA_VERSION)
+  )
+    throw new InvalidEventError(
+      `events[${index}].schemaVersion`,
+      `schema version must be an integer from 1 to ${MAX_SCHEMA_VERSION}`,
+    );
+  for (const field of ENVELOPE_TEXTS) {
+    const value = event[field];
+    if (value !== undefined && typeof value !== 'string')
+      throw new InvalidEventError(`events[${index}].${field}`, `${field} must be a string when given`);
+  }
+}
+
+/** Every part of a multi-stream append prepared, or the first offending field of any. */
+export function prepareAppends(appends: readonly StreamAppend[]): PreparedAppend[] {
+  return appends.map((part) => ({ ...part, events: prepareNewEvents(part.streamId, part.events) }));
 }
 
 export function checkExpectedRevision(
@@ -92,12 +140,12 @@ export function planAppend(
   streamId: string,
   head: StreamHead,
   known: ReadonlyMap<string, KnownEvent>,
-  events: readonly NewEvent[],
+  events: readonly PreparedEvent[],
   expected: ExpectedRevision,
   recordedAt: Date,
 ): AppendPlan {
   const duplicates: string[] = [];
-  const fresh: NewEvent[] = [];
+  const fresh: PreparedEvent[] = [];
   const seen = new Set<string>();
   let lastKnown: KnownEvent | undefined;
   for (const event of events) {
@@ -130,7 +178,8 @@ export function planAppend(
       actor: event.actor ?? ANONYMOUS_ACTOR,
       tenant: event.tenant ?? DEFAULT_TENANT,
     };
-    const hash = chainHash(prevHash, { streamId, revision, id, type: event.type, data: event.data, ...metadata });
+    const content = { streamId, revision, id, type: event.type, data: event.data, ...metadata };
+    const hash = chainHash(prevHash, content, event.dataJson);
     const sealedEvent: SealedEvent = {
       id,
       type: event.type,
@@ -142,7 +191,8 @@ export function planAppend(
     prevHash = hash;
     return sealedEvent;
   });
-  return { kind: 'write', events: sealed, duplicates, head: { revision, lastHash: prevHash } };
+  const dataJson = fresh.map((event) => event.dataJson);
+  return { kind: 'write', events: sealed, dataJson, duplicates, head: { revision, lastHash: prevHash } };
 }
 
 /**

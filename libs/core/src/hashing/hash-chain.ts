@@ -24,7 +24,42 @@ export function sha256Hex(text: string): string {
   return hash('sha256', text, 'hex');
 }
 
-/** SHA-256 over the previous hash and the canonical JSON of the event, chaining each stream. */
-export function chainHash(prevHash: string, event: HashedEventContent): string {
-  return sha256Hex(`${prevHash}\n${canonicalJson({ ...event, revision: event.revision.toString() })}`);
+/** The members the chain hash covers, in the order canonical JSON sorts them. */
+const HASHED_MEMBERS = [
+  'actor',
+  'causationId',
+  'correlationId',
+  'data',
+  'id',
+  'recordedAt',
+  'revision',
+  'schemaVersion',
+  'streamId',
+  'tenant',
+  'type',
+] as const satisfies readonly (keyof HashedEventContent)[];
+
+/**
+ * SHA-256 over the previous hash and the canonical JSON of the event (its revision as a decimal
+ * string), chaining each stream. The object is written member by member in canonical order, so
+ * no copy of it is made and no key list sorted per event. `dataJson`, when given, must be
+ * `canonicalJson(event.data)`: an appender that made it already (to check and store the data)
+ * passes it rather than have it made again.
+ */
+export function chainHash(prevHash: string, event: HashedEventContent, dataJson?: string): string {
+  let text = '{';
+  for (const member of HASHED_MEMBERS) {
+    const value = event[member];
+    // As canonicalJson drops an undefined member.
+    if (value === undefined) continue;
+    if (text.length > 1) text += ',';
+    const json =
+      member === 'data'
+        ? (dataJson ?? canonicalJson(value))
+        : member === 'revision'
+          ? `"${event.revision}"`
+          : canonicalJson(value);
+    text += `"${member}":${json}`;
+  }
+  return sha256Hex(`${prevHash}\n${text}}`);
 }

@@ -1,5 +1,5 @@
 import { canonicalJson } from './canonical-json.js';
-import { chainHash, GENESIS_HASH, type HashedEventContent } from './hash-chain.js';
+import { chainHash, GENESIS_HASH, sha256Hex, type HashedEventContent } from './hash-chain.js';
 import { nameUuid } from './name-uuid.js';
 
 const event: HashedEventContent = {
@@ -55,6 +55,23 @@ describe('chainHash', () => {
       data: JSON.parse(JSON.stringify({ nested: { a: [1, 'x', null], b: 1 }, title: 'Ünïcode' })),
     };
     expect(chainHash(GENESIS_HASH, roundTripped)).toBe(chainHash(GENESIS_HASH, event));
+  });
+  it('hashes exactly the canonical JSON of the whole event, whether the data comes as a value or as its canonical text', () => {
+    const reference = (prevHash: string, content: HashedEventContent) =>
+      sha256Hex(`${prevHash}\n${canonicalJson({ ...content, revision: content.revision.toString() })}`);
+    const variants: HashedEventContent[] = [
+      event,
+      { ...event, revision: 12_345_678_901_234_567_890n, causationId: 'c"ause', correlationId: null },
+      { ...event, data: [1, { z: 'é', a: null }], schemaVersion: 3, tenant: 'acme', actor: 'key:\u0000x' },
+      { ...event, data: 'text', type: 'chunk.text.delta' },
+      { ...event, correlationId: undefined as unknown as null },
+    ];
+    for (const content of variants) {
+      expect(chainHash('ab'.repeat(32), content)).toBe(reference('ab'.repeat(32), content));
+      expect(chainHash('ab'.repeat(32), content, canonicalJson(content.data))).toBe(
+        reference('ab'.repeat(32), content),
+      );
+    }
   });
   it('changes when the previous hash, the data or the revision changes', () => {
     const base = chainHash(GENESIS_HASH, event);

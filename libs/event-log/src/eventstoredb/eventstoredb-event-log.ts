@@ -4,8 +4,10 @@ import {
   EMPTY_STREAM,
   matchesFilter,
   planAppend,
-  validateNewEvents,
+  prepareAppends,
+  prepareNewEvents,
   type KnownEvent,
+  type PreparedEvent,
   type SealedEvent,
   type StreamHead,
 } from '../append-plan.js';
@@ -43,7 +45,7 @@ export interface EventStoreDbEventLogOptions {
 }
 
 interface PendingAppend {
-  readonly events: readonly NewEvent[];
+  readonly events: readonly PreparedEvent[];
   readonly expected: ExpectedRevision;
 }
 
@@ -224,8 +226,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     return last?.event?.position?.commit ?? 0n;
   }
 
-  async function append(streamId: string, events: readonly NewEvent[], expected: ExpectedRevision) {
-    validateNewEvents(streamId, events);
+  async function appendPrepared(streamId: string, events: readonly PreparedEvent[], expected: ExpectedRevision) {
     let writer = writers.get(streamId);
     if (!writer) {
       // A group the server refuses (over its maximum append size, …) is retried in halves; an
@@ -241,16 +242,16 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   }
 
   return {
-    append,
+    append: async (streamId: string, events: readonly NewEvent[], expected: ExpectedRevision) =>
+      await appendPrepared(streamId, prepareNewEvents(streamId, events), expected),
     /**
      * No multi-stream transactions here: every part is checked first, then the parts go one after
      * the other in the order given, each atomic; a failure stops there (see the port).
      */
     async appendMany(appends) {
-      for (const { streamId, events } of appends) validateNewEvents(streamId, events);
       const results: AppendResult[] = [];
-      for (const { streamId, events, expectedRevision } of appends)
-        results.push(await append(streamId, events, expectedRevision));
+      for (const { streamId, events, expectedRevision } of prepareAppends(appends))
+        results.push(await appendPrepared(streamId, events, expectedRevision));
       return results;
     },
     readStream,

@@ -5,11 +5,12 @@ import {
   planAppend,
   type AppendPlan,
   type KnownEvent,
+  type PreparedAppend,
   type SealedEvent,
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
-import { NO_STREAM, type AppendResult, type RecordedEvent, type StreamAppend, type StreamState } from '../event-log.js';
+import { NO_STREAM, type AppendResult, type RecordedEvent, type StreamState } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
 import type { RecentCommits } from './recent-commits.js';
 
@@ -17,7 +18,7 @@ import type { RecentCommits } from './recent-commits.js';
 export const APPEND_LOCK_KEY = 731_820_101;
 
 /** One caller's append: one stream's part or several, stored all or none. */
-type PendingAppend = readonly StreamAppend[];
+type PendingAppend = readonly PreparedAppend[];
 
 export interface CommitStats {
   readonly appends: number;
@@ -72,7 +73,7 @@ export class GroupCommitWriter {
   }
 
   /** Several streams' parts, in one transaction: all stored, or none and the first conflict. */
-  append(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+  append(appends: readonly PreparedAppend[]): Promise<AppendResult[]> {
     return this.queue.push(appends);
   }
 
@@ -207,7 +208,7 @@ interface PlannedBatch {
   /** The events to store, in position order; each one's 1-based ordinal in `ordinals`. */
   readonly rows: readonly SealedEvent[];
   readonly ordinals: ReadonlyMap<SealedEvent, number>;
-  /** Each row's data as the JSON text the append sends (so a caller changing its object meanwhile changes nothing stored). */
+  /** Each row's data as the canonical JSON its hash covers, made when the append was called: what is stored. */
   readonly dataJson: readonly string[];
   /** Where each written stream stood when planned (the store checks it), and where it will stand. */
   readonly before: ReadonlyMap<string, StreamHead>;
@@ -228,6 +229,7 @@ function planBatch(
   base = -1n,
 ): PlannedBatch {
   const rows: SealedEvent[] = [];
+  const dataJson: string[] = [];
   const ordinals = new Map<SealedEvent, number>();
   const before = new Map<string, StreamHead>();
   const after = new Map<string, StreamHead>();
@@ -235,28 +237,31 @@ function planBatch(
     const planned = new Map<string, StreamHead>();
     const plannedKnown = new Map<string, Map<string, KnownEvent>>();
     const plannedRows: SealedEvent[] = [];
+    const plannedJson: string[] = [];
     const outcome = parts.map(({ streamId, events, expectedRevision }) => {
       const head = planned.get(streamId) ?? after.get(streamId) ?? headOf(streamId);
       const streamKnown = plannedKnown.get(streamId) ?? new Map(known.get(streamId));
       const plan = planAppend(streamId, head, streamKnown, events, expectedRevision, recordedAt);
       if (plan.kind === 'write') {
-        for (const event of plan.events) {
+        plan.events.forEach((event, index) => {
           plannedRows.push(event);
+          plannedJson.push(plan.dataJson[index]);
           streamKnown.set(event.id, {
             revision: event.revision,
             position: base + BigInt(rows.length + plannedRows.length),
           });
-        }
+        });
         plannedKnown.set(streamId, streamKnown);
         planned.set(streamId, plan.head);
       }
       return { plan, headBefore: head.revision };
     });
     if (outcome.some(({ plan }) => plan.kind === 'conflict')) return outcome;
-    for (const event of plannedRows) {
+    plannedRows.forEach((event, index) => {
       rows.push(event);
+      dataJson.push(plannedJson[index]);
       ordinals.set(event, rows.length);
-    }
+    });
     for (const [streamId, head] of planned) {
       if (!before.has(streamId)) before.set(streamId, headOf(streamId));
       after.set(streamId, head);
@@ -264,7 +269,7 @@ function planBatch(
     for (const [streamId, streamKnown] of plannedKnown) known.set(streamId, streamKnown);
     return outcome;
   });
-  return { outcomes, rows, ordinals, dataJson: rows.map((event) => JSON.stringify(event.data)), before, after };
+  return { outcomes, rows, ordinals, dataJson, before, after };
 }
 
 interface StateRow {

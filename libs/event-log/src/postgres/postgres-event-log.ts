@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { validateNewEvents } from '../append-plan.js';
+import { prepareAppends } from '../append-plan.js';
 import type {
   AppendResult,
   EventFilter,
@@ -148,14 +148,11 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       events: readonly NewEvent[],
       expected: ExpectedRevision,
     ): Promise<AppendResult> => {
-      validateNewEvents(streamId, events);
-      const [result] = await writer.append([{ streamId, events, expectedRevision: expected }]);
+      const [result] = await writer.append(prepareAppends([{ streamId, events, expectedRevision: expected }]));
       return result;
     },
-    appendMany: async (appends: readonly StreamAppend[]): Promise<AppendResult[]> => {
-      for (const { streamId, events } of appends) validateNewEvents(streamId, events);
-      return await writer.append(appends);
-    },
+    appendMany: async (appends: readonly StreamAppend[]): Promise<AppendResult[]> =>
+      await writer.append(prepareAppends(appends)),
     readStream,
     readAll,
     headPosition,

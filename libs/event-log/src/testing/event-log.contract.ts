@@ -8,6 +8,7 @@ import {
   type EventFilter,
   type EventLog,
   type ExpectedRevision,
+  type NewEvent,
   type ReadStreamOptions,
   type RecordedEvent,
 } from '../event-log.js';
@@ -191,6 +192,32 @@ export function eventLogContract(
         await expect(log.append(streamId, batch, ANY)).rejects.toBeInstanceOf(InvalidEventError);
         await expect(log.append(streamId, [], ANY)).rejects.toBeInstanceOf(InvalidEventError);
         expect(await log.readStream(streamId)).toEqual([]);
+      });
+
+      it('refuses an envelope the hash or the store cannot take, naming the field, and stores nothing of its batch', async () => {
+        const streamId = `${uniquePrefix('s')}envelope`;
+        const refused: [Record<string, unknown>, string][] = [
+          [{ schemaVersion: Number.NaN }, 'events[1].schemaVersion'],
+          [{ schemaVersion: 1.5 }, 'events[1].schemaVersion'],
+          [{ schemaVersion: 0 }, 'events[1].schemaVersion'],
+          [{ schemaVersion: 2 ** 31 }, 'events[1].schemaVersion'],
+          [{ schemaVersion: '1' }, 'events[1].schemaVersion'],
+          [{ tenant: 42 }, 'events[1].tenant'],
+          [{ actor: { name: 'x' } }, 'events[1].actor'],
+          [{ correlationId: 7n }, 'events[1].correlationId'],
+          [{ causationId: null }, 'events[1].causationId'],
+        ];
+        for (const [envelope, field] of refused) {
+          const batch = [...newEvents(1), { ...newEvents(1)[0], ...envelope } as NewEvent];
+          await expect(log.append(streamId, batch, ANY)).rejects.toMatchObject({ name: 'InvalidEventError', field });
+          await expect(log.appendMany([{ streamId, events: batch, expectedRevision: ANY }])).rejects.toMatchObject({
+            field,
+          });
+        }
+        expect(await log.readStream(streamId)).toEqual([]);
+        const highest = { ...newEvents(1)[0], schemaVersion: 2 ** 31 - 1 };
+        await log.append(streamId, [highest], ANY);
+        expect((await log.readStream(streamId))[0].metadata.schemaVersion).toBe(2 ** 31 - 1);
       });
     });
 
