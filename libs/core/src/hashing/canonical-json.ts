@@ -37,6 +37,9 @@ function canonicalArray(items: readonly unknown[]): string {
 }
 
 function canonicalObject(members: Record<string, unknown>): string {
+  // JSON.stringify would write such an object (a Date, a Buffer) as something else: its stored
+  // form would differ from the text its hash covers.
+  if (typeof members.toJSON === 'function') throw new TypeError('canonical JSON cannot hold an object with toJSON');
   let text = '{';
   for (const key of Object.keys(members).sort()) {
     const member = members[key];

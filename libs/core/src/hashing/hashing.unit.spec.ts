@@ -46,6 +46,11 @@ describe('canonicalJson', () => {
     expect(() => canonicalJson([Number.POSITIVE_INFINITY])).toThrow(TypeError);
     expect(() => canonicalJson({ f: () => 1 })).toThrow(TypeError);
   });
+  it('refuses objects JSON.stringify would write as something else', () => {
+    expect(() => canonicalJson({ at: new Date(0) })).toThrow(TypeError);
+    expect(() => canonicalJson([Buffer.from('x')])).toThrow(TypeError);
+    expect(canonicalJson({ toJSON: 'a member like any other' })).toBe('{"toJSON":"a member like any other"}');
+  });
 });
 
 describe('chainHash', () => {
