@@ -8,7 +8,6 @@ import {
   type EventFilter,
   type EventLog,
   type ExpectedRevision,
-  type NewEvent,
   type ReadStreamOptions,
   type RecordedEvent,
 } from '../event-log.js';
@@ -208,7 +207,7 @@ export function eventLogContract(
           [{ causationId: null }, 'events[1].causationId'],
         ];
         for (const [envelope, field] of refused) {
-          const batch = [...newEvents(1), { ...newEvents(1)[0], ...envelope } as NewEvent];
+          const batch = [...newEvents(1), { ...newEvents(1)[0], ...envelope }];
           await expect(log.append(streamId, batch, ANY)).rejects.toMatchObject({ name: 'InvalidEventError', field });
           await expect(log.appendMany([{ streamId, events: batch, expectedRevision: ANY }])).rejects.toMatchObject({
             field,
