@@ -74,8 +74,10 @@ export function prepareNewEvents(streamId: string, events: readonly NewEvent[]):
   }
   if (events.length === 0) throw new InvalidEventError('events', 'an append needs at least one event');
   return events.map((event, index) => {
-    if (!UUID.test(event.id))
-      throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID, got ${JSON.stringify(event.id)}`);
+    if (typeof event.id !== 'string' || !UUID.test(event.id)) {
+      const got = typeof event.id === 'string' ? JSON.stringify(event.id) : `a ${typeof event.id}`;
+      throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID string, got ${got}`);
+    }
     if (typeof event.type !== 'string' || event.type.length === 0) {
       throw new InvalidEventError(`events[${index}].type`, 'event type must be a non-empty string');
     }

@@ -1,6 +1,7 @@
 /**
  * Canonical JSON (RFC 8785 style for the values we store): object keys sorted by UTF-16 code
- * units, no whitespace, `undefined` members dropped. Two equal values always give the same
+ * units, no whitespace, `undefined` members dropped; JSON values only (no bigint, no Date, no
+ * boxed primitive: refused, not written as something else). Two equal values always give the same
  * string, which is what makes a hash over an event reproducible after a round trip through
  * jsonb or EventStoreDB.
  */
@@ -16,8 +17,6 @@ export function canonicalJson(value: unknown): string {
       return JSON.stringify(value);
     case 'boolean':
       return value ? 'true' : 'false';
-    case 'bigint':
-      return value.toString();
     case 'object':
       if (value === null) return 'null';
       return Array.isArray(value) ? canonicalArray(value) : canonicalObject(value as Record<string, unknown>);
@@ -37,9 +36,14 @@ function canonicalArray(items: readonly unknown[]): string {
 }
 
 function canonicalObject(members: Record<string, unknown>): string {
-  // JSON.stringify would write such an object (a Date, a Buffer) as something else: its stored
-  // form would differ from the text its hash covers.
-  if (typeof members.toJSON === 'function') throw new TypeError('canonical JSON cannot hold an object with toJSON');
+  // Only plain objects: JSON.stringify would write a Date, a Buffer or a boxed number as something
+  // else (via toJSON or its value), so its stored form would differ from the text its hash covers.
+  // The tag, not the prototype, so that objects of another realm (vm contexts) still count.
+  const tag = Object.prototype.toString.call(members);
+  if (tag !== '[object Object]' || typeof members.toJSON === 'function')
+    throw new TypeError(
+      `canonical JSON holds plain objects only, not ${tag === '[object Object]' ? 'one with toJSON' : tag}`,
+    );
   let text = '{';
   for (const key of Object.keys(members).sort()) {
     const member = members[key];

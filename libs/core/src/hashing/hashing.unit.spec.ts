@@ -46,9 +46,16 @@ describe('canonicalJson', () => {
     expect(() => canonicalJson([Number.POSITIVE_INFINITY])).toThrow(TypeError);
     expect(() => canonicalJson({ f: () => 1 })).toThrow(TypeError);
   });
-  it('refuses objects JSON.stringify would write as something else', () => {
+  it('refuses values JSON.stringify would write as something else, or a read would give back as something else', () => {
     expect(() => canonicalJson({ at: new Date(0) })).toThrow(TypeError);
     expect(() => canonicalJson([Buffer.from('x')])).toThrow(TypeError);
+    expect(() => canonicalJson({ n: 2n ** 60n })).toThrow(TypeError);
+    expect(() => canonicalJson([new Number(5)])).toThrow(TypeError);
+    expect(() => canonicalJson({ s: new String('ab') })).toThrow(TypeError);
+    expect(() => canonicalJson(new Boolean(false))).toThrow(TypeError);
+    expect(() => canonicalJson(new Map([['a', 1]]))).toThrow(TypeError);
+    expect(() => canonicalJson({ toJSON: () => 'x' })).toThrow(TypeError);
+    expect(canonicalJson(Object.assign(Object.create(null), { b: 1, a: 2 }))).toBe('{"a":2,"b":1}');
     expect(canonicalJson({ toJSON: 'a member like any other' })).toBe('{"toJSON":"a member like any other"}');
   });
 });

@@ -60,7 +60,7 @@ export function firstChainBreak(events: readonly ChainedEvent[]): ChainBreak | u
   return undefined;
 }
 
-/** Exactly the members the chain hash covers (the hash spreads what it is given). */
+/** Exactly the members the chain hash covers. */
 function hashedContent(event: ChainedEvent): HashedEventContent {
   const { streamId, revision, id, type, data, recordedAt, schemaVersion, correlationId, causationId, actor, tenant } =
     event;

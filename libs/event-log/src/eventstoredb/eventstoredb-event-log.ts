@@ -123,10 +123,12 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       let head = entry.head;
       const recordedAt = clock();
       const sealed: SealedEvent[] = [];
+      const sealedJson: string[] = [];
       const plans = group.map((pending) => {
         const plan = planAppend(streamId, head, known, pending.events, pending.expected, recordedAt);
         if (plan.kind === 'write') {
           sealed.push(...plan.events);
+          sealedJson.push(...plan.dataJson);
           for (const event of plan.events) known.set(event.id, { revision: event.revision, position: -1n });
           head = plan.head;
         }
@@ -136,8 +138,14 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         try {
           // If the connection drops, the very same ids are sent again, which the server accepts
           // as an idempotent retry if the first attempt landed.
-          const proposed = sealed.map((event) =>
-            jsonEvent({ id: event.id, type: event.type, data: event.data as never, metadata: event.metadata as never }),
+          // The data as the text its hash covers (the client serializes what it is given when it sends).
+          const proposed = sealed.map((event, index) =>
+            jsonEvent({
+              id: event.id,
+              type: event.type,
+              data: JSON.parse(sealedJson[index]),
+              metadata: event.metadata as never,
+            }),
           );
           const expectedRevision = entry.head.revision === NO_STREAM ? 'no_stream' : entry.head.revision;
           const written = await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));

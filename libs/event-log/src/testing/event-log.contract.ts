@@ -94,24 +94,7 @@ export function eventLogContract(
           tenant: 'default',
         });
         expect(Number.isNaN(Date.parse(stored[0].metadata.recordedAt))).toBe(false);
-
-        let prevHash = GENESIS_HASH;
-        for (const event of stored) {
-          expect(event.metadata.prevHash).toBe(prevHash);
-          const { recordedAt, schemaVersion, correlationId, causationId, actor, tenant, hash } = event.metadata;
-          const metadata = { recordedAt, schemaVersion, correlationId, causationId, actor, tenant };
-          expect(
-            chainHash(prevHash, {
-              streamId,
-              revision: event.revision,
-              id: event.id,
-              type: event.type,
-              data: event.data,
-              ...metadata,
-            }),
-          ).toBe(hash);
-          prevHash = hash;
-        }
+        expectChainHolds(stored);
       });
 
       it('keeps tenant and actor given by the appender', async () => {
@@ -190,7 +173,33 @@ export function eventLogContract(
         const batch = [...newEvents(1), { id: 'not-a-uuid', type: 'test.bad', data: {} }];
         await expect(log.append(streamId, batch, ANY)).rejects.toBeInstanceOf(InvalidEventError);
         await expect(log.append(streamId, [], ANY)).rejects.toBeInstanceOf(InvalidEventError);
+        // Refused before it is queued: values a later step would trip on, inside a commit shared with other appends.
+        const [good] = newEvents(1);
+        const refused: [Record<string, unknown>, string][] = [
+          [{ id: [good.id] }, 'events[1].id'],
+          [{ id: { toString: () => good.id } }, 'events[1].id'],
+          [{ id: 5n }, 'events[1].id'],
+          [{ data: { n: 2n ** 60n } }, 'events[1].data'],
+          [{ data: { at: new Date(0) } }, 'events[1].data'],
+          [{ data: [new Number(5)] }, 'events[1].data'],
+        ];
+        for (const [fields, field] of refused) {
+          const batch = [...newEvents(1), { ...good, ...fields }];
+          await expect(log.append(streamId, batch, ANY)).rejects.toMatchObject({ name: 'InvalidEventError', field });
+        }
         expect(await log.readStream(streamId)).toEqual([]);
+      });
+
+      it('stores the data as it was when append was called, as its hash covers it', async () => {
+        const streamId = `${uniquePrefix('s')}snapshot`;
+        const data = { v: 1, nested: { list: [1, 2] } };
+        const appending = log.append(streamId, [{ ...newEvents(1)[0], data }], ANY);
+        data.v = 2;
+        data.nested.list.push(3);
+        await appending;
+        const [stored] = await log.readStream(streamId);
+        expect(stored.data).toEqual({ v: 1, nested: { list: [1, 2] } });
+        expectChainHolds([stored]);
       });
 
       it('refuses an envelope the hash or the store cannot take, naming the field, and stores nothing of its batch', async () => {
@@ -712,4 +721,17 @@ export function eventLogContract(
       }, 120_000);
     });
   });
+}
+
+/** Each event of a stream read from its start links to the one before and hashes to what is stored. */
+function expectChainHolds(stored: readonly RecordedEvent[]): void {
+  let prevHash = GENESIS_HASH;
+  for (const event of stored) {
+    expect(event.metadata.prevHash).toBe(prevHash);
+    const { recordedAt, schemaVersion, correlationId, causationId, actor, tenant, hash } = event.metadata;
+    const metadata = { recordedAt, schemaVersion, correlationId, causationId, actor, tenant };
+    const { streamId, revision, id, type, data } = event;
+    expect(chainHash(prevHash, { streamId, revision, id, type, data, ...metadata })).toBe(hash);
+    prevHash = hash;
+  }
 }
