@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { StartupError } from '../database/embedded-postgres.js';
+import type { SseOptions } from '../live/sse-stream.js';
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
 
@@ -22,6 +23,7 @@ const environment = z
     LEDGER_PG_PORT: port(54_329),
     LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
     LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
+    LEDGER_LIVE_WRITES_PER_SECOND: z.coerce.number().int().min(1).default(2_000),
     LEDGER_LIVE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
     LEDGER_LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
     LEDGER_MCP_SERVERS: z.string().min(1).optional(),
@@ -88,7 +90,7 @@ export interface LedgerConfig {
   /** Largest request body accepted; larger ones get 413. */
   readonly maxBodyBytes: number;
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
-  readonly live: { readonly coalesceMs: number; readonly heartbeatMs: number; readonly maxBufferedBytes: number };
+  readonly live: SseOptions;
   readonly governance: GovernanceConfig;
   readonly gateway: GatewayConfig;
   readonly identity: IdentityConfig;
@@ -212,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,
     live: {
       coalesceMs: values.LEDGER_LIVE_COALESCE_MS,
+      writesPerSecond: values.LEDGER_LIVE_WRITES_PER_SECOND,
       heartbeatMs: values.LEDGER_LIVE_HEARTBEAT_MS,
       maxBufferedBytes: values.LEDGER_LIVE_MAX_BUFFERED_BYTES,
     },

@@ -6,6 +6,8 @@ import { sessionItems, type LiveItem } from './live-items.js';
 
 /** Where live items go: one client's stream. */
 export interface LiveSink {
+  /** The session as the client joins it: sent at once. */
+  start(items: readonly LiveItem[]): void;
   push(items: readonly LiveItem[]): void;
 }
 
@@ -122,7 +124,7 @@ export class LiveHub {
     if (current.status !== 'open') return undefined;
     const sink = openSink();
     this.watched.set(streamId, entry);
-    sink.push(sessionItems(sessionChanges(base, current), current.position));
+    sink.start(sessionItems(sessionChanges(base, current), current.position));
     entry.sinks.add(sink);
     const unwatch = () => {
       entry.sinks.delete(sink);

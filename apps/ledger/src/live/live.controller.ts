@@ -10,7 +10,7 @@ import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { LiveHub } from './live-hub.js';
-import { SseStream } from './sse-stream.js';
+import { coalescingWindowMs, SseStream } from './sse-stream.js';
 
 const position = z
   .string()
@@ -28,10 +28,6 @@ const prefixes = z
   )
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
-/** Every this many open live streams stretch each one's coalescing window by one more `coalesceMs`… */
-const STREAMS_PER_COALESCE_STEP = 250;
-/** …up to this many times it. */
-const MAX_COALESCE_STEPS = 20;
 export const sessionLiveQuery = z.object({ from: position.optional() });
 export const eventsLiveQuery = z.object({
   from: position.optional(),
@@ -173,7 +169,7 @@ export class LiveController implements BeforeApplicationShutdown {
         release();
       },
       from,
-      () => Math.min(MAX_COALESCE_STEPS, Math.max(1, Math.ceil(this.streams.size / STREAMS_PER_COALESCE_STEP))),
+      () => coalescingWindowMs(this.streams.size, this.config.live),
     );
     this.streams.add(stream);
     return stream;

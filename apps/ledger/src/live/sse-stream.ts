@@ -4,9 +4,26 @@ import type { LiveItem } from './live-items.js';
 export interface SseOptions {
   /** At most one update per key per this many ms; the last state wins. */
   readonly coalesceMs: number;
+  /** All open streams together get about this many writes a second: each one's window stretches with their number. */
+  readonly writesPerSecond: number;
   readonly heartbeatMs: number;
   /** Bytes written but not yet taken by the client beyond which it is cut off with its resume id. */
   readonly maxBufferedBytes: number;
+}
+
+/** The longest a crowd stretches a stream's coalescing window. */
+const MAX_WINDOW_MS = 1_000;
+
+/**
+ * A stream's coalescing window with `openStreams` open: `coalesceMs`, stretched so that the open
+ * streams together make about `writesPerSecond` writes a second, at most a second. Each write is
+ * a system call per client, on the thread that also acknowledges ingest (decision 0033). A
+ * `coalesceMs` of 0 turns coalescing off, crowd or not.
+ */
+export function coalescingWindowMs(openStreams: number, options: SseOptions): number {
+  if (options.coalesceMs === 0) return 0;
+  const shared = (openStreams * 1_000) / options.writesPerSecond;
+  return Math.min(Math.max(options.coalesceMs, MAX_WINDOW_MS), Math.max(options.coalesceMs, shared));
 }
 
 /** How long a raw feed waits for its client to take a batch before cutting it off. */
@@ -27,9 +44,10 @@ export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
  * A client that does not take what it is sent is cut off once `maxBufferedBytes` pile up: it
  * gets an `overflow` event with the id to resume from, and nobody else waits for it.
  *
- * `crowding` (≥ 1) stretches the coalescing window when many streams are open: each write is a
- * system call per client, so with thousands of watchers, writing every change to every one of
- * them would take the CPU that ingest needs; they get fewer, fuller updates instead.
+ * `windowMs` gives the coalescing window now (`coalescingWindowMs`): it stretches when many
+ * streams are open, since each write is a system call per client; with thousands of watchers,
+ * writing every change to every one of them would take the CPU that ingest needs, so they get
+ * fewer, fuller updates instead.
  */
 export class SseStream {
   private pending = new Map<string, LiveItem>();
@@ -44,7 +62,7 @@ export class SseStream {
     private readonly options: SseOptions,
     private readonly onClose: (reason: CloseReason) => void,
     resumedFrom: bigint | undefined,
-    private readonly crowding: () => number = () => 1,
+    private readonly windowMs: () => number = () => options.coalesceMs,
   ) {
     this.lastId = resumedFrom?.toString();
     response.writeHead(200, {
@@ -65,7 +83,16 @@ export class SseStream {
     return this.closed;
   }
 
-  /** Queues updates; the first after a quiet spell goes out at once, later ones at most every `coalesceMs` (× crowding). */
+  /**
+   * The catch-up as the client joins: written at once, and it opens no coalescing window, so the
+   * first change after it is not held back either (a crowd's window can be a second long).
+   */
+  start(items: readonly LiveItem[]): void {
+    this.push(items);
+    this.lastFlush = 0;
+  }
+
+  /** Queues updates; the first after a quiet spell goes out at once, later ones at most once per window. */
   push(items: readonly LiveItem[]): void {
     if (this.closed || items.length === 0) return;
     for (const item of items) {
@@ -73,7 +100,7 @@ export class SseStream {
       this.pending.set(item.key, item);
     }
     if (this.timer) return;
-    const wait = this.lastFlush + this.options.coalesceMs * this.crowding() - Date.now();
+    const wait = this.lastFlush + this.windowMs() - Date.now();
     if (wait <= 0) this.flush();
     else this.timer = setTimeout(() => this.flush(), wait);
   }
