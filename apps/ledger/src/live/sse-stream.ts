@@ -84,12 +84,15 @@ export class SseStream {
   }
 
   /**
-   * The catch-up as the client joins: written at once, and it opens no coalescing window, so the
-   * first change after it is not held back either (a crowd's window can be a second long).
+   * The catch-up as the client joins: written at once, and if most of it left the buffer it opens no
+   * coalescing window, so the first change after it is not held back either (a crowd's window can
+   * be a second long).
    */
   start(items: readonly LiveItem[]): void {
     this.push(items);
-    this.lastFlush = 0;
+    // Only if little of it is left buffered: a large catch-up not yet taken would count against
+    // the slow-client limit of a change flushed right after it, and cut off a client that reads.
+    if (this.response.writableLength <= this.options.maxBufferedBytes / 2) this.lastFlush = 0;
   }
 
   /** Queues updates; the first after a quiet spell goes out at once, later ones at most once per window. */
