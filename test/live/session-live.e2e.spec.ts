@@ -256,6 +256,82 @@ describe('live session feed for many clients (coalescing on)', () => {
   });
 });
 
+describe('live feeds share a write budget (decision 0033)', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    // 10 writes a second for all streams together: each stream that writes stretches every window by 100 ms.
+    ledger = await startLedger({ LEDGER_LIVE_WRITES_PER_SECOND: '10', LEDGER_LIVE_COALESCE_MS: '20' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  const mainTextUpdates = (connection: SseConnection) =>
+    connection.events.filter((event) => event.event === 'block' && event.data.type === 'main_text').length;
+
+  it('watchers of a quiet session do not slow the feed of a busy one', async () => {
+    const quiet = await conversation(ledger);
+    const idle = Array.from({ length: 30 }, () => connectSse(`${ledger.baseUrl}/v1/sessions/${quiet.sessionId}/live`));
+    for (const connection of idle) expect((await connection.opened).status).toBe(200);
+    await until(() => idle.every((connection) => connection.events.length > 0), "the idle watchers' catch-ups");
+    // Their catch-ups were writes: they count for two seconds.
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    const { sessionId } = await conversation(ledger);
+    const busy = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`);
+    expect((await busy.opened).status).toBe(200);
+    const started = performance.now();
+    const end = await stream(ledger, sessionId, 'a1', response(40), 1, 50);
+    const elapsed = performance.now() - started;
+    await until(() => busy.lastEventId() === String(end), 'the busy watcher');
+    // One writing stream: a 100 ms window. Were the 30 idle ones counted, it would be a second.
+    expect(mainTextUpdates(busy)).toBeGreaterThan(elapsed / 400);
+    for (const connection of [...idle, busy]) connection.close();
+  });
+});
+
+describe('a catch-up larger than the slow-client limit', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    // A long window: a client that reads has all of it to take the catch-up before the next change.
+    ledger = await startLedger({ LEDGER_LIVE_MAX_BUFFERED_BYTES: '1048576', LEDGER_LIVE_COALESCE_MS: '2000' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  it('does not get a client that reads cut off by a change right after it', async () => {
+    const { sessionId } = await conversation(ledger);
+    // About 12 MB of answers: more than the socket buffers take at once.
+    const answer = 'x'.repeat(800_000);
+    for (let index = 0; index < 15; index += 1) {
+      const id = `big${index}`;
+      await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { id, role: 'assistant' });
+      const chunks = [
+        { seq: 1, type: 'llm_response_created' },
+        { seq: 2, type: 'text.start' },
+        { seq: 3, type: 'text.delta', text: answer },
+      ];
+      expect((await ledger.request('POST', `/v1/sessions/${sessionId}/messages/${id}/chunks`, chunks)).status).toBe(
+        200,
+      );
+    }
+    const reader = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`);
+    expect((await reader.opened).status).toBe(200);
+    const change = await ledger.request(
+      'POST',
+      `/v1/sessions/${sessionId}/messages/a1/chunks`,
+      response(1).slice(0, 3),
+    );
+    expect(change.status).toBe(200);
+    await until(
+      () => reader.lastEventId() === String(change.body.position) || reader.events.some((e) => e.event === 'overflow'),
+      'the change or a cut-off',
+    );
+    expect(reader.events.filter((event) => event.event === 'overflow')).toEqual([]);
+    reader.close();
+  });
+});
+
 describe('live feeds with two service instances on one database', () => {
   let database: TestDatabase;
   let first: ServiceProcess;

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LiveItem } from '../../apps/ledger/src/live/live-items.js';
-import { coalescingWindowMs, SseStream, type SseOptions } from '../../apps/ledger/src/live/sse-stream.js';
+import { coalescingWindowMs, LiveWriteBudget } from '../../apps/ledger/src/live/live-write-budget.js';
+import { SseStream, type SseOptions } from '../../apps/ledger/src/live/sse-stream.js';
 import { until } from '../support/raw-connection.js';
 import { connectSse } from '../support/sse-client.js';
 
@@ -13,16 +14,16 @@ const options: SseOptions = {
 };
 
 describe('coalescingWindowMs', () => {
-  it('is the configured window while few streams are open', () => {
+  it('is the configured window while few streams write', () => {
     expect(coalescingWindowMs(0, options)).toBe(50);
     expect(coalescingWindowMs(1, options)).toBe(50);
     expect(coalescingWindowMs(100, options)).toBe(50);
   });
 
-  it('stretches so that the open streams together make about the budgeted writes a second', () => {
-    for (const open of [250, 500, 1_000, 2_000]) {
-      const window = coalescingWindowMs(open, options);
-      expect((open * 1_000) / window).toBeCloseTo(2_000, 6);
+  it('stretches so that the writing streams together make about the budgeted writes a second', () => {
+    for (const writing of [250, 500, 1_000, 2_000]) {
+      const window = coalescingWindowMs(writing, options);
+      expect((writing * 1_000) / window).toBeCloseTo(2_000, 6);
     }
     expect(coalescingWindowMs(1_000, { ...options, writesPerSecond: 10_000 })).toBe(100);
   });
@@ -33,8 +34,57 @@ describe('coalescingWindowMs', () => {
     expect(coalescingWindowMs(1_000_000, { ...options, coalesceMs: 3_000 })).toBe(3_000);
   });
 
-  it('coalesces nothing when the window is configured as 0, however many streams are open', () => {
+  it('coalesces nothing when the window is configured as 0, however many streams write', () => {
     expect(coalescingWindowMs(1_000_000, { ...options, coalesceMs: 0 })).toBe(0);
+  });
+});
+
+describe('LiveWriteBudget', () => {
+  // 10 writes a second: a window is 100 ms per writing stream, so each window shows the count.
+  const budget = () => new LiveWriteBudget({ ...options, coalesceMs: 1, writesPerSecond: 10 });
+  const streams = (count: number) => Array.from({ length: count }, () => ({}));
+
+  it('counts only streams that wrote, each once, and the one asking', () => {
+    const shared = budget();
+    const [asking, ...others] = streams(6);
+    expect(shared.windowMs(asking, 0)).toBe(100);
+    for (const stream of others.slice(0, 3)) shared.wrote(stream, 0);
+    shared.wrote(others[0], 10);
+    expect(shared.windowMs(asking, 20)).toBe(400);
+    shared.wrote(asking, 20);
+    expect(shared.windowMs(asking, 30)).toBe(400);
+    expect(shared.windowMs(others[4], 30)).toBe(500);
+  });
+
+  it('forgets a write after two seconds, and a closed stream at once', () => {
+    const shared = budget();
+    const [asking, early, late, closing] = streams(4);
+    shared.wrote(early, 0);
+    shared.wrote(late, 1_500);
+    shared.wrote(closing, 1_600);
+    expect(shared.windowMs(asking, 1_999)).toBe(400);
+    shared.closed(closing);
+    expect(shared.windowMs(asking, 1_999)).toBe(300);
+    expect(shared.windowMs(asking, 2_001)).toBe(200);
+    expect(shared.windowMs(asking, 3_501)).toBe(100);
+  });
+
+  it('a later write keeps a stream counted past its earlier one', () => {
+    const shared = budget();
+    const [asking, busy, once] = streams(3);
+    shared.wrote(busy, 0);
+    shared.wrote(once, 100);
+    shared.wrote(busy, 1_900);
+    expect(shared.windowMs(asking, 2_050)).toBe(300);
+    expect(shared.windowMs(asking, 2_150)).toBe(200);
+  });
+
+  it('a thousand open streams that never wrote leave the configured window', () => {
+    const shared = new LiveWriteBudget(options);
+    const idle = streams(1_000);
+    expect(idle.map((stream) => shared.windowMs(stream, 0))).toEqual(idle.map(() => 50));
+    for (const stream of idle) shared.wrote(stream, 0);
+    expect(shared.windowMs({}, 10)).toBe(coalescingWindowMs(1_001, options));
   });
 });
 

@@ -10,7 +10,8 @@ import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { LiveHub } from './live-hub.js';
-import { coalescingWindowMs, SseStream } from './sse-stream.js';
+import { LiveWriteBudget } from './live-write-budget.js';
+import { SseStream } from './sse-stream.js';
 
 const position = z
   .string()
@@ -42,6 +43,7 @@ export const eventsLiveQuery = z.object({
 @Controller('v1')
 export class LiveController implements BeforeApplicationShutdown {
   private readonly streams = new Set<SseStream>();
+  private readonly writeBudget: LiveWriteBudget;
   /** Open streams per credential and per tenant, for the caps. */
   private readonly openPerCredential = new OpenCounts();
   private readonly openPerTenant = new OpenCounts();
@@ -51,7 +53,9 @@ export class LiveController implements BeforeApplicationShutdown {
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
     @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
     private readonly metrics: LedgerMetrics,
-  ) {}
+  ) {
+    this.writeBudget = new LiveWriteBudget(config.live);
+  }
 
   /** Read-model changes of one session: `message`, `block`, `selection` events; without a resume point it starts with the whole session. */
   @Get('sessions/:sid/live')
@@ -169,7 +173,7 @@ export class LiveController implements BeforeApplicationShutdown {
         release();
       },
       from,
-      () => coalescingWindowMs(this.streams.size, this.config.live),
+      this.writeBudget,
     );
     this.streams.add(stream);
     return stream;

@@ -1,29 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import type { LiveItem } from './live-items.js';
+import { LiveWriteBudget } from './live-write-budget.js';
 
 export interface SseOptions {
   /** At most one update per key per this many ms; the last state wins. */
   readonly coalesceMs: number;
-  /** All open streams together get about this many writes a second: each one's window stretches with their number. */
+  /** The streams that are writing together get about this many writes a second: each one's window stretches with their number. */
   readonly writesPerSecond: number;
   readonly heartbeatMs: number;
   /** Bytes written but not yet taken by the client beyond which it is cut off with its resume id. */
   readonly maxBufferedBytes: number;
-}
-
-/** The longest a crowd stretches a stream's coalescing window. */
-const MAX_WINDOW_MS = 1_000;
-
-/**
- * A stream's coalescing window with `openStreams` open: `coalesceMs`, stretched so that the open
- * streams together make about `writesPerSecond` writes a second, at most a second. Each write is
- * a system call per client, on the thread that also acknowledges ingest (decision 0033). A
- * `coalesceMs` of 0 turns coalescing off, crowd or not.
- */
-export function coalescingWindowMs(openStreams: number, options: SseOptions): number {
-  if (options.coalesceMs === 0) return 0;
-  const shared = (openStreams * 1_000) / options.writesPerSecond;
-  return Math.min(Math.max(options.coalesceMs, MAX_WINDOW_MS), Math.max(options.coalesceMs, shared));
 }
 
 /** How long a raw feed waits for its client to take a batch before cutting it off. */
@@ -44,15 +30,14 @@ export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
  * A client that does not take what it is sent is cut off once `maxBufferedBytes` pile up: it
  * gets an `overflow` event with the id to resume from, and nobody else waits for it.
  *
- * `windowMs` gives the coalescing window now (`coalescingWindowMs`): it stretches when many
- * streams are open, since each write is a system call per client; with thousands of watchers,
- * writing every change to every one of them would take the CPU that ingest needs, so they get
- * fewer, fuller updates instead.
+ * `budget` gives the coalescing window now: it stretches when many streams are writing, since each
+ * write is a system call per client; with thousands of busy watchers, writing every change to every
+ * one of them would take the CPU that ingest needs, so they get fewer, fuller updates instead.
  */
 export class SseStream {
   private pending = new Map<string, LiveItem>();
   private timer: NodeJS.Timeout | undefined;
-  private lastFlush = 0;
+  private lastFlush = Number.NEGATIVE_INFINITY;
   private lastId: string | undefined;
   private readonly heartbeat: NodeJS.Timeout;
   private closed = false;
@@ -62,7 +47,7 @@ export class SseStream {
     private readonly options: SseOptions,
     private readonly onClose: (reason: CloseReason) => void,
     resumedFrom: bigint | undefined,
-    private readonly windowMs: () => number = () => options.coalesceMs,
+    private readonly budget = new LiveWriteBudget(options),
   ) {
     this.lastId = resumedFrom?.toString();
     response.writeHead(200, {
@@ -92,7 +77,7 @@ export class SseStream {
     this.push(items);
     // Only if little of it is left buffered: a large catch-up not yet taken would count against
     // the slow-client limit of a change flushed right after it, and cut off a client that reads.
-    if (this.response.writableLength <= this.options.maxBufferedBytes / 2) this.lastFlush = 0;
+    if (this.response.writableLength <= this.options.maxBufferedBytes / 2) this.lastFlush = Number.NEGATIVE_INFINITY;
   }
 
   /** Queues updates; the first after a quiet spell goes out at once, later ones at most once per window. */
@@ -103,7 +88,7 @@ export class SseStream {
       this.pending.set(item.key, item);
     }
     if (this.timer) return;
-    const wait = this.lastFlush + this.windowMs() - Date.now();
+    const wait = this.lastFlush + this.budget.windowMs(this) - performance.now();
     if (wait <= 0) this.flush();
     else this.timer = setTimeout(() => this.flush(), wait);
   }
@@ -115,6 +100,7 @@ export class SseStream {
     if (this.closed || events.length === 0) return;
     const text = events.map((event) => frame(event.event, json(event.data), event.id.toString())).join('');
     this.lastId = events.at(-1)!.id.toString();
+    this.budget.wrote(this);
     if (this.write(text)) return;
     const drained = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), RAW_STALL_MS);
@@ -131,6 +117,7 @@ export class SseStream {
   close(reason: CloseReason): void {
     if (this.closed) return;
     this.closed = true;
+    this.budget.closed(this);
     clearInterval(this.heartbeat);
     clearTimeout(this.timer);
     if (reason === 'slow_client') {
@@ -158,7 +145,8 @@ export class SseStream {
       a.position < b.position ? -1 : a.position > b.position ? 1 : 0,
     );
     this.pending = new Map();
-    this.lastFlush = Date.now();
+    this.lastFlush = performance.now();
+    this.budget.wrote(this, this.lastFlush);
     let text = '';
     items.forEach((item, index) => {
       const lastOfPosition = items[index + 1]?.position !== item.position;
