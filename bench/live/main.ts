@@ -7,7 +7,9 @@
  *   C. what watchers cost ingest: FLEET sessions post every FLEET_ROUND_MS, first with no watchers, then with
  *      COST_WATCHERS SSE watchers spread over them, then with none again; acknowledgement p50 of each phase
  *      (same-run ratio) and the service's heap before, during and after the watchers (from its /metrics).
- * BENCH_SHAPES (default `ABC`) picks the shapes to run.
+ *   D. an idle crowd: IDLE_WATCHERS SSE watchers of quiet sessions, and FLEET sessions posting every FLEET_ROUND_MS
+ *      with one watcher each; how soon those watchers see each POST (idle streams should not stretch their windows).
+ * BENCH_SHAPES (default `ABCD`) picks the shapes to run.
  * Each POST's text ends with a marker; a watcher's latency for a POST is when it first holds a
  * state with that marker or a later one (coalescing may skip intermediate states). The producer
  * holds a producer key; watchers and pollers hold reader keys, WATCHERS_PER_KEY to a key (the
@@ -38,12 +40,15 @@ const POLLERS = 20;
 const POLL_MS = 100;
 /** LEDGER_LIVE_MAX_PER_CREDENTIAL's default. */
 const WATCHERS_PER_KEY = 100;
-const SHAPES = process.env.BENCH_SHAPES ?? 'ABC';
+const SHAPES = process.env.BENCH_SHAPES ?? 'ABCD';
 const FLEET = Number(process.env.BENCH_FLEET ?? 20);
 const FLEET_ROUND_MS = 100;
 const FLEET_ROUNDS = Number(process.env.BENCH_FLEET_ROUNDS ?? 100);
 const COST_WATCHERS = Number(process.env.BENCH_COST_WATCHERS ?? 2_000);
 const COST_CYCLES = Number(process.env.BENCH_COST_CYCLES ?? 3);
+const IDLE_WATCHERS = Number(process.env.BENCH_IDLE_WATCHERS ?? 1_800);
+/** How long a stream's catch-up counts against the write budget (live-write-budget.ts), and a margin. */
+const CATCH_UP_COUNTED_MS = 2_500;
 
 http.globalAgent.maxSockets = Infinity;
 
@@ -300,23 +305,63 @@ async function printWatcherCost(url: string, keys: BenchKeys, firstReaderKey: nu
   );
 }
 
+/** D: busy sessions' watchers beside IDLE_WATCHERS watchers of quiet sessions. */
+async function idleCrowd(url: string, keys: BenchKeys, firstReaderKey: number): Promise<void> {
+  const quiet = await Promise.all(Array.from({ length: FLEET }, () => openTarget(url, keys.producer)));
+  const idle = Array.from({ length: IDLE_WATCHERS }, (_, index) =>
+    countingWatcher(
+      `${url}/v1/sessions/${quiet[index % FLEET].sessionId}/live`,
+      keys.readers[firstReaderKey + Math.floor(index / WATCHERS_PER_KEY)],
+    ),
+  );
+  const refused = (await Promise.all(idle.map((watcher) => watcher.opened))).find((status) => status !== 200);
+  if (refused !== undefined) throw new Error(`a watcher was refused: HTTP ${refused}`);
+  const busy = await Promise.all(Array.from({ length: FLEET }, () => openTarget(url, keys.producer)));
+  const seen: number[] = [];
+  const firstBusyWatcher = (firstReaderKey + Math.ceil(IDLE_WATCHERS / WATCHERS_PER_KEY)) * WATCHERS_PER_KEY;
+  const watchers = busy.map((target, index) => watch(url, target, seen, keys, firstBusyWatcher + index));
+  await allOpened(watchers);
+  await new Promise((resolve) => setTimeout(resolve, CATCH_UP_COUNTED_MS));
+  const acks = await produce(
+    url,
+    busy,
+    { roundMs: FLEET_ROUND_MS, rounds: FLEET_ROUNDS, text: () => 'word '.repeat(5) },
+    keys.producer,
+  );
+  watchers.forEach((watcher) => watcher.close());
+  idle.forEach((watcher) => watcher.close());
+  const posts = FLEET * FLEET_ROUNDS;
+  console.log(
+    `\nD: ${IDLE_WATCHERS} SSE watchers of ${FLEET} quiet sessions; ${FLEET} other sessions posting one delta every ` +
+      `${FLEET_ROUND_MS} ms, one watcher each`,
+  );
+  printTable(
+    ['case', 'p50 ms', 'p99 ms', 'samples / posts×clients'],
+    [
+      ['D: POST acknowledged', ...summary(acks, posts)],
+      [`D: busy sessions' watchers, beside ${IDLE_WATCHERS} idle ones`, ...summary(seen, posts)],
+    ],
+  );
+}
+
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_392);
   // Each shape gets reader keys of its own: an earlier shape's connections may still count against theirs while closing.
   const keysOfA = SHAPES.includes('A') || SHAPES.includes('B') ? Math.ceil(SESSIONS / WATCHERS_PER_KEY) : 0;
   const keysOfB = SHAPES.includes('B') ? Math.ceil(WATCHERS / WATCHERS_PER_KEY) : 0;
   const keysOfC = SHAPES.includes('C') ? Math.ceil(COST_WATCHERS / WATCHERS_PER_KEY) : 0;
+  const keysOfD = SHAPES.includes('D') ? Math.ceil(IDLE_WATCHERS / WATCHERS_PER_KEY) + 1 : 0;
   const [producer, admin, ...readers] = await mintBenchKeys(database.connectionString, [
     { name: 'bench producer', roles: ['producer'] },
     { name: 'bench admin', roles: ['admin'] },
-    ...Array.from({ length: keysOfA + keysOfB + keysOfC }, (_, index) => ({
+    ...Array.from({ length: keysOfA + keysOfB + keysOfC + keysOfD }, (_, index) => ({
       name: `bench watcher ${index}`,
       roles: ['reader'] as const,
     })),
   ]);
   const keys: BenchKeys = { producer, admin, readers };
   // Every watcher here is one tenant's: its cap on live streams (decision 0029) is raised like the connection cap.
-  const connections = String(Math.max(WATCHERS, COST_WATCHERS, SESSIONS) + 500);
+  const connections = String(Math.max(WATCHERS, COST_WATCHERS, SESSIONS, IDLE_WATCHERS + FLEET) + 500);
   const ledger = await startLedgerProcess(database.connectionString, {
     LEDGER_HTTP_MAX_CONNECTIONS: connections,
     LEDGER_LIVE_MAX_PER_TENANT: connections,
@@ -324,6 +369,7 @@ async function main(): Promise<void> {
   try {
     if (SHAPES.includes('A') || SHAPES.includes('B')) await delivery(ledger.url, keys);
     if (SHAPES.includes('C')) await printWatcherCost(ledger.url, keys, keysOfA + keysOfB);
+    if (SHAPES.includes('D')) await idleCrowd(ledger.url, keys, keysOfA + keysOfB + keysOfC);
   } finally {
     await ledger.stop();
     await database.close();
