@@ -35,6 +35,8 @@ interface Measured {
   readonly fleet: FleetResult;
   readonly serviceCpu: number;
   readonly postgresCpu: number;
+  /** The load generator's own process: with the service and PostgreSQL, what is left of the machine. */
+  readonly loadCpu: number;
   readonly perPost: { transactions: number; fetched: number; statements: number | undefined };
 }
 
@@ -58,12 +60,12 @@ async function counters(sql: pg.Client, statementsLoaded: boolean): Promise<Coun
   return { transactions: Number(rows[0].xact_commit), fetched: Number(rows[0].tup_fetched), statements };
 }
 
-/** Runs the load generator; `onPhase` hears when its load starts and ends (setup and draining excluded). */
-function runFleetProcess(config: FleetConfig, onPhase: (phase: string) => void): Promise<FleetResult> {
+/** Runs the load generator; `onPhase` hears when its load starts and ends (setup and draining excluded), and its pid. */
+function runFleetProcess(config: FleetConfig, onPhase: (phase: string, pid: number) => void): Promise<FleetResult> {
   const child = spawn(process.execPath, [path.resolve('dist/bench/ingest/fleet-process.js'), JSON.stringify(config)], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
-  child.on('message', (phase) => onPhase(phase as string));
+  child.on('message', (phase) => onPhase(phase as string, child.pid!));
   let output = '';
   child.stdout!.on('data', (part: Buffer) => (output += part.toString()));
   return new Promise((resolve, reject) =>
@@ -84,24 +86,30 @@ async function measure(
   const before = await counters(sql, statementsLoaded);
   // CPU is read over the load window only: averaged over setup and the drain, a saturated
   // service looked a third busy (issue 15's third round).
-  const readings = new Map<string, Promise<{ service: number; postgres: number; at: number }>>();
-  const read = async () => {
+  const readings = new Map<string, Promise<{ service: number; postgres: number; load: number; at: number }>>();
+  const read = async (loadPid: number) => {
     const at = performance.now();
-    const [service, postgres] = await Promise.all([servicesTicks(), processTreeTicks(pids.postgres)]);
-    return { service, postgres, at };
+    const [service, postgres, load] = await Promise.all([
+      servicesTicks(),
+      processTreeTicks(pids.postgres),
+      processTicks(loadPid),
+    ]);
+    return { service, postgres, load, at };
   };
-  const fleet = await runFleetProcess(config, (phase) => readings.set(phase, read()));
+  const fleet = await runFleetProcess(config, (phase, loadPid) => readings.set(phase, read(loadPid)));
   for (const error of fleet.errors) console.error(`${config.target} fleet of ${config.sessions}: ${error}`);
   const [start, end] = await Promise.all([readings.get('load-started'), readings.get('load-ended')]);
   if (!start || !end) throw new Error('the fleet process did not report its load window');
   const serviceCpu = corePercent(end.service - start.service, end.at - start.at);
   const postgresCpu = corePercent(end.postgres - start.postgres, end.at - start.at);
+  const loadCpu = corePercent(end.load - start.load, end.at - start.at);
   const after = await counters(sql, statementsLoaded);
   const posts = fleet.chunkPosts + fleet.setupPosts;
   return {
     fleet,
     serviceCpu,
     postgresCpu,
+    loadCpu,
     perPost: {
       transactions: (after.transactions - before.transactions) / posts,
       fetched: (after.fetched - before.fetched) / posts,
@@ -198,7 +206,7 @@ export async function runFleetComparison(options: {
         pair(run.fleet.ackMs),
         pair(run.fleet.projectionLagMs),
         pair(run.fleet.liveLagMs),
-        `${run.serviceCpu.toFixed(0)} / ${run.postgresCpu.toFixed(0)}`,
+        `${run.serviceCpu.toFixed(0)} / ${run.postgresCpu.toFixed(0)} / ${run.loadCpu.toFixed(0)}`,
         `${run.perPost.transactions.toFixed(2)} / ${run.perPost.statements?.toFixed(2) ?? 'n/a'} / ${run.perPost.fetched.toFixed(1)}`,
         String(run.fleet.failures),
       ]);
@@ -223,7 +231,7 @@ export async function runFleetComparison(options: {
       'ack p50 / p99 ms',
       'projection lag p50 / p99 ms',
       'live lag p50 / p99 ms',
-      'CPU % service / PostgreSQL',
+      'CPU % service / PostgreSQL / load generator',
       'per POST: transactions / statements / tuples fetched',
       'failures',
     ],
