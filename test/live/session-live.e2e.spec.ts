@@ -1,3 +1,4 @@
+import net from 'node:net';
 import {
   freePort,
   reachableTempDir,
@@ -292,8 +293,7 @@ describe('live feeds share a write budget (decision 0033)', () => {
 describe('a catch-up larger than the slow-client limit', () => {
   let ledger: LedgerUnderTest;
   beforeAll(async () => {
-    // A long window: a client that reads has all of it to take the catch-up before the next change.
-    ledger = await startLedger({ LEDGER_LIVE_MAX_BUFFERED_BYTES: '1048576', LEDGER_LIVE_COALESCE_MS: '2000' });
+    ledger = await startLedger({ LEDGER_LIVE_MAX_BUFFERED_BYTES: '1048576' });
   });
   afterAll(async () => {
     await ledger?.close();
@@ -329,6 +329,29 @@ describe('a catch-up larger than the slow-client limit', () => {
     );
     expect(reader.events.filter((event) => event.event === 'overflow')).toEqual([]);
     reader.close();
+  });
+
+  it('gives back the connection of a client that hung up while its stream was being set up', async () => {
+    const { authorization: credential } = await authorization(ledger.baseUrl, 'client');
+    const { hostname, port } = new URL(ledger.baseUrl);
+    for (let attempt = 0; attempt < 10; attempt += 1) {
+      const socket = net.connect(Number(port), hostname);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(
+        `GET /v1/events/live HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\nauthorization: ${credential}\r\n\r\n`,
+      );
+      socket.destroy();
+    }
+    const admin = await authorization(ledger.baseUrl, 'admin');
+    const openClients = async () =>
+      Number(
+        /^ledger_live_clients (\d+)/m.exec(
+          await fetch(`${ledger.baseUrl}/metrics`, { headers: admin }).then((response) => response.text()),
+        )?.[1],
+      );
+    // Time for the service to take up every request; a stream left open stays open.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await until(async () => (await openClients()) === 0, 'every stream to be closed', 5_000);
   });
 });
 

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { LiveItem } from '../../apps/ledger/src/live/live-items.js';
 import { coalescingWindowMs, LiveWriteBudget } from '../../apps/ledger/src/live/live-write-budget.js';
 import { SseStream, type SseOptions } from '../../apps/ledger/src/live/sse-stream.js';
@@ -126,5 +126,90 @@ describe('SseStream over a real connection', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(client.events).toHaveLength(2);
     client.close();
+  });
+});
+
+describe('SseStream: what counts against the slow-client limit', () => {
+  let server: http.Server | undefined;
+  let stream: SseStream | undefined;
+  let closedFor: string | undefined;
+
+  /** A server whose one stream has these options, and a raw client of it that reads at `bytesPerSecond` (0: never). */
+  async function connected(streamOptions: SseOptions, bytesPerSecond: number) {
+    closedFor = undefined;
+    server = http.createServer((_request, response) => {
+      stream = new SseStream(response, streamOptions, (reason) => (closedFor = reason), undefined);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.setNoDelay(true);
+    let received = 0;
+    const started = performance.now();
+    if (bytesPerSecond === 0) socket.pause();
+    socket.on('data', (part: Buffer) => {
+      received += part.length;
+      const ahead = (received / bytesPerSecond) * 1_000 - (performance.now() - started);
+      if (ahead > 0) {
+        socket.pause();
+        setTimeout(() => socket.resume(), ahead);
+      }
+    });
+    socket.write('GET / HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n');
+    await until(() => stream !== undefined, 3_000, 'the stream');
+    return { socket, stream: stream! };
+  }
+
+  afterEach(async () => {
+    stream?.close('shutdown');
+    stream = undefined;
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  const answers = (count: number): LiveItem[] =>
+    Array.from({ length: count }, (_, index) => ({
+      event: 'block',
+      key: `block:m${index}:b`,
+      position: BigInt(index + 1),
+      data: { text: 'x'.repeat(800_000) },
+    }));
+  const change: LiveItem = { event: 'block', key: 'block:a:b', position: 100n, data: { text: 'change' } };
+
+  for (const coalesceMs of [0, 50]) {
+    it(`a 12 MB catch-up does not, for a client reading at 20 MB/s (window ${coalesceMs} ms)`, async () => {
+      const { socket, stream: opened } = await connected({ ...options, coalesceMs }, 20 * 2 ** 20);
+      opened.start(answers(15));
+      opened.push([change]);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(closedFor).toBeUndefined();
+      socket.destroy();
+    });
+  }
+
+  it('a client that takes nothing for a heartbeat interval while over the limit is cut off, however quiet the stream', async () => {
+    const { socket, stream: opened } = await connected({ ...options, heartbeatMs: 200 }, 0);
+    opened.start(answers(15));
+    await until(() => closedFor !== undefined, 3_000, 'the stalled client to be cut off');
+    expect(closedFor).toBe('slow_client');
+    socket.destroy();
+  });
+
+  it('a raw feed waiting for a slow reader leaves no listener behind, batch after batch', async () => {
+    let response: http.ServerResponse | undefined;
+    server = http.createServer((_request, serverResponse) => {
+      response = serverResponse;
+      stream = new SseStream(serverResponse, options, () => undefined, undefined);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    socket.on('data', () => undefined);
+    socket.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n');
+    await until(() => stream !== undefined, 3_000, 'the stream');
+    const listeners = () => response!.listenerCount('close') + response!.listenerCount('drain');
+    const before = listeners();
+    for (let batch = 0; batch < 20; batch += 1)
+      await stream!.send([{ id: BigInt(batch + 1), data: { blob: 'y'.repeat(2 ** 21) } }]);
+    expect(listeners()).toBe(before);
+    socket.destroy();
   });
 });

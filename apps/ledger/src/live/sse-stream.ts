@@ -38,6 +38,13 @@ export class SseStream {
   private pending = new Map<string, LiveItem>();
   private timer: NodeJS.Timeout | undefined;
   private lastFlush = Number.NEGATIVE_INFINITY;
+  /**
+   * What was written since the catch-up: only that counts against the slow-client limit. The buffer
+   * is first in, first out, so whatever is buffered beyond these is the catch-up, which a client that
+   * reads may take a while to take whole. Before a catch-up, everything counts.
+   */
+  private writtenSinceCatchUp = Number.POSITIVE_INFINITY;
+  private bufferedAtLastBeat = 0;
   private lastId: string | undefined;
   private readonly heartbeat: NodeJS.Timeout;
   private closed = false;
@@ -57,11 +64,12 @@ export class SseStream {
       'x-accel-buffering': 'no',
     });
     response.write('retry: 1000\n\n');
-    this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), options.heartbeatMs);
+    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs);
     response.on('close', () => this.close('client_closed'));
     // HEAD asks for the headers alone (the guard judges it as the GET): the stream ends with them.
     // (Node ignores writes to a HEAD response meanwhile.)
-    if (response.req?.method === 'HEAD') setImmediate(() => this.close('client_closed'));
+    // A client that hung up while the stream was being set up has no 'close' left to emit.
+    if (response.req?.method === 'HEAD' || response.destroyed) setImmediate(() => this.close('client_closed'));
   }
 
   get isClosed(): boolean {
@@ -69,15 +77,14 @@ export class SseStream {
   }
 
   /**
-   * The catch-up as the client joins: written at once, and if most of it left the buffer it opens no
-   * coalescing window, so the first change after it is not held back either (a crowd's window can
-   * be a second long).
+   * The catch-up as the client joins: written at once, and it opens no coalescing window, so the
+   * first change after it is not held back either (a crowd's window can be a second long). However
+   * large, it does not count against the slow-client limit (`writtenSinceCatchUp`).
    */
   start(items: readonly LiveItem[]): void {
     this.push(items);
-    // Only if little of it is left buffered: a large catch-up not yet taken would count against
-    // the slow-client limit of a change flushed right after it, and cut off a client that reads.
-    if (this.response.writableLength <= this.options.maxBufferedBytes / 2) this.lastFlush = Number.NEGATIVE_INFINITY;
+    this.writtenSinceCatchUp = 0;
+    this.lastFlush = Number.NEGATIVE_INFINITY;
   }
 
   /** Queues updates; the first after a quiet spell goes out at once, later ones at most once per window. */
@@ -103,13 +110,17 @@ export class SseStream {
     this.budget.wrote(this);
     if (this.write(text)) return;
     const drained = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), RAW_STALL_MS);
-      const done = () => {
+      // Both listeners go whichever way it ends: a long feed would otherwise gather one per batch.
+      const settle = (taken: boolean) => {
         clearTimeout(timer);
-        resolve(true);
+        this.response.off('drain', onTaken);
+        this.response.off('close', onTaken);
+        resolve(taken);
       };
-      this.response.once('drain', done);
-      this.response.once('close', done);
+      const onTaken = () => settle(true);
+      const timer = setTimeout(() => settle(false), RAW_STALL_MS);
+      this.response.once('drain', onTaken);
+      this.response.once('close', onTaken);
     });
     if (!drained) this.close('slow_client');
   }
@@ -140,7 +151,8 @@ export class SseStream {
   private flush(): void {
     this.timer = undefined;
     if (this.closed || this.pending.size === 0) return;
-    if (this.response.writableLength > this.options.maxBufferedBytes) return this.close('slow_client');
+    const buffered = Math.min(this.response.writableLength, this.writtenSinceCatchUp);
+    if (buffered > this.options.maxBufferedBytes) return this.close('slow_client');
     const items = [...this.pending.values()].sort((a, b) =>
       a.position < b.position ? -1 : a.position > b.position ? 1 : 0,
     );
@@ -156,8 +168,21 @@ export class SseStream {
     this.write(text);
   }
 
+  /**
+   * A heartbeat keeps an idle stream open. A client that took nothing in a whole interval while over
+   * the limit is cut off here: on a quiet session no flush would notice it, nor behind a catch-up.
+   */
+  private beat(): void {
+    const buffered = this.response.writableLength;
+    if (buffered > this.options.maxBufferedBytes && buffered >= this.bufferedAtLastBeat)
+      return this.close('slow_client');
+    this.write(': heartbeat\n\n');
+    this.bufferedAtLastBeat = this.response.writableLength;
+  }
+
   private write(text: string): boolean {
     if (this.closed) return false;
+    this.writtenSinceCatchUp += text.length;
     return this.response.write(text);
   }
 }
