@@ -175,6 +175,19 @@ function countingWatcher(url: string, key: string) {
   return { opened, received: () => bytes, close: () => request.destroy() };
 }
 
+/** `count` counting watchers spread over `targets`, on reader keys from `firstReaderKey` on; resolves once all are open. */
+async function crowd(url: string, targets: readonly Target[], count: number, keys: BenchKeys, firstReaderKey: number) {
+  const watchers = Array.from({ length: count }, (_, index) =>
+    countingWatcher(
+      `${url}/v1/sessions/${targets[index % targets.length].sessionId}/live`,
+      keys.readers[firstReaderKey + Math.floor(index / WATCHERS_PER_KEY)],
+    ),
+  );
+  const refused = (await Promise.all(watchers.map((watcher) => watcher.opened))).find((status) => status !== 200);
+  if (refused !== undefined) throw new Error(`a watcher was refused: HTTP ${refused}`);
+  return watchers;
+}
+
 /** The service's own gauges, from its /metrics (admin key). */
 async function serviceGauges(url: string, adminKey: string) {
   const text = await (await fetch(`${url}/metrics`, { headers: bearer(adminKey) })).text();
@@ -209,14 +222,7 @@ async function watcherCost(url: string, keys: BenchKeys, firstReaderKey: number)
   for (let cycle = 0; cycle < COST_CYCLES; cycle += 1) {
     before.push(...(await stream(await fleet())));
     const watchedFleet = await fleet();
-    const watchers = Array.from({ length: COST_WATCHERS }, (_, index) =>
-      countingWatcher(
-        `${url}/v1/sessions/${watchedFleet[index % FLEET].sessionId}/live`,
-        keys.readers[firstReaderKey + Math.floor(index / WATCHERS_PER_KEY)],
-      ),
-    );
-    const refused = (await Promise.all(watchers.map((watcher) => watcher.opened))).find((status) => status !== 200);
-    if (refused !== undefined) throw new Error(`a watcher was refused: HTTP ${refused}`);
+    const watchers = await crowd(url, watchedFleet, COST_WATCHERS, keys, firstReaderKey);
     watched.push(...(await stream(watchedFleet)));
     heapWatched = await serviceGauges(url, keys.admin);
     starved += watchers.filter((watcher) => watcher.received() < 1_000).length;
@@ -308,14 +314,7 @@ async function printWatcherCost(url: string, keys: BenchKeys, firstReaderKey: nu
 /** D: busy sessions' watchers beside IDLE_WATCHERS watchers of quiet sessions. */
 async function idleCrowd(url: string, keys: BenchKeys, firstReaderKey: number): Promise<void> {
   const quiet = await Promise.all(Array.from({ length: FLEET }, () => openTarget(url, keys.producer)));
-  const idle = Array.from({ length: IDLE_WATCHERS }, (_, index) =>
-    countingWatcher(
-      `${url}/v1/sessions/${quiet[index % FLEET].sessionId}/live`,
-      keys.readers[firstReaderKey + Math.floor(index / WATCHERS_PER_KEY)],
-    ),
-  );
-  const refused = (await Promise.all(idle.map((watcher) => watcher.opened))).find((status) => status !== 200);
-  if (refused !== undefined) throw new Error(`a watcher was refused: HTTP ${refused}`);
+  const idle = await crowd(url, quiet, IDLE_WATCHERS, keys, firstReaderKey);
   const busy = await Promise.all(Array.from({ length: FLEET }, () => openTarget(url, keys.producer)));
   const seen: number[] = [];
   const firstBusyWatcher = (firstReaderKey + Math.ceil(IDLE_WATCHERS / WATCHERS_PER_KEY)) * WATCHERS_PER_KEY;
