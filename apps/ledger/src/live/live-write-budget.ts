@@ -48,12 +48,6 @@ export class LiveWriteBudget {
     this.lastWrites.delete(stream);
   }
 
-  /** Streams counted as writing (for tests and metrics). */
-  writingStreams(now = performance.now()): number {
-    this.forgetWritesBefore(now - WRITING_HORIZON_MS);
-    return this.lastWrites.size;
-  }
-
   private forgetWritesBefore(horizon: number): void {
     for (const [stream, at] of this.lastWrites) {
       if (at >= horizon) return;

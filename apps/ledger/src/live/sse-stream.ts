@@ -27,8 +27,9 @@ export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
  * names a position whose updates all arrived. (A resume after a cut inside a position repeats
  * that position's earlier updates; they carry whole states, so applying them twice is harmless.)
  *
- * A client that does not take what it is sent is cut off once `maxBufferedBytes` pile up: it
- * gets an `overflow` event with the id to resume from, and nobody else waits for it.
+ * A client that does not take what it is sent is cut off once `maxBufferedBytes` pile up beyond
+ * its catch-up, or when it takes nothing for a heartbeat interval while over that: it gets an
+ * `overflow` event with the id to resume from, and nobody else waits for it.
  *
  * `budget` gives the coalescing window now: it stretches when many streams are writing, since each
  * write is a system call per client; with thousands of busy watchers, writing every change to every
