@@ -14,67 +14,88 @@ const options: SseOptions = {
 };
 
 describe('coalescingWindowMs', () => {
-  it('is the configured window while few streams write', () => {
-    expect(coalescingWindowMs(0, options)).toBe(50);
-    expect(coalescingWindowMs(1, options)).toBe(50);
-    expect(coalescingWindowMs(100, options)).toBe(50);
+  it('is the configured window while few streams are held back', () => {
+    expect(coalescingWindowMs(0, 0, options)).toBe(50);
+    expect(coalescingWindowMs(1, 0, options)).toBe(50);
+    expect(coalescingWindowMs(100, 0, options)).toBe(50);
   });
 
-  it('stretches so that the writing streams together make about the budgeted writes a second', () => {
-    for (const writing of [250, 500, 1_000, 2_000]) {
-      const window = coalescingWindowMs(writing, options);
-      expect((writing * 1_000) / window).toBeCloseTo(2_000, 6);
+  it('stretches so that the held-back streams together make about the budgeted writes a second', () => {
+    for (const heldBack of [250, 500, 1_000, 2_000]) {
+      const window = coalescingWindowMs(heldBack, 0, options);
+      expect((heldBack * 1_000) / window).toBeCloseTo(2_000, 6);
     }
-    expect(coalescingWindowMs(1_000, { ...options, writesPerSecond: 10_000 })).toBe(100);
+    expect(coalescingWindowMs(1_000, 0, { ...options, writesPerSecond: 10_000 })).toBe(100);
+  });
+
+  it('leaves the held-back streams what prompt writes do not use', () => {
+    expect(coalescingWindowMs(500, 1_000, options)).toBe(500);
+    expect(coalescingWindowMs(500, 1_500, options)).toBe(1_000);
+    expect(coalescingWindowMs(1, 1_999, options)).toBe(1_000);
+    expect(coalescingWindowMs(1, 5_000, options)).toBe(1_000);
   });
 
   it('never holds an update back more than a second, unless configured so', () => {
-    expect(coalescingWindowMs(5_000, options)).toBe(1_000);
-    expect(coalescingWindowMs(1_000_000, options)).toBe(1_000);
-    expect(coalescingWindowMs(1_000_000, { ...options, coalesceMs: 3_000 })).toBe(3_000);
+    expect(coalescingWindowMs(5_000, 0, options)).toBe(1_000);
+    expect(coalescingWindowMs(1_000_000, 0, options)).toBe(1_000);
+    expect(coalescingWindowMs(1_000_000, 0, { ...options, coalesceMs: 3_000 })).toBe(3_000);
   });
 
   it('coalesces nothing when the window is configured as 0, however many streams write', () => {
-    expect(coalescingWindowMs(1_000_000, { ...options, coalesceMs: 0 })).toBe(0);
+    expect(coalescingWindowMs(1_000_000, 1_000_000, { ...options, coalesceMs: 0 })).toBe(0);
   });
 });
 
 describe('LiveWriteBudget', () => {
-  // 10 writes a second: a window is 100 ms per writing stream, so each window shows the count.
+  // 10 writes a second: with no prompt writes, a window is 100 ms per held-back stream.
   const budget = () => new LiveWriteBudget({ ...options, coalesceMs: 1, writesPerSecond: 10 });
   const streams = (count: number) => Array.from({ length: count }, () => ({}));
 
-  it('counts only streams that wrote, each once, and the one asking', () => {
+  it('shares the budget among held-back streams, each once, and the one asking', () => {
     const shared = budget();
     const [asking, ...others] = streams(6);
     expect(shared.windowMs(asking, 0)).toBe(100);
-    for (const stream of others.slice(0, 3)) shared.wrote(stream, 0);
-    shared.wrote(others[0], 10);
+    for (const stream of others.slice(0, 3)) shared.wrote(stream, true, 0);
+    shared.wrote(others[0], true, 10);
     expect(shared.windowMs(asking, 20)).toBe(400);
-    shared.wrote(asking, 20);
+    shared.wrote(asking, true, 20);
     expect(shared.windowMs(asking, 30)).toBe(400);
     expect(shared.windowMs(others[4], 30)).toBe(500);
   });
 
+  it('counts a prompt write as the write it is, and a stream that wrote promptly as held back no more', () => {
+    const shared = budget();
+    const [asking, busy, occasional] = streams(3);
+    shared.wrote(busy, true, 0);
+    // Eight prompt writes in two seconds: 4 a second of the 10, 6 left for two held-back streams.
+    for (let write = 0; write < 8; write += 1) shared.wrote(occasional, false, write * 10);
+    expect(shared.windowMs(asking, 100)).toBeCloseTo((2 * 1_000) / 6, 6);
+    shared.wrote(busy, false, 150);
+    expect(shared.windowMs(asking, 200)).toBeCloseTo(1_000 / (10 - 4.5), 6);
+  });
+
   it('forgets a write after two seconds, and a closed stream at once', () => {
     const shared = budget();
-    const [asking, early, late, closing] = streams(4);
-    shared.wrote(early, 0);
-    shared.wrote(late, 1_500);
-    shared.wrote(closing, 1_600);
+    const [asking, early, late, closing, prompt] = streams(5);
+    shared.wrote(early, true, 0);
+    shared.wrote(late, true, 1_500);
+    shared.wrote(closing, true, 1_600);
     expect(shared.windowMs(asking, 1_999)).toBe(400);
     shared.closed(closing);
     expect(shared.windowMs(asking, 1_999)).toBe(300);
     expect(shared.windowMs(asking, 2_001)).toBe(200);
     expect(shared.windowMs(asking, 3_501)).toBe(100);
+    for (let write = 0; write < 10; write += 1) shared.wrote(prompt, false, 4_000);
+    expect(shared.windowMs(asking, 4_000)).toBe(200);
+    expect(shared.windowMs(asking, 6_100)).toBe(100);
   });
 
   it('a later write keeps a stream counted past its earlier one', () => {
     const shared = budget();
     const [asking, busy, once] = streams(3);
-    shared.wrote(busy, 0);
-    shared.wrote(once, 100);
-    shared.wrote(busy, 1_900);
+    shared.wrote(busy, true, 0);
+    shared.wrote(once, true, 100);
+    shared.wrote(busy, true, 1_900);
     expect(shared.windowMs(asking, 2_050)).toBe(300);
     expect(shared.windowMs(asking, 2_150)).toBe(200);
   });
@@ -83,8 +104,14 @@ describe('LiveWriteBudget', () => {
     const shared = new LiveWriteBudget(options);
     const idle = streams(1_000);
     expect(idle.map((stream) => shared.windowMs(stream, 0))).toEqual(idle.map(() => 50));
-    for (const stream of idle) shared.wrote(stream, 0);
-    expect(shared.windowMs({}, 10)).toBe(coalescingWindowMs(1_001, options));
+  });
+
+  it('two thousand streams writing once every 1.9 s leave a busy feed the rest of the budget', () => {
+    const shared = new LiveWriteBudget(options);
+    const occasional = streams(2_000);
+    occasional.forEach((stream, index) => shared.wrote(stream, false, (index * 1_900) / occasional.length));
+    // About 1,050 writes a second of the 2,000: one busy feed keeps the configured window.
+    expect(shared.windowMs({}, 1_950)).toBe(50);
   });
 });
 

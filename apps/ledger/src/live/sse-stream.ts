@@ -97,8 +97,8 @@ export class SseStream {
     }
     if (this.timer) return;
     const wait = this.lastFlush + this.budget.windowMs(this) - performance.now();
-    if (wait <= 0) this.flush();
-    else this.timer = setTimeout(() => this.flush(), wait);
+    if (wait <= 0) this.flush(false);
+    else this.timer = setTimeout(() => this.flush(true), wait);
   }
 
   /** Raw events (no coalescing): written at once, each with its own id. Resolves when the client has taken them, so a slow reader slows only its own feed. */
@@ -108,7 +108,7 @@ export class SseStream {
     if (this.closed || events.length === 0) return;
     const text = events.map((event) => frame(event.event, json(event.data), event.id.toString())).join('');
     this.lastId = events.at(-1)!.id.toString();
-    this.budget.wrote(this);
+    this.budget.wrote(this, false);
     if (this.write(text)) return;
     const drained = await new Promise<boolean>((resolve) => {
       // Both listeners go whichever way it ends: a long feed would otherwise gather one per batch.
@@ -149,7 +149,8 @@ export class SseStream {
     this.onClose(reason);
   }
 
-  private flush(): void {
+  /** Writes what is pending; `heldBack` when it waited for the window (the stream had more to send than it lets out). */
+  private flush(heldBack: boolean): void {
     this.timer = undefined;
     if (this.closed || this.pending.size === 0) return;
     const buffered = Math.min(this.response.writableLength, this.writtenSinceCatchUp);
@@ -159,7 +160,7 @@ export class SseStream {
     );
     this.pending = new Map();
     this.lastFlush = performance.now();
-    this.budget.wrote(this, this.lastFlush);
+    this.budget.wrote(this, heldBack, this.lastFlush);
     let text = '';
     items.forEach((item, index) => {
       const lastOfPosition = items[index + 1]?.position !== item.position;
