@@ -74,6 +74,13 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs(asking, 200)).toBeCloseTo(1_000 / (10 - 4.5), 6);
   });
 
+  it('rates prompt writes over the time their buckets cover', () => {
+    const shared = budget();
+    for (let write = 0; write < 8; write += 1) shared.wrote({}, false, 0);
+    // The bucket of the writes starts 2.05 s back: 8 writes in 2.05 s, not in 2.
+    expect(shared.windowMs({}, 2_050)).toBeCloseTo(1_000 / (10 - 8_000 / 2_050), 6);
+  });
+
   it('forgets a write after two seconds, and a closed stream at once', () => {
     const shared = budget();
     const [asking, early, late, closing, prompt] = streams(5);

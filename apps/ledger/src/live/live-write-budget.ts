@@ -12,6 +12,8 @@ const HORIZON_MS = 2 * MAX_WINDOW_MS;
 /** Prompt writes are counted per this many ms, so counting them takes no memory per write. */
 const BUCKET_MS = 100;
 
+const bucketOf = (at: number) => Math.floor(at / BUCKET_MS);
+
 /**
  * A stream's coalescing window: `coalesceMs`, stretched so that all streams together make about
  * `writesPerSecond` writes a second, at most a second. Writes that go out at once (`promptPerSecond`)
@@ -45,7 +47,9 @@ export class LiveWriteBudget {
   windowMs(stream: object, now = performance.now()): number {
     this.forgetWritesBefore(now - HORIZON_MS);
     const heldBack = this.heldBack.size + (this.heldBack.has(stream) ? 0 : 1);
-    return coalescingWindowMs(heldBack, (this.promptWrites * 1_000) / HORIZON_MS, this.options);
+    // The oldest bucket kept may start before the horizon: divide by the time the buckets cover.
+    const covered = now - bucketOf(now - HORIZON_MS) * BUCKET_MS;
+    return coalescingWindowMs(heldBack, (this.promptWrites * 1_000) / covered, this.options);
   }
 
   /** A write by `stream`: held back by its window, or out at once (after a quiet spell, a catch-up, a raw feed). */
@@ -56,7 +60,7 @@ export class LiveWriteBudget {
       this.heldBack.set(stream, now);
       return;
     }
-    const bucket = Math.floor(now / BUCKET_MS);
+    const bucket = bucketOf(now);
     this.promptPerBucket.set(bucket, (this.promptPerBucket.get(bucket) ?? 0) + 1);
     this.promptWrites += 1;
   }
@@ -70,7 +74,7 @@ export class LiveWriteBudget {
       if (at >= horizon) break;
       this.heldBack.delete(stream);
     }
-    const oldestKept = Math.floor(horizon / BUCKET_MS);
+    const oldestKept = bucketOf(horizon);
     for (const [bucket, writes] of this.promptPerBucket) {
       if (bucket >= oldestKept) break;
       this.promptPerBucket.delete(bucket);
