@@ -260,7 +260,7 @@ describe('live session feed for many clients (coalescing on)', () => {
 describe('live feeds share a write budget (decision 0033)', () => {
   let ledger: LedgerUnderTest;
   beforeAll(async () => {
-    // 10 writes a second for all streams together: each stream that writes stretches every window by 100 ms.
+    // 10 writes a second for all streams together: a stream held back alone gets a 100 ms window.
     ledger = await startLedger({ LEDGER_LIVE_WRITES_PER_SECOND: '10', LEDGER_LIVE_COALESCE_MS: '20' });
   });
   afterAll(async () => {
@@ -275,7 +275,7 @@ describe('live feeds share a write budget (decision 0033)', () => {
     const idle = Array.from({ length: 30 }, () => connectSse(`${ledger.baseUrl}/v1/sessions/${quiet.sessionId}/live`));
     for (const connection of idle) expect((await connection.opened).status).toBe(200);
     await until(() => idle.every((connection) => connection.events.length > 0), "the idle watchers' catch-ups");
-    // Their catch-ups were writes: they count for two seconds.
+    // Their catch-ups were prompt writes (15 a second, over the budget): they count for two seconds.
     await new Promise((resolve) => setTimeout(resolve, 2_200));
     const { sessionId } = await conversation(ledger);
     const busy = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`);
@@ -284,7 +284,7 @@ describe('live feeds share a write budget (decision 0033)', () => {
     const end = await stream(ledger, sessionId, 'a1', response(40), 1, 50);
     const elapsed = performance.now() - started;
     await until(() => busy.lastEventId() === String(end), 'the busy watcher');
-    // One writing stream: a 100 ms window. Were the 30 idle ones counted, it would be a second.
+    // Held back alone: a window of about 100 ms. Were the 30 idle ones counted as shares, it would be a second.
     expect(mainTextUpdates(busy)).toBeGreaterThan(elapsed / 400);
     for (const connection of [...idle, busy]) connection.close();
   });

@@ -5,7 +5,7 @@ import { LiveWriteBudget } from './live-write-budget.js';
 export interface SseOptions {
   /** At most one update per key per this many ms; the last state wins. */
   readonly coalesceMs: number;
-  /** The streams that are writing together get about this many writes a second: each one's window stretches with their number. */
+  /** All streams together make about this many writes a second: the held-back ones' windows stretch to fit (decision 0033). */
   readonly writesPerSecond: number;
   readonly heartbeatMs: number;
   /** Bytes written but not yet taken by the client beyond which it is cut off with its resume id. */
