@@ -81,30 +81,37 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs({}, 2_050)).toBeCloseTo(1_000 / (10 - 8_000 / 2_050), 6);
   });
 
-  it('forgets a write after two seconds, and a closed stream at once', () => {
+  it('counts a held-back stream until two of its windows have passed, and a closed stream not at all', () => {
     const shared = budget();
-    const [asking, early, late, closing, prompt] = streams(5);
-    shared.wrote(early, true, 0);
-    shared.wrote(late, true, 1_500);
-    shared.wrote(closing, true, 1_600);
-    expect(shared.windowMs(asking, 1_999)).toBe(400);
+    const [asking, first, second, closing] = streams(4);
+    shared.wrote(first, true, 0); // alone: a 100 ms window, counted until 200 ms (to the end of its bucket)
+    shared.wrote(second, true, 0); // two held back: a 200 ms window, counted until 400 ms
+    expect(shared.windowMs(asking, 299)).toBe(300);
+    expect(shared.windowMs(asking, 300)).toBe(200);
+    expect(shared.windowMs(asking, 499)).toBe(200);
+    expect(shared.windowMs(asking, 500)).toBe(100);
+    shared.wrote(closing, true, 600);
+    expect(shared.windowMs(asking, 600)).toBe(200);
     shared.closed(closing);
-    expect(shared.windowMs(asking, 1_999)).toBe(300);
-    expect(shared.windowMs(asking, 2_001)).toBe(200);
-    expect(shared.windowMs(asking, 3_501)).toBe(100);
-    for (let write = 0; write < 10; write += 1) shared.wrote(prompt, false, 4_000);
-    expect(shared.windowMs(asking, 4_000)).toBe(200);
-    expect(shared.windowMs(asking, 6_100)).toBe(100);
+    expect(shared.windowMs(asking, 600)).toBe(100);
+  });
+
+  it('forgets a prompt write after two seconds', () => {
+    const shared = budget();
+    for (let write = 0; write < 10; write += 1) shared.wrote({}, false, 4_000);
+    expect(shared.windowMs({}, 4_000)).toBe(200);
+    expect(shared.windowMs({}, 6_100)).toBe(100);
   });
 
   it('a later write keeps a stream counted past its earlier one', () => {
     const shared = budget();
     const [asking, busy, once] = streams(3);
-    shared.wrote(busy, true, 0);
-    shared.wrote(once, true, 100);
-    shared.wrote(busy, true, 1_900);
-    expect(shared.windowMs(asking, 2_050)).toBe(300);
-    expect(shared.windowMs(asking, 2_150)).toBe(200);
+    shared.wrote(busy, true, 0); // counted until 200 ms
+    shared.wrote(once, true, 100); // a 200 ms window: counted until 500 ms
+    shared.wrote(busy, true, 250); // a 200 ms window again: counted until 650 ms
+    expect(shared.windowMs(asking, 350)).toBe(300);
+    expect(shared.windowMs(asking, 600)).toBe(200);
+    expect(shared.windowMs(asking, 700)).toBe(100);
   });
 
   it('a thousand open streams that never wrote leave the configured window', () => {
@@ -119,6 +126,25 @@ describe('LiveWriteBudget', () => {
     occasional.forEach((stream, index) => shared.wrote(stream, false, (index * 1_900) / occasional.length));
     // About 1,050 writes a second of the 2,000: one busy feed keeps the configured window.
     expect(shared.windowMs({}, 1_950)).toBe(50);
+  });
+
+  it('a thousand streams sending a pair of changes every 1.9 s leave a busy feed about its configured window', () => {
+    // Each pair: the first change goes out at once, the second waits for the window. Counted for a
+    // fixed two seconds, the held-back half made every window 667 ms.
+    const shared = new LiveWriteBudget(options);
+    const due: { at: number; stream: object; heldBack: boolean }[] = streams(1_000).flatMap((stream, index) =>
+      [0, 1, 2, 3].map((period) => ({ at: period * 1_900 + (index * 1_900) / 1_000, stream, heldBack: false })),
+    );
+    due.sort((a, b) => a.at - b.at);
+    while (due.length > 0 && due[0].at < 7_000) {
+      const { at, stream, heldBack } = due.shift()!;
+      shared.wrote(stream, heldBack, at);
+      if (heldBack) continue;
+      const second = { at: at + shared.windowMs(stream, at), stream, heldBack: true };
+      const later = due.findIndex((write) => write.at > second.at);
+      due.splice(later === -1 ? due.length : later, 0, second);
+    }
+    expect(shared.windowMs({}, 7_000)).toBeLessThanOrEqual(60);
   });
 });
 
