@@ -45,10 +45,12 @@ async function until(condition: () => boolean | Promise<boolean>, what: string, 
   }
 }
 
-async function conversation(ledger: LedgerUnderTest) {
-  const sessionId: string = (await ledger.request('POST', '/v1/sessions', { title: 'live' })).body.id;
-  await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'u1', role: 'user', content: 'go' });
-  const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' });
+/** A session with a user message and an assistant message `a1` to stream into, as the principal named `as`. */
+async function conversation(ledger: LedgerUnderTest, as?: string) {
+  const post = (path: string, body: object) => ledger.request('POST', path, body, undefined, as);
+  const sessionId: string = (await post('/v1/sessions', { title: 'live' })).body.id;
+  await post(`/v1/sessions/${sessionId}/messages`, { id: 'u1', role: 'user', content: 'go' });
+  const created = await post(`/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' });
   return { sessionId, position: created.body.position as number };
 }
 
@@ -59,6 +61,7 @@ async function stream(
   chunks: object[],
   batch: number,
   pauseMs: number,
+  as?: string,
 ): Promise<number> {
   let position = 0;
   for (let start = 0; start < chunks.length; start += batch) {
@@ -66,6 +69,8 @@ async function stream(
       'POST',
       `/v1/sessions/${sessionId}/messages/${messageId}/chunks`,
       chunks.slice(start, start + batch),
+      undefined,
+      as,
     );
     expect(appended.status).toBe(200);
     position = appended.body.position;
@@ -287,6 +292,30 @@ describe('live feeds share a write budget (decision 0033)', () => {
     // Held back alone: a window of about 100 ms. Were the 30 idle ones counted as shares, it would be a second.
     expect(mainTextUpdates(busy)).toBeGreaterThan(elapsed / 400);
     for (const connection of [...idle, busy]) connection.close();
+  });
+
+  it("one tenant's crowd of busy feeds does not stretch another tenant's window", async () => {
+    await ledger.credentials.key('neighbour', { tenant: 'neighbour-tenant' });
+    const crowded = await conversation(ledger);
+    const own = await conversation(ledger, 'neighbour');
+    const crowd = Array.from({ length: 8 }, () =>
+      connectSse(`${ledger.baseUrl}/v1/sessions/${crowded.sessionId}/live`),
+    );
+    const neighbour = connectSse(`${ledger.baseUrl}/v1/sessions/${own.sessionId}/live`, { as: 'neighbour' });
+    for (const connection of [...crowd, neighbour]) expect((await connection.opened).status).toBe(200);
+    await until(() => [...crowd, neighbour].every((connection) => connection.events.length > 0), 'the catch-ups');
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    const started = performance.now();
+    const [, end] = await Promise.all([
+      stream(ledger, crowded.sessionId, 'a1', response(100), 1, 50),
+      stream(ledger, own.sessionId, 'a1', response(100), 1, 50, 'neighbour'),
+    ]);
+    const elapsed = performance.now() - started;
+    await until(() => neighbour.lastEventId() === String(end), "the neighbour's watcher");
+    // Each tenant gets half the budget: the neighbour's one held-back stream a 200 ms window, the
+    // crowd's eight a second each. Shared by stream, all nine would get 900 ms.
+    expect(mainTextUpdates(neighbour)).toBeGreaterThan(elapsed / 400);
+    for (const connection of [...crowd, neighbour]) connection.close();
   });
 });
 

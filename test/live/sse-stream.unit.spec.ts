@@ -1,7 +1,12 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { LiveItem } from '../../apps/ledger/src/live/live-items.js';
-import { coalescingWindowMs, LiveWriteBudget } from '../../apps/ledger/src/live/live-write-budget.js';
+import {
+  coalescingWindowMs,
+  LiveWriteBudget,
+  tenantShare,
+  type BudgetedStream,
+} from '../../apps/ledger/src/live/live-write-budget.js';
 import { SseStream, type SseOptions } from '../../apps/ledger/src/live/sse-stream.js';
 import { until } from '../support/raw-connection.js';
 import { connectSse } from '../support/sse-client.js';
@@ -14,42 +19,85 @@ const options: SseOptions = {
 };
 
 describe('coalescingWindowMs', () => {
-  it('is the configured window while few streams are held back', () => {
-    expect(coalescingWindowMs(0, 0, options)).toBe(50);
-    expect(coalescingWindowMs(1, 0, options)).toBe(50);
-    expect(coalescingWindowMs(100, 0, options)).toBe(50);
+  it('is the configured window while the held-back streams fit in the writes they may make', () => {
+    expect(coalescingWindowMs(0, 2_000, options)).toBe(50);
+    expect(coalescingWindowMs(1, 2_000, options)).toBe(50);
+    expect(coalescingWindowMs(100, 2_000, options)).toBe(50);
   });
 
-  it('stretches so that the held-back streams together make about the budgeted writes a second', () => {
+  it('stretches so that the held-back streams together make about the writes a second they may make', () => {
     for (const heldBack of [250, 500, 1_000, 2_000]) {
-      const window = coalescingWindowMs(heldBack, 0, options);
+      const window = coalescingWindowMs(heldBack, 2_000, options);
       expect((heldBack * 1_000) / window).toBeCloseTo(2_000, 6);
     }
-    expect(coalescingWindowMs(1_000, 0, { ...options, writesPerSecond: 10_000 })).toBe(100);
-  });
-
-  it('leaves the held-back streams what prompt writes do not use', () => {
+    expect(coalescingWindowMs(1_000, 10_000, options)).toBe(100);
     expect(coalescingWindowMs(500, 1_000, options)).toBe(500);
-    expect(coalescingWindowMs(500, 1_500, options)).toBe(1_000);
-    expect(coalescingWindowMs(1, 1_999, options)).toBe(1_000);
-    expect(coalescingWindowMs(1, 5_000, options)).toBe(1_000);
   });
 
-  it('never holds an update back more than a second, unless configured so', () => {
-    expect(coalescingWindowMs(5_000, 0, options)).toBe(1_000);
-    expect(coalescingWindowMs(1_000_000, 0, options)).toBe(1_000);
-    expect(coalescingWindowMs(1_000_000, 0, { ...options, coalesceMs: 3_000 })).toBe(3_000);
+  it('never holds an update back more than a second, unless configured so, even with nothing left to share', () => {
+    expect(coalescingWindowMs(5_000, 2_000, options)).toBe(1_000);
+    expect(coalescingWindowMs(1, 0, options)).toBe(1_000);
+    expect(coalescingWindowMs(1, -3_000, options)).toBe(1_000);
+    expect(coalescingWindowMs(1_000_000, 2_000, { ...options, coalesceMs: 3_000 })).toBe(3_000);
   });
 
   it('coalesces nothing when the window is configured as 0, however many streams write', () => {
-    expect(coalescingWindowMs(1_000_000, 1_000_000, { ...options, coalesceMs: 0 })).toBe(0);
+    expect(coalescingWindowMs(1_000_000, 0, { ...options, coalesceMs: 0 })).toBe(0);
+  });
+});
+
+describe('tenantShare', () => {
+  // Each stream needs at most 20 writes a second (a 50 ms window).
+  const holding = (entries: [heldBack: number, tenants: number][]) => new Map(entries);
+
+  it('gives every tenant what it needs when the budget covers it', () => {
+    expect(tenantShare(holding([[10, 3]]), 2_000, 20)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('shares evenly between tenants that all need more than an even share', () => {
+    expect(tenantShare(holding([[200, 10]]), 2_000, 20)).toBe(200);
+    expect(
+      tenantShare(
+        holding([
+          [150, 2],
+          [300, 1],
+        ]),
+        1_500,
+        20,
+      ),
+    ).toBe(500);
+  });
+
+  it('leaves what small tenants do not need to the large ones', () => {
+    // Five tenants with one stream take 20 each; four large ones share the other 1,900.
+    expect(
+      tenantShare(
+        holding([
+          [1, 5],
+          [200, 4],
+        ]),
+        2_000,
+        20,
+      ),
+    ).toBe(475);
+    expect(
+      tenantShare(
+        holding([
+          [5, 1],
+          [200, 9],
+        ]),
+        2_000,
+        20,
+      ),
+    ).toBeCloseTo(1_900 / 9, 9);
   });
 });
 
 describe('LiveWriteBudget', () => {
   // 10 writes a second: with no prompt writes, a window is 100 ms per held-back stream.
   const budget = () => new LiveWriteBudget({ ...options, coalesceMs: 1, writesPerSecond: 10 });
-  const streams = (count: number) => Array.from({ length: count }, () => ({}));
+  const stream = (tenant = 'one tenant') => ({ tenant });
+  const streams = (count: number, tenant?: string) => Array.from({ length: count }, () => stream(tenant));
 
   it('shares the budget among held-back streams, each once, and the one asking', () => {
     const shared = budget();
@@ -76,9 +124,9 @@ describe('LiveWriteBudget', () => {
 
   it('rates prompt writes over the time their buckets cover', () => {
     const shared = budget();
-    for (let write = 0; write < 8; write += 1) shared.wrote({}, false, 0);
+    for (let write = 0; write < 8; write += 1) shared.wrote(stream(), false, 0);
     // The bucket of the writes starts 2.05 s back: 8 writes in 2.05 s, not in 2.
-    expect(shared.windowMs({}, 2_050)).toBeCloseTo(1_000 / (10 - 8_000 / 2_050), 6);
+    expect(shared.windowMs(stream(), 2_050)).toBeCloseTo(1_000 / (10 - 8_000 / 2_050), 6);
   });
 
   it('counts a held-back stream until two of its windows have passed, and a closed stream not at all', () => {
@@ -98,9 +146,9 @@ describe('LiveWriteBudget', () => {
 
   it('forgets a prompt write after two seconds', () => {
     const shared = budget();
-    for (let write = 0; write < 10; write += 1) shared.wrote({}, false, 4_000);
-    expect(shared.windowMs({}, 4_000)).toBe(200);
-    expect(shared.windowMs({}, 6_100)).toBe(100);
+    for (let write = 0; write < 10; write += 1) shared.wrote(stream(), false, 4_000);
+    expect(shared.windowMs(stream(), 4_000)).toBe(200);
+    expect(shared.windowMs(stream(), 6_100)).toBe(100);
   });
 
   it('a later write keeps a stream counted past its earlier one', () => {
@@ -114,6 +162,28 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs(asking, 700)).toBe(100);
   });
 
+  it("shares between tenants first: one tenant's crowd does not stretch another tenant's windows", () => {
+    const shared = new LiveWriteBudget(options);
+    const crowds = Array.from({ length: 9 }, (_, tenant) => streams(200, `crowd ${tenant}`));
+    const small = streams(5, 'small');
+    for (const stream of [...crowds.flat(), ...small]) shared.wrote(stream, true, 0);
+    // The small tenant's five need 100 writes a second, well under an even tenth of 2,000: they keep
+    // the configured window, and the nine crowds share the other 1,900. Shared by stream, all 1,805
+    // would get 902 ms.
+    expect(shared.windowMs(small[0], 0)).toBe(50);
+    expect(shared.windowMs(crowds[0][0], 0)).toBeCloseTo((200 * 1_000) / (1_900 / 9), 9);
+    expect(shared.windowMs(stream('a tenant not yet writing'), 0)).toBe(50);
+  });
+
+  it('a tenant crowded alone shares the whole budget among its own streams', () => {
+    const shared = new LiveWriteBudget(options);
+    const crowd = streams(500, 'crowd');
+    for (const stream of crowd) shared.wrote(stream, true, 0);
+    expect(shared.windowMs(crowd[0], 0)).toBe(250);
+    for (const stream of crowd.slice(250)) shared.closed(stream);
+    expect(shared.windowMs(crowd[0], 0)).toBe(125);
+  });
+
   it('a thousand open streams that never wrote leave the configured window', () => {
     const shared = new LiveWriteBudget(options);
     const idle = streams(1_000);
@@ -125,26 +195,26 @@ describe('LiveWriteBudget', () => {
     const occasional = streams(2_000);
     occasional.forEach((stream, index) => shared.wrote(stream, false, (index * 1_900) / occasional.length));
     // About 1,050 writes a second of the 2,000: one busy feed keeps the configured window.
-    expect(shared.windowMs({}, 1_950)).toBe(50);
+    expect(shared.windowMs(stream(), 1_950)).toBe(50);
   });
 
   it('a thousand streams sending a pair of changes every 1.9 s leave a busy feed about its configured window', () => {
     // Each pair: the first change goes out at once, the second waits for the window. Counted for a
-    // fixed two seconds, the held-back half made every window 667 ms.
+    // fixed two seconds, the held-back half made every window about 500 ms here.
     const shared = new LiveWriteBudget(options);
-    const due: { at: number; stream: object; heldBack: boolean }[] = streams(1_000).flatMap((stream, index) =>
-      [0, 1, 2, 3].map((period) => ({ at: period * 1_900 + (index * 1_900) / 1_000, stream, heldBack: false })),
+    const due: { at: number; watcher: BudgetedStream; heldBack: boolean }[] = streams(1_000).flatMap((watcher, index) =>
+      [0, 1, 2, 3].map((period) => ({ at: period * 1_900 + (index * 1_900) / 1_000, watcher, heldBack: false })),
     );
     due.sort((a, b) => a.at - b.at);
     while (due.length > 0 && due[0].at < 7_000) {
-      const { at, stream, heldBack } = due.shift()!;
-      shared.wrote(stream, heldBack, at);
+      const { at, watcher, heldBack } = due.shift()!;
+      shared.wrote(watcher, heldBack, at);
       if (heldBack) continue;
-      const second = { at: at + shared.windowMs(stream, at), stream, heldBack: true };
+      const second = { at: at + shared.windowMs(watcher, at), watcher, heldBack: true };
       const later = due.findIndex((write) => write.at > second.at);
       due.splice(later === -1 ? due.length : later, 0, second);
     }
-    expect(shared.windowMs({}, 7_000)).toBeLessThanOrEqual(60);
+    expect(shared.windowMs(stream(), 7_000)).toBeLessThanOrEqual(60);
   });
 });
 

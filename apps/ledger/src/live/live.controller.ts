@@ -77,7 +77,7 @@ export class LiveController implements BeforeApplicationShutdown {
         throw new ApiError(503, 'live_feed_behind', message, 'Last-Event-ID');
       }
       const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => {
-        stream = this.open(response, from, () => {
+        stream = this.open(response, from, principal.tenant, () => {
           release();
           unwatch();
         });
@@ -108,7 +108,7 @@ export class LiveController implements BeforeApplicationShutdown {
       fromPosition: from,
       filter: { eventTypePrefixes: types, streamPrefixes: streams },
     });
-    const stream = this.open(response, from, () => {
+    const stream = this.open(response, from, principal.tenant, () => {
       release();
       void subscription.close();
     });
@@ -162,7 +162,7 @@ export class LiveController implements BeforeApplicationShutdown {
     };
   }
 
-  private open(response: Response, from: bigint | undefined, release: () => void): SseStream {
+  private open(response: Response, from: bigint | undefined, tenant: string, release: () => void): SseStream {
     this.metrics.liveClientOpened();
     const stream = new SseStream(
       response,
@@ -174,6 +174,7 @@ export class LiveController implements BeforeApplicationShutdown {
       },
       from,
       this.writeBudget,
+      tenant,
     );
     this.streams.add(stream);
     return stream;

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { LiveItem } from './live-items.js';
-import { LiveWriteBudget } from './live-write-budget.js';
+import { LiveWriteBudget, type BudgetedStream } from './live-write-budget.js';
 
 export interface SseOptions {
   /** At most one update per key per this many ms; the last state wins. */
@@ -35,7 +35,7 @@ export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
  * write is a system call per client; with thousands of busy watchers, writing every change to every
  * one of them would take the CPU that ingest needs, so they get fewer, fuller updates instead.
  */
-export class SseStream {
+export class SseStream implements BudgetedStream {
   private pending = new Map<string, LiveItem>();
   private timer: NodeJS.Timeout | undefined;
   private lastFlush = Number.NEGATIVE_INFINITY;
@@ -56,6 +56,8 @@ export class SseStream {
     private readonly onClose: (reason: CloseReason) => void,
     resumedFrom: bigint | undefined,
     private readonly budget = new LiveWriteBudget(options),
+    /** Whose stream this is: the budget shares writes fairly between tenants. */
+    readonly tenant = '',
   ) {
     this.lastId = resumedFrom?.toString();
     response.writeHead(200, {
