@@ -317,6 +317,38 @@ describe('live feeds share a write budget (decision 0033)', () => {
     expect(mainTextUpdates(neighbour)).toBeGreaterThan(elapsed / 400);
     for (const connection of [...crowd, neighbour]) connection.close();
   });
+
+  it("another tenant's raw feeds do not stretch a tenant's busy session feed", async () => {
+    await ledger.credentials.key('neighbour', { tenant: 'neighbour-tenant' });
+    const loud = await conversation(ledger);
+    const own = await conversation(ledger, 'neighbour');
+    const raw = Array.from({ length: 6 }, () => connectSse(`${ledger.baseUrl}/v1/events/live`));
+    const neighbour = connectSse(`${ledger.baseUrl}/v1/sessions/${own.sessionId}/live`, { as: 'neighbour' });
+    for (const connection of [...raw, neighbour]) expect((await connection.opened).status).toBe(200);
+    await until(() => neighbour.events.length > 0, "the neighbour's catch-up");
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    const started = performance.now();
+    const [loudEnd, end] = await Promise.all([
+      stream(ledger, loud.sessionId, 'a1', response(70), 1, 100),
+      stream(ledger, own.sessionId, 'a1', response(100), 1, 50, 'neighbour'),
+    ]);
+    const elapsed = performance.now() - started;
+    await until(() => neighbour.lastEventId() === String(end), "the neighbour's watcher");
+    // Raw feeds pay the budget too, out of their own tenant's half: the neighbour keeps a 200 ms
+    // window. Counted as everyone's prompt writes, six raw feeds took the whole budget.
+    expect(mainTextUpdates(neighbour)).toBeGreaterThan(elapsed / 400);
+    // Every raw event still arrives, each with its own id, in order.
+    await until(
+      () => raw.every((connection) => connection.lastEventId() === String(loudEnd)),
+      'the raw feeds to reach the end',
+    );
+    for (const connection of raw) {
+      const ids = connection.events.map((event) => Number(event.id));
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(new Set(ids).size).toBe(ids.length);
+    }
+    for (const connection of [...raw, neighbour]) connection.close();
+  });
 });
 
 describe('a catch-up larger than the slow-client limit', () => {

@@ -4,7 +4,7 @@ import type { LiveItem } from '../../apps/ledger/src/live/live-items.js';
 import {
   coalescingWindowMs,
   LiveWriteBudget,
-  tenantShare,
+  fairLevel,
   type BudgetedStream,
 } from '../../apps/ledger/src/live/live-write-budget.js';
 import { SseStream, type SseOptions } from '../../apps/ledger/src/live/sse-stream.js';
@@ -46,50 +46,26 @@ describe('coalescingWindowMs', () => {
   });
 });
 
-describe('tenantShare', () => {
-  // Each stream needs at most 20 writes a second (a 50 ms window).
-  const holding = (entries: [heldBack: number, tenants: number][]) => new Map(entries);
-
-  it('gives every tenant what it needs when the budget covers it', () => {
-    expect(tenantShare(holding([[10, 3]]), 2_000, 20)).toBe(Number.POSITIVE_INFINITY);
+describe('fairLevel', () => {
+  it('meets every demand when the budget covers them', () => {
+    expect(fairLevel([200, 200, 200], 2_000)).toBe(Number.POSITIVE_INFINITY);
+    expect(fairLevel([], 2_000)).toBe(Number.POSITIVE_INFINITY);
   });
 
-  it('shares evenly between tenants that all need more than an even share', () => {
-    expect(tenantShare(holding([[200, 10]]), 2_000, 20)).toBe(200);
+  it('shares evenly between demands that all exceed an even share', () => {
     expect(
-      tenantShare(
-        holding([
-          [150, 2],
-          [300, 1],
-        ]),
-        1_500,
-        20,
+      fairLevel(
+        Array.from({ length: 10 }, () => 4_000),
+        2_000,
       ),
-    ).toBe(500);
+    ).toBe(200);
+    expect(fairLevel([3_000, 6_000, 3_000], 1_500)).toBe(500);
   });
 
-  it('leaves what small tenants do not need to the large ones', () => {
-    // Five tenants with one stream take 20 each; four large ones share the other 1,900.
-    expect(
-      tenantShare(
-        holding([
-          [1, 5],
-          [200, 4],
-        ]),
-        2_000,
-        20,
-      ),
-    ).toBe(475);
-    expect(
-      tenantShare(
-        holding([
-          [5, 1],
-          [200, 9],
-        ]),
-        2_000,
-        20,
-      ),
-    ).toBeCloseTo(1_900 / 9, 9);
+  it('leaves what small demands do not take to the large ones', () => {
+    // Five demands of 20 are met; four of 4,000 share the other 1,900.
+    expect(fairLevel([4_000, 20, 4_000, 20, 20, 4_000, 20, 20, 4_000], 2_000)).toBe(475);
+    expect(fairLevel([100, ...Array.from({ length: 9 }, () => 4_000)], 2_000)).toBeCloseTo(1_900 / 9, 9);
   });
 });
 
@@ -184,6 +160,16 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs(crowd[0], 0)).toBe(125);
   });
 
+  it("one tenant's prompt writes do not stretch another tenant's windows; its own stretch to the most", () => {
+    const shared = new LiveWriteBudget(options);
+    const loud = streams(200, 'loud');
+    // 4,000 writes in two seconds, each out at once: the whole budget. Counted as everyone's, they
+    // gave every other tenant's held-back streams the one-second window.
+    for (let at = 0; at < 2_000; at += 100) for (const stream of loud) shared.wrote(stream, false, at);
+    expect(shared.windowMs(stream('quiet'), 2_000)).toBe(50);
+    expect(shared.windowMs(loud[0], 2_000)).toBe(1_000);
+  });
+
   it('a thousand open streams that never wrote leave the configured window', () => {
     const shared = new LiveWriteBudget(options);
     const idle = streams(1_000);
@@ -254,6 +240,26 @@ describe('SseStream over a real connection', () => {
     ]);
     stream.push([item(3n, 'held for the window')]);
     await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(client.events).toHaveLength(2);
+    client.close();
+  });
+
+  it('writes a raw batch after a quiet spell at once, and the next one after the window, every event with its id', async () => {
+    const client = connectSse(url, { key: 'unused' });
+    expect((await client.opened).status).toBe(200);
+    const raw = (from: number) => [0, 1].map((offset) => ({ id: BigInt(from + offset), data: { n: from + offset } }));
+    const started = performance.now();
+    await stream.send(raw(1));
+    const first = performance.now() - started;
+    const sending = stream.send(raw(3));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(client.events.map((event) => event.id)).toEqual(['1', '2']);
+    const closedAt = performance.now();
+    stream.close('shutdown');
+    await sending;
+    // Its window is ten seconds: closing ends the wait, not the window.
+    expect(performance.now() - closedAt).toBeLessThan(1_000);
+    expect(first).toBeLessThan(1_000);
     expect(client.events).toHaveLength(2);
     client.close();
   });

@@ -29,49 +29,46 @@ export function coalescingWindowMs(heldBack: number, writesPerSecond: number, op
 }
 
 /**
- * The most writes a second one tenant's held-back streams get of `available`, shared max-min fairly
- * between tenants (water-filling): a tenant that needs less than an even share gets what it needs,
- * and the others share the rest evenly. `tenantsHolding` maps a number of held-back streams to how
- * many tenants hold that many; each stream needs at most `streamRate` writes a second. Infinite when
- * every tenant gets what it needs.
+ * Max-min fair shares of `available` (water-filling): whoever asks for less than an even share gets
+ * what it asks, and the others share the rest evenly. Returns that even share, the most any one of
+ * `demands` gets; infinite when every demand is met.
  */
-export function tenantShare(
-  tenantsHolding: ReadonlyMap<number, number>,
-  available: number,
-  streamRate: number,
-): number {
+export function fairLevel(demands: readonly number[], available: number): number {
+  const ascending = [...demands].sort((a, b) => a - b);
   let left = available;
-  let tenants = 0;
-  for (const count of tenantsHolding.values()) tenants += count;
-  for (const held of [...tenantsHolding.keys()].sort((a, b) => a - b)) {
-    const even = left / tenants;
-    if (held * streamRate > even) return even;
-    const count = tenantsHolding.get(held)!;
-    left -= count * held * streamRate;
-    tenants -= count;
+  for (const [index, demand] of ascending.entries()) {
+    const even = left / (ascending.length - index);
+    if (demand > even) return even;
+    left -= demand;
   }
   return Number.POSITIVE_INFINITY;
+}
+
+/** One tenant's part of the budget: its held-back streams, and its prompt writes of the last two seconds. */
+interface TenantWrites {
+  heldBack: number;
+  prompt: number;
 }
 
 /**
  * The write budget the live streams of one process share, sized on the writes they make. A watcher of
  * a quiet session costs nothing, and one that writes now and then costs its few writes (counted over
- * the last two seconds), not a share: neither slows the feeds that are busy. Writes that go out at
- * once take what they take; the held-back streams share the rest, fairly between tenants first, so
- * one tenant's crowd does not stretch another tenant's windows. A held-back stream counts as a share
- * until two of its windows have passed since its last write (decision 0033).
+ * the last two seconds), not a share: neither slows the feeds that are busy. The budget is shared
+ * max-min fairly between tenants: each tenant asks for its prompt writes (those that went out at
+ * once) plus one write per `coalesceMs` for each of its held-back streams (those whose last write
+ * waited for their window), and its held-back streams share what its part leaves after its own prompt
+ * writes. One tenant's crowd, prompt or held back, does not stretch another tenant's windows. A
+ * held-back stream counts until two of its windows have passed since its last write (decision 0033).
  */
 export class LiveWriteBudget {
   /** Each held-back stream's deadline bucket: it counts until that bucket ends. */
   private readonly heldBackUntil = new Map<BudgetedStream, number>();
   /** The held-back streams by deadline bucket; deadlines come out of time order, windows differ. */
   private readonly heldBackByBucket = new Map<number, Set<BudgetedStream>>();
-  /** Held-back streams per tenant, and how many tenants hold each such number (for `tenantShare`). */
-  private readonly heldBackPerTenant = new Map<string, number>();
-  private readonly tenantsHolding = new Map<number, number>();
-  /** Writes that went out at once, per bucket of `BUCKET_MS`, oldest first. */
-  private readonly promptPerBucket = new Map<number, number>();
-  private promptWrites = 0;
+  /** Prompt writes per bucket and tenant, oldest bucket first. */
+  private readonly promptByBucket = new Map<number, Map<string, number>>();
+  /** Tenants that hold a held-back stream or made a prompt write in the last two seconds. */
+  private readonly tenants = new Map<string, TenantWrites>();
 
   constructor(private readonly options: SseOptions) {}
 
@@ -79,20 +76,21 @@ export class LiveWriteBudget {
   windowMs(stream: BudgetedStream, now = performance.now()): number {
     this.forgetPast(now);
     if (this.options.coalesceMs === 0) return 0;
-    // The oldest bucket kept may start before the horizon: divide by the time the buckets cover.
-    const covered = now - bucketOf(now - HORIZON_MS) * BUCKET_MS;
-    const available = this.options.writesPerSecond - (this.promptWrites * 1_000) / covered;
-    const counted = this.heldBackPerTenant.get(stream.tenant) ?? 0;
-    const own = counted + (this.heldBackUntil.has(stream) ? 0 : 1);
+    // The oldest bucket kept may start before the horizon: rate prompt writes over the time the buckets cover.
+    const perSecond = 1_000 / (now - bucketOf(now - HORIZON_MS) * BUCKET_MS);
     const streamRate = 1_000 / this.options.coalesceMs;
-    // Its tenant's share as if it were held back already, then the counts as they were.
-    this.holding(stream.tenant, own);
-    const share = tenantShare(this.tenantsHolding, available, streamRate);
-    this.holding(stream.tenant, counted);
-    return coalescingWindowMs(own, Math.min(own * streamRate, share), this.options);
+    const own = this.tenants.get(stream.tenant);
+    const heldBack = (own?.heldBack ?? 0) + (this.heldBackUntil.has(stream) ? 0 : 1);
+    const prompt = (own?.prompt ?? 0) * perSecond;
+    const asks = prompt + heldBack * streamRate;
+    const demands = [asks];
+    for (const [tenant, writes] of this.tenants)
+      if (tenant !== stream.tenant) demands.push(writes.prompt * perSecond + writes.heldBack * streamRate);
+    const part = Math.min(asks, fairLevel(demands, this.options.writesPerSecond));
+    return coalescingWindowMs(heldBack, part - prompt, this.options);
   }
 
-  /** A write by `stream`: held back by its window, or out at once (after a quiet spell, a catch-up, a raw feed). */
+  /** A write by `stream`: held back by its window, or out at once (after a quiet spell, or a catch-up). */
   wrote(stream: BudgetedStream, heldBack: boolean, now = performance.now()): void {
     if (heldBack) {
       // Its next write is due one window from now (itself counted); the second window is for a
@@ -105,8 +103,10 @@ export class LiveWriteBudget {
     this.forgetPast(now);
     this.uncount(stream);
     const bucket = bucketOf(now);
-    this.promptPerBucket.set(bucket, (this.promptPerBucket.get(bucket) ?? 0) + 1);
-    this.promptWrites += 1;
+    let perTenant = this.promptByBucket.get(bucket);
+    if (!perTenant) this.promptByBucket.set(bucket, (perTenant = new Map<string, number>()));
+    perTenant.set(stream.tenant, (perTenant.get(stream.tenant) ?? 0) + 1);
+    this.add(stream.tenant, { heldBack: 0, prompt: 1 });
   }
 
   closed(stream: BudgetedStream): void {
@@ -125,30 +125,24 @@ export class LiveWriteBudget {
   /** Takes `stream` out of the counts, but not out of its bucket. */
   private forget(stream: BudgetedStream): void {
     this.heldBackUntil.delete(stream);
-    this.holding(stream.tenant, this.heldBackPerTenant.get(stream.tenant)! - 1);
-  }
-
-  /** Sets how many held-back streams `tenant` holds. */
-  private holding(tenant: string, heldBack: number): void {
-    const before = this.heldBackPerTenant.get(tenant) ?? 0;
-    if (before === heldBack) return;
-    if (before > 0) {
-      const tenants = this.tenantsHolding.get(before)! - 1;
-      if (tenants === 0) this.tenantsHolding.delete(before);
-      else this.tenantsHolding.set(before, tenants);
-    }
-    if (heldBack > 0) {
-      this.tenantsHolding.set(heldBack, (this.tenantsHolding.get(heldBack) ?? 0) + 1);
-      this.heldBackPerTenant.set(tenant, heldBack);
-    } else this.heldBackPerTenant.delete(tenant);
+    this.add(stream.tenant, { heldBack: -1, prompt: 0 });
   }
 
   private countHeldBack(stream: BudgetedStream, deadlineBucket: number): void {
     this.heldBackUntil.set(stream, deadlineBucket);
-    this.holding(stream.tenant, (this.heldBackPerTenant.get(stream.tenant) ?? 0) + 1);
+    this.add(stream.tenant, { heldBack: 1, prompt: 0 });
     const streams = this.heldBackByBucket.get(deadlineBucket);
     if (streams) streams.add(stream);
     else this.heldBackByBucket.set(deadlineBucket, new Set([stream]));
+  }
+
+  /** Adds `by` to a tenant's counts; a tenant with nothing counted takes no memory. */
+  private add(tenant: string, by: TenantWrites): void {
+    let writes = this.tenants.get(tenant);
+    if (!writes) this.tenants.set(tenant, (writes = { heldBack: 0, prompt: 0 }));
+    writes.heldBack += by.heldBack;
+    writes.prompt += by.prompt;
+    if (writes.heldBack === 0 && writes.prompt === 0) this.tenants.delete(tenant);
   }
 
   /** Forgets prompt writes older than the horizon, and held-back streams whose deadline's bucket has ended. */
@@ -161,10 +155,10 @@ export class LiveWriteBudget {
       for (const stream of streams) this.forget(stream);
     }
     const oldestKept = bucketOf(now - HORIZON_MS);
-    for (const [bucket, writes] of this.promptPerBucket) {
+    for (const [bucket, perTenant] of this.promptByBucket) {
       if (bucket >= oldestKept) break;
-      this.promptPerBucket.delete(bucket);
-      this.promptWrites -= writes;
+      this.promptByBucket.delete(bucket);
+      for (const [tenant, writes] of perTenant) this.add(tenant, { heldBack: 0, prompt: -writes });
     }
   }
 }

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LiveItem } from './live-items.js';
 import { LiveWriteBudget, type BudgetedStream } from './live-write-budget.js';
 
@@ -49,6 +50,8 @@ export class SseStream implements BudgetedStream {
   private lastId: string | undefined;
   private readonly heartbeat: NodeJS.Timeout;
   private closed = false;
+  /** Ends a raw batch's wait for its window when the stream closes. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly response: ServerResponse,
@@ -103,14 +106,23 @@ export class SseStream implements BudgetedStream {
     else this.timer = setTimeout(() => this.flush(true), wait);
   }
 
-  /** Raw events (no coalescing): written at once, each with its own id. Resolves when the client has taken them, so a slow reader slows only its own feed. */
+  /**
+   * Raw events (no coalescing: each is written, with its own id). The first batch after a quiet spell
+   * goes out at once; later ones wait for the window, as a session feed's do, while the caller gathers
+   * what comes meanwhile for the next write. Resolves when the client has taken them, so a slow reader
+   * slows only its own feed.
+   */
   async send(
     events: readonly { readonly id: bigint; readonly event?: string; readonly data: unknown }[],
   ): Promise<void> {
     if (this.closed || events.length === 0) return;
+    const wait = this.lastFlush + this.budget.windowMs(this) - performance.now();
+    if (wait > 0) await sleep(wait, undefined, { signal: this.closing.signal }).catch(() => undefined);
+    if (this.closed) return;
     const text = events.map((event) => frame(event.event, json(event.data), event.id.toString())).join('');
     this.lastId = events.at(-1)!.id.toString();
-    this.budget.wrote(this, false);
+    this.lastFlush = performance.now();
+    this.budget.wrote(this, wait > 0, this.lastFlush);
     if (this.write(text)) return;
     const drained = await new Promise<boolean>((resolve) => {
       // Both listeners go whichever way it ends: a long feed would otherwise gather one per batch.
@@ -131,6 +143,7 @@ export class SseStream implements BudgetedStream {
   close(reason: CloseReason): void {
     if (this.closed) return;
     this.closed = true;
+    this.closing.abort();
     this.budget.closed(this);
     clearInterval(this.heartbeat);
     clearTimeout(this.timer);
