@@ -348,4 +348,28 @@ describe('SseStream: what counts against the slow-client limit', () => {
     expect(listeners()).toBe(before);
     socket.destroy();
   });
+
+  it('writes a raw batch of large events in parts, each taken before the next is made, every event with its id', async () => {
+    const writes: number[] = [];
+    server = http.createServer((_request, response) => {
+      const write = response.write.bind(response) as (text: string) => boolean;
+      response.write = ((text: string) => {
+        writes.push(text.length);
+        return write(text);
+      }) as typeof response.write;
+      stream = new SseStream(response, { ...options, coalesceMs: 0 }, () => undefined, undefined);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const client = connectSse(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { key: 'unused' });
+    expect((await client.opened).status).toBe(200);
+    // 30 MB in one batch: as one string, a page of such events can pass V8's longest string.
+    const blob = 'z'.repeat(100_000);
+    await stream!.send(Array.from({ length: 300 }, (_, index) => ({ id: BigInt(index + 1), data: { blob } })));
+    await until(() => client.events.length === 300, 10_000, 'every event');
+    expect(client.events.map((event) => event.id)).toEqual(
+      Array.from({ length: 300 }, (_, index) => String(index + 1)),
+    );
+    expect(Math.max(...writes)).toBeLessThan(1_048_576 + 110_000);
+    client.close();
+  });
 });

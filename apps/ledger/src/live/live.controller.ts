@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Param, Query, Req, Res, type BeforeApplicationShutdown } from '@nestjs/common';
-import type { EventLog, RecordedEvent } from '#event-log';
+import type { EventLog } from '#event-log';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
@@ -29,8 +29,6 @@ const prefixes = z
   )
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
-/** The most a raw feed gathers into one write while the log has more at once. */
-const RAW_EVENTS_PER_WRITE = 5_000;
 export const sessionLiveQuery = z.object({ from: position.optional() });
 export const eventsLiveQuery = z.object({
   from: position.optional(),
@@ -115,20 +113,16 @@ export class LiveController implements BeforeApplicationShutdown {
       void subscription.close();
     });
     try {
-      let gathered: RecordedEvent[] = [];
       for await (const batch of subscription) {
         // Every event carries its tenant; a client sees its own tenant's only, whatever prefixes it asked for.
-        for (const event of batch.events) if (event.metadata.tenant === principal.tenant) gathered.push(event);
-        // While the log has more at once (a catch-up, a burst), one write takes several pages.
-        if (gathered.length === 0 || (!batch.caughtUp && gathered.length < RAW_EVENTS_PER_WRITE)) continue;
-        const events = gathered;
-        gathered = [];
-        await stream.send(
-          events.map((event) => ({
-            id: event.position,
-            data: { ...event, revision: Number(event.revision), position: Number(event.position) },
-          })),
-        );
+        const own = batch.events.filter((event) => event.metadata.tenant === principal.tenant);
+        if (own.length > 0)
+          await stream.send(
+            own.map((event) => ({
+              id: event.position,
+              data: { ...event, revision: Number(event.revision), position: Number(event.position) },
+            })),
+          );
         if (stream.isClosed) break;
       }
     } finally {

@@ -15,6 +15,8 @@ export interface SseOptions {
 
 /** How long a raw feed waits for its client to take a batch before cutting it off. */
 const RAW_STALL_MS = 10_000;
+/** A raw feed's batch is written in parts of about this many characters (one event may be more). */
+const RAW_PART_CHARS = 1_048_576;
 
 /** An item goes to every watcher of its session: it is serialized once, not once per watcher. */
 const serializedItems = new WeakMap<LiveItem, string>();
@@ -108,8 +110,9 @@ export class SseStream implements BudgetedStream {
 
   /**
    * Raw events (no coalescing: each is written, with its own id). The first batch after a quiet spell
-   * goes out at once; later ones wait for the window, as a session feed's do, while the caller gathers
-   * what comes meanwhile for the next write. Resolves when the client has taken them, so a slow reader
+   * goes out at once; later ones wait for the window, as a session feed's updates do. Written in parts
+   * of about `RAW_PART_CHARS`, each taken by the client before the next is made, so a page of large
+   * events is never one string in memory. Resolves when the client has taken them, so a slow reader
    * slows only its own feed.
    */
   async send(
@@ -119,12 +122,22 @@ export class SseStream implements BudgetedStream {
     const wait = this.lastFlush + this.budget.windowMs(this) - performance.now();
     if (wait > 0) await sleep(wait, undefined, { signal: this.closing.signal }).catch(() => undefined);
     if (this.closed) return;
-    const text = events.map((event) => frame(event.event, json(event.data), event.id.toString())).join('');
-    this.lastId = events.at(-1)!.id.toString();
     this.lastFlush = performance.now();
     this.budget.wrote(this, wait > 0, this.lastFlush);
-    if (this.write(text)) return;
-    const drained = await new Promise<boolean>((resolve) => {
+    let part = '';
+    for (const [index, event] of events.entries()) {
+      part += frame(event.event, json(event.data), event.id.toString());
+      if (part.length < RAW_PART_CHARS && index < events.length - 1) continue;
+      this.lastId = event.id.toString();
+      if (!(await this.taken(part))) return this.close('slow_client');
+      part = '';
+    }
+  }
+
+  /** Writes `text`; false if the client did not take it within `RAW_STALL_MS`. */
+  private async taken(text: string): Promise<boolean> {
+    if (this.write(text)) return true;
+    return new Promise<boolean>((resolve) => {
       // Both listeners go whichever way it ends: a long feed would otherwise gather one per batch.
       const settle = (taken: boolean) => {
         clearTimeout(timer);
@@ -137,7 +150,6 @@ export class SseStream implements BudgetedStream {
       this.response.once('drain', onTaken);
       this.response.once('close', onTaken);
     });
-    if (!drained) this.close('slow_client');
   }
 
   close(reason: CloseReason): void {
