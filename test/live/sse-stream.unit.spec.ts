@@ -170,6 +170,44 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs(loud[0], 2_000)).toBe(1_000);
   });
 
+  it('keeps every window within its bounds through random churn, and lets a stream go as it closes', () => {
+    let seed = 42;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    const settingsTried = [
+      options,
+      { ...options, coalesceMs: 1, writesPerSecond: 10 },
+      { ...options, coalesceMs: 3_000 },
+    ];
+    for (const settings of settingsTried) {
+      const shared = new LiveWriteBudget(settings);
+      const open = Array.from({ length: 300 }, (_, index) => stream(`tenant ${index % 17}`));
+      const prompt: { stream: BudgetedStream; at: number }[] = [];
+      let now = 0;
+      for (let step = 0; step < 8_000; step += 1) {
+        now += random() * 5;
+        const chosen = open[Math.floor(random() * open.length)];
+        const action = random();
+        if (action < 0.45) shared.wrote(chosen, true, now);
+        else if (action < 0.9) {
+          shared.wrote(chosen, false, now);
+          prompt.push({ stream: chosen, at: now });
+        } else shared.closed(chosen);
+        const window = shared.windowMs(chosen, now);
+        expect(window).toBeGreaterThanOrEqual(settings.coalesceMs);
+        expect(window).toBeLessThanOrEqual(Math.max(settings.coalesceMs, 1_000));
+      }
+      for (const closing of open) shared.closed(closing);
+      // Once all have closed, only the prompt writes count: a budget that saw those alone agrees.
+      const promptOnly = new LiveWriteBudget(settings);
+      for (const write of prompt) promptOnly.wrote(write.stream, false, write.at);
+      const asking = open.slice(0, 17);
+      for (const at of [now, now + 2_200])
+        expect(asking.map((one) => shared.windowMs(one, at))).toEqual(
+          asking.map((one) => promptOnly.windowMs(one, at)),
+        );
+    }
+  });
+
   it('a thousand open streams that never wrote leave the configured window', () => {
     const shared = new LiveWriteBudget(options);
     const idle = streams(1_000);
