@@ -387,7 +387,20 @@ describe('SseStream: what counts against the slow-client limit', () => {
     socket.destroy();
   });
 
-  it('writes a raw batch of large events in parts, each taken before the next is made, every event with its id', async () => {
+  it('stops writing a raw batch in parts as soon as the client hangs up', async () => {
+    const { socket, stream: raw } = await connected({ ...options, coalesceMs: 0 }, 0);
+    const blob = 'z'.repeat(100_000);
+    const sending = raw.send(Array.from({ length: 100 }, (_, index) => ({ id: BigInt(index + 1), data: { blob } })));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const hungUp = performance.now();
+    socket.destroy();
+    await sending;
+    // Not the ten seconds a stalled client is given.
+    expect(performance.now() - hungUp).toBeLessThan(3_000);
+    expect(closedFor).toBe('client_closed');
+  });
+
+  it('writes a raw batch of large events in parts, every event with its id', async () => {
     const writes: number[] = [];
     server = http.createServer((_request, response) => {
       const write = response.write.bind(response) as (text: string) => boolean;

@@ -111,9 +111,9 @@ export class SseStream implements BudgetedStream {
   /**
    * Raw events (no coalescing: each is written, with its own id). The first batch after a quiet spell
    * goes out at once; later ones wait for the window, as a session feed's updates do. Written in parts
-   * of about `RAW_PART_CHARS`, each taken by the client before the next is made, so a page of large
-   * events is never one string in memory. Resolves when the client has taken them, so a slow reader
-   * slows only its own feed.
+   * of about `RAW_PART_CHARS`, the next made only when the socket takes more, so a page of large events
+   * is never one string in memory. Resolves when the client has taken them, so a slow reader slows
+   * only its own feed.
    */
   async send(
     events: readonly { readonly id: bigint; readonly event?: string; readonly data: unknown }[],
@@ -134,9 +134,10 @@ export class SseStream implements BudgetedStream {
     }
   }
 
-  /** Writes `text`; false if the client did not take it within `RAW_STALL_MS`. */
+  /** Writes `text`; false if the stream is closed or the client did not take it within `RAW_STALL_MS`. */
   private async taken(text: string): Promise<boolean> {
     if (this.write(text)) return true;
+    if (this.closed) return false;
     return new Promise<boolean>((resolve) => {
       // Both listeners go whichever way it ends: a long feed would otherwise gather one per batch.
       const settle = (taken: boolean) => {
