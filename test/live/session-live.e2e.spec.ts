@@ -294,46 +294,56 @@ describe('live feeds share a write budget (decision 0033)', () => {
     for (const connection of [...idle, busy]) connection.close();
   });
 
-  it("one tenant's crowd of busy feeds does not stretch another tenant's window", async () => {
-    await ledger.credentials.key('neighbour', { tenant: 'neighbour-tenant' });
-    const crowded = await conversation(ledger);
-    const own = await conversation(ledger, 'neighbour');
-    const crowd = Array.from({ length: 8 }, () =>
-      connectSse(`${ledger.baseUrl}/v1/sessions/${crowded.sessionId}/live`),
-    );
-    const neighbour = connectSse(`${ledger.baseUrl}/v1/sessions/${own.sessionId}/live`, { as: 'neighbour' });
-    for (const connection of [...crowd, neighbour]) expect((await connection.opened).status).toBe(200);
-    await until(() => [...crowd, neighbour].every((connection) => connection.events.length > 0), 'the catch-ups');
-    await new Promise((resolve) => setTimeout(resolve, 2_200));
-    const started = performance.now();
-    const [, end] = await Promise.all([
-      stream(ledger, crowded.sessionId, 'a1', response(100), 1, 50),
-      stream(ledger, own.sessionId, 'a1', response(100), 1, 50, 'neighbour'),
-    ]);
-    const elapsed = performance.now() - started;
-    await until(() => neighbour.lastEventId() === String(end), "the neighbour's watcher");
-    // Each tenant gets half the budget: the neighbour's one held-back stream a 200 ms window, the
-    // crowd's eight a second each. Shared by stream, all nine would get 900 ms.
-    expect(mainTextUpdates(neighbour)).toBeGreaterThan(elapsed / 400);
-    for (const connection of [...crowd, neighbour]) connection.close();
-  });
-
-  it("another tenant's raw feeds do not stretch a tenant's busy session feed", async () => {
+  /**
+   * The neighbour tenant's one busy feed, streamed beside a session of the default tenant that
+   * streams `loudChunks` one per `loudPauseMs` to the feeds `openLoud` opens for it.
+   */
+  async function besideLoudTenant(
+    openLoud: (sessionId: string) => SseConnection[],
+    loudChunks: number,
+    loudPauseMs: number,
+  ) {
     await ledger.credentials.key('neighbour', { tenant: 'neighbour-tenant' });
     const loud = await conversation(ledger);
     const own = await conversation(ledger, 'neighbour');
-    const raw = Array.from({ length: 6 }, () => connectSse(`${ledger.baseUrl}/v1/events/live`));
+    const loudFeeds = openLoud(loud.sessionId);
     const neighbour = connectSse(`${ledger.baseUrl}/v1/sessions/${own.sessionId}/live`, { as: 'neighbour' });
-    for (const connection of [...raw, neighbour]) expect((await connection.opened).status).toBe(200);
+    for (const connection of [...loudFeeds, neighbour]) expect((await connection.opened).status).toBe(200);
     await until(() => neighbour.events.length > 0, "the neighbour's catch-up");
     await new Promise((resolve) => setTimeout(resolve, 2_200));
     const started = performance.now();
     const [loudEnd, end] = await Promise.all([
-      stream(ledger, loud.sessionId, 'a1', response(70), 1, 100),
+      stream(ledger, loud.sessionId, 'a1', response(loudChunks), 1, loudPauseMs),
       stream(ledger, own.sessionId, 'a1', response(100), 1, 50, 'neighbour'),
     ]);
     const elapsed = performance.now() - started;
     await until(() => neighbour.lastEventId() === String(end), "the neighbour's watcher");
+    return { loudFeeds, loudEnd, neighbour, elapsed };
+  }
+
+  it("one tenant's crowd of busy feeds does not stretch another tenant's window", async () => {
+    const { loudFeeds, neighbour, elapsed } = await besideLoudTenant(
+      (sessionId) => Array.from({ length: 8 }, () => connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`)),
+      100,
+      50,
+    );
+    // Each tenant gets half the budget: the neighbour's one held-back stream a 200 ms window, the
+    // crowd's eight a second each. Shared by stream, all nine would get 900 ms.
+    expect(mainTextUpdates(neighbour)).toBeGreaterThan(elapsed / 400);
+    for (const connection of [...loudFeeds, neighbour]) connection.close();
+  });
+
+  it("another tenant's raw feeds do not stretch a tenant's busy session feed", async () => {
+    const {
+      loudFeeds: raw,
+      loudEnd,
+      neighbour,
+      elapsed,
+    } = await besideLoudTenant(
+      () => Array.from({ length: 6 }, () => connectSse(`${ledger.baseUrl}/v1/events/live`)),
+      70,
+      100,
+    );
     // Raw feeds pay the budget too, out of their own tenant's half: the neighbour keeps a 200 ms
     // window. Counted as everyone's prompt writes, six raw feeds took the whole budget.
     expect(mainTextUpdates(neighbour)).toBeGreaterThan(elapsed / 400);
