@@ -282,7 +282,7 @@ describe('SseStream over a real connection', () => {
     client.close();
   });
 
-  it('writes a raw batch after a quiet spell at once, and the next one after the window, every event with its id', async () => {
+  it('writes a raw batch after a quiet spell at once; the next waits for the window, and closing ends the wait', async () => {
     const client = connectSse(url, { key: 'unused' });
     expect((await client.opened).status).toBe(200);
     const raw = (from: number) => [0, 1].map((offset) => ({ id: BigInt(from + offset), data: { n: from + offset } }));
