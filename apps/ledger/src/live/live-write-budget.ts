@@ -106,7 +106,7 @@ export class LiveWriteBudget {
     let perTenant = this.promptByBucket.get(bucket);
     if (!perTenant) this.promptByBucket.set(bucket, (perTenant = new Map<string, number>()));
     perTenant.set(stream.tenant, (perTenant.get(stream.tenant) ?? 0) + 1);
-    this.add(stream.tenant, { heldBack: 0, prompt: 1 });
+    this.add(stream.tenant, 0, 1);
   }
 
   closed(stream: BudgetedStream): void {
@@ -125,23 +125,23 @@ export class LiveWriteBudget {
   /** Takes `stream` out of the counts, but not out of its bucket. */
   private forget(stream: BudgetedStream): void {
     this.heldBackUntil.delete(stream);
-    this.add(stream.tenant, { heldBack: -1, prompt: 0 });
+    this.add(stream.tenant, -1, 0);
   }
 
   private countHeldBack(stream: BudgetedStream, deadlineBucket: number): void {
     this.heldBackUntil.set(stream, deadlineBucket);
-    this.add(stream.tenant, { heldBack: 1, prompt: 0 });
+    this.add(stream.tenant, 1, 0);
     const streams = this.heldBackByBucket.get(deadlineBucket);
     if (streams) streams.add(stream);
     else this.heldBackByBucket.set(deadlineBucket, new Set([stream]));
   }
 
-  /** Adds `by` to a tenant's counts; a tenant with nothing counted takes no memory. */
-  private add(tenant: string, by: TenantWrites): void {
+  /** Adds to a tenant's counts; a tenant with nothing counted takes no memory. */
+  private add(tenant: string, heldBack: number, prompt: number): void {
     let writes = this.tenants.get(tenant);
     if (!writes) this.tenants.set(tenant, (writes = { heldBack: 0, prompt: 0 }));
-    writes.heldBack += by.heldBack;
-    writes.prompt += by.prompt;
+    writes.heldBack += heldBack;
+    writes.prompt += prompt;
     if (writes.heldBack === 0 && writes.prompt === 0) this.tenants.delete(tenant);
   }
 
@@ -158,7 +158,7 @@ export class LiveWriteBudget {
     for (const [bucket, perTenant] of this.promptByBucket) {
       if (bucket >= oldestKept) break;
       this.promptByBucket.delete(bucket);
-      for (const [tenant, writes] of perTenant) this.add(tenant, { heldBack: 0, prompt: -writes });
+      for (const [tenant, writes] of perTenant) this.add(tenant, 0, -writes);
     }
   }
 }
