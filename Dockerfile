@@ -6,4 +6,4 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 ENV PORT=3000
 EXPOSE 3000
-CMD ["node", "dist/apps/ledger/src/main.js"]
+CMD ["node", "--max-semi-space-size=64", "dist/apps/ledger/src/main.js"]

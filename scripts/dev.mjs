@@ -7,9 +7,10 @@ const tsc = ['node_modules/typescript/bin/tsc', '-b', 'tsconfig.build.json'];
 const first = spawnSync(process.execPath, tsc, { stdio: 'inherit' });
 if (first.status !== 0) process.exit(first.status ?? 1);
 
+const { SERVICE_NODE_FLAGS } = await import('../dist/apps/ledger/src/config/node-flags.js');
 const children = [
   spawn(process.execPath, [...tsc, '--watch', '--preserveWatchOutput'], { stdio: 'inherit' }),
-  spawn(process.execPath, ['--watch', 'dist/apps/ledger/src/main.js'], { stdio: 'inherit' }),
+  spawn(process.execPath, ['--watch', ...SERVICE_NODE_FLAGS, 'dist/apps/ledger/src/main.js'], { stdio: 'inherit' }),
 ];
 // Each child gets one signal: a second one would cut the service's clean shutdown short.
 let stopping = false;

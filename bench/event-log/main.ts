@@ -3,7 +3,8 @@
  * (one INSERT per event on a bigserial, no grouping) and emmett-postgresql's event store, all on
  * the same database in the same run, plus our EventStoreDB adapter talking gRPC to the wire
  * double of test/ (that row measures our adapter and the client library, not a server). Each cell is the best of ROUNDS runs, engines interleaved,
- * because this 2-core machine is noisy: read the ratios, not the absolute numbers.
+ * because this 2-core machine is noisy: read the ratios, not the absolute numbers. The process
+ * runs with the service's V8 flags (`SERVICE_NODE_FLAGS`), every engine alike.
  *
  *   npm run bench:event-log
  */
@@ -13,7 +14,13 @@ import { getPostgreSQLEventStore } from '@event-driven-io/emmett-postgresql';
 import pg from 'pg';
 import { ANY, createEventStoreDbEventLog, createPostgresEventLog, type NewEvent } from '#event-log';
 import { startEventStoreDouble } from '../../test/support/eventstoredb-double/eventstoredb-double.js';
-import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
+import {
+  formatRate,
+  formatRatio,
+  openBenchDatabase,
+  printTable,
+  reranWithServiceNodeFlags,
+} from '../support/bench-database.js';
 
 interface Engine {
   readonly name: string;
@@ -166,4 +173,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (!reranWithServiceNodeFlags()) await main();

@@ -1,30 +1,37 @@
 /**
  * Rebuild of the block read models (`POST /v1/admin/rebuild` runs the same code), in process,
- * against reading the same events through the log alone in the same run (pages of 5,000, the
- * projection's filter, nothing folded or written): how close the rebuild comes to the speed at
- * which its input arrives. A third row folds the pages read, held in memory, as the projection
+ * against reading the same events through the log alone in the same run (the rebuild's pages, the
+ * projection's filter, without their hashes as the rebuild reads them, nothing folded or written):
+ * how close the rebuild comes to the speed at which its input arrives. A third row folds the pages read, held in memory, as the projection
  * does (each session's events of a page at once, then its change set), with nothing read or
  * written: the fold's own speed. The log is seeded through the session repository (decide, hash chain,
  * group commit) with SESSIONS sessions of RESPONSES assistant responses shaped like
- * bench:ingest's (reasoning, a tool round, an answer: 209 chunk events each).
+ * bench:ingest's (reasoning, a tool round, an answer: 209 chunk events each). Runs with the
+ * service's V8 flags (`SERVICE_NODE_FLAGS`), as the rebuild runs in the service and the CLI.
  *
  *   npm run bench:rebuild   (DATABASE_URL: a scratch database, seeded on the first run, measured as is later)
  */
 import { initialSessionState, parseChunks, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
-import { createPostgresEventLog, type EventLogReader, type RecordedEvent } from '#event-log';
+import { createPostgresEventLog, type EventLogReader, type EventWithoutHashes } from '#event-log';
 import os from 'node:os';
 import pg from 'pg';
 import { rebuildReadModels } from '../../apps/ledger/src/projections/read-model-projections.js';
+import { REBUILD_PAGE } from '../../apps/ledger/src/projections/rebuild.js';
 import { SessionRepository } from '../../apps/ledger/src/sessions/session-repository.js';
 import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
-import { formatRate, formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
+import {
+  formatRate,
+  formatRatio,
+  openBenchDatabase,
+  printTable,
+  reranWithServiceNodeFlags,
+} from '../support/bench-database.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const RESPONSES = Number(process.env.BENCH_RESPONSES ?? 5);
 const CHUNKS_PER_POST = 20;
 const PARALLEL_SESSIONS = 16;
 const RUNS = 2;
-const READ_PAGE = 5_000;
 
 /** One assistant response the way Cherry streams it (snapshot deltas): reasoning, a tool round, an answer. */
 function response(): unknown[] {
@@ -82,12 +89,12 @@ async function seed(repository: SessionRepository): Promise<void> {
 }
 
 /** Events per second folding the pages as the block projection does, without its reads and writes. */
-async function foldAlone(eventLog: EventLogReader, pages: readonly (readonly RecordedEvent[])[]): Promise<number> {
+async function foldAlone(eventLog: EventLogReader, pages: readonly (readonly EventWithoutHashes[])[]): Promise<number> {
   const started = performance.now();
   const sessions = new Map<string, SessionState>();
   let events = 0;
   for (const page of pages) {
-    const byStream = new Map<string, RecordedEvent[]>();
+    const byStream = new Map<string, EventWithoutHashes[]>();
     for (const event of page) {
       const own = byStream.get(event.streamId);
       if (own) own.push(event);
@@ -120,10 +127,10 @@ async function main(): Promise<void> {
       let started = performance.now();
       let position = 0n;
       let read = 0;
-      const pages: (readonly RecordedEvent[])[] = [];
+      const pages: (readonly EventWithoutHashes[])[] = [];
       for (;;) {
         const filter = { streamPrefixes: [SESSION_STREAM_PREFIX] };
-        const page = await eventLog.readAll({ fromPosition: position, maxCount: READ_PAGE, filter });
+        const page = await eventLog.readAllWithoutHashes({ fromPosition: position, maxCount: REBUILD_PAGE, filter });
         read += page.events.length;
         pages.push(page.events);
         position = page.checkpoint;
@@ -145,7 +152,11 @@ async function main(): Promise<void> {
     printTable(
       ['measure', 'events/s', 'vs reading the log alone'],
       [
-        ['reading the log alone (pages of 5,000): baseline', formatRate(best(readAlone)), formatRatio(1)],
+        [
+          `reading the log alone (pages of ${REBUILD_PAGE.toLocaleString('en-US')}): baseline`,
+          formatRate(best(readAlone)),
+          formatRatio(1),
+        ],
         [
           'folding alone (the pages in memory, as the projection folds)',
           formatRate(best(foldedAlone)),
@@ -161,4 +172,4 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (!reranWithServiceNodeFlags()) await main();

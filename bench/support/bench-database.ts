@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import path from 'node:path';
 import { createPostgresEventLog } from '#event-log';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../apps/ledger/src/database/embedded-postgres.js';
+import { SERVICE_NODE_FLAGS } from '../../apps/ledger/src/config/node-flags.js';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
 import { ApiKeyStore } from '../../apps/ledger/src/identity/api-key-store.js';
 import { systemActor, type Role } from '../../apps/ledger/src/identity/principal.js';
@@ -13,6 +14,18 @@ import { systemActor, type Role } from '../../apps/ledger/src/identity/principal
 export interface BenchDatabase {
   readonly connectionString: string;
   close(): Promise<void>;
+}
+
+/**
+ * For a bench that runs the service's code in its own process (the rebuild, the event log): true
+ * when this process lacks the service's V8 flags and has run itself again with them (its exit code
+ * is then this process's), so the caller measures nothing itself. Every engine of the run gets them.
+ */
+export function reranWithServiceNodeFlags(): boolean {
+  if (SERVICE_NODE_FLAGS.every((flag) => process.execArgv.includes(flag))) return false;
+  const args = [...SERVICE_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)];
+  process.exitCode = spawnSync(process.execPath, args, { stdio: 'inherit' }).status ?? 1;
+  return true;
 }
 
 /**
@@ -113,7 +126,7 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The built service as its own process (as deployed), on the bench database. */
+/** The built service as its own process (as deployed: `npm start`'s flags), on the bench database. */
 export async function startLedgerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
@@ -125,17 +138,21 @@ export async function startLedgerProcess(
   const profile = process.env.BENCH_CPU_PROF_DIR
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
     : [];
-  const child = spawn(process.execPath, [...profile, path.resolve('dist/apps/ledger/src/main.js')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      LEDGER_DATA_DIR: dataDir,
-      ...env,
+  const child = spawn(
+    process.execPath,
+    [...profile, ...SERVICE_NODE_FLAGS, path.resolve('dist/apps/ledger/src/main.js')],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        LEDGER_DATA_DIR: dataDir,
+        ...env,
+      },
+      stdio: 'inherit',
     },
-    stdio: 'inherit',
-  });
+  );
   const url = `http://127.0.0.1:${port}`;
   for (let attempt = 0; attempt < 300; attempt += 1) {
     if ((await fetch(`${url}/health`).catch(() => undefined))?.ok) break;

@@ -166,3 +166,29 @@ describe('PostgreSQL subscriptions and their own instance commits', () => {
     }
   });
 });
+
+describe('PostgreSQL reads without hashes', () => {
+  let database: TestDatabase;
+  let log: EventLog;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    log = await createPostgresEventLog({ connectionString: database.connectionString });
+  });
+  afterAll(async () => {
+    await log.close();
+    await database.drop();
+  });
+
+  it('neither fetches nor gives the chain hashes, and gives every other field as stored', async () => {
+    const streamId = `nohash-${randomUUID()}`;
+    const { events } = await log.append(
+      streamId,
+      [{ id: randomUUID(), type: 'test.nohash', data: { n: 1 }, correlationId: 'c', actor: 'a', tenant: 't' }],
+      NO_STREAM,
+    );
+    const [read] = (await log.readAllWithoutHashes({ filter: { streamPrefixes: [streamId] } })).events;
+    const { prevHash, hash, ...metadata } = events[0].metadata;
+    expect([prevHash, hash].every((value) => /^[0-9a-f]{64}$/.test(value))).toBe(true);
+    expect(read).toStrictEqual({ ...events[0], metadata });
+  });
+});

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../../apps/ledger/src/config/node-flags.js';
 import { freePort, reachableTempDir, startService, waitUntilHealthy } from '../support/service-process.js';
 
 const MAIN = path.resolve('dist/apps/ledger/src/main.js');
@@ -19,6 +20,14 @@ function processesMentioning(text: string): string[] {
         }
       }),
     );
+}
+
+function commandLine(pid: string): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
 }
 
 describe('npm start', () => {
@@ -43,6 +52,11 @@ describe('npm start', () => {
     expect(statSync(MAIN).mtimeMs).toBe(builtAt);
     // The service (its environment names the data folder) and PostgreSQL (its command line does).
     expect(processesMentioning(dataDir).length).toBeGreaterThanOrEqual(2);
+    // The service runs with its V8 flags (decision 0034).
+    const serviceCommand = processesMentioning(dataDir)
+      .map((pid) => commandLine(pid))
+      .find((args) => args.at(-1) === 'dist/apps/ledger/src/main.js');
+    expect(serviceCommand?.slice(1)).toEqual([...SERVICE_NODE_FLAGS, 'dist/apps/ledger/src/main.js']);
 
     service.child.kill('SIGTERM');
     await service.exited;

@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jest } from '@jest/globals';
 import type { Config } from '@jest/types';
+import { createPostgresEventLog } from '#event-log';
 import pg from 'pg';
 import { loadBlockVectors, numberedChunks } from '../../libs/core/src/testing/block-vectors.js';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
+import { rebuildReadModels } from '../../apps/ledger/src/projections/read-model-projections.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 /** A hash over every read-model row in a fixed order: equal hashes, equal tables. */
@@ -109,6 +111,20 @@ describe('rebuilding the read models from the log', () => {
       `/v1/sessions/${sessionId}/messages/${assistant}?minPosition=${after.body.position}`,
     );
     expect(read.body.blocks).toMatchObject([{ type: 'main_text', status: 'streaming', content: 'after the rebuild' }]);
+  });
+
+  it('in pages of a few events, each next page read while one is written, gives the same rows', async () => {
+    const live = await readModelHash(database);
+    const pool = new pg.Pool({ connectionString: ledger.database.connectionString, max: 3 });
+    const eventLog = await createPostgresEventLog({ connectionString: ledger.database.connectionString });
+    try {
+      const [{ result }] = await rebuildReadModels(pool, eventLog, ['block-read-models'], 7);
+      expect(result.events).toBeGreaterThan(100);
+      expect(await readModelHash(database)).toEqual(live);
+    } finally {
+      await eventLog.close();
+      await pool.end();
+    }
   });
 
   it('serializes concurrent rebuilds, from HTTP and from the CLI in another process: all end well', async () => {

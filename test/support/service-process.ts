@@ -4,6 +4,7 @@ import { chmod, mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../../apps/ledger/src/config/node-flags.js';
 import { registerCredentials, TestCredentials } from './test-credentials.js';
 
 const MAIN = path.resolve('dist/apps/ledger/src/main.js');
@@ -23,7 +24,7 @@ export interface ServiceProcess {
  */
 export function startService(
   env: Record<string, string>,
-  command: readonly string[] = [process.execPath, MAIN],
+  command: readonly string[] = [process.execPath, ...SERVICE_NODE_FLAGS, MAIN],
 ): ServiceProcess {
   let output = '';
   const dataDir = env.LEDGER_DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'block-ledger-service-'));

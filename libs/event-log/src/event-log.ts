@@ -50,6 +50,14 @@ export interface RecordedEvent {
   readonly metadata: EventMetadata;
 }
 
+/**
+ * A recorded event without its chain hashes: what a fold that verifies nothing needs (read models
+ * and their rebuilds). A `RecordedEvent` is one too.
+ */
+export interface EventWithoutHashes extends Omit<RecordedEvent, 'metadata'> {
+  readonly metadata: Omit<EventMetadata, 'prevHash' | 'hash'>;
+}
+
 export interface AppendResult {
   /** The stream's last revision after the append: pass it as the next expected revision. */
   readonly nextExpectedRevision: bigint;
@@ -86,8 +94,8 @@ export interface ReadAllOptions {
   readonly filter?: EventFilter;
 }
 
-export interface ReadAllResult {
-  readonly events: readonly RecordedEvent[];
+export interface ReadAllResult<Event extends EventWithoutHashes = RecordedEvent> {
+  readonly events: readonly Event[];
   /** Everything up to here has been considered (filtered-out events included): resume after it. */
   readonly checkpoint: bigint;
   /** True when the read reached the head of the log as it stood when it was read. */
@@ -118,6 +126,8 @@ export interface EventLogReader {
   /** Events of one stream; a missing stream reads as an empty list. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<readonly RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllResult>;
+  /** The same read without the chain hashes, which the log then need not fetch nor send (a rebuild reads the whole log). */
+  readAllWithoutHashes(options?: ReadAllOptions): Promise<ReadAllResult<EventWithoutHashes>>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** The position of the last committed event (0n when the log is empty). */
   headPosition(): Promise<bigint>;

@@ -47,6 +47,7 @@ export function withSharedLogFeed(eventLog: EventLog, onError: (error: Error) =>
     appendMany: (appends) => eventLog.appendMany(appends),
     readStream: (streamId, options) => eventLog.readStream(streamId, options),
     readAll: (options) => eventLog.readAll(options),
+    readAllWithoutHashes: (options) => eventLog.readAllWithoutHashes(options),
     headPosition: () => eventLog.headPosition(),
     health: () => eventLog.health(),
     subscribeToAll: (options) => feed.subscribe(options),

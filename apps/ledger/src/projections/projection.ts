@@ -1,4 +1,4 @@
-import type { EventFilter, EventLogReader, RecordedEvent } from '#event-log';
+import type { EventFilter, EventLogReader, EventWithoutHashes, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 
 /** Where a projection's batch runs: the transaction that also moves its checkpoint, and the log to read history from. */
@@ -10,23 +10,24 @@ export interface ProjectionContext {
 /**
  * What a projection is, apart from how it runs: the same definition serves the live runner and
  * rebuilds. `handle` folds a batch and writes each changed row once, idempotently (rows carry
- * the position they reflect). `reset` forgets in-memory state after a failed batch.
+ * the position they reflect). `reset` forgets in-memory state after a failed batch. `Event` is
+ * what it reads of each event: a read model needs no chain hashes, so its rebuild reads none.
  */
-export interface ProjectionDefinition {
+export interface ProjectionDefinition<Event extends EventWithoutHashes = RecordedEvent> {
   readonly name: string;
   readonly version: number;
   readonly filter: EventFilter;
-  handle(events: readonly RecordedEvent[], context: ProjectionContext): Promise<void>;
+  handle(events: readonly Event[], context: ProjectionContext): Promise<void>;
   /**
    * Whether `handle` writes anything for this event (every event it is given, by default). A batch
    * with no such event is not handled and commits nothing; its checkpoint is stored later.
    */
-  readonly writesFor?: (event: RecordedEvent) => boolean;
+  readonly writesFor?: (event: Event) => boolean;
   /**
    * Work on a batch that need not wait for its transaction (the governance saga's next steps): called
    * with each batch before `handle`, and again for the same events if that transaction fails.
    */
-  react?(events: readonly RecordedEvent[]): void;
+  react?(events: readonly Event[]): void;
   reset(): void;
   /** A consumer with work in flight outside its transaction (the governance saga) picks it up again here, when its runner takes the lead. */
   resume?(): Promise<void>;

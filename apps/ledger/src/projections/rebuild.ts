@@ -1,4 +1,4 @@
-import type { EventLog } from '#event-log';
+import type { EventLog, EventWithoutHashes } from '#event-log';
 import type { Pool } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
@@ -9,7 +9,12 @@ export interface RebuildResult {
   readonly durationMs: number;
 }
 
-const READ_PAGE = 5_000;
+/**
+ * Events a rebuild reads at a time (and one such page ahead). Each page's changed rows are written
+ * once: larger pages write a growing block fewer times (10,000 against 5,000: 1.08× the events/s,
+ * decision 0034), for about 20 MB of events in memory at a typical 1 kB each.
+ */
+export const REBUILD_PAGE = 10_000;
 /** Held (session advisory lock) by whichever process is rebuilding; released by PostgreSQL if that process dies. */
 const REBUILD_LOCK_KEY = 7_318_201_001;
 /** Scratch schemas are the ledger's own: any left behind is a killed rebuild's. */
@@ -32,13 +37,14 @@ let previousInProcess: Promise<unknown> = Promise.resolve();
 export function rebuildProjection(
   pool: Pool,
   eventLog: EventLog,
-  definition: ProjectionDefinition,
+  definition: ProjectionDefinition<EventWithoutHashes>,
   tables: readonly string[],
+  pageSize = REBUILD_PAGE,
 ): Promise<RebuildResult> {
   const turn = previousInProcess.then(async () => {
     const result = await withRebuildLock(pool, 'wait', async () => {
       await dropScratchSchemas(pool);
-      return rebuildIntoScratchSchema(pool, eventLog, definition, tables);
+      return rebuildIntoScratchSchema(pool, eventLog, definition, tables, pageSize);
     });
     return result!;
   });
@@ -93,8 +99,9 @@ async function dropScratchSchemas(pool: Pool): Promise<void> {
 async function rebuildIntoScratchSchema(
   pool: Pool,
   eventLog: EventLog,
-  definition: ProjectionDefinition,
+  definition: ProjectionDefinition<EventWithoutHashes>,
   tables: readonly string[],
+  pageSize: number,
 ): Promise<RebuildResult> {
   const started = performance.now();
   const schema = `${SCRATCH_SCHEMA_PREFIX}${definition.name.replace(/\W/g, '_')}`;
@@ -106,7 +113,7 @@ async function rebuildIntoScratchSchema(
     let position = 0n;
     let events = 0;
     const read = (after: bigint) =>
-      eventLog.readAll({ fromPosition: after, maxCount: READ_PAGE, filter: definition.filter });
+      eventLog.readAllWithoutHashes({ fromPosition: after, maxCount: pageSize, filter: definition.filter });
     // Bulk of the work, outside any lock: readers keep using the live tables. The next page is
     // read while this one is folded and written, all in one transaction.
     await inTransaction(pool, async (client) => {
@@ -132,7 +139,7 @@ async function rebuildIntoScratchSchema(
       );
       await client.query(`SET LOCAL search_path = ${schema}, public`);
       for (;;) {
-        const page = await eventLog.readAll({ fromPosition: position, maxCount: READ_PAGE, filter: definition.filter });
+        const page = await read(position);
         if (page.events.length > 0) await definition.handle(page.events, { client, eventLog });
         events += page.events.length;
         position = page.checkpoint;

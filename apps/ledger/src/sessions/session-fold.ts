@@ -8,7 +8,7 @@ import {
   type SessionEventOf,
   type SessionState,
 } from '#core';
-import type { EventLogReader, RecordedEvent } from '#event-log';
+import type { EventLogReader, EventWithoutHashes } from '#event-log';
 
 /** A fold reads only whole streams (a fork's source): the log, or the events of an export bundle. */
 export type StreamReader = Pick<EventLogReader, 'readStream'>;
@@ -23,7 +23,7 @@ export type StreamReader = Pick<EventLogReader, 'readStream'>;
 export async function foldSessionEvents(
   eventLog: StreamReader,
   state: SessionState,
-  events: readonly RecordedEvent[],
+  events: readonly EventWithoutHashes[],
   purpose: FoldPurpose,
 ): Promise<SessionState> {
   let folded = state;
@@ -57,13 +57,13 @@ export async function sessionAt(
   );
 }
 
-export function startsFork(state: SessionState, event: RecordedEvent): boolean {
+export function startsFork(state: SessionState, event: EventWithoutHashes): boolean {
   return event.type === 'session.forked' && state.status === 'absent';
 }
 
 export async function applyFork(
   eventLog: StreamReader,
-  event: RecordedEvent,
+  event: EventWithoutHashes,
   purpose: FoldPurpose,
 ): Promise<SessionState> {
   const { source } = event.data as SessionEventOf<'session.forked'>['data'];
@@ -77,6 +77,6 @@ export async function applyFork(
   return forkSession(sourceState, sessionEnvelope(event));
 }
 
-export function sessionEnvelope(event: RecordedEvent): SessionEventEnvelope {
+export function sessionEnvelope(event: EventWithoutHashes): SessionEventEnvelope {
   return { type: event.type, data: event.data, position: event.position, recordedAt: event.metadata.recordedAt };
 }

@@ -5,6 +5,7 @@ import type {
   EventFilter,
   EventLog,
   EventLogHealth,
+  EventWithoutHashes,
   ExpectedRevision,
   NewEvent,
   ReadAllOptions,
@@ -45,6 +46,9 @@ interface EventRow {
   causation_id: string | null;
   actor: string;
   tenant: string;
+}
+
+interface HashColumns {
   prev_hash: string;
   hash: string;
 }
@@ -54,9 +58,11 @@ interface EventRow {
  * milliseconds): PostgreSQL formats it on its own core instead of the driver parsing a date per
  * row and the reader formatting it again.
  */
-const EVENT_COLUMNS = `position, stream_id, revision, event_id, type, data,
+const COLUMNS_WITHOUT_HASHES = `position, stream_id, revision, event_id, type, data,
   to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at, schema_version,
-  correlation_id, causation_id, actor, tenant, prev_hash, hash`;
+  correlation_id, causation_id, actor, tenant`;
+/** The hashes are stored as bytes: the view gives them in hex, formatted per row, so a read that needs none asks for none. */
+const EVENT_COLUMNS = `${COLUMNS_WITHOUT_HASHES}, prev_hash, hash`;
 
 /** The PostgreSQL event log: the embedded default and the single-machine engine. Schema comes from its migration. */
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
@@ -88,33 +94,40 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     return BigInt(rows[0].position);
   }
 
-  async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
+  /** A page of the log with the columns given, each row made an event by `toEvent`. */
+  async function readPage<Row extends EventRow, Event extends EventWithoutHashes>(
+    readOptions: ReadAllOptions,
+    columns: string,
+    toEvent: (row: Row) => Event,
+  ): Promise<ReadAllResult<Event>> {
     const after = readOptions.fromPosition ?? 0n;
     const limit = readOptions.maxCount ?? readPageSize;
     // One statement, one snapshot: everything at or below the head it sees is committed (the head
     // moves in the same transaction), so reading up to it can never skip an event that commits
     // later. The head row comes back even when no event follows.
     const { clause, params } = filterClause(readOptions.filter, 3);
-    const { rows } = await pool.query<EventRow & { head: string }>(
+    const { rows } = await pool.query<Row & { head: string }>(
       `SELECT h.position AS head, e.* FROM event_log_head h
          LEFT JOIN LATERAL (
-           SELECT ${EVENT_COLUMNS} FROM event_log_records
+           SELECT ${columns} FROM event_log_records
             WHERE position > $1 AND position <= h.position ${clause}
             ORDER BY position LIMIT $2) e ON true`,
       [after.toString(), limit, ...params],
     );
     const head = BigInt(rows[0].head);
     if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
-    const events = rows[0].position === null ? [] : rows.map(toRecordedEvent);
+    const events = rows[0].position === null ? [] : rows.map(toEvent);
     const full = events.length === limit;
     return { events, checkpoint: full ? events.at(-1)!.position : head, caughtUp: !full };
   }
+
+  const readAll = (readOptions: ReadAllOptions = {}) => readPage(readOptions, EVENT_COLUMNS, toRecordedEvent);
 
   async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
     const backwards = readOptions.direction === 'backwards';
     const from = readOptions.fromRevision ?? (backwards ? null : 0n);
     const fromClause = from === null ? '' : backwards ? 'AND revision <= $3' : 'AND revision >= $3';
-    const { rows } = await pool.query<EventRow>(
+    const { rows } = await pool.query<EventRow & HashColumns>(
       `SELECT ${EVENT_COLUMNS} FROM event_log_records
         WHERE stream_key = (SELECT stream_key FROM event_log_streams WHERE stream_id = $1) ${fromClause}
         ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
@@ -155,6 +168,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       await writer.append(prepareAppends(appends)),
     readStream,
     readAll,
+    readAllWithoutHashes: (readOptions = {}) => readPage(readOptions, COLUMNS_WITHOUT_HASHES, toEventWithoutHashes),
     headPosition,
     health,
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
@@ -177,24 +191,27 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   };
 }
 
-function toRecordedEvent(row: EventRow): RecordedEvent {
+function toEventWithoutHashes(row: EventRow): EventWithoutHashes {
+  return eventOf(row, metadataOf(row));
+}
+
+function toRecordedEvent(row: EventRow & HashColumns): RecordedEvent {
+  return eventOf(row, { ...metadataOf(row), prevHash: row.prev_hash, hash: row.hash });
+}
+
+function eventOf<Metadata>(row: EventRow, metadata: Metadata) {
+  const { event_id: id, type, stream_id: streamId, data } = row;
+  return { id, type, streamId, revision: BigInt(row.revision), position: BigInt(row.position), data, metadata };
+}
+
+function metadataOf(row: EventRow): EventWithoutHashes['metadata'] {
   return {
-    id: row.event_id,
-    type: row.type,
-    streamId: row.stream_id,
-    revision: BigInt(row.revision),
-    position: BigInt(row.position),
-    data: row.data,
-    metadata: {
-      recordedAt: row.recorded_at,
-      schemaVersion: row.schema_version,
-      correlationId: row.correlation_id,
-      causationId: row.causation_id,
-      actor: row.actor,
-      tenant: row.tenant,
-      prevHash: row.prev_hash,
-      hash: row.hash,
-    },
+    recordedAt: row.recorded_at,
+    schemaVersion: row.schema_version,
+    correlationId: row.correlation_id,
+    causationId: row.causation_id,
+    actor: row.actor,
+    tenant: row.tenant,
   };
 }
 

@@ -7,6 +7,8 @@ import {
   STREAM_EXISTS,
   type EventFilter,
   type EventLog,
+  type EventMetadata,
+  type EventWithoutHashes,
   type ExpectedRevision,
   type ReadStreamOptions,
   type RecordedEvent,
@@ -505,6 +507,43 @@ export function eventLogContract(
         expect(first.caughtUp).toBe(false);
         const rest = await log.readAll({ fromPosition: first.checkpoint, filter });
         expect(rest.events.map((event) => event.revision)).toEqual([3n, 4n]);
+      });
+
+      it('reads without hashes exactly what it reads with them, page for page', async () => {
+        const prefix = uniquePrefix('nh');
+        const start = await log.headPosition();
+        await log.append(`${prefix}a`, newEvents(3, 'alpha.created'), NO_STREAM);
+        await log.append(`${prefix}b`, newEvents(2, 'beta.created'), NO_STREAM);
+        await log.append(`${prefix}a`, newEvents(2, 'alpha.created'), 2n);
+        // What both reads must agree on; an engine may still give the hashes without being asked (EventStoreDB keeps them in its metadata).
+        const withoutHashes = ({ metadata, ...event }: EventWithoutHashes) => {
+          const { prevHash: _prev, hash: _hash, ...rest } = metadata as Partial<EventMetadata>;
+          return { ...event, metadata: rest };
+        };
+        for (const filter of [
+          { streamPrefixes: [prefix] },
+          { streamPrefixes: [prefix], eventTypePrefixes: ['alpha.'] },
+        ]) {
+          let from = start;
+          for (;;) {
+            const options = { fromPosition: from, maxCount: 2, filter };
+            const [hashed, unhashed] = await Promise.all([log.readAll(options), log.readAllWithoutHashes(options)]);
+            expect(unhashed.events.map(withoutHashes)).toEqual(hashed.events.map(withoutHashes));
+            expect([unhashed.checkpoint, unhashed.caughtUp]).toEqual([hashed.checkpoint, hashed.caughtUp]);
+            from = hashed.checkpoint;
+            if (hashed.caughtUp) break;
+          }
+        }
+        const all = await log.readAllWithoutHashes({ fromPosition: start, filter: { streamPrefixes: [prefix] } });
+        expect(all.events.map((event) => [event.streamId, event.revision])).toEqual([
+          [`${prefix}a`, 0n],
+          [`${prefix}a`, 1n],
+          [`${prefix}a`, 2n],
+          [`${prefix}b`, 0n],
+          [`${prefix}b`, 1n],
+          [`${prefix}a`, 3n],
+          [`${prefix}a`, 4n],
+        ]);
       });
 
       it('a subscription filtered by type delivers only matching events', async () => {

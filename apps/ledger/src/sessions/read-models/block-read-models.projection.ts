@@ -8,7 +8,7 @@ import {
   summarizeSession,
   type SessionState,
 } from '#core';
-import type { EventLogReader, RecordedEvent } from '#event-log';
+import type { EventLogReader, EventWithoutHashes } from '#event-log';
 import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
 import { foldSessionEvents } from '../session-fold.js';
@@ -23,7 +23,7 @@ const MAX_CACHED_SESSIONS = 5_000;
  * rows are written from its source's state at the fork position: the log holds the reference,
  * the read model the resolved tree, so reads need no join across sessions.
  */
-export function blockReadModelsProjection(): ProjectionDefinition {
+export function blockReadModelsProjection(): ProjectionDefinition<EventWithoutHashes> {
   const sessions = new Map<string, SessionState>();
 
   return {
@@ -33,7 +33,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
     reset: () => sessions.clear(),
     async handle(events, { client, eventLog }) {
       // Sessions are independent: each one's events of the batch are folded in one go, in order.
-      const byStream = new Map<string, RecordedEvent[]>();
+      const byStream = new Map<string, EventWithoutHashes[]>();
       for (const event of events) {
         const own = byStream.get(event.streamId);
         if (own) own.push(event);
@@ -57,7 +57,7 @@ export function blockReadModelsProjection(): ProjectionDefinition {
 }
 
 /** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
-async function foldBefore(eventLog: EventLogReader, event: RecordedEvent): Promise<SessionState> {
+async function foldBefore(eventLog: EventLogReader, event: EventWithoutHashes): Promise<SessionState> {
   if (event.revision === 0n) return initialSessionState;
   return foldSessionEvents(
     eventLog,
