@@ -173,4 +173,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (!reranWithServiceNodeFlags()) await main();
+if (!(await reranWithServiceNodeFlags())) await main();

@@ -172,4 +172,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (!reranWithServiceNodeFlags()) await main();
+if (!(await reranWithServiceNodeFlags())) await main();

@@ -1,4 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,13 +19,23 @@ export interface BenchDatabase {
 
 /**
  * For a bench that runs the service's code in its own process (the rebuild, the event log): true
- * when this process lacks the service's V8 flags and has run itself again with them (its exit code
- * is then this process's), so the caller measures nothing itself. Every engine of the run gets them.
+ * when this process lacks the service's V8 flags and has run itself again with them, so the caller
+ * measures nothing itself. The run's exit code (or signal) is this process's; SIGINT and SIGTERM
+ * are passed on to it. Every engine of the run gets the flags.
  */
-export function reranWithServiceNodeFlags(): boolean {
+export async function reranWithServiceNodeFlags(): Promise<boolean> {
   if (SERVICE_NODE_FLAGS.every((flag) => process.execArgv.includes(flag))) return false;
-  const args = [...SERVICE_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)];
-  process.exitCode = spawnSync(process.execPath, args, { stdio: 'inherit' }).status ?? 1;
+  // A debugger's port is this process's: the run gets none.
+  const inherited = process.execArgv.filter((flag) => !flag.startsWith('--inspect'));
+  const run = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...inherited, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+  });
+  const passOn = (signal: NodeJS.Signals) => run.kill(signal);
+  process.on('SIGINT', passOn).on('SIGTERM', passOn);
+  const [code, signal] = (await once(run, 'exit')) as [number | null, NodeJS.Signals | null];
+  process.off('SIGINT', passOn).off('SIGTERM', passOn);
+  if (signal) process.kill(process.pid, signal);
+  process.exitCode = code ?? 1;
   return true;
 }
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jest } from '@jest/globals';
 import type { Config } from '@jest/types';
-import { createPostgresEventLog } from '#event-log';
+import { createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
 import { loadBlockVectors, numberedChunks } from '../../libs/core/src/testing/block-vectors.js';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
@@ -117,9 +117,19 @@ describe('rebuilding the read models from the log', () => {
     const live = await readModelHash(database);
     const pool = new pg.Pool({ connectionString: ledger.database.connectionString, max: 3 });
     const eventLog = await createPostgresEventLog({ connectionString: ledger.database.connectionString });
+    const pages: (number | undefined)[] = [];
+    const counted: EventLog = {
+      ...eventLog,
+      readAllWithoutHashes: (options) => {
+        pages.push(options?.maxCount);
+        return eventLog.readAllWithoutHashes(options);
+      },
+    };
     try {
-      const [{ result }] = await rebuildReadModels(pool, eventLog, ['block-read-models'], 7);
+      const [{ result }] = await rebuildReadModels(pool, counted, ['block-read-models'], 7);
       expect(result.events).toBeGreaterThan(100);
+      expect(pages.length).toBeGreaterThanOrEqual(result.events / 7);
+      expect(new Set(pages)).toEqual(new Set([7]));
       expect(await readModelHash(database)).toEqual(live);
     } finally {
       await eventLog.close();

@@ -17,7 +17,9 @@ export interface ProjectionDefinition<Event extends EventWithoutHashes = Recorde
   readonly name: string;
   readonly version: number;
   readonly filter: EventFilter;
-  handle(events: readonly Event[], context: ProjectionContext): Promise<void>;
+  // Function-typed members, not methods: TypeScript then checks `Event` strictly, so a projection
+  // that reads hashes cannot be passed where events without them are all it gets (a rebuild).
+  readonly handle: (events: readonly Event[], context: ProjectionContext) => Promise<void>;
   /**
    * Whether `handle` writes anything for this event (every event it is given, by default). A batch
    * with no such event is not handled and commits nothing; its checkpoint is stored later.
@@ -27,7 +29,7 @@ export interface ProjectionDefinition<Event extends EventWithoutHashes = Recorde
    * Work on a batch that need not wait for its transaction (the governance saga's next steps): called
    * with each batch before `handle`, and again for the same events if that transaction fails.
    */
-  react?(events: readonly Event[]): void;
+  readonly react?: (events: readonly Event[]) => void;
   reset(): void;
   /** A consumer with work in flight outside its transaction (the governance saga) picks it up again here, when its runner takes the lead. */
   resume?(): Promise<void>;
