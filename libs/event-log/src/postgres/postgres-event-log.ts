@@ -195,8 +195,19 @@ function toEventWithoutHashes(row: EventRow): EventWithoutHashes {
   return eventOf(row, metadataOf(row));
 }
 
+// The metadata is written out, not spread from `metadataOf`: V8's object spread made every read
+// of the log 1.5× as slow (decision 0034).
 function toRecordedEvent(row: EventRow & HashColumns): RecordedEvent {
-  return eventOf(row, { ...metadataOf(row), prevHash: row.prev_hash, hash: row.hash });
+  return eventOf(row, {
+    recordedAt: row.recorded_at,
+    schemaVersion: row.schema_version,
+    correlationId: row.correlation_id,
+    causationId: row.causation_id,
+    actor: row.actor,
+    tenant: row.tenant,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  });
 }
 
 function eventOf<Metadata>(row: EventRow, metadata: Metadata) {
