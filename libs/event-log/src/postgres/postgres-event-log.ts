@@ -196,7 +196,7 @@ function toEventWithoutHashes(row: EventRow): EventWithoutHashes {
 }
 
 // The metadata is written out, not spread from `metadataOf`: V8's object spread made every read
-// of the log 1.5× as slow (decision 0034).
+// of the log 1.5× as slow (docs/benchmarks.md, "Eighth issue-15 round").
 function toRecordedEvent(row: EventRow & HashColumns): RecordedEvent {
   return eventOf(row, {
     recordedAt: row.recorded_at,
