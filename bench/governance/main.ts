@@ -7,7 +7,8 @@
  * person. Every governed call records its seven steps on its stream and, once the verdict is
  * cached, two block updates on the session (decision 0027: three appends per call). The
  * producer and the watcher hold API keys of their own, minted through the admin route with an
- * admin key the service's store made before it started.
+ * admin key the service's store made before it started. The service runs with its defaults:
+ * live feeds coalesce (50 ms), and a call's steps, urgent, are not held for that window.
  *
  *   npm run bench:governance
  */
@@ -54,7 +55,7 @@ async function timed<T>(work: () => Promise<T>): Promise<number> {
 
 async function main(): Promise<void> {
   const fixture = await governanceFixture();
-  const env = fixture.env({ LEDGER_LIVE_COALESCE_MS: '0' });
+  const env = fixture.env({});
   const database = await openBenchDatabase(54_393);
   const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString, env);

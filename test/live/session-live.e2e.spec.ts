@@ -515,3 +515,35 @@ describe('live feeds with two service instances on one database', () => {
     watcher.close();
   });
 });
+
+describe('a long coalescing window holds growing content, not the states a client waits for', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_LIVE_COALESCE_MS: '10000' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  it('a message reaching its end goes out at once, with the content held for the window before it', async () => {
+    const { sessionId } = await conversation(ledger);
+    const watcher = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`);
+    expect((await watcher.opened).status).toBe(200);
+    await until(() => watcher.events.length > 0, 'the catch-up');
+    const chunks = response(20);
+    await stream(ledger, sessionId, 'a1', chunks.slice(0, -1), 1, 0);
+    const end = await stream(ledger, sessionId, 'a1', chunks.slice(-1), 1, 0);
+    // The window is ten seconds from the first delta's write: only the message's end, urgent, brings
+    // the held content within three seconds of the last POST.
+    await until(() => watcher.lastEventId() === String(end), 'the end of the message', 3_000);
+    const last = (event: string) => watcher.events.filter((received) => received.event === event).at(-1)!.data;
+    expect(last('message')).toMatchObject({ id: 'a1', status: 'success' });
+    const answer = watcher.events.filter(
+      (received) => received.event === 'block' && received.data.type === 'main_text',
+    );
+    expect(answer.at(-1)!.data).toMatchObject({ content: ` ${words(20).join(' ')}` });
+    // The 20 deltas themselves were held and coalesced, not written one by one.
+    expect(answer.length).toBeLessThan(5);
+    watcher.close();
+  });
+});

@@ -98,6 +98,19 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs(asking, 200)).toBeCloseTo(1_000 / (10 - 4.5), 6);
   });
 
+  it('stretches a window exactly when its tenant asks for more than its part, prompt writes included', () => {
+    const roomy = new LiveWriteBudget({ ...options, coalesceMs: 50, writesPerSecond: 2_000 });
+    const [asking, occasional] = streams(2);
+    // 300 prompt writes in 1.8 s: about 160 a second, well within 2,000; far over 100.
+    for (let write = 0; write < 300; write += 1) roomy.wrote(occasional, false, write * 6);
+    expect(roomy.stretches(asking, 1_900)).toBe(false);
+    expect(roomy.windowMs(asking, 1_900)).toBe(50);
+    const tight = new LiveWriteBudget({ ...options, coalesceMs: 50, writesPerSecond: 100 });
+    for (let write = 0; write < 300; write += 1) tight.wrote(occasional, false, write * 6);
+    expect(tight.stretches(asking, 1_900)).toBe(true);
+    expect(tight.windowMs(asking, 1_900)).toBeGreaterThan(50);
+  });
+
   it('rates prompt writes over the time their buckets cover', () => {
     const shared = budget();
     for (let write = 0; write < 8; write += 1) shared.wrote(stream(), false, 0);
@@ -280,6 +293,55 @@ describe('SseStream over a real connection', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(client.events).toHaveLength(2);
     client.close();
+  });
+
+  it('writes an urgent update at once, with the change held for the window before it; the next change waits again', async () => {
+    const client = connectSse(url, { key: 'unused' });
+    expect((await client.opened).status).toBe(200);
+    stream.push([item(1n, 'first change')]);
+    stream.push([item(2n, 'held for the window')]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(client.events).toHaveLength(1);
+    stream.push([{ event: 'message', key: 'message:m', position: 3n, data: { status: 'success' }, urgent: true }]);
+    await until(() => client.events.length === 3, 3_000, 'the urgent update and the change held before it');
+    expect(client.events.map((event) => [event.id, event.event])).toEqual([
+      ['1', 'block'],
+      ['2', 'block'],
+      ['3', 'message'],
+    ]);
+    stream.push([item(4n, 'held again')]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(client.events).toHaveLength(3);
+    client.close();
+  });
+
+  it('holds urgent updates for the window too once the budget has stretched it', async () => {
+    // One write a second for all streams: the first write stretches the window to a second.
+    let tight: SseStream | undefined;
+    const tightServer = http.createServer((_request, response) => {
+      tight = new SseStream(response, { ...options, writesPerSecond: 1 }, () => undefined, undefined);
+    });
+    await new Promise<void>((resolve) => tightServer.listen(0, '127.0.0.1', resolve));
+    const client = connectSse(`http://127.0.0.1:${(tightServer.address() as AddressInfo).port}/`, { key: 'unused' });
+    try {
+      expect((await client.opened).status).toBe(200);
+      const message = (position: number): LiveItem => ({
+        event: 'message',
+        key: `message:m${position}`,
+        position: BigInt(position),
+        data: { id: `m${position}` },
+        urgent: true,
+      });
+      tight!.push([message(1)]);
+      tight!.push([message(2)]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(client.events.map((event) => event.id)).toEqual(['1']);
+      await until(() => client.events.length === 2, 3_000, 'the urgent update held for the stretched window');
+    } finally {
+      client.close();
+      tight?.close('shutdown');
+      await new Promise((resolve) => tightServer.close(resolve));
+    }
   });
 
   it('writes a raw batch after a quiet spell at once; the next waits for the window, and closing ends the wait', async () => {

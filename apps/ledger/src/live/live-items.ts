@@ -4,12 +4,16 @@ import { foldedSummary } from '../sessions/session-views.js';
 /**
  * One update a live client receives. `key` names what it updates, so a newer update of the same
  * thing replaces an unsent older one (coalescing); `position` is the log position it reflects.
+ * `urgent`: a state a client waits for (a message appearing or changing status, a governed call's
+ * step), written at once with whatever else is pending instead of waiting for the stream's window,
+ * unless the write budget has stretched that window (`SseStream.push`). Growing content waits.
  */
 export interface LiveItem {
   readonly event: 'block' | 'message' | 'selection' | 'toolcall';
   readonly key: string;
   readonly position: bigint;
   readonly data: unknown;
+  readonly urgent?: true;
 }
 
 /**
@@ -29,7 +33,13 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
       messageStatus(previous) !== messageStatus(message) ||
       previous.selectedChildId !== message.selectedChildId
     ) {
-      items.push({ event: 'message', key: `message:${message.id}`, position, data: foldedSummary(message) });
+      items.push({
+        event: 'message',
+        key: `message:${message.id}`,
+        position,
+        data: foldedSummary(message),
+        urgent: true,
+      });
     }
   }
   for (const selection of changes.selections)
@@ -45,7 +55,7 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
     if (previous?.blocks.blocks.find((earlier) => earlier.id === block.id)?.metadata?.governance === governance)
       continue;
     const data = { ...decodeToolResults(governance), messageId: message.id, toolId: block.toolId };
-    items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data });
+    items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data, urgent: true });
   }
   for (const { messageId, id } of changes.removedBlocks)
     items.push({ event: 'block', key: `block:${messageId}:${id}`, position, data: { id, messageId, removed: true } });

@@ -76,6 +76,19 @@ export class LiveWriteBudget {
   windowMs(stream: BudgetedStream, now = performance.now()): number {
     this.forgetPast(now);
     if (this.options.coalesceMs === 0) return 0;
+    const { heldBack, prompt, part } = this.share(stream, now);
+    return coalescingWindowMs(heldBack, part - prompt, this.options);
+  }
+
+  /** Whether `stream`'s window is longer than the configured one now: its tenant asks for more writes than its fair part. */
+  stretches(stream: BudgetedStream, now = performance.now()): boolean {
+    this.forgetPast(now);
+    const { asks, part } = this.share(stream, now);
+    return asks > part;
+  }
+
+  /** What `stream`'s tenant asks for (its prompt writes and one write a window per held-back stream, `stream` counted) and its fair part of the budget. */
+  private share(stream: BudgetedStream, now: number) {
     // The oldest bucket kept may start before the horizon: rate prompt writes over the time the buckets cover.
     const perSecond = 1_000 / (now - bucketOf(now - HORIZON_MS) * BUCKET_MS);
     const streamRate = 1_000 / this.options.coalesceMs;
@@ -86,8 +99,7 @@ export class LiveWriteBudget {
     const demands = [asks];
     for (const [tenant, writes] of this.tenants)
       if (tenant !== stream.tenant) demands.push(writes.prompt * perSecond + writes.heldBack * streamRate);
-    const part = Math.min(asks, fairLevel(demands, this.options.writesPerSecond));
-    return coalescingWindowMs(heldBack, part - prompt, this.options);
+    return { heldBack, prompt, asks, part: Math.min(asks, fairLevel(demands, this.options.writesPerSecond)) };
   }
 
   /** A write by `stream`: held back by its window, or out at once (after a quiet spell, or a catch-up). */

@@ -95,12 +95,24 @@ export class SseStream implements BudgetedStream {
     this.lastFlush = Number.NEGATIVE_INFINITY;
   }
 
-  /** Queues updates; the first after a quiet spell goes out at once, later ones at most once per window. */
+  /**
+   * Queues updates; the first after a quiet spell goes out at once, later ones at most once per
+   * window, unless one is urgent: then everything pending goes out at once, while the budget leaves
+   * the window as configured. Once it stretches it (the writes, urgent ones included, are more than
+   * the budget), urgent items wait like the rest: a producer creating messages as fast as its rate
+   * limit allows gets no write per watcher per request.
+   */
   push(items: readonly LiveItem[]): void {
     if (this.closed || items.length === 0) return;
+    let urgent = false;
     for (const item of items) {
       this.pending.delete(item.key);
       this.pending.set(item.key, item);
+      urgent ||= item.urgent === true;
+    }
+    if (urgent && !this.budget.stretches(this)) {
+      clearTimeout(this.timer);
+      return this.flush(false);
     }
     if (this.timer) return;
     const wait = this.lastFlush + this.budget.windowMs(this) - performance.now();
