@@ -98,17 +98,33 @@ describe('LiveWriteBudget', () => {
     expect(shared.windowMs(asking, 200)).toBeCloseTo(1_000 / (10 - 4.5), 6);
   });
 
-  it('stretches a window exactly when its tenant asks for more than its part, prompt writes included', () => {
+  it('lets urgent writes out while the tenant asks for no more than its part, prompt writes included', () => {
     const roomy = new LiveWriteBudget({ ...options, coalesceMs: 50, writesPerSecond: 2_000 });
     const [asking, occasional] = streams(2);
     // 300 prompt writes in 1.8 s: about 160 a second, well within 2,000; far over 100.
     for (let write = 0; write < 300; write += 1) roomy.wrote(occasional, false, write * 6);
-    expect(roomy.stretches(asking, 1_900)).toBe(false);
+    expect(roomy.mayWriteUrgently(asking, 1_900)).toBe(true);
     expect(roomy.windowMs(asking, 1_900)).toBe(50);
     const tight = new LiveWriteBudget({ ...options, coalesceMs: 50, writesPerSecond: 100 });
     for (let write = 0; write < 300; write += 1) tight.wrote(occasional, false, write * 6);
-    expect(tight.stretches(asking, 1_900)).toBe(true);
+    expect(tight.mayWriteUrgently(asking, 1_900)).toBe(false);
     expect(tight.windowMs(asking, 1_900)).toBeGreaterThan(50);
+    // A configured window of a second or more is never stretched: urgent writes need not wait for it.
+    const long = new LiveWriteBudget({ ...options, coalesceMs: 2_000, writesPerSecond: 100 });
+    for (let write = 0; write < 300; write += 1) long.wrote(occasional, false, write * 6);
+    expect(long.mayWriteUrgently(asking, 1_900)).toBe(true);
+  });
+
+  it("lets no tenant's urgent writes out in a burst: half the budget's share of a bucket at most, the other tenants untouched", () => {
+    const shared = new LiveWriteBudget({ ...options, coalesceMs: 50, writesPerSecond: 2_000 });
+    const [loud, other] = [stream('loud'), stream('other')];
+    // 2,000 a second is 200 a bucket of 100 ms: one tenant gets 100 of them at once.
+    for (let write = 0; write < 99; write += 1) shared.wrote(loud, false, 1_000);
+    expect(shared.mayWriteUrgently(loud, 1_000)).toBe(true);
+    shared.wrote(loud, false, 1_000);
+    expect(shared.mayWriteUrgently(loud, 1_050)).toBe(false);
+    expect(shared.mayWriteUrgently(other, 1_050)).toBe(true);
+    expect(shared.mayWriteUrgently(loud, 1_100)).toBe(true);
   });
 
   it('rates prompt writes over the time their buckets cover', () => {

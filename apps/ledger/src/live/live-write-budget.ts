@@ -69,6 +69,9 @@ export class LiveWriteBudget {
   private readonly promptByBucket = new Map<number, Map<string, number>>();
   /** Tenants that hold a held-back stream or made a prompt write in the last two seconds. */
   private readonly tenants = new Map<string, TenantWrites>();
+  /** Per tenant, whether urgent writes stay within its part: decided once per bucket. */
+  private readonly urgentVerdicts = new Map<string, boolean>();
+  private urgentVerdictsBucket = Number.NaN;
 
   constructor(private readonly options: SseOptions) {}
 
@@ -80,11 +83,30 @@ export class LiveWriteBudget {
     return coalescingWindowMs(heldBack, part - prompt, this.options);
   }
 
-  /** Whether `stream`'s window is longer than the configured one now: its tenant asks for more writes than its fair part. */
-  stretches(stream: BudgetedStream, now = performance.now()): boolean {
-    this.forgetPast(now);
-    const { asks, part } = this.share(stream, now);
-    return asks > part;
+  /**
+   * Whether an urgent write by `stream` may go out now, out of its window (decision 0035). Not in a
+   * burst: its tenant's prompt writes in the current bucket stay under half the budget's share of a
+   * bucket (one count, whatever the crowd). And not past the budget: its tenant asks for no more than
+   * its fair part, or its window could not stretch anyway. That verdict is kept for the bucket, so
+   * a crowd of watchers told of the same change pays for it once.
+   */
+  mayWriteUrgently(stream: BudgetedStream, now = performance.now()): boolean {
+    if (this.options.coalesceMs === 0) return true;
+    const bucket = bucketOf(now);
+    const inBucket = this.promptByBucket.get(bucket)?.get(stream.tenant) ?? 0;
+    if (inBucket >= (this.options.writesPerSecond * BUCKET_MS) / 1_000 / 2) return false;
+    if (this.options.coalesceMs >= MAX_WINDOW_MS) return true;
+    if (this.urgentVerdictsBucket !== bucket) {
+      this.urgentVerdicts.clear();
+      this.urgentVerdictsBucket = bucket;
+    }
+    let verdict = this.urgentVerdicts.get(stream.tenant);
+    if (verdict === undefined) {
+      this.forgetPast(now);
+      const { asks, part } = this.share(stream, now);
+      this.urgentVerdicts.set(stream.tenant, (verdict = asks <= part));
+    }
+    return verdict;
   }
 
   /** What `stream`'s tenant asks for (its prompt writes and one write a window per held-back stream, `stream` counted) and its fair part of the budget. */

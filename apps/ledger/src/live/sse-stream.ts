@@ -97,10 +97,10 @@ export class SseStream implements BudgetedStream {
 
   /**
    * Queues updates; the first after a quiet spell goes out at once, later ones at most once per
-   * window, unless one is urgent: then everything pending goes out at once, while the budget leaves
-   * the window as configured. Once it stretches it (the writes, urgent ones included, are more than
-   * the budget), urgent items wait like the rest: a producer creating messages as fast as its rate
-   * limit allows gets no write per watcher per request.
+   * window, unless one is urgent and the budget allows it (`mayWriteUrgently`: no burst, nothing
+   * past the tenant's part): then everything pending goes out at once. Otherwise urgent items wait
+   * like the rest: a producer creating messages as fast as its rate limit allows gets no write per
+   * watcher per request.
    */
   push(items: readonly LiveItem[]): void {
     if (this.closed || items.length === 0) return;
@@ -110,7 +110,7 @@ export class SseStream implements BudgetedStream {
       this.pending.set(item.key, item);
       urgent ||= item.urgent === true;
     }
-    if (urgent && !this.budget.stretches(this)) {
+    if (urgent && this.budget.mayWriteUrgently(this)) {
       clearTimeout(this.timer);
       return this.flush(false);
     }
