@@ -282,6 +282,13 @@ describe('SseStream over a real connection', () => {
     position,
     data: { text },
   });
+  const urgentMessage = (position: number): LiveItem => ({
+    event: 'message',
+    key: `message:m${position}`,
+    position: BigInt(position),
+    data: { id: `m${position}`, status: 'success' },
+    urgent: true,
+  });
 
   beforeAll(async () => {
     server = http.createServer((_request, response) => {
@@ -318,7 +325,7 @@ describe('SseStream over a real connection', () => {
     stream.push([item(2n, 'held for the window')]);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(client.events).toHaveLength(1);
-    stream.push([{ event: 'message', key: 'message:m', position: 3n, data: { status: 'success' }, urgent: true }]);
+    stream.push([urgentMessage(3)]);
     await until(() => client.events.length === 3, 3_000, 'the urgent update and the change held before it');
     expect(client.events.map((event) => [event.id, event.event])).toEqual([
       ['1', 'block'],
@@ -341,15 +348,8 @@ describe('SseStream over a real connection', () => {
     const client = connectSse(`http://127.0.0.1:${(tightServer.address() as AddressInfo).port}/`, { key: 'unused' });
     try {
       expect((await client.opened).status).toBe(200);
-      const message = (position: number): LiveItem => ({
-        event: 'message',
-        key: `message:m${position}`,
-        position: BigInt(position),
-        data: { id: `m${position}` },
-        urgent: true,
-      });
-      tight!.push([message(1)]);
-      tight!.push([message(2)]);
+      tight!.push([urgentMessage(1)]);
+      tight!.push([urgentMessage(2)]);
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(client.events.map((event) => event.id)).toEqual(['1']);
       await until(() => client.events.length === 2, 3_000, 'the urgent update held for the stretched window');
