@@ -55,7 +55,7 @@ async function timed<T>(work: () => Promise<T>): Promise<number> {
 
 async function main(): Promise<void> {
   const fixture = await governanceFixture();
-  const env = fixture.env({});
+  const env = fixture.env();
   const database = await openBenchDatabase(54_393);
   const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString, env);
