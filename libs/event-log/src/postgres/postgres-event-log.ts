@@ -26,6 +26,11 @@ export interface PostgresEventLogOptions {
   readonly poolSize?: number;
   readonly maxEventsPerCommit?: number;
   readonly readPageSize?: number;
+  /**
+   * A page of `readAll` also stops once its events' data reaches this many bytes (at least one
+   * event), so that a log of large events cannot make a read hold gigabytes. 16 MiB by default.
+   */
+  readonly readPageBytes?: number;
   /** Subscribers poll at this interval when no notification arrives (LISTEN down, or idle). */
   readonly pollIntervalMs?: number;
   readonly clock?: () => Date;
@@ -61,6 +66,12 @@ interface HashColumns {
 const COLUMNS_WITHOUT_HASHES = `position, stream_id, revision, event_id, type, data,
   to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at, schema_version,
   correlation_id, causation_id, actor, tenant`;
+/**
+ * An event's data size as the client will receive it. A compressed value is measured by its text:
+ * its stored size can be a ninetieth of what it decodes to. Any other is measured where it lies,
+ * which costs nothing and is close to its text's length.
+ */
+const DATA_BYTES = `CASE WHEN pg_column_compression(data) IS NULL THEN pg_column_size(data) ELSE octet_length(data::text) END`;
 /** The hashes are stored as bytes: the view gives them in hex, formatted per row, so a read that needs none asks for none. */
 const EVENT_COLUMNS = `${COLUMNS_WITHOUT_HASHES}, prev_hash, hash`;
 
@@ -80,6 +91,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     recent,
   });
   const readPageSize = options.readPageSize ?? 1_000;
+  const readPageBytes = options.readPageBytes ?? 16 * 1024 * 1024;
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const subscriptions = new Set<Subscription>();
   try {
@@ -104,20 +116,25 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     const limit = readOptions.maxCount ?? readPageSize;
     // One statement, one snapshot: everything at or below the head it sees is committed (the head
     // moves in the same transaction), so reading up to it can never skip an event that commits
-    // later. The head row comes back even when no event follows.
-    const { clause, params } = filterClause(readOptions.filter, 3);
-    const { rows } = await pool.query<Row & { head: string }>(
+    // later. The head row comes back even when no event follows. The page is cut after the event
+    // whose data reaches `readPageBytes`, counted over the page's rows alone (the LIMIT comes first).
+    const { clause, params } = filterClause(readOptions.filter, 4);
+    const { rows } = await pool.query<Row & { head: string; bytes_through: string }>(
       `SELECT h.position AS head, e.* FROM event_log_head h
          LEFT JOIN LATERAL (
-           SELECT ${columns} FROM event_log_records
-            WHERE position > $1 AND position <= h.position ${clause}
-            ORDER BY position LIMIT $2) e ON true`,
-      [after.toString(), limit, ...params],
+           SELECT * FROM (
+             SELECT page.*, sum(page.data_bytes) OVER (ORDER BY page.position ROWS UNBOUNDED PRECEDING) AS bytes_through
+               FROM (SELECT ${columns}, ${DATA_BYTES} AS data_bytes FROM event_log_records
+                      WHERE position > $1 AND position <= h.position ${clause}
+                      ORDER BY position LIMIT $2) page) sized
+            WHERE bytes_through - data_bytes < $3
+            ORDER BY position) e ON true`,
+      [after.toString(), limit, readPageBytes, ...params],
     );
     const head = BigInt(rows[0].head);
     if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
     const events = rows[0].position === null ? [] : rows.map(toEvent);
-    const full = events.length === limit;
+    const full = events.length === limit || Number(rows.at(-1)!.bytes_through) >= readPageBytes;
     return { events, checkpoint: full ? events.at(-1)!.position : head, caughtUp: !full };
   }
 
