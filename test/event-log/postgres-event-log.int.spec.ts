@@ -1,13 +1,5 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import {
-  createPostgresEventLog,
-  NO_STREAM,
-  type EventLog,
-  type EventWithoutHashes,
-  type ReadAllOptions,
-  type ReadAllResult,
-  type SubscriptionBatch,
-} from '#event-log';
+import { randomUUID } from 'node:crypto';
+import { createPostgresEventLog, NO_STREAM, type EventLog, type SubscriptionBatch } from '#event-log';
 import { eventLogContract } from '#event-log/testing';
 import pg from 'pg';
 import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
@@ -198,82 +190,5 @@ describe('PostgreSQL reads without hashes', () => {
     const { prevHash, hash, ...metadata } = events[0].metadata;
     expect([prevHash, hash].every((value) => /^[0-9a-f]{64}$/.test(value))).toBe(true);
     expect(read).toStrictEqual({ ...events[0], metadata });
-  });
-});
-
-describe('PostgreSQL read pages bounded in bytes', () => {
-  const pageBytes = 100_000;
-  let database: TestDatabase;
-  let log: EventLog;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    log = await createPostgresEventLog({ connectionString: database.connectionString, readPageBytes: pageBytes });
-  });
-  afterAll(async () => {
-    await log.close();
-    await database.drop();
-  });
-
-  /** Every event after `fromPosition`, page by page, with each page's data size as received. */
-  async function readInPages(
-    streamId: string,
-    read: (options: ReadAllOptions) => Promise<ReadAllResult<EventWithoutHashes>>,
-  ) {
-    const pages: { ids: string[]; bytes: number; lastBytes: number }[] = [];
-    let fromPosition = 0n;
-    for (;;) {
-      const page = await read({ fromPosition, maxCount: 1_000, filter: { streamPrefixes: [streamId] } });
-      const sizes = page.events.map((event) => JSON.stringify(event.data).length);
-      if (page.events.length > 0)
-        pages.push({
-          ids: page.events.map((event) => event.id),
-          bytes: sizes.reduce((sum, size) => sum + size, 0),
-          lastBytes: sizes.at(-1)!,
-        });
-      fromPosition = page.checkpoint;
-      if (page.caughtUp) return pages;
-    }
-  }
-
-  it.each([
-    ['incompressible', () => randomBytes(16_000).toString('hex')],
-    // Stored compressed to a few kilobytes: measured by what it stored, a page would hold hundreds of them.
-    ['highly compressible', () => 'a'.repeat(32_000)],
-  ])(
-    'cuts a page once its %s data reaches the bound, and the pages together give every event once, in order',
-    async (_kind, text) => {
-      const streamId = `bytes-${randomUUID()}`;
-      const events = Array.from({ length: 12 }, (_, seq) => ({
-        id: randomUUID(),
-        type: 'test.large',
-        data: { seq, text: text() },
-      }));
-      await log.append(streamId, events, NO_STREAM);
-      for (const read of [
-        (options: ReadAllOptions) => log.readAll(options),
-        (options: ReadAllOptions) => log.readAllWithoutHashes(options),
-      ]) {
-        const pages = await readInPages(streamId, read);
-        expect(pages.flatMap((page) => page.ids)).toStrictEqual(events.map((event) => event.id));
-        // Each page but the last stops at the event that reaches the bound: 4 events of 32 kB.
-        expect(pages.map((page) => page.ids.length)).toStrictEqual([4, 4, 4]);
-        for (const page of pages.slice(0, -1)) {
-          expect(page.bytes).toBeGreaterThanOrEqual(pageBytes);
-          expect(page.bytes - page.lastBytes).toBeLessThan(pageBytes);
-        }
-      }
-    },
-  );
-
-  it('gives an event larger than the bound alone, so a reader always moves on', async () => {
-    const streamId = `bytes-${randomUUID()}`;
-    const events = [150_000, 10, 150_000].map((size) => ({
-      id: randomUUID(),
-      type: 'test.large',
-      data: { text: randomUUID().repeat(size / 36 + 1) },
-    }));
-    await log.append(streamId, events, NO_STREAM);
-    const pages = await readInPages(streamId, (options) => log.readAll(options));
-    expect(pages.map((page) => page.ids)).toStrictEqual([[events[0].id], [events[1].id, events[2].id]]);
   });
 });

@@ -12,6 +12,7 @@ import {
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
+import { pageLimit, positiveInteger } from '../read-limits.js';
 import {
   NO_STREAM,
   type AppendResult,
@@ -66,12 +67,12 @@ interface StreamCache {
  * event ids, which the server treats as an idempotent retry.
  */
 export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions): EventLog {
+  const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
   const client = EventStoreDBClient.connectionString(options.connectionString);
   const clock = options.clock ?? (() => new Date());
   const maxCachedStreams = options.maxCachedStreams ?? 10_000;
   const appendAttempts = options.appendAttempts ?? 10;
   const retryDelayMs = options.retryDelayMs ?? 200;
-  const readPageSize = options.readPageSize ?? 1_000;
   const cache = new Map<string, StreamCache>();
   const writers = new Map<string, BatchingQueue<PendingAppend, AppendResult>>();
   const subscriptions = new Set<Subscription>();
@@ -202,7 +203,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   }
 
   async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
-    const limit = readOptions.maxCount ?? readPageSize;
+    const limit = pageLimit(readOptions.maxCount, readPageSize);
     const events: RecordedEvent[] = [];
     let checkpoint = readOptions.fromPosition ?? 0n;
     let fromStart = readOptions.fromPosition === undefined || readOptions.fromPosition === 0n;

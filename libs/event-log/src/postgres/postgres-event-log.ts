@@ -16,6 +16,7 @@ import type {
   SubscribeOptions,
   Subscription,
 } from '../event-log.js';
+import { pageLimit, positiveInteger } from '../read-limits.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
 import { PostgresNotifier } from './postgres-notifier.js';
 import { PollingSubscription } from './polling-subscription.js';
@@ -28,7 +29,7 @@ export interface PostgresEventLogOptions {
   readonly readPageSize?: number;
   /**
    * A page of `readAll` also stops once its events' data reaches this many bytes (at least one
-   * event), so that a log of large events cannot make a read hold gigabytes. 16 MiB by default.
+   * event), so that a log of large events cannot make a read hold gigabytes. 8 MiB by default.
    */
   readonly readPageBytes?: number;
   /** Subscribers poll at this interval when no notification arrives (LISTEN down, or idle). */
@@ -77,6 +78,8 @@ const EVENT_COLUMNS = `${COLUMNS_WITHOUT_HASHES}, prev_hash, hash`;
 
 /** The PostgreSQL event log: the embedded default and the single-machine engine. Schema comes from its migration. */
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
+  const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
+  const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? 8 * 1024 * 1024);
   const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 8 });
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
@@ -90,8 +93,6 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     onCommit: options.onCommit,
     recent,
   });
-  const readPageSize = options.readPageSize ?? 1_000;
-  const readPageBytes = options.readPageBytes ?? 16 * 1024 * 1024;
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const subscriptions = new Set<Subscription>();
   try {
@@ -113,7 +114,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     toEvent: (row: Row) => Event,
   ): Promise<ReadAllResult<Event>> {
     const after = readOptions.fromPosition ?? 0n;
-    const limit = readOptions.maxCount ?? readPageSize;
+    const limit = pageLimit(readOptions.maxCount, readPageSize);
     // One statement, one snapshot: everything at or below the head it sees is committed (the head
     // moves in the same transaction), so reading up to it can never skip an event that commits
     // later. The head row comes back even when no event follows. The page is cut after the event

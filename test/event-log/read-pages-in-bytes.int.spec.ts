@@ -1,0 +1,183 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import {
+  createPostgresEventLog,
+  NO_STREAM,
+  type EventFilter,
+  type EventLog,
+  type EventWithoutHashes,
+  type ReadAllOptions,
+  type ReadAllResult,
+} from '#event-log';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+type Read = (options: ReadAllOptions) => Promise<ReadAllResult<EventWithoutHashes>>;
+
+describe('PostgreSQL read pages bounded in bytes', () => {
+  const pageBytes = 100_000;
+  let database: TestDatabase;
+  let log: EventLog;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    log = await createPostgresEventLog({ connectionString: database.connectionString, readPageBytes: pageBytes });
+  });
+  afterAll(async () => {
+    await log.close();
+    await database.drop();
+  });
+
+  /** Every event after `fromPosition`, page by page, with each page's data size as received. */
+  async function readInPages(streamId: string, read: Read) {
+    const pages: { ids: string[]; bytes: number; lastBytes: number }[] = [];
+    let fromPosition = 0n;
+    for (;;) {
+      const page = await read({ fromPosition, maxCount: 1_000, filter: { streamPrefixes: [streamId] } });
+      const sizes = page.events.map((event) => JSON.stringify(event.data).length);
+      if (page.events.length > 0)
+        pages.push({
+          ids: page.events.map((event) => event.id),
+          bytes: sizes.reduce((sum, size) => sum + size, 0),
+          lastBytes: sizes.at(-1)!,
+        });
+      fromPosition = page.checkpoint;
+      if (page.caughtUp) return pages;
+    }
+  }
+
+  it.each([
+    ['incompressible', () => randomBytes(16_000).toString('hex')],
+    // Stored compressed to a few kilobytes: measured by what it stored, a page would hold hundreds of them.
+    ['highly compressible', () => 'a'.repeat(32_000)],
+  ])(
+    'cuts a page once its %s data reaches the bound, and the pages together give every event once, in order',
+    async (_kind, text) => {
+      const streamId = `bytes-${randomUUID()}`;
+      const events = Array.from({ length: 12 }, (_, seq) => ({
+        id: randomUUID(),
+        type: 'test.large',
+        data: { seq, text: text() },
+      }));
+      await log.append(streamId, events, NO_STREAM);
+      for (const read of [
+        (options: ReadAllOptions) => log.readAll(options),
+        (options: ReadAllOptions) => log.readAllWithoutHashes(options),
+      ]) {
+        const pages = await readInPages(streamId, read);
+        expect(pages.flatMap((page) => page.ids)).toStrictEqual(events.map((event) => event.id));
+        // Each page but the last stops at the event that reaches the bound: 4 events of 32 kB.
+        expect(pages.map((page) => page.ids.length)).toStrictEqual([4, 4, 4]);
+        for (const page of pages.slice(0, -1)) {
+          expect(page.bytes).toBeGreaterThanOrEqual(pageBytes);
+          expect(page.bytes - page.lastBytes).toBeLessThan(pageBytes);
+        }
+      }
+    },
+  );
+
+  it('refuses a bound that would cut every page before its first event, naming it', async () => {
+    for (const readPageBytes of [0, -1, 0.5])
+      await expect(
+        createPostgresEventLog({ connectionString: database.connectionString, readPageBytes }),
+      ).rejects.toThrow(/^readPageBytes must be a whole number of 1 or more/);
+  });
+
+  it('gives an event larger than the bound alone, so a reader always moves on', async () => {
+    const streamId = `bytes-${randomUUID()}`;
+    const events = [150_000, 10, 150_000].map((size) => ({
+      id: randomUUID(),
+      type: 'test.large',
+      data: { text: randomUUID().repeat(size / 36 + 1) },
+    }));
+    await log.append(streamId, events, NO_STREAM);
+    const pages = await readInPages(streamId, (options) => log.readAll(options));
+    expect(pages.map((page) => page.ids)).toStrictEqual([[events[0].id], [events[1].id, events[2].id]]);
+  });
+});
+
+/** Pages read after appends keep coming: whatever the bound, the pages give each matching event once, in order. */
+describe('PostgreSQL read pages cut in bytes, under appends', () => {
+  let database: TestDatabase;
+  const logs: EventLog[] = [];
+  const open = async (readPageBytes?: number) => {
+    const log = await createPostgresEventLog({ connectionString: database.connectionString, readPageBytes });
+    logs.push(log);
+    return log;
+  };
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await Promise.all(logs.map((log) => log.close()));
+    await database.drop();
+  });
+
+  /** Every page from the start of the log until one is caught up, checking at each that it moves on; `onPage` runs between pages. */
+  async function readAllPages(read: Read, options: Omit<ReadAllOptions, 'fromPosition'>, onPage: () => Promise<void>) {
+    const events: EventWithoutHashes[] = [];
+    let fromPosition = 0n;
+    for (;;) {
+      const page = await read({ ...options, fromPosition });
+      expect(page.events.every((event) => event.position > fromPosition)).toBe(true);
+      expect(page.checkpoint).toBeGreaterThanOrEqual(page.events.at(-1)?.position ?? fromPosition);
+      if (!page.caughtUp) expect(page.checkpoint).toBeGreaterThan(fromPosition);
+      events.push(...page.events);
+      fromPosition = page.checkpoint;
+      if (page.caughtUp) return { events, through: page.checkpoint };
+      await onPage();
+    }
+  }
+
+  const matches = (event: EventWithoutHashes, filter: EventFilter) =>
+    (!filter.streamPrefixes || filter.streamPrefixes.some((prefix) => event.streamId.startsWith(prefix))) &&
+    (!filter.eventTypePrefixes || filter.eventTypePrefixes.some((prefix) => event.type.startsWith(prefix)));
+
+  it('gives every matching event once, in order, for filters, counts and bounds, with appends under way', async () => {
+    const run = randomUUID();
+    const writer = await open();
+    const sizes = [0, 10, 900, 3_000, 40_000];
+    let seq = 0;
+    // Three streams a round, of 1–4 events each, of sizes from nothing to past a bound, compressible or not.
+    const appendRound = async () => {
+      const round = seq++;
+      await writer.appendMany(
+        ['ra', 'rb', 'r_'].map((stream, s) => ({
+          streamId: `${stream}-${run}-${round}`,
+          expectedRevision: NO_STREAM,
+          events: Array.from({ length: 1 + (round % 4) }, (_, i) => {
+            const size = sizes[(round * 7 + i * 3 + s) % sizes.length];
+            const text = (round + i) % 2 === 0 ? 'x'.repeat(size) : randomBytes(size / 2).toString('hex');
+            return { id: randomUUID(), type: ['t.one', 't.two', 'u%'][(round + i) % 3], data: { round, text } };
+          }),
+        })),
+      );
+    };
+    for (let round = 0; round < 20; round += 1) await appendRound();
+    const filters: EventFilter[] = [
+      { streamPrefixes: [`ra-${run}`] },
+      { streamPrefixes: [`ra-${run}`, `r_-${run}`], eventTypePrefixes: ['t.t', 'u%'] },
+      { eventTypePrefixes: ['u%'], streamPrefixes: [`r`] },
+    ];
+    const settings = [
+      { bound: 1, maxCount: undefined },
+      { bound: 2_500, maxCount: 3 },
+      { bound: 50_000, maxCount: 1 },
+      { bound: 50_000, maxCount: undefined },
+    ];
+    for (const { bound, maxCount } of settings) {
+      const log = await open(bound);
+      const reads: Read[] = [(options) => log.readAll(options), (options) => log.readAllWithoutHashes(options)];
+      for (const read of reads)
+        for (const filter of filters) {
+          let appended = 0;
+          const { events, through } = await readAllPages(read, { filter, maxCount }, async () => {
+            if (appended++ < 2) await appendRound();
+          });
+          // Everything the log held up to where the reader says it caught up.
+          const expected = (await writer.readAll({ maxCount: 1_000_000, filter })).events.filter(
+            (event) => event.position <= through,
+          );
+          expect(events.map((event) => event.id)).toStrictEqual(expected.map((event) => event.id));
+          expect(events.every((event) => matches(event, filter))).toBe(true);
+        }
+    }
+  });
+});
