@@ -113,16 +113,19 @@ describe('rebuilding the read models from the log', () => {
     expect(read.body.blocks).toMatchObject([{ type: 'main_text', status: 'streaming', content: 'after the rebuild' }]);
   });
 
-  it('in pages of a few events, each next page read while one is written, gives the same rows', async () => {
+  it('in pages of a few events, the next pages read while one is written, gives the same rows', async () => {
     const live = await readModelHash(database);
     const pool = new pg.Pool({ connectionString: ledger.database.connectionString, max: 3 });
     const eventLog = await createPostgresEventLog({ connectionString: ledger.database.connectionString });
     const pages: (number | undefined)[] = [];
+    const reads: { from: bigint | undefined; checkpoint: bigint }[] = [];
     const counted: EventLog = {
       ...eventLog,
-      readAllWithoutHashes: (options) => {
+      readAllWithoutHashes: async (options) => {
         pages.push(options?.maxCount);
-        return eventLog.readAllWithoutHashes(options);
+        const page = await eventLog.readAllWithoutHashes(options);
+        reads.push({ from: options?.fromPosition, checkpoint: page.checkpoint });
+        return page;
       },
     };
     try {
@@ -130,7 +133,35 @@ describe('rebuilding the read models from the log', () => {
       expect(result.events).toBeGreaterThan(100);
       expect(pages.length).toBeGreaterThanOrEqual(result.events / 7);
       expect(new Set(pages)).toEqual(new Set([7]));
+      // Each page read from where the one before it ended, and none after the one that caught up.
+      expect(reads.map(({ from }) => from ?? 0n)).toEqual([
+        0n,
+        ...reads.slice(0, -1).map(({ checkpoint }) => checkpoint),
+      ]);
+      expect(reads.at(-1)!.checkpoint).toBe(result.position);
       expect(await readModelHash(database)).toEqual(live);
+    } finally {
+      await eventLog.close();
+      await pool.end();
+    }
+  });
+
+  it('fails whole when a page read ahead fails, leaving the live rows and no scratch schema', async () => {
+    const live = await readModelHash(database);
+    const pool = new pg.Pool({ connectionString: ledger.database.connectionString, max: 3 });
+    const eventLog = await createPostgresEventLog({ connectionString: ledger.database.connectionString });
+    let reads = 0;
+    const failing: EventLog = {
+      ...eventLog,
+      readAllWithoutHashes: (options) =>
+        ++reads === 5 ? Promise.reject(new Error('page 5 lost')) : eventLog.readAllWithoutHashes(options),
+    };
+    try {
+      await expect(rebuildReadModels(pool, failing, ['block-read-models'], 7)).rejects.toThrow('page 5 lost');
+      expect(reads).toBe(5);
+      expect(await readModelHash(database)).toEqual(live);
+      const { rows } = await pool.query(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`);
+      expect(rows).toEqual([]);
     } finally {
       await eventLog.close();
       await pool.end();
