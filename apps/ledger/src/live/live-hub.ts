@@ -81,17 +81,22 @@ export class LiveHub {
       });
       if (joined) return joined.watching;
     }
-    // Everything up to the hub's position when the read starts is committed, so the read holds it; if the hub moves on meanwhile, read again.
+    // Everything up to the hub's position when the read starts is committed, so the read holds it; if the hub moves on meanwhile, read what followed.
     let readAt = this.position;
     let events = await this.eventLog.readStream(streamId);
+    const readOn = async () => {
+      const last = events.at(-1);
+      const more = await this.eventLog.readStream(streamId, { fromRevision: last ? last.revision + 1n : 0n });
+      if (more.length > 0) events = events.concat(more);
+    };
     // A session opened a moment ago may be in the log before the hub has followed it there: wait, bounded.
     const newest = events.at(-1)?.position;
     if (newest !== undefined && newest > readAt && (await this.reach(newest, JOIN_WAIT_MS))) {
       readAt = this.position;
-      events = await this.eventLog.readStream(streamId);
+      await readOn();
     }
     return this.serialized(async () => {
-      if (this.position > readAt) events = await this.eventLog.readStream(streamId);
+      if (this.position > readAt) await readOn();
       // Fold forward from the client's state, so unchanged messages and blocks stay the same objects and only real changes are sent.
       const base =
         from === undefined

@@ -1,0 +1,102 @@
+import { initialSessionState, parseChunks, sessionChanges, sessionStreamId } from '#core';
+import { createPostgresEventLog, type EventLog } from '#event-log';
+import { LiveHub, type LiveSink } from '../../apps/ledger/src/live/live-hub.js';
+import { sessionItems, type LiveItem } from '../../apps/ledger/src/live/live-items.js';
+import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
+import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/** The live hub on a real log: a watcher that joins while the session moves on gets all of it, once. */
+describe('live hub: joining a session that moves on during the join', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  const session = { tenant: 'default', sessionId: 'moving-session' };
+  const streamId = sessionStreamId(session.tenant, session.sessionId);
+  let database: TestDatabase;
+  let eventLog: EventLog;
+  let repository: SessionRepository;
+  let seq = 0;
+
+  const deltas = (count: number) =>
+    parseChunks(Array.from({ length: count }, (_, index) => ({ seq: ++seq, type: 'text.delta', text: `t${index}` })));
+  const appendDeltas = (count: number) =>
+    repository.execute(session, { type: 'append_chunks', messageId: 'm1', chunks: deltas(count) }, author);
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    eventLog = await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 4 });
+    repository = new SessionRepository(eventLog);
+    await repository.execute(
+      session,
+      { type: 'open_session', ...session, title: null, metadata: {}, owner: 'producer', writers: [] },
+      author,
+    );
+    await repository.execute(
+      session,
+      { type: 'create_message', messageId: 'm1', role: 'assistant', parentId: undefined, model: null, content: null },
+      author,
+    );
+    await repository.execute(
+      session,
+      {
+        type: 'append_chunks',
+        messageId: 'm1',
+        chunks: parseChunks([
+          { seq: ++seq, type: 'llm_response_created' },
+          { seq: ++seq, type: 'text.start' },
+        ]),
+      },
+      author,
+    );
+    await appendDeltas(5);
+  });
+
+  afterAll(async () => {
+    await eventLog.close();
+    await database.drop();
+  });
+
+  it('reads what was appended after its first read of the stream, and gets later changes live', async () => {
+    const streamReads: (bigint | undefined)[] = [];
+    // The session moves on right after the watcher's first read, and the hub follows it there
+    // before the join is applied: the read is then behind the hub.
+    const moving: EventLog = {
+      ...eventLog,
+      readStream: async (id, options) => {
+        const events = await eventLog.readStream(id, options);
+        if (id === streamId) streamReads.push(options?.fromRevision);
+        if (id === streamId && streamReads.length === 1) {
+          const { position } = await appendDeltas(3);
+          expect(await hub.reach(position, 10_000)).toBe(true);
+        }
+        return events;
+      },
+    };
+    const hub = new LiveHub(moving);
+    await hub.start();
+    const started: LiveItem[][] = [];
+    const pushed: LiveItem[][] = [];
+    const sink: LiveSink = { start: (items) => started.push([...items]), push: (items) => pushed.push([...items]) };
+    try {
+      const watching = await hub.watch(session, undefined, () => sink);
+      expect(watching).toBeDefined();
+      const atJoin = await foldSessionEvents(
+        eventLog,
+        initialSessionState,
+        await eventLog.readStream(streamId),
+        'read',
+      );
+      if (atJoin.status !== 'open') throw new Error('the session is not open');
+      expect(started).toEqual([sessionItems(sessionChanges(initialSessionState, atJoin), atJoin.position)]);
+      // The second read took only what followed the first: the three events appended in between.
+      expect(streamReads).toEqual([undefined, (await eventLog.readStream(streamId)).at(-3)!.revision]);
+
+      const { position } = await appendDeltas(2);
+      expect(await hub.reach(position, 10_000)).toBe(true);
+      expect(pushed.flat().map((item) => item.position)).toEqual(expect.arrayContaining([position]));
+      expect(pushed.flat().every((item) => item.position > atJoin.position)).toBe(true);
+      watching!.unwatch();
+    } finally {
+      await hub.stop();
+    }
+  });
+});
