@@ -4,12 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jest } from '@jest/globals';
 import type { Config } from '@jest/types';
-import { createPostgresEventLog, type EventLog } from '#event-log';
+import { createPostgresEventLog, type EventLog, type EventWithoutHashes } from '#event-log';
 import pg from 'pg';
 import { loadBlockVectors, numberedChunks } from '../../libs/core/src/testing/block-vectors.js';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
+import type { ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
 import { rebuildReadModels } from '../../apps/ledger/src/projections/read-model-projections.js';
+import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 /** A hash over every read-model row in a fixed order: equal hashes, equal tables. */
@@ -162,6 +164,43 @@ describe('rebuilding the read models from the log', () => {
       expect(await readModelHash(database)).toEqual(live);
       const { rows } = await pool.query(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`);
       expect(rows).toEqual([]);
+    } finally {
+      await eventLog.close();
+      await pool.end();
+    }
+  });
+
+  it('starts no read once handling a page has failed, however late the read under way comes back', async () => {
+    const pool = new pg.Pool({ connectionString: ledger.database.connectionString, max: 3 });
+    const eventLog = await createPostgresEventLog({ connectionString: ledger.database.connectionString });
+    let releaseSecond!: () => void;
+    const secondHeld = new Promise<void>((resolve) => (releaseSecond = resolve));
+    const reads: Promise<unknown>[] = [];
+    const held: EventLog = {
+      ...eventLog,
+      readAllWithoutHashes: (options) => {
+        const read = (async () => {
+          if (reads.length === 1) await secondHeld;
+          return eventLog.readAllWithoutHashes(options);
+        })();
+        reads.push(read);
+        return read;
+      },
+    };
+    const failing: ProjectionDefinition<EventWithoutHashes> = {
+      name: 'failing-handle',
+      version: 1,
+      filter: {},
+      reset: () => undefined,
+      handle: () => Promise.reject(new Error('handle broke')),
+    };
+    try {
+      await expect(rebuildProjection(pool, held, failing, ['sessions'], 7)).rejects.toThrow('handle broke');
+      releaseSecond();
+      await reads[1];
+      // Past every microtask the second read's page could have chained a third read on.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(reads).toHaveLength(2);
     } finally {
       await eventLog.close();
       await pool.end();

@@ -122,12 +122,16 @@ async function rebuildIntoScratchSchema(
     await inTransaction(pool, async (client) => {
       await client.query(`SET LOCAL search_path = ${schema}, public`);
       const pages = readAhead(read, position, PAGES_READ_AHEAD);
-      for (;;) {
-        const page = await pages.next();
-        if (page.events.length > 0) await definition.handle(page.events, { client, eventLog });
-        events += page.events.length;
-        position = page.checkpoint;
-        if (page.caughtUp) break;
+      try {
+        for (;;) {
+          const page = await pages.next();
+          if (page.events.length > 0) await definition.handle(page.events, { client, eventLog });
+          events += page.events.length;
+          position = page.checkpoint;
+          if (page.caughtUp) break;
+        }
+      } finally {
+        pages.stop();
       }
     });
     // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename.
@@ -167,15 +171,17 @@ interface LogPage {
 /**
  * Reads pages one after the other from `from`, each as soon as the one before it has come back,
  * keeping up to `depth` pages read or in flight beyond the one last taken. `next` gives them in
- * order; a read that fails fails the `next` that takes it (and no read follows it).
+ * order; a read that fails fails the `next` that takes it (and no read follows it). After `stop`,
+ * no read starts: the reads under way finish, and nothing takes them.
  */
 function readAhead<Page extends LogPage>(read: (after: bigint) => Promise<Page>, from: bigint, depth: number) {
   const ahead: Promise<Page | undefined>[] = [];
+  let stopped = false;
   const extend = () => {
     while (ahead.length < depth) {
       const previous = ahead.at(-1);
       const page: Promise<Page | undefined> = previous
-        ? previous.then((last) => (last && !last.caughtUp ? read(last.checkpoint) : undefined))
+        ? previous.then((last) => (!stopped && last && !last.caughtUp ? read(last.checkpoint) : undefined))
         : read(from);
       // Handled when taken; until then a failure must not count as unhandled.
       page.catch(() => undefined);
@@ -188,6 +194,9 @@ function readAhead<Page extends LogPage>(read: (after: bigint) => Promise<Page>,
       const page = await ahead.shift()!;
       extend();
       return page!;
+    },
+    stop: () => {
+      stopped = true;
     },
   };
 }
