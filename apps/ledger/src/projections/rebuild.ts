@@ -1,4 +1,4 @@
-import type { EventLog, EventWithoutHashes } from '#event-log';
+import type { EventLog, EventWithoutHashes, ReadAllResult } from '#event-log';
 import type { Pool } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
@@ -163,18 +163,17 @@ async function rebuildIntoScratchSchema(
   }
 }
 
-interface LogPage {
-  readonly caughtUp: boolean;
-  readonly checkpoint: bigint;
-}
-
 /**
  * Reads pages one after the other from `from`, each as soon as the one before it has come back,
  * keeping up to `depth` pages read or in flight beyond the one last taken. `next` gives them in
  * order; a read that fails fails the `next` that takes it (and no read follows it). After `stop`,
  * no read starts: the reads under way finish, and nothing takes them.
  */
-function readAhead<Page extends LogPage>(read: (after: bigint) => Promise<Page>, from: bigint, depth: number) {
+function readAhead<Page extends Pick<ReadAllResult, 'caughtUp' | 'checkpoint'>>(
+  read: (after: bigint) => Promise<Page>,
+  from: bigint,
+  depth: number,
+) {
   const ahead: Promise<Page | undefined>[] = [];
   let stopped = false;
   const extend = () => {
