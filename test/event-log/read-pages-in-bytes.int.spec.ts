@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
   createPostgresEventLog,
+  matchesFilter,
   NO_STREAM,
   type EventFilter,
   type EventLog,
@@ -11,6 +12,35 @@ import {
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 type Read = (options: ReadAllOptions) => Promise<ReadAllResult<EventWithoutHashes>>;
+
+/** Both reads of the log, with the hashes and without: the bound applies to each. */
+const bothReads = (log: EventLog): Read[] => [
+  (options) => log.readAll(options),
+  (options) => log.readAllWithoutHashes(options),
+];
+
+/** Every page from the start of the log until one is caught up, checking at each that it moves on; `onPage` runs between pages. */
+async function readPages(
+  read: Read,
+  options: Omit<ReadAllOptions, 'fromPosition'>,
+  onPage: () => Promise<void> = () => Promise.resolve(),
+) {
+  const pages: (readonly EventWithoutHashes[])[] = [];
+  let fromPosition = 0n;
+  for (;;) {
+    const page = await read({ ...options, fromPosition });
+    expect(page.events.every((event) => event.position > fromPosition)).toBe(true);
+    expect(page.checkpoint).toBeGreaterThanOrEqual(page.events.at(-1)?.position ?? fromPosition);
+    if (!page.caughtUp) expect(page.checkpoint).toBeGreaterThan(fromPosition);
+    if (page.events.length > 0) pages.push(page.events);
+    fromPosition = page.checkpoint;
+    if (page.caughtUp) return { pages, through: page.checkpoint };
+    await onPage();
+  }
+}
+
+/** An event's data as the client received it, in characters of its JSON. */
+const dataSize = (event: EventWithoutHashes) => JSON.stringify(event.data).length;
 
 describe('PostgreSQL read pages bounded in bytes', () => {
   const pageBytes = 100_000;
@@ -24,24 +54,6 @@ describe('PostgreSQL read pages bounded in bytes', () => {
     await log.close();
     await database.drop();
   });
-
-  /** Every event after `fromPosition`, page by page, with each page's data size as received. */
-  async function readInPages(streamId: string, read: Read) {
-    const pages: { ids: string[]; bytes: number; lastBytes: number }[] = [];
-    let fromPosition = 0n;
-    for (;;) {
-      const page = await read({ fromPosition, maxCount: 1_000, filter: { streamPrefixes: [streamId] } });
-      const sizes = page.events.map((event) => JSON.stringify(event.data).length);
-      if (page.events.length > 0)
-        pages.push({
-          ids: page.events.map((event) => event.id),
-          bytes: sizes.reduce((sum, size) => sum + size, 0),
-          lastBytes: sizes.at(-1)!,
-        });
-      fromPosition = page.checkpoint;
-      if (page.caughtUp) return pages;
-    }
-  }
 
   it.each([
     ['incompressible', () => randomBytes(16_000).toString('hex')],
@@ -57,17 +69,15 @@ describe('PostgreSQL read pages bounded in bytes', () => {
         data: { seq, text: text() },
       }));
       await log.append(streamId, events, NO_STREAM);
-      for (const read of [
-        (options: ReadAllOptions) => log.readAll(options),
-        (options: ReadAllOptions) => log.readAllWithoutHashes(options),
-      ]) {
-        const pages = await readInPages(streamId, read);
-        expect(pages.flatMap((page) => page.ids)).toStrictEqual(events.map((event) => event.id));
+      for (const read of bothReads(log)) {
+        const { pages } = await readPages(read, { maxCount: 1_000, filter: { streamPrefixes: [streamId] } });
+        expect(pages.flat().map((event) => event.id)).toStrictEqual(events.map((event) => event.id));
         // Each page but the last stops at the event that reaches the bound: 4 events of 32 kB.
-        expect(pages.map((page) => page.ids.length)).toStrictEqual([4, 4, 4]);
+        expect(pages.map((page) => page.length)).toStrictEqual([4, 4, 4]);
         for (const page of pages.slice(0, -1)) {
-          expect(page.bytes).toBeGreaterThanOrEqual(pageBytes);
-          expect(page.bytes - page.lastBytes).toBeLessThan(pageBytes);
+          const bytes = page.reduce((sum, event) => sum + dataSize(event), 0);
+          expect(bytes).toBeGreaterThanOrEqual(pageBytes);
+          expect(bytes - dataSize(page.at(-1)!)).toBeLessThan(pageBytes);
         }
       }
     },
@@ -88,8 +98,14 @@ describe('PostgreSQL read pages bounded in bytes', () => {
       data: { text: randomUUID().repeat(size / 36 + 1) },
     }));
     await log.append(streamId, events, NO_STREAM);
-    const pages = await readInPages(streamId, (options) => log.readAll(options));
-    expect(pages.map((page) => page.ids)).toStrictEqual([[events[0].id], [events[1].id, events[2].id]]);
+    const { pages } = await readPages((options) => log.readAll(options), {
+      maxCount: 1_000,
+      filter: { streamPrefixes: [streamId] },
+    });
+    expect(pages.map((page) => page.map((event) => event.id))).toStrictEqual([
+      [events[0].id],
+      [events[1].id, events[2].id],
+    ]);
   });
 });
 
@@ -109,26 +125,6 @@ describe('PostgreSQL read pages cut in bytes, under appends', () => {
     await Promise.all(logs.map((log) => log.close()));
     await database.drop();
   });
-
-  /** Every page from the start of the log until one is caught up, checking at each that it moves on; `onPage` runs between pages. */
-  async function readAllPages(read: Read, options: Omit<ReadAllOptions, 'fromPosition'>, onPage: () => Promise<void>) {
-    const events: EventWithoutHashes[] = [];
-    let fromPosition = 0n;
-    for (;;) {
-      const page = await read({ ...options, fromPosition });
-      expect(page.events.every((event) => event.position > fromPosition)).toBe(true);
-      expect(page.checkpoint).toBeGreaterThanOrEqual(page.events.at(-1)?.position ?? fromPosition);
-      if (!page.caughtUp) expect(page.checkpoint).toBeGreaterThan(fromPosition);
-      events.push(...page.events);
-      fromPosition = page.checkpoint;
-      if (page.caughtUp) return { events, through: page.checkpoint };
-      await onPage();
-    }
-  }
-
-  const matches = (event: EventWithoutHashes, filter: EventFilter) =>
-    (!filter.streamPrefixes || filter.streamPrefixes.some((prefix) => event.streamId.startsWith(prefix))) &&
-    (!filter.eventTypePrefixes || filter.eventTypePrefixes.some((prefix) => event.type.startsWith(prefix)));
 
   it('gives every matching event once, in order, for filters, counts and bounds, with appends under way', async () => {
     const run = randomUUID();
@@ -164,19 +160,19 @@ describe('PostgreSQL read pages cut in bytes, under appends', () => {
     ];
     for (const { bound, maxCount } of settings) {
       const log = await open(bound);
-      const reads: Read[] = [(options) => log.readAll(options), (options) => log.readAllWithoutHashes(options)];
-      for (const read of reads)
+      for (const read of bothReads(log))
         for (const filter of filters) {
           let appended = 0;
-          const { events, through } = await readAllPages(read, { filter, maxCount }, async () => {
+          const { pages, through } = await readPages(read, { filter, maxCount }, async () => {
             if (appended++ < 2) await appendRound();
           });
+          const events = pages.flat();
           // Everything the log held up to where the reader says it caught up.
           const expected = (await writer.readAll({ maxCount: 1_000_000, filter })).events.filter(
             (event) => event.position <= through,
           );
           expect(events.map((event) => event.id)).toStrictEqual(expected.map((event) => event.id));
-          expect(events.every((event) => matches(event, filter))).toBe(true);
+          expect(events.every((event) => matchesFilter(event, filter))).toBe(true);
         }
     }
   });
