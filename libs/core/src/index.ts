@@ -8,6 +8,7 @@ export * from './blocks/block-rules.js';
 export * from './hashing/name-uuid.js';
 export * from './session/session-events.js';
 export * from './session/session-decider.js';
+export * from './session/session-quota.js';
 export * from './session/branch-tree.js';
 export * from './session/session-changes.js';
 export * from './session/session-summary.js';

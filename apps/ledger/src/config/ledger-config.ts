@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_SESSION_QUOTA, type SessionQuota } from '#core';
 import { StartupError } from '../database/embedded-postgres.js';
 import type { SseOptions } from '../live/sse-stream.js';
 
@@ -22,6 +23,9 @@ const environment = z
     LEDGER_DATA_DIR: z.string().min(1).default('.data'),
     LEDGER_PG_PORT: port(54_329),
     LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
+    LEDGER_SESSION_MAX_EVENTS: z.coerce.number().int().min(1).default(DEFAULT_SESSION_QUOTA.events),
+    LEDGER_SESSION_MAX_BYTES: z.coerce.number().int().min(1_024).default(DEFAULT_SESSION_QUOTA.bytes),
+    LEDGER_SESSION_MAX_FORK_DEPTH: z.coerce.number().int().min(0).default(DEFAULT_SESSION_QUOTA.forkDepth),
     LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
     LEDGER_LIVE_WRITES_PER_SECOND: z.coerce.number().int().min(1).default(2_000),
     LEDGER_LIVE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
@@ -89,6 +93,8 @@ export interface LedgerConfig {
   readonly embeddedPostgresPort: number;
   /** Largest request body accepted; larger ones get 413. */
   readonly maxBodyBytes: number;
+  /** How much one session may hold; past it appends get 409 `session_full` (decision 0037). */
+  readonly sessionQuota: SessionQuota;
   /** Live feeds (SSE): coalescing window, heartbeat interval, and how much a client may leave untaken before it is cut off. */
   readonly live: SseOptions;
   readonly governance: GovernanceConfig;
@@ -212,6 +218,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,
+    sessionQuota: {
+      events: values.LEDGER_SESSION_MAX_EVENTS,
+      bytes: values.LEDGER_SESSION_MAX_BYTES,
+      forkDepth: values.LEDGER_SESSION_MAX_FORK_DEPTH,
+    },
     live: {
       coalesceMs: values.LEDGER_LIVE_COALESCE_MS,
       writesPerSecond: values.LEDGER_LIVE_WRITES_PER_SECOND,

@@ -100,6 +100,8 @@ export class ModelCallProxy {
         'not_a_writer',
       );
     }
+    // A session that can take no new call is refused before any upstream is asked.
+    if (state?.status === 'open') this.sessions.checkQuota(state, 'record_model_call');
     const answerMessageId = randomUUID();
     // Placed against the state read now: a request the session cannot hold (an unknown response) is refused here.
     const planned =

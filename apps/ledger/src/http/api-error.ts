@@ -35,6 +35,8 @@ const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   dialect_conflict: 409,
   invalid_message: 400,
   block_not_found: 422,
+  session_full: 409,
+  fork_too_deep: 422,
 };
 
 const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {

@@ -41,20 +41,28 @@ export async function foldSessionEvents(
   return evolveSessionEvents(folded, run, purpose);
 }
 
-/** The session as it was at a log position (its last event at or before it). */
+/** Events read at once when folding a session up to a position. */
+const PAGE_EVENTS = 5_000;
+
+/**
+ * The session as it was at a log position (its last event at or before it). Read in pages that
+ * stop at the position: a fork near the start of a large source reads only what it stands on.
+ */
 export async function sessionAt(
   eventLog: StreamReader,
   session: { tenant: string; sessionId: string },
   position: bigint,
   purpose: FoldPurpose,
 ): Promise<SessionState> {
-  const events = await eventLog.readStream(sessionStreamId(session.tenant, session.sessionId));
-  return foldSessionEvents(
-    eventLog,
-    initialSessionState,
-    events.filter((event) => event.position <= position),
-    purpose,
-  );
+  const streamId = sessionStreamId(session.tenant, session.sessionId);
+  let state = initialSessionState;
+  for (let fromRevision = 0n; ; ) {
+    const page = await eventLog.readStream(streamId, { fromRevision, maxCount: PAGE_EVENTS });
+    const upTo = page.findIndex((event) => event.position > position);
+    state = await foldSessionEvents(eventLog, state, upTo === -1 ? page : page.slice(0, upTo), purpose);
+    if (upTo !== -1 || page.length < PAGE_EVENTS) return state;
+    fromRevision = page.at(-1)!.revision + 1n;
+  }
 }
 
 export function startsFork(state: SessionState, event: EventWithoutHashes): boolean {

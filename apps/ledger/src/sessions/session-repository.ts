@@ -1,6 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import {
+  checkSessionQuota,
   decideSession,
+  DEFAULT_SESSION_QUOTA,
   evolveSession,
   forkSession,
   initialSessionState,
@@ -10,6 +12,7 @@ import {
   type Decision,
   type FoldPurpose,
   type SessionCommand,
+  type SessionQuota,
   type SessionState,
 } from '#core';
 import {
@@ -67,6 +70,9 @@ interface CachedSession {
 
 const MAX_CACHED_SESSIONS = 5_000;
 
+/** The quota every session is held to (`LEDGER_SESSION_MAX_*`). */
+export const SESSION_QUOTA = Symbol('SESSION_QUOTA');
+
 /**
  * Runs session commands against the log. Commands for one session queue and are decided in
  * order against the folded state, and each group goes as one append with the revision the
@@ -79,7 +85,10 @@ export class SessionRepository {
   private readonly cache = new Map<string, CachedSession>();
   private readonly queues = new Map<string, BatchingQueue<QueuedCommand, CommandOutcome>>();
 
-  constructor(@Inject(EVENT_LOG) private readonly eventLog: EventLog) {}
+  constructor(
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    @Optional() @Inject(SESSION_QUOTA) private readonly quota: SessionQuota = DEFAULT_SESSION_QUOTA,
+  ) {}
 
   /**
    * `alongside`: other streams' parts stored in the same append as the command's events, before
@@ -117,6 +126,11 @@ export class SessionRepository {
     return this.cache.get(sessionStreamId(session.tenant, session.sessionId))?.state;
   }
 
+  /** Refuses new work of this kind on a session at its quota (see `checkSessionQuota`), as an append would. */
+  checkQuota(state: SessionState, type: SessionCommand['type']): void {
+    checkSessionQuota({ type }, state, this.quota);
+  }
+
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
   loadAt(session: SessionRef, position: bigint, purpose: FoldPurpose): Promise<SessionState> {
     return sessionAt(this.eventLog, session, position, purpose);
@@ -142,6 +156,8 @@ export class SessionRepository {
         try {
           authorize(command, state);
           const decision = decideSession(command, state);
+          // A retry of what is stored appends nothing: it is answered whatever the session holds.
+          if (decision.events.length > 0) checkSessionQuota(command, state, this.quota);
           // The group's next command is decided on this one's outcome. After the last there is
           // nothing to decide: the cache is folded from what the log stored (`absorb`).
           if (index === commands.length - 1) return { command, decision };

@@ -4,13 +4,14 @@ import type { EventLog } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import type pg from 'pg';
 import { PG_POOL } from '../database/database.module.js';
+import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ProjectionRunner } from '../projections/projection-runner.js';
 import { blockReadModelsProjection } from './read-models/block-read-models.projection.js';
 import { ForkSessionHandler, SessionCommandHandler } from './session-command.handler.js';
 import { SessionList } from './session-list.js';
 import { BLOCK_PROJECTION_RUNNER, SessionQueries } from './session-queries.js';
-import { SessionRepository } from './session-repository.js';
+import { SESSION_QUOTA, SessionRepository } from './session-repository.js';
 import { SessionsController } from './sessions.controller.js';
 import { CredentialWrites } from './credential-writes.js';
 
@@ -18,6 +19,7 @@ import { CredentialWrites } from './credential-writes.js';
   imports: [CqrsModule],
   controllers: [SessionsController],
   providers: [
+    { provide: SESSION_QUOTA, inject: [LEDGER_CONFIG], useFactory: (config: LedgerConfig) => config.sessionQuota },
     SessionRepository,
     SessionCommandHandler,
     ForkSessionHandler,

@@ -1,6 +1,6 @@
 import { initialSessionState, verifyBundle, type ChainedEvent, type VerifiedBundle } from '#core';
 import type { RecordedEvent } from '#event-log';
-import { foldSessionEvents } from '../sessions/session-fold.js';
+import { foldSessionEvents, type StreamReader } from '../sessions/session-fold.js';
 import { foldedSnapshot, sessionView, treeView } from '../sessions/session-views.js';
 
 export interface VerifiedSession extends VerifiedBundle {
@@ -17,7 +17,13 @@ export interface VerifiedSession extends VerifiedBundle {
 export async function verifySessionBundle(text: string, verifierKey: string, since?: string): Promise<VerifiedSession> {
   const bundle = verifyBundle(text, verifierKey, since);
   const byStream = new Map(bundle.streams.map((stream) => [stream.stream, stream.events.map(recordedEvent)]));
-  const reader = { readStream: async (streamId: string) => byStream.get(streamId) ?? [] };
+  const reader: StreamReader = {
+    readStream: async (streamId, options) => {
+      const from = options?.fromRevision ?? 0n;
+      const events = (byStream.get(streamId) ?? []).filter((event) => event.revision >= from);
+      return options?.maxCount === undefined ? events : events.slice(0, options.maxCount);
+    },
+  };
   const state = await foldSessionEvents(reader, initialSessionState, byStream.get(bundle.streams[0].stream)!, 'read');
   if (state.status !== 'open') throw new Error('the bundle holds no open session');
   const snapshot = foldedSnapshot(state);

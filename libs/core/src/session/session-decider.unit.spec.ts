@@ -349,11 +349,22 @@ describe('session decider', () => {
         .thenThrows('not_a_child', 'childId');
     });
 
-    it('a selection event that does not fit the tree changes nothing', () => {
-      const state = stateOf(...tree);
-      expect(
-        evolveSession(state, { ...select('u1', 'u2'), position: 99n, recordedAt: '2026-01-01T00:00:00.000Z' }),
-      ).toBe(state);
+    it('a selection event that does not fit the tree changes nothing but the count of what the stream holds', () => {
+      const misfit = { ...select('u1', 'u2'), position: 99n, recordedAt: '2026-01-01T00:00:00.000Z' };
+      const state = stateOf(...tree) as OpenSession;
+      const decided = evolveSession(state, misfit) as OpenSession;
+      expect({ ...decided, stored: null }).toEqual({ ...state, stored: null });
+      expect(decided.stored).toEqual({
+        events: state.stored!.events + 1,
+        bytes: state.stored!.bytes + JSON.stringify(misfit.data).length,
+      });
+      // A fold for reading keeps the very same state: its readers find changes by identity.
+      const read = tree.reduce<SessionState>(
+        (current, event, index) =>
+          evolveSession(current, { ...event, position: BigInt(index + 1), recordedAt: misfit.recordedAt }, 'read'),
+        initialSessionState,
+      );
+      expect(evolveSession(read, misfit, 'read')).toBe(read);
     });
   });
 

@@ -16,7 +16,9 @@ export class SessionError extends Error {
       | 'invalid_event'
       | 'dialect_conflict'
       | 'invalid_message'
-      | 'block_not_found',
+      | 'block_not_found'
+      | 'session_full'
+      | 'fork_too_deep',
     message: string,
     readonly field?: string,
   ) {

@@ -190,6 +190,20 @@ export interface OpenSession {
   readonly position: bigint;
   /** Log position of its first event (opened or forked) and the writers it named: what a repeated open compares. */
   readonly opened: { readonly position: bigint; readonly writers: readonly string[] };
+  /** What a fold of the session reads, a fork's source included: what its quota limits. `null` when folded for reading. */
+  readonly stored: StoredSize | null;
+  /** How many forks it stands on: 0 for an opened session, its source's plus one for a fork. */
+  readonly forkDepth: number;
+}
+
+/**
+ * The events a session's fold reads, and their data's size: UTF-8 bytes of each event's data as
+ * JSON. Only `decide` checks the quota, so a fold for reading neither counts nor measures: it
+ * keeps the session as it is for an event that changes nothing, which its readers compare by identity.
+ */
+export interface StoredSize {
+  readonly events: number;
+  readonly bytes: number;
 }
 
 export type SessionState = { readonly status: 'absent' } | OpenSession;
@@ -251,6 +265,12 @@ export function evolveSession(
   event: SessionEventEnvelope,
   purpose: FoldPurpose = 'decide',
 ): SessionState {
+  const next = applySessionEvent(state, event, purpose);
+  // Every event of an open session's stream counts, one that changes nothing too: a fold reads it.
+  return next.status === 'open' ? withStored(next, [event]) : next;
+}
+
+function applySessionEvent(state: SessionState, event: SessionEventEnvelope, purpose: FoldPurpose): SessionState {
   if (event.type === 'session.opened') {
     if (state.status !== 'absent') return state;
     const data = event.data as SessionEventOf<'session.opened'>['data'];
@@ -267,6 +287,8 @@ export function evolveSession(
       selectedRootId: null,
       position: event.position,
       opened: { position: event.position, writers: data.writers ?? [] },
+      stored: purpose === 'decide' ? { events: 0, bytes: 0 } : null,
+      forkDepth: 0,
     };
   }
   if (state.status !== 'open') return state;
@@ -353,12 +375,25 @@ export function evolveSessionEvents(
       continue;
     }
     let next = message;
+    const runStart = index;
     for (; index < events.length && chunkMessageId(events[index]) === messageId; index += 1)
       next = evolveChunk(next, events[index], purpose);
-    folded = withMessage(folded as OpenSession, next);
+    folded = withStored(withMessage(folded as OpenSession, next), events.slice(runStart, index));
   }
   return folded;
 }
+
+/** The session having read these events more: counted and measured, unless folded for reading. */
+function withStored(state: OpenSession, events: readonly SessionEventEnvelope[]): OpenSession {
+  const { stored } = state;
+  if (stored === null) return state;
+  let bytes = stored.bytes;
+  for (const event of events) bytes += dataBytes(event.data);
+  return { ...state, stored: { events: stored.events + events.length, bytes } };
+}
+
+/** An event's data as JSON, in UTF-8 bytes: the length of what the log hashed (key order changes no length). */
+const dataBytes = (data: unknown): number => Buffer.byteLength(JSON.stringify(data) ?? '');
 
 /** The message a chunk event goes to; `undefined` for any other event. */
 const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>
@@ -438,18 +473,22 @@ function blockPositionsAfter(message: MessageState, blocks: MessageBlocksState, 
 export function forkSession(source: SessionState, event: SessionEventEnvelope): SessionState {
   const data = event.data as SessionEventOf<'session.forked'>['data'];
   if (source.status !== 'open') return initialSessionState;
-  const fork: OpenSession = {
-    ...source,
-    sessionId: data.sessionId,
-    title: data.title,
-    metadata: data.metadata,
-    createdAt: event.recordedAt,
-    forkedFrom: data.source,
-    owner: data.owner ?? null,
-    writers: data.writers ?? [],
-    position: event.position,
-    opened: { position: event.position, writers: data.writers ?? [] },
-  };
+  const fork = withStored(
+    {
+      ...source,
+      sessionId: data.sessionId,
+      title: data.title,
+      metadata: data.metadata,
+      createdAt: event.recordedAt,
+      forkedFrom: data.source,
+      owner: data.owner ?? null,
+      writers: data.writers ?? [],
+      position: event.position,
+      opened: { position: event.position, writers: data.writers ?? [] },
+      forkDepth: source.forkDepth + 1,
+    },
+    [event],
+  );
   const cutAt = data.source.messageId;
   if (cutAt === null) return fork;
   const kept = new Set(ancestry(source.messages, cutAt).map((message) => message.id));

@@ -1,0 +1,199 @@
+import {
+  decideSession,
+  initialSessionState,
+  parseChunks,
+  SessionError,
+  sessionStreamId,
+  type OpenSession,
+  type SessionCommand,
+  type SessionQuota,
+} from '#core';
+import { createPostgresEventLog, type EventLog, type ReadStreamOptions } from '#event-log';
+import { foldSessionEvents, sessionAt } from '../../apps/ledger/src/sessions/session-fold.js';
+import {
+  SessionRepository,
+  type SessionAuthor,
+  type SessionRef,
+} from '../../apps/ledger/src/sessions/session-repository.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/**
+ * A session's quota on a real log: what is refused is refused before anything is stored, the
+ * count agrees however the fold was reached (an append's result, a cold read, another
+ * instance), and a fold up to a position reads only what it stands on.
+ */
+describe('session quota', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  const quota: SessionQuota = { events: 8, bytes: 64 * 1024, forkDepth: 1 };
+  let database: TestDatabase;
+  let log: EventLog;
+  let repository: SessionRepository;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    log = await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 });
+    repository = new SessionRepository(log, quota);
+  });
+
+  afterAll(async () => {
+    await log.close();
+    await database.drop();
+  });
+
+  const open = (sessionId: string): SessionCommand => ({
+    type: 'open_session',
+    sessionId,
+    title: null,
+    metadata: {},
+    owner: 'producer',
+    writers: [],
+  });
+  const message = (messageId: string): SessionCommand => ({
+    type: 'create_message',
+    messageId,
+    role: 'assistant',
+    parentId: undefined,
+    model: null,
+    content: null,
+  });
+  const deltas = (fromSeq: number, count: number, text = 'delta'): SessionCommand => ({
+    type: 'append_chunks',
+    messageId: 'a1',
+    chunks: parseChunks(
+      Array.from({ length: count }, (_, index) =>
+        fromSeq + index === 1 ? { seq: 1, type: 'text.start' } : { seq: fromSeq + index, type: 'text.delta', text },
+      ),
+    ),
+  });
+  const streamOf = (session: SessionRef) => log.readStream(sessionStreamId(session.tenant, session.sessionId));
+  const refusalOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => {
+        throw new Error('expected a refusal');
+      },
+      (error: SessionError) => error,
+    );
+
+  it('a full session takes no new work, lets work under way finish within its share, and stores nothing it refuses', async () => {
+    const session = { tenant: 'default', sessionId: 'full-by-events' };
+    await repository.execute(session, open(session.sessionId), author);
+    await repository.execute(session, message('a1'), author);
+    // 2 events so far; 6 chunks bring it to the quota of 8.
+    await repository.execute(session, deltas(1, 6), author);
+    const atQuota = await streamOf(session);
+    expect(atQuota).toHaveLength(8);
+
+    const full = await refusalOf(repository.execute(session, message('a2'), author));
+    expect(full).toBeInstanceOf(SessionError);
+    expect([full.code, full.message]).toEqual(['session_full', 'the session holds 8 events; its quota is 8']);
+    expect(await streamOf(session)).toEqual(atQuota);
+
+    // A retry of what is stored is answered as before: it appends nothing.
+    const retried = await repository.execute(session, deltas(5, 2), author);
+    expect(retried.decision.events).toEqual([]);
+
+    // The message under way goes on to 10 events (8 and a quarter), the command crossing it whole.
+    await repository.execute(session, deltas(7, 3), author);
+    expect(await streamOf(session)).toHaveLength(11);
+    const pastShare = await refusalOf(repository.execute(session, deltas(10, 1), author));
+    expect(pastShare.code).toBe('session_full');
+    expect(pastShare.message).toContain('and 10 for work under way');
+    expect(await streamOf(session)).toHaveLength(11);
+
+    // Another instance, folding the session cold from the log, counts the same and refuses the same.
+    const other = new SessionRepository(log, quota);
+    const cold = (await other.load(session)) as OpenSession;
+    expect(cold.stored).toEqual((repository.cached(session) as OpenSession).stored);
+    expect(cold.stored!.events).toBe(11);
+    expect((await refusalOf(other.execute(session, message('a2'), author))).code).toBe('session_full');
+  });
+
+  it('a session full in bytes, and commands grouped in one append, each decided on the ones before it', async () => {
+    const session = { tenant: 'default', sessionId: 'full-by-bytes' };
+    const large = { ...quota, events: 1_000, bytes: 4_096 };
+    const own = new SessionRepository(log, large);
+    await own.execute(session, open(session.sessionId), author);
+    await own.execute(session, message('a1'), author);
+    await own.execute(session, deltas(1, 1), author);
+    // The first runs alone; the other two queue behind its append and are decided as one group:
+    // the message is decided on the session as the large delta before it leaves it, full.
+    const outcomes = await Promise.allSettled([
+      own.execute(session, deltas(2, 1), author),
+      own.execute(session, deltas(3, 1, 'x'.repeat(4_000)), author),
+      own.execute(session, message('a2'), author),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect(((outcomes[2] as PromiseRejectedResult).reason as SessionError).message).toMatch(
+      /^the session holds \d+ bytes of event data; its quota is 4096$/,
+    );
+    const stored = await streamOf(session);
+    expect(stored.map((event) => event.type).slice(-1)).toEqual(['chunk.text.delta']);
+    const folded = (await foldSessionEvents(log, initialSessionState, stored, 'decide')) as OpenSession;
+    expect(folded.stored!.bytes).toBeGreaterThanOrEqual(4_096);
+    expect(own.cached(session)).toEqual(folded);
+  });
+
+  it('a fork stands on at most the quota of forks, and a refused fork stores nothing', async () => {
+    const source = { tenant: 'default', sessionId: 'fork-source' };
+    await repository.execute(source, open(source.sessionId), author);
+    const forkOf = (sourceId: string, forkId: string, state: OpenSession): SessionCommand => ({
+      type: 'fork_session',
+      sessionId: forkId,
+      title: null,
+      metadata: null,
+      sourceSessionId: sourceId,
+      source: state,
+      messageId: null,
+      owner: 'producer',
+      writers: [],
+    });
+    const first = { tenant: 'default', sessionId: 'fork-1' };
+    await repository.execute(
+      first,
+      forkOf('fork-source', 'fork-1', (await repository.load(source)) as OpenSession),
+      author,
+    );
+    const firstState = (await repository.load(first)) as OpenSession;
+    expect(firstState.forkDepth).toBe(1);
+    const second = { tenant: 'default', sessionId: 'fork-2' };
+    const tooDeep = await refusalOf(repository.execute(second, forkOf('fork-1', 'fork-2', firstState), author));
+    expect([tooDeep.code, tooDeep.field]).toEqual(['fork_too_deep', 'sourceSessionId']);
+    expect(await streamOf(second)).toEqual([]);
+  });
+
+  it('a fold up to a position reads pages only up to it, and equals the fold of every event up to it', async () => {
+    const session = { tenant: 'default', sessionId: 'long-session' };
+    const streamId = sessionStreamId(session.tenant, session.sessionId);
+    let state = initialSessionState;
+    const commands = [open(session.sessionId), message('a1'), deltas(1, 12_000)];
+    for (const command of commands) {
+      const events = decideSession(command, state).events.map(({ id, event }) => ({
+        id,
+        type: event.type,
+        data: event.data,
+      }));
+      for (let from = 0; from < events.length; from += 2_000) {
+        const result = await log.append(streamId, events.slice(from, from + 2_000), 'any');
+        state = await foldSessionEvents(log, state, result.events, 'decide');
+      }
+    }
+    const stored = await log.readStream(streamId);
+    expect(stored).toHaveLength(12_002);
+    const read: number[] = [];
+    const counting = {
+      readStream: async (id: string, options?: ReadStreamOptions) => {
+        const events = await log.readStream(id, options);
+        read.push(events.length);
+        return events;
+      },
+    };
+    for (const cut of [3, 5_000, 5_001, 7_777, 12_001]) {
+      read.length = 0;
+      const at = stored[cut].position;
+      const paged = await sessionAt(counting, session, at, 'decide');
+      expect(paged).toEqual(await foldSessionEvents(log, initialSessionState, stored.slice(0, cut + 1), 'decide'));
+      // Whole pages before the cut, and the page holding it: never the rest of the stream.
+      expect(read.reduce((sum, count) => sum + count, 0)).toBe(Math.min(12_002, (Math.floor(cut / 5_000) + 1) * 5_000));
+    }
+  });
+});
