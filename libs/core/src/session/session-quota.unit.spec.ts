@@ -1,5 +1,5 @@
 import { parseChunks } from '../chunks/chunk-schemas.js';
-import { decideSession, SessionError, type SessionCommand } from './session-decider.js';
+import { decideSession, type SessionError, type SessionCommand } from './session-decider.js';
 import {
   evolveSession,
   evolveSessionEvents,
