@@ -1,0 +1,89 @@
+import OpenAI from 'openai';
+import { startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
+
+/**
+ * A session's quota through the API and the gateway: a full session answers 409 `session_full`
+ * naming what it holds, stays readable, lets the message under way finish within its share, and
+ * a full session's model call is refused before any provider is asked.
+ */
+describe('session quota over HTTP', () => {
+  let gateway: GatewayFixture;
+  beforeAll(async () => {
+    gateway = await startGateway({
+      env: { LEDGER_SESSION_MAX_EVENTS: '8', LEDGER_SESSION_MAX_FORK_DEPTH: '1' },
+    });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  const request = (method: string, path: string, body?: unknown) => gateway.ledger.request(method, path, body);
+  const deltas = (from: number, count: number) =>
+    Array.from({ length: count }, (_, index) =>
+      from + index === 1 ? { seq: 1, type: 'text.start' } : { seq: from + index, type: 'text.delta', text: 'word' },
+    );
+  const eventCount = async (sessionId: string) =>
+    (await request('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.length;
+
+  it('a full session refuses new messages with 409 naming its quota, stays readable, and lets the answer under way finish', async () => {
+    const sessionId = (await request('POST', '/v1/sessions', { title: 'quota' })).body.id;
+    expect((await request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a1', role: 'assistant' })).status).toBe(
+      201,
+    );
+    expect((await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(1, 6))).status).toBeLessThan(
+      300,
+    );
+    expect(await eventCount(sessionId)).toBe(8);
+
+    const refused = await request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a2', role: 'assistant' });
+    expect(refused).toEqual({
+      status: 409,
+      body: { error: { code: 'session_full', message: 'the session holds 8 events; its quota is 8' } },
+    });
+    expect(await eventCount(sessionId)).toBe(8);
+    expect((await request('GET', `/v1/sessions/${sessionId}`)).status).toBe(200);
+
+    // The message under way goes on to 10 events, then it too is refused.
+    const underWay = await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(7, 3));
+    expect(underWay.status).toBeLessThan(300);
+    const pastShare = await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(10, 1));
+    expect(pastShare.status).toBe(409);
+    expect(pastShare.body.error.code).toBe('session_full');
+    expect(await eventCount(sessionId)).toBe(11);
+
+    // A fork of the full session is taken, and full from its start; a fork of that fork is too deep.
+    const fork = await request('POST', `/v1/sessions/${sessionId}/fork`, { atPosition: underWay.body.position });
+    expect(fork.status).toBe(201);
+    const forkMessage = await request('POST', `/v1/sessions/${fork.body.id}/messages`, { role: 'user', content: 'x' });
+    expect([forkMessage.status, forkMessage.body.error.code]).toEqual([409, 'session_full']);
+    const deeper = await request('POST', `/v1/sessions/${fork.body.id}/fork`, { atPosition: fork.body.position });
+    expect(deeper).toMatchObject({
+      status: 422,
+      body: { error: { code: 'fork_too_deep', field: 'sourceSessionId' } },
+    });
+  });
+
+  it('a full session’s model call is refused in the provider’s shape before any upstream is asked', async () => {
+    gateway.double.script(() => ({ text: 'Yes.' }));
+    const client = await gateway.openai({ sessionId: 'gateway-quota' });
+    const ask = () =>
+      client.chat.completions.create({ model: 'gpt-double', messages: [{ role: 'user', content: 'Hi' }] });
+    // Each call records its request and answer: within a few calls the session holds its 8 events.
+    let refusal: unknown;
+    let answered = 0;
+    for (let call = 0; call < 8 && refusal === undefined; call += 1) {
+      const before = gateway.double.exchanges.length;
+      await ask().then(
+        () => (answered += 1),
+        (error: unknown) => {
+          refusal = error;
+          expect(gateway.double.exchanges.length).toBe(before);
+        },
+      );
+    }
+    expect(answered).toBeGreaterThan(0);
+    expect(refusal).toBeInstanceOf(OpenAI.ConflictError);
+    expect((refusal as InstanceType<typeof OpenAI.ConflictError>).error).toMatchObject({ code: 'session_full' });
+    expect(await eventCount('gateway-quota')).toBeGreaterThanOrEqual(8);
+  });
+});
