@@ -133,6 +133,25 @@ describe('session quota', () => {
     expect(own.cached(session)).toEqual(folded);
   });
 
+  it('the cached folds hold at most four full sessions of data: the oldest are dropped, and read again when needed', async () => {
+    const small = { ...quota, events: 1_000, bytes: 4_096 };
+    const own = new SessionRepository(log, small);
+    const sessions = Array.from({ length: 6 }, (_, index) => ({ tenant: 'default', sessionId: `cached-${index}` }));
+    for (const session of sessions) {
+      await own.execute(session, open(session.sessionId), author);
+      await own.execute(session, message('a1'), author);
+      await own.execute(session, deltas(1, 2, 'y'.repeat(3_500)), author);
+    }
+    const bytesOf = (session: SessionRef) => (own.cached(session) as OpenSession | undefined)?.stored?.bytes;
+    // Each holds over 3,500 bytes: five would pass 16,384, so the first two are no longer cached.
+    expect(sessions.map((session) => bytesOf(session) !== undefined)).toEqual([false, false, true, true, true, true]);
+    const kept = sessions.slice(2).reduce((sum, session) => sum + bytesOf(session)!, 0);
+    expect(kept).toBeLessThanOrEqual(4 * 4_096);
+    // A dropped one is folded again from the log, and the oldest of the others makes room.
+    expect(((await own.load(sessions[0])) as OpenSession).stored!.bytes).toBeGreaterThan(3_500);
+    expect([bytesOf(sessions[0]) !== undefined, bytesOf(sessions[2]) !== undefined]).toEqual([true, false]);
+  });
+
   it('a fork stands on at most the quota of forks, and a refused fork stores nothing', async () => {
     const source = { tenant: 'default', sessionId: 'fork-source' };
     await repository.execute(source, open(source.sessionId), author);

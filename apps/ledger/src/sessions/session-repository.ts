@@ -69,6 +69,8 @@ interface CachedSession {
 }
 
 const MAX_CACHED_SESSIONS = 5_000;
+/** The cached folds together hold the data of at most this many full sessions: a fold holds about what its events hold. */
+const CACHED_FULL_SESSIONS = 4;
 
 /** The quota every session is held to (`LEDGER_SESSION_MAX_*`). */
 export const SESSION_QUOTA = Symbol('SESSION_QUOTA');
@@ -83,6 +85,8 @@ export const SESSION_QUOTA = Symbol('SESSION_QUOTA');
 @Injectable()
 export class SessionRepository {
   private readonly cache = new Map<string, CachedSession>();
+  /** Bytes of event data the cached folds have read. */
+  private cachedBytes = 0;
   private readonly queues = new Map<string, BatchingQueue<QueuedCommand, CommandOutcome>>();
 
   constructor(
@@ -268,15 +272,25 @@ export class SessionRepository {
   }
 
   private keep(streamId: string, entry: CachedSession): void {
-    this.cache.delete(streamId);
+    this.forget(streamId);
     if (entry.revision === NO_STREAM) return;
     this.cache.set(streamId, entry);
+    this.cachedBytes += storedBytes(entry);
     for (const [oldest] of this.cache) {
-      if (this.cache.size <= MAX_CACHED_SESSIONS) break;
-      this.cache.delete(oldest);
+      if (this.cache.size <= MAX_CACHED_SESSIONS && this.cachedBytes <= this.quota.bytes * CACHED_FULL_SESSIONS) break;
+      this.forget(oldest);
     }
   }
+
+  private forget(streamId: string): void {
+    const entry = this.cache.get(streamId);
+    if (!entry) return;
+    this.cache.delete(streamId);
+    this.cachedBytes -= storedBytes(entry);
+  }
 }
+
+const storedBytes = ({ state }: CachedSession) => (state.status === 'open' ? (state.stored?.bytes ?? 0) : 0);
 
 /**
  * A principal writes only to sessions it owns or was granted (a session that exists is refused
