@@ -56,7 +56,7 @@ export async function sessionAt(
 ): Promise<SessionState> {
   const streamId = sessionStreamId(session.tenant, session.sessionId);
   let state = initialSessionState;
-  for (let fromRevision = 0n; ; ) {
+  for (let fromRevision = 0n; ;) {
     const page = await eventLog.readStream(streamId, { fromRevision, maxCount: PAGE_EVENTS });
     const upTo = page.findIndex((event) => event.position > position);
     state = await foldSessionEvents(eventLog, state, upTo === -1 ? page : page.slice(0, upTo), purpose);
