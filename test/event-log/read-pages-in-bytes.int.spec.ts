@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
+  createEventStoreDbEventLog,
   createPostgresEventLog,
   matchesFilter,
   NO_STREAM,
@@ -9,7 +10,42 @@ import {
   type ReadAllOptions,
   type ReadAllResult,
 } from '#event-log';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
+import { createTestDatabase } from '../support/test-database.js';
+
+/** A log engine for these tests: opens logs with a byte bound on one store, and removes that store. */
+interface Engine {
+  open(readPageBytes?: number): Promise<EventLog>;
+  teardown(): Promise<void>;
+}
+
+const engines: [string, () => Promise<Engine>][] = [
+  [
+    'PostgreSQL',
+    async () => {
+      const database = await createTestDatabase();
+      const { connectionString } = database;
+      return {
+        open: (readPageBytes) => createPostgresEventLog({ connectionString, readPageBytes }),
+        teardown: () => database.drop(),
+      };
+    },
+  ],
+  [
+    // The wire-protocol double: the adapter reads $all over gRPC as it does from a server, here in
+    // server pages of 50 events, so that a page of the log spans several of them.
+    'EventStoreDB',
+    async () => {
+      const double = await startEventStoreDouble();
+      const { connectionString } = double;
+      return {
+        open: async (readPageBytes) =>
+          createEventStoreDbEventLog({ connectionString, readPageBytes, readPageSize: 50 }),
+        teardown: () => double.stop(),
+      };
+    },
+  ],
+];
 
 type Read = (options: ReadAllOptions) => Promise<ReadAllResult<EventWithoutHashes>>;
 
@@ -42,17 +78,19 @@ async function readPages(
 /** An event's data as the client received it, in characters of its JSON. */
 const dataSize = (event: EventWithoutHashes) => JSON.stringify(event.data).length;
 
-describe('PostgreSQL read pages bounded in bytes', () => {
+describe.each(engines)('%s read pages bounded in bytes', (_engine, start) => {
   const pageBytes = 100_000;
-  let database: TestDatabase;
+  let engine: Engine;
+  const logs: EventLog[] = [];
   let log: EventLog;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    log = await createPostgresEventLog({ connectionString: database.connectionString, readPageBytes: pageBytes });
+    engine = await start();
+    log = await engine.open(pageBytes);
+    logs.push(log);
   });
   afterAll(async () => {
-    await log.close();
-    await database.drop();
+    await Promise.all(logs.map((opened) => opened.close()));
+    await engine.teardown();
   });
 
   it.each([
@@ -85,9 +123,7 @@ describe('PostgreSQL read pages bounded in bytes', () => {
 
   it('refuses a bound that would cut every page before its first event, naming it', async () => {
     for (const readPageBytes of [0, -1, 0.5])
-      await expect(
-        createPostgresEventLog({ connectionString: database.connectionString, readPageBytes }),
-      ).rejects.toThrow(/^readPageBytes must be a whole number of 1 or more/);
+      await expect(engine.open(readPageBytes)).rejects.toThrow(/^readPageBytes must be a whole number of 1 or more/);
   });
 
   it('gives an event larger than the bound alone, so a reader always moves on', async () => {
@@ -110,20 +146,20 @@ describe('PostgreSQL read pages bounded in bytes', () => {
 });
 
 /** Pages read after appends keep coming: whatever the bound, the pages give each matching event once, in order. */
-describe('PostgreSQL read pages cut in bytes, under appends', () => {
-  let database: TestDatabase;
+describe.each(engines)('%s read pages cut in bytes, under appends', (_engine, start) => {
+  let engine: Engine;
   const logs: EventLog[] = [];
   const open = async (readPageBytes?: number) => {
-    const log = await createPostgresEventLog({ connectionString: database.connectionString, readPageBytes });
+    const log = await engine.open(readPageBytes);
     logs.push(log);
     return log;
   };
   beforeAll(async () => {
-    database = await createTestDatabase();
+    engine = await start();
   });
   afterAll(async () => {
     await Promise.all(logs.map((log) => log.close()));
-    await database.drop();
+    await engine.teardown();
   });
 
   it('gives every matching event once, in order, for filters, counts and bounds, with appends under way', async () => {

@@ -8,3 +8,9 @@ export function positiveInteger(name: string, value: number): number {
 /** How many events a read of the whole log takes: `maxCount` when given, else the adapter's page. Zero would read nothing, or everything. */
 export const pageLimit = (maxCount: number | undefined, pageSize: number): number =>
   positiveInteger('maxCount', maxCount ?? pageSize);
+
+/**
+ * Where a page of `readAll` stops in bytes of its events' data (decision 0036): a bound on what a
+ * read sends and holds, whatever the size of the events a client appended.
+ */
+export const DEFAULT_READ_PAGE_BYTES = 8 * 1024 * 1024;

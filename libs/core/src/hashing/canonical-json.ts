@@ -53,3 +53,10 @@ function canonicalObject(members: Record<string, unknown>): string {
   }
   return `${text}}`;
 }
+
+/**
+ * A JSON value's size as canonical JSON, in UTF-8 bytes, without sorting its keys (order changes
+ * no length): what an event's data weighs wherever it is measured (a session's quota, a page of
+ * the log).
+ */
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '');

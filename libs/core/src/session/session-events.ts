@@ -1,5 +1,5 @@
 import { sha256Hex } from '../hashing/hash-chain.js';
-import { canonicalJson } from '../hashing/canonical-json.js';
+import { canonicalJson, jsonBytes } from '../hashing/canonical-json.js';
 import {
   evolveBlocks,
   evolveGovernedTool,
@@ -388,12 +388,10 @@ function withStored(state: OpenSession, events: readonly SessionEventEnvelope[])
   const { stored } = state;
   if (stored === null) return state;
   let bytes = stored.bytes;
-  for (const event of events) bytes += dataBytes(event.data);
+  for (const event of events) bytes += jsonBytes(event.data);
   return { ...state, stored: { events: stored.events + events.length, bytes } };
 }
 
-/** An event's data as JSON, in UTF-8 bytes: the length of what the log hashed (key order changes no length). */
-const dataBytes = (data: unknown): number => Buffer.byteLength(JSON.stringify(data) ?? '');
 
 /** The message a chunk event goes to; `undefined` for any other event. */
 const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>

@@ -1,4 +1,5 @@
 import esdb from '@eventstore/db-client';
+import { jsonBytes } from '#core';
 import {
   appendResult,
   EMPTY_STREAM,
@@ -12,7 +13,7 @@ import {
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
-import { pageLimit, positiveInteger } from '../read-limits.js';
+import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import {
   NO_STREAM,
   type AppendResult,
@@ -41,6 +42,8 @@ export interface EventStoreDbEventLogOptions {
   readonly appendAttempts?: number;
   readonly retryDelayMs?: number;
   readonly readPageSize?: number;
+  /** A page of `readAll` also stops once its events' data reaches this many bytes (at least one event). 8 MiB by default. */
+  readonly readPageBytes?: number;
   readonly clock?: () => Date;
   readonly onError?: (error: Error) => void;
 }
@@ -68,6 +71,7 @@ interface StreamCache {
  */
 export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions): EventLog {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
+  const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? DEFAULT_READ_PAGE_BYTES);
   const client = EventStoreDBClient.connectionString(options.connectionString);
   const clock = options.clock ?? (() => new Date());
   const maxCachedStreams = options.maxCachedStreams ?? 10_000;
@@ -205,28 +209,35 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
     const limit = pageLimit(readOptions.maxCount, readPageSize);
     const events: RecordedEvent[] = [];
+    let bytes = 0;
     let checkpoint = readOptions.fromPosition ?? 0n;
     let fromStart = readOptions.fromPosition === undefined || readOptions.fromPosition === 0n;
     // $all has no server-side filter on reads (only on subscriptions): scan pages and filter here.
-    // Reading forwards from a position includes the event there, which is skipped.
+    // Reading forwards from a position includes the event there, which is skipped. Each server page
+    // streams through event by event, and what follows a full page is let pass, not kept (cancelling
+    // the call mid-page made grpc-js close the connection's other calls): a page holds no more than
+    // the bound and one event, whatever the server sends.
     for (;;) {
-      const page = await readToEnd(
-        client.readAll({
-          fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
-          maxCount: readPageSize,
-        }),
-      );
-      for (const resolved of page) {
+      let read = 0;
+      let full = false;
+      for await (const resolved of client.readAll({
+        fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
+        maxCount: readPageSize,
+      })) {
+        read += 1;
+        if (full) continue;
         const record = resolved.event!;
-        const position = record.position!.commit;
+        const position = record.position.commit;
         if (!fromStart && position <= checkpoint) continue;
         fromStart = false;
         checkpoint = position;
         if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
         events.push(toRecordedEvent(record));
-        if (events.length === limit) return { events, checkpoint, caughtUp: false };
+        bytes += jsonBytes(record.data);
+        full = events.length === limit || bytes >= readPageBytes;
       }
-      if (page.length < readPageSize) return { events, checkpoint, caughtUp: true };
+      if (full) return { events, checkpoint, caughtUp: false };
+      if (read < readPageSize) return { events, checkpoint, caughtUp: true };
     }
   }
 

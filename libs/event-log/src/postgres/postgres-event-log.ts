@@ -16,7 +16,7 @@ import type {
   SubscribeOptions,
   Subscription,
 } from '../event-log.js';
-import { pageLimit, positiveInteger } from '../read-limits.js';
+import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
 import { PostgresNotifier } from './postgres-notifier.js';
 import { PollingSubscription } from './polling-subscription.js';
@@ -79,7 +79,7 @@ const EVENT_COLUMNS = `${COLUMNS_WITHOUT_HASHES}, prev_hash, hash`;
 /** The PostgreSQL event log: the embedded default and the single-machine engine. Schema comes from its migration. */
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
-  const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? 8 * 1024 * 1024);
+  const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? DEFAULT_READ_PAGE_BYTES);
   const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 8 });
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
