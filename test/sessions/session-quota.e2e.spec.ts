@@ -38,18 +38,18 @@ describe('session quota over HTTP', () => {
     const refused = await request('POST', `/v1/sessions/${sessionId}/messages`, { id: 'a2', role: 'assistant' });
     expect(refused).toEqual({
       status: 409,
-      body: { error: { code: 'session_full', message: 'the session holds 8 events; its quota is 8' } },
+      body: { error: { code: 'session_full', message: 'the session holds 8 events; it may hold its quota of 8' } },
     });
     expect(await eventCount(sessionId)).toBe(8);
     expect((await request('GET', `/v1/sessions/${sessionId}`)).status).toBe(200);
 
     // The message under way goes on to 10 events, then it too is refused.
-    const underWay = await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(7, 3));
+    const underWay = await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(7, 2));
     expect(underWay.status).toBeLessThan(300);
-    const pastShare = await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(10, 1));
+    const pastShare = await request('POST', `/v1/sessions/${sessionId}/messages/a1/chunks`, deltas(9, 1));
     expect(pastShare.status).toBe(409);
     expect(pastShare.body.error.code).toBe('session_full');
-    expect(await eventCount(sessionId)).toBe(11);
+    expect(await eventCount(sessionId)).toBe(10);
 
     // A fork of the full session is taken, and full from its start; a fork of that fork is too deep.
     const fork = await request('POST', `/v1/sessions/${sessionId}/fork`, { atPosition: underWay.body.position });

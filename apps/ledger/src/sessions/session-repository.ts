@@ -132,7 +132,7 @@ export class SessionRepository {
 
   /** Refuses new work of this kind on a session at its quota (see `checkSessionQuota`), as an append would. */
   checkQuota(state: SessionState, type: SessionCommand['type']): void {
-    checkSessionQuota({ type }, state, this.quota);
+    checkSessionQuota({ type }, state, [], this.quota);
   }
 
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
@@ -161,7 +161,7 @@ export class SessionRepository {
           authorize(command, state);
           const decision = decideSession(command, state);
           // A retry of what is stored appends nothing: it is answered whatever the session holds.
-          if (decision.events.length > 0) checkSessionQuota(command, state, this.quota);
+          if (decision.events.length > 0) checkSessionQuota(command, state, decision.events, this.quota);
           // The group's next command is decided on this one's outcome. After the last there is
           // nothing to decide: the cache is folded from what the log stored (`absorb`).
           if (index === commands.length - 1) return { command, decision };

@@ -392,7 +392,6 @@ function withStored(state: OpenSession, events: readonly SessionEventEnvelope[])
   return { ...state, stored: { events: stored.events + events.length, bytes } };
 }
 
-
 /** The message a chunk event goes to; `undefined` for any other event. */
 const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>
   event.type.startsWith('chunk.') ? (event.data as ChunkEventData).messageId : undefined;

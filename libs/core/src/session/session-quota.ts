@@ -1,4 +1,5 @@
-import type { SessionCommand } from './session-decider.js';
+import { jsonBytes } from '../hashing/canonical-json.js';
+import type { DecidedEvent, SessionCommand } from './session-decider.js';
 import { SessionError } from './session-error.js';
 import type { SessionState } from './session-events.js';
 
@@ -12,36 +13,54 @@ export interface SessionQuota {
   readonly events: number;
   /** UTF-8 bytes of those events' data as JSON. */
   readonly bytes: number;
+  /** Messages in its tree: a fold's cost per event grows with them (each new message copies the tree's map). */
+  readonly messages: number;
   /** Forks of forks it may stand on: each is one more stream a fold of it reads. */
   readonly forkDepth: number;
 }
 
-export const DEFAULT_SESSION_QUOTA: SessionQuota = { events: 500_000, bytes: 128 * 1024 * 1024, forkDepth: 32 };
+export const DEFAULT_SESSION_QUOTA: SessionQuota = {
+  events: 500_000,
+  bytes: 128 * 1024 * 1024,
+  messages: 5_000,
+  forkDepth: 32,
+};
 
 /**
- * Work under way may go on past the quota by this share of it, so that a session that fills up
- * while an answer streams or a tool call runs still records how they end.
+ * Work under way may go on past the quota by this share of it, so that a message streaming when
+ * the session fills up is not cut off at once.
  */
 export const UNDER_WAY_SHARE = 0.25;
 
-/** Commands that carry on what a session already holds: a message's chunks, an answer's end, a tool call's steps. */
-const UNDER_WAY: ReadonlySet<SessionCommand['type']> = new Set([
-  'append_chunks',
-  'append_dialect_events',
-  'record_answer_failure',
-  'update_tool_call',
-]);
+/** How far each kind of command may take a session, as a multiple of its quota. */
+function reachOf(type: SessionCommand['type']): number {
+  switch (type) {
+    // Carrying on a message: its chunks, its provider events.
+    case 'append_chunks':
+    case 'append_dialect_events':
+      return 1 + UNDER_WAY_SHARE;
+    // How something under way ended: one small record per answer, a few steps per tool call (and a
+    // tool call starts only from a chunk the quota took), so that nothing is left "processing".
+    case 'record_answer_failure':
+    case 'update_tool_call':
+      return Infinity;
+    default:
+      return 1;
+  }
+}
 
 /**
- * Refuses a command that would append to a session holding its quota: new work (a message, a
- * model call, a branch, a translation, writers) at the quota, work under way at the quota and its
- * share more. A fork is refused when it would stand on more forks than the quota allows; a fork
- * of a full session is taken, and is full from its start. The command that crosses the line is
- * taken whole, so a session holds at most its bounds plus one command.
+ * Refuses a command whose events would take the session past its quota, before anything is
+ * stored: new work (a message, a model call, a branch, a translation, writers) past the quota,
+ * a message's chunks past the quota and its share more. How an answer or a tool call ended is
+ * always recorded. With no events given, asks whether the session can take new work of this kind
+ * at all. A fork is refused when it would stand on more forks than the quota allows; a fork of a
+ * full session is taken, and is full from its start.
  */
 export function checkSessionQuota(
   command: { readonly type: SessionCommand['type']; readonly source?: SessionState },
   state: SessionState,
+  events: readonly DecidedEvent[],
   quota: SessionQuota,
 ): void {
   if (command.type === 'fork_session') {
@@ -56,12 +75,33 @@ export function checkSessionQuota(
   }
   if (state.status !== 'open') return;
   if (state.stored === null) throw new Error('a session folded for reading cannot be checked against its quota');
-  const { events, bytes } = state.stored;
-  const scale = UNDER_WAY.has(command.type) ? 1 + UNDER_WAY_SHARE : 1;
-  const limit = (bound: number) =>
-    scale === 1 ? `its quota is ${bound}` : `its quota is ${bound}, and ${bound * scale} for work under way`;
-  if (events >= quota.events * scale)
-    throw new SessionError('session_full', `the session holds ${events} events; ${limit(quota.events)}`);
-  if (bytes >= quota.bytes * scale)
-    throw new SessionError('session_full', `the session holds ${bytes} bytes of event data; ${limit(quota.bytes)}`);
+  const reach = reachOf(command.type);
+  if (reach === Infinity) return;
+  const measures: [string, number, number, number][] = [
+    ['events', state.stored.events, events.length, quota.events],
+    ['bytes of event data', state.stored.bytes, sum(events, ({ event }) => jsonBytes(event.data)), quota.bytes],
+    [
+      'messages',
+      state.messages.size,
+      sum(events, ({ event }) => (event.type === 'message.created' ? 1 : 0)),
+      quota.messages,
+    ],
+  ];
+  for (const [unit, held, added, bound] of measures) {
+    const limit = Math.floor(bound * reach);
+    const quotaText =
+      reach === 1
+        ? `its quota of ${bound}`
+        : `${limit}, its quota of ${bound} and a share more for a message under way`;
+    if (held >= limit)
+      throw new SessionError('session_full', `the session holds ${held} ${unit}; it may hold ${quotaText}`);
+    if (held + added > limit)
+      throw new SessionError(
+        'session_full',
+        `this would take the session from ${held} to ${held + added} ${unit}, past ${quotaText}`,
+      );
+  }
 }
+
+const sum = <Item>(items: readonly Item[], measure: (item: Item) => number) =>
+  items.reduce((total, item) => total + measure(item), 0);

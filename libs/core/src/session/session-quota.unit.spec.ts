@@ -9,6 +9,7 @@ import {
   type SessionEventEnvelope,
   type SessionState,
 } from './session-events.js';
+import { jsonBytes } from '../hashing/canonical-json.js';
 import { checkSessionQuota, UNDER_WAY_SHARE, type SessionQuota } from './session-quota.js';
 
 const recordedAt = '2026-01-01T00:00:00.000Z';
@@ -100,56 +101,69 @@ describe('session size and quota', () => {
     });
     expect([source.forkDepth, fork.forkDepth]).toEqual([0, 1]);
 
-    const quota: SessionQuota = { events: 1_000, bytes: 1_000_000, forkDepth: 1 };
+    const quota: SessionQuota = { events: 1_000, bytes: 1_000_000, messages: 100, forkDepth: 1 };
     // The fork stands on 1 fork: a fork of it would stand on 2.
-    expect(() => checkSessionQuota(forkCommand, initialSessionState, quota)).not.toThrow();
-    const tooDeep = refusal(() => checkSessionQuota({ ...forkCommand, source: fork }, initialSessionState, quota));
+    expect(() => checkSessionQuota(forkCommand, initialSessionState, [], quota)).not.toThrow();
+    const tooDeep = refusal(() => checkSessionQuota({ ...forkCommand, source: fork }, initialSessionState, [], quota));
     expect([tooDeep.code, tooDeep.field]).toEqual(['fork_too_deep', 'sourceSessionId']);
     expect(tooDeep.message).toContain('at most 1');
   });
 
-  it('refuses new work at the quota and work under way past its share more, in events and in bytes', () => {
+  it('refuses a command whose events would take the session past its quota, in events, bytes and messages', () => {
     const { state } = run(initialSessionState, open, assistant, chunks(1, '', 'x'));
     const { events, bytes } = (state as OpenSession).stored!;
-    const newWork = { type: 'create_message' as const };
-    const underWay = { type: 'append_chunks' as const };
-
-    // Below the quota: both go.
-    const roomy: SessionQuota = { events: events + 1, bytes: bytes + 1, forkDepth: 8 };
-    expect(() => checkSessionQuota(newWork, state, roomy)).not.toThrow();
-
-    // At the event quota: new work is refused, naming what the session holds and its quota.
-    const atEvents: SessionQuota = { events, bytes: bytes * 10, forkDepth: 8 };
-    const full = refusal(() => checkSessionQuota(newWork, state, atEvents));
-    expect(full.code).toBe('session_full');
-    expect(full.message).toContain(`holds ${events} events; its quota is ${events}`);
-    // Work under way goes on up to the share more, then stops too.
-    expect(() => checkSessionQuota(underWay, state, atEvents)).not.toThrow();
-    const pastShare: SessionQuota = {
-      events: Math.floor(events / (1 + UNDER_WAY_SHARE)),
-      bytes: bytes * 10,
+    const quota = (bounds: Partial<SessionQuota>): SessionQuota => ({
+      events: 1_000,
+      bytes: 1_000_000,
+      messages: 100,
       forkDepth: 8,
+      ...bounds,
+    });
+    const check = (command: SessionCommand, bounds: Partial<SessionQuota>) =>
+      checkSessionQuota(command, state, decideSession(command, state).events, quota(bounds));
+    const message = { ...assistant, messageId: 'a2' };
+    const twoChunks = chunks(3, 'xy', 'xyz');
+
+    // Up to the quota, a command is taken; one event past it, refused before anything is stored.
+    expect(() => check(message, { events: events + 1 })).not.toThrow();
+    const past = refusal(() => check(message, { events }));
+    expect([past.code, past.message]).toEqual([
+      'session_full',
+      `the session holds ${events} events; it may hold its quota of ${events}`,
+    ]);
+    expect(refusal(() => check(twoChunks, { events: Math.floor((events + 1) / (1 + UNDER_WAY_SHARE)) })).message).toBe(
+      `this would take the session from ${events} to ${events + 2} events, past ${events + 1}, its quota of ${Math.floor((events + 1) / (1 + UNDER_WAY_SHARE))} and a share more for a message under way`,
+    );
+    // A message's chunks go on past the quota, up to its share more.
+    expect(() => check(twoChunks, { events: events + 1 })).not.toThrow();
+    // The same in bytes, and in messages.
+    const messageBytes = jsonBytes(decideSession(message, state).events[0].event.data);
+    expect(() => check(message, { bytes: bytes + messageBytes })).not.toThrow();
+    expect(refusal(() => check(message, { bytes: bytes + messageBytes - 1 })).message).toBe(
+      `this would take the session from ${bytes} to ${bytes + messageBytes} bytes of event data, past its quota of ${bytes + messageBytes - 1}`,
+    );
+    expect(() => check(message, { messages: 2 })).not.toThrow();
+    expect(refusal(() => check(message, { messages: 1 })).message).toBe(
+      'the session holds 1 messages; it may hold its quota of 1',
+    );
+    // How an answer or a tool call ended is recorded however full the session is.
+    const ended: SessionCommand = {
+      type: 'record_answer_failure',
+      messageId: 'a1',
+      error: { name: 'RecordingGap', message: 'x' },
     };
-    expect(refusal(() => checkSessionQuota(underWay, state, pastShare)).code).toBe('session_full');
-    for (const type of ['append_dialect_events', 'record_answer_failure', 'update_tool_call'] as const)
-      expect(() => checkSessionQuota({ type }, state, atEvents)).not.toThrow();
-    for (const type of [
-      'create_message',
-      'record_model_call',
-      'select_branch',
-      'open_translation',
-      'grant_writers',
-    ] as const)
-      expect(refusal(() => checkSessionQuota({ type }, state, atEvents)).code).toBe('session_full');
+    expect(() => check(ended, { events: 1, bytes: 1, messages: 1 })).not.toThrow();
 
-    // The same in bytes.
-    const atBytes: SessionQuota = { events: events * 10, bytes, forkDepth: 8 };
-    expect(refusal(() => checkSessionQuota(newWork, state, atBytes)).message).toContain(`holds ${bytes} bytes`);
-    expect(() => checkSessionQuota(underWay, state, atBytes)).not.toThrow();
-
+    // With no events, whether it can take new work at all: not at its quota.
+    expect(() =>
+      checkSessionQuota({ type: 'record_model_call' }, state, [], quota({ events: events + 1 })),
+    ).not.toThrow();
+    expect(refusal(() => checkSessionQuota({ type: 'record_model_call' }, state, [], quota({ events }))).code).toBe(
+      'session_full',
+    );
     // A session not yet opened holds nothing; a fold for reading is never judged.
-    expect(() => checkSessionQuota(newWork, initialSessionState, atEvents)).not.toThrow();
+    expect(() => checkSessionQuota(message, initialSessionState, [], quota({ events: 1 }))).not.toThrow();
     const read = { ...(state as OpenSession), stored: null };
-    expect(() => checkSessionQuota(newWork, read, atEvents)).toThrow('folded for reading');
+    expect(() => checkSessionQuota(message, read, [], quota({}))).toThrow('folded for reading');
   });
 });
