@@ -87,3 +87,70 @@ describe('session quota over HTTP', () => {
     expect(await eventCount('gateway-quota')).toBeGreaterThanOrEqual(8);
   });
 });
+
+describe('session quota through the gateway, answers in flight', () => {
+  let gateway: GatewayFixture;
+  beforeAll(async () => {
+    gateway = await startGateway({ env: { LEDGER_SESSION_MAX_EVENTS: '40', LEDGER_GATEWAY_RECORD_BATCH_MS: '10' } });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  /** The session's events; none while it does not exist (404). */
+  const storedEvents = async (sessionId: string) => {
+    const { body } = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/events?limit=1000`);
+    return (body.events ?? []) as { type: string; position: number; data: { role?: string } }[];
+  };
+
+  it('calls in parallel past the pre-call check: every answer relayed is recorded, the others are refused', async () => {
+    const client = await gateway.openai({ sessionId: 'parallel-quota' });
+    const ask = (content: string) =>
+      client.chat.completions.create({ model: 'gpt-double', messages: [{ role: 'user', content }] });
+    gateway.double.script(() => ({ text: 'Yes.' }));
+    // Calls one after the other until the session is a few events short of its quota of 40.
+    let fulfilled = 0;
+    while ((await storedEvents('parallel-quota')).length < 30) {
+      await ask(`call ${fulfilled}`);
+      fulfilled += 1;
+    }
+    // Each answer's first byte waits, so all six are past the check before any is recorded.
+    gateway.double.script(() => ({ text: 'Yes.', firstByteDelayMs: 300 }));
+    const upstreamBefore = gateway.double.exchanges.length;
+    const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, call) => ask(`parallel ${call}`)));
+    expect(gateway.double.exchanges.length - upstreamBefore).toBe(6);
+    const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
+    expect(refused.length).toBeGreaterThan(0);
+    for (const { reason } of refused as PromiseRejectedResult[]) {
+      expect(reason).toBeInstanceOf(OpenAI.ConflictError);
+      expect((reason as InstanceType<typeof OpenAI.ConflictError>).error).toMatchObject({ code: 'session_full' });
+    }
+    const answers = (await storedEvents('parallel-quota')).filter(
+      (event) => event.type === 'message.created' && event.data.role === 'assistant',
+    );
+    expect(answers).toHaveLength(fulfilled + outcomes.length - refused.length);
+  });
+
+  it('an answer streaming past the share ends marked as cut off, not left under way', async () => {
+    gateway.double.script(() => ({ text: 'w '.repeat(400), chunkChars: 2 }));
+    const client = await gateway.openai({ sessionId: 'stream-past-share' });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-double',
+      stream: true,
+      messages: [{ role: 'user', content: 'talk' }],
+    });
+    let received = 0;
+    for await (const _chunk of stream) received += 1;
+    // The client got the whole answer; the session holds as much as its share allowed, then how it ended.
+    expect(received).toBeGreaterThan(100);
+    const events = await storedEvents('stream-past-share');
+    expect(events.length).toBeLessThanOrEqual(51);
+    const view = await gateway.ledger.request(
+      'GET',
+      `/v1/sessions/stream-past-share?minPosition=${events.at(-1)!.position}`,
+    );
+    const answer = view.body.messages.at(-1);
+    expect(answer.status).toBe('error');
+    expect(JSON.stringify(answer.blocks)).toContain('RecordingGap');
+  });
+});

@@ -1,4 +1,4 @@
-import type { DialectName, ModelCallRequest } from '#core';
+import { SessionError, type DialectName, type ModelCallRequest } from '#core';
 import type { SessionAuthor, SessionRef, SessionRepository } from '../sessions/session-repository.js';
 
 /** What the gateway reports of its records (LedgerMetrics). */
@@ -23,6 +23,8 @@ export interface AnswerPlace {
  */
 export class AnswerRecording {
   private readonly placed: Promise<AnswerPlace | undefined>;
+  /** Why the session refused the request's record, if it did. */
+  private refused: SessionError | undefined;
   private buffered: unknown[] = [];
   private appending: Promise<void> | undefined;
   private nextBatch: NodeJS.Timeout | undefined;
@@ -47,6 +49,12 @@ export class AnswerRecording {
     private readonly batchMs: number,
   ) {
     this.placed = this.placeRequest(request, answerMessageId);
+  }
+
+  /** Once the request's record is settled: the session's refusal of it, or `undefined` when it was placed (or the log failed). */
+  async refusal(): Promise<SessionError | undefined> {
+    await this.placed;
+    return this.refused;
   }
 
   push(events: readonly unknown[]): void {
@@ -92,6 +100,7 @@ export class AnswerRecording {
       this.position = position;
       return { ...decision.answer!, position };
     } catch (error) {
+      if (error instanceof SessionError) this.refused = error;
       this.observer.recordingFailed(error);
       return undefined;
     }

@@ -139,9 +139,16 @@ export class ModelCallProxy {
     void recording.ended.then(() => {
       if (this.recordsUnderWay.get(sessionKey) === recording.ended) this.recordsUnderWay.delete(sessionKey);
     });
-    response.setHeader('x-ledger-session', session.sessionId);
-    response.setHeader('x-ledger-message', planned);
     try {
+      // An answer the session refuses to record (its quota, a race it lost) is not relayed: the
+      // client gets the refusal instead. Waiting for the request's record costs the stream one append.
+      const refusal = await this.withinRecordWait(recording.refusal());
+      if (refusal) {
+        result.body.destroy();
+        throw refusal;
+      }
+      response.setHeader('x-ledger-session', session.sessionId);
+      response.setHeader('x-ledger-message', planned);
       if (call.stream) return await this.stream(protocol, result, response, recording, state);
       return await this.whole(result, response, recording);
     } finally {
@@ -195,7 +202,8 @@ export class ModelCallProxy {
   }
 
   private recordingFailed(error: unknown): void {
-    this.logHealthy = false;
+    // A session that refuses a record says nothing of the log's health.
+    if (!(error instanceof SessionError)) this.logHealthy = false;
     this.metrics.gatewayRecording.recordingFailed(error);
   }
 
