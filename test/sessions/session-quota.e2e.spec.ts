@@ -121,7 +121,7 @@ describe('session quota through the gateway, answers in flight', () => {
     expect(gateway.double.exchanges.length - upstreamBefore).toBe(6);
     const refused = outcomes.filter((outcome) => outcome.status === 'rejected');
     expect(refused.length).toBeGreaterThan(0);
-    for (const { reason } of refused as PromiseRejectedResult[]) {
+    for (const { reason } of refused) {
       expect(reason).toBeInstanceOf(OpenAI.ConflictError);
       expect((reason as InstanceType<typeof OpenAI.ConflictError>).error).toMatchObject({ code: 'session_full' });
     }
