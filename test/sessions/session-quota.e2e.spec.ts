@@ -1,5 +1,9 @@
 import OpenAI from 'openai';
+import type { EventLog } from '#event-log';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { authorization } from '../support/test-credentials.js';
 
 /**
  * A session's quota through the API and the gateway: a full session answers 409 `session_full`
@@ -152,5 +156,63 @@ describe('session quota through the gateway, answers in flight', () => {
     const answer = view.body.messages.at(-1);
     expect(answer.status).toBe('error');
     expect(JSON.stringify(answer.blocks)).toContain('RecordingGap');
+  });
+});
+
+describe('verify and export of a fork read its source only up to the fork', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger();
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  it('a fork at the start of a 12,000-event source reads one page of it, not the whole source', async () => {
+    const source = await ledger.request('POST', '/v1/sessions', { title: 'long source' });
+    expect(
+      (await ledger.request('POST', `/v1/sessions/${source.body.id}/messages`, { id: 'a1', role: 'assistant' })).status,
+    ).toBe(201);
+    for (let from = 1; from < 12_000; from += 1_000) {
+      const chunks = Array.from({ length: 1_000 }, (_, index) =>
+        from + index === 1 ? { seq: 1, type: 'text.start' } : { seq: from + index, type: 'text.delta', text: 'w' },
+      );
+      expect((await ledger.request('POST', `/v1/sessions/${source.body.id}/messages/a1/chunks`, chunks)).status).toBe(
+        200,
+      );
+    }
+    const fork = await ledger.request('POST', `/v1/sessions/${source.body.id}/fork`, {
+      atPosition: source.body.position,
+    });
+    expect(fork.status).toBe(201);
+
+    // Every event the log hands out while the fork is verified and exported.
+    const log: EventLog = ledger.app.get(EVENT_LOG);
+    const readStream = log.readStream.bind(log);
+    let handedOut = 0;
+    log.readStream = async (...args) => {
+      const events = await readStream(...args);
+      handedOut += events.length;
+      return events;
+    };
+    try {
+      const verified = await ledger.request(
+        'GET',
+        `/v1/sessions/${fork.body.id}/verify`,
+        undefined,
+        undefined,
+        'auditor',
+      );
+      expect(verified.body).toMatchObject({ ok: true, checkedEvents: 2 });
+      const exported = await fetch(`${ledger.baseUrl}/v1/sessions/${fork.body.id}/export`, {
+        headers: await authorization(ledger.baseUrl, 'auditor'),
+      });
+      expect(exported.status).toBe(200);
+      await exported.text();
+    } finally {
+      log.readStream = readStream;
+    }
+    // Each of the two reads takes the fork's event and one page of the source (5,000 events).
+    expect(handedOut).toBeLessThanOrEqual(2 * (1 + 5_000));
   });
 });

@@ -8,7 +8,7 @@ import {
   type SessionEventOf,
   type SessionState,
 } from '#core';
-import type { EventLogReader, EventWithoutHashes } from '#event-log';
+import type { EventLogReader, EventWithoutHashes, RecordedEvent } from '#event-log';
 
 /** A fold reads only whole streams (a fork's source): the log, or the events of an export bundle. */
 export type StreamReader = Pick<EventLogReader, 'readStream'>;
@@ -41,28 +41,38 @@ export async function foldSessionEvents(
   return evolveSessionEvents(folded, run, purpose);
 }
 
-/** Events read at once when folding a session up to a position. */
+/** Events read at once when reading a stream up to a position. */
 const PAGE_EVENTS = 5_000;
 
 /**
- * The session as it was at a log position (its last event at or before it). Read in pages that
- * stop at the position: a fork near the start of a large source reads only what it stands on.
+ * A stream's events up to a position (every one when `position` is undefined), in pages that
+ * stop there: a fork near the start of a large source reads only what it stands on.
  */
+export async function* streamPagesUpTo(
+  reader: StreamReader,
+  streamId: string,
+  position: bigint | undefined,
+): AsyncGenerator<readonly RecordedEvent[]> {
+  for (let fromRevision = 0n; ;) {
+    const page = await reader.readStream(streamId, { fromRevision, maxCount: PAGE_EVENTS });
+    const past = position === undefined ? -1 : page.findIndex((event) => event.position > position);
+    yield past === -1 ? page : page.slice(0, past);
+    if (past !== -1 || page.length < PAGE_EVENTS) return;
+    fromRevision = page.at(-1)!.revision + 1n;
+  }
+}
+
+/** The session as it was at a log position (its last event at or before it), folded page by page. */
 export async function sessionAt(
   eventLog: StreamReader,
   session: { tenant: string; sessionId: string },
   position: bigint,
   purpose: FoldPurpose,
 ): Promise<SessionState> {
-  const streamId = sessionStreamId(session.tenant, session.sessionId);
   let state = initialSessionState;
-  for (let fromRevision = 0n; ;) {
-    const page = await eventLog.readStream(streamId, { fromRevision, maxCount: PAGE_EVENTS });
-    const upTo = page.findIndex((event) => event.position > position);
-    state = await foldSessionEvents(eventLog, state, upTo === -1 ? page : page.slice(0, upTo), purpose);
-    if (upTo !== -1 || page.length < PAGE_EVENTS) return state;
-    fromRevision = page.at(-1)!.revision + 1n;
-  }
+  for await (const page of streamPagesUpTo(eventLog, sessionStreamId(session.tenant, session.sessionId), position))
+    state = await foldSessionEvents(eventLog, state, page, purpose);
+  return state;
 }
 
 export function startsFork(state: SessionState, event: EventWithoutHashes): boolean {

@@ -17,6 +17,7 @@ import type pg from 'pg';
 import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
+import { streamPagesUpTo } from '../sessions/session-fold.js';
 import { leavesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
 import { LogForkError, VerifiableLog } from './verifiable-log.js';
 
@@ -86,20 +87,34 @@ export class StreamVerifier {
     return events.length > 0 || (await leavesOfStream(this.pool, streamId)).length > 0;
   }
 
-  /** The streams the session's events include (see `includedStreamsOf`), read from the log until none is missing. */
+  /**
+   * The streams the session's events include (see `includedStreamsOf`), read from the log until
+   * none is missing, each only up to where the session includes it (a fork's source).
+   */
   async sessionStreams(tenant: string, sessionId: string): Promise<IncludedStream[]> {
-    const read = new Map<string, readonly RecordedEvent[]>();
+    const read = new Map<string, { readonly upTo: bigint | undefined; readonly events: RecordedEvent[] }>();
+    const covers = (upTo: bigint | undefined, wanted: bigint | undefined) =>
+      upTo === undefined || (wanted !== undefined && wanted <= upTo);
     for (;;) {
-      const included = includedStreamsOf(tenant, sessionId, (streamId) => read.get(streamId) ?? []);
-      const missing = included.filter(({ streamId }) => !read.has(streamId));
+      const included = includedStreamsOf(tenant, sessionId, (streamId) => read.get(streamId)?.events ?? []);
+      const missing = included.filter(({ streamId, upToPosition }) => {
+        const done = read.get(streamId);
+        return !done || !covers(done.upTo, upToPosition);
+      });
       if (missing.length === 0) {
         return included.map(({ streamId, upToPosition }) => ({
           streamId,
           upToPosition,
-          events: read.get(streamId)!.filter((event) => upToPosition === undefined || event.position <= upToPosition),
+          events: read
+            .get(streamId)!
+            .events.filter((event) => upToPosition === undefined || event.position <= upToPosition),
         }));
       }
-      for (const { streamId } of missing) read.set(streamId, await this.eventLog.readStream(streamId));
+      for (const { streamId, upToPosition } of missing) {
+        const events: RecordedEvent[] = [];
+        for await (const page of streamPagesUpTo(this.eventLog, streamId, upToPosition)) events.push(...page);
+        read.set(streamId, { upTo: upToPosition, events });
+      }
     }
   }
 
