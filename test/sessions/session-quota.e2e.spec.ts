@@ -67,6 +67,24 @@ describe('session quota over HTTP', () => {
     });
   });
 
+  it('a model call whose conversation the session has no room to record is refused before any upstream is asked', async () => {
+    const client = await gateway.openai({ sessionId: 'long-conversation' });
+    const before = gateway.double.exchanges.length;
+    // Twelve past turns: recorded as twelve messages and more, past the quota of 8 events.
+    const messages = Array.from({ length: 12 }, (_, turn) => ({
+      role: turn % 2 === 0 ? ('user' as const) : ('assistant' as const),
+      content: `turn ${turn}`,
+    }));
+    const refusal = await client.chat.completions
+      .create({ model: 'gpt-double', messages: [...messages, { role: 'user', content: 'and now?' }] })
+      .catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(OpenAI.ConflictError);
+    expect((refusal as InstanceType<typeof OpenAI.ConflictError>).error).toMatchObject({ code: 'session_full' });
+    expect((refusal as Error).message).toMatch(/this would take the session from 1 to \d+ events, past its quota of 8/);
+    expect(gateway.double.exchanges.length).toBe(before);
+    expect(await eventCount('long-conversation')).toBe(1);
+  });
+
   it('a full session’s model call is refused in the provider’s shape before any upstream is asked', async () => {
     gateway.double.script(() => ({ text: 'Yes.' }));
     const client = await gateway.openai({ sessionId: 'gateway-quota' });

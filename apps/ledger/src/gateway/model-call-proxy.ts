@@ -100,8 +100,6 @@ export class ModelCallProxy {
         'not_a_writer',
       );
     }
-    // A session that can take no new call is refused before any upstream is asked.
-    if (state?.status === 'open') this.sessions.checkQuota(state, 'record_model_call');
     const answerMessageId = randomUUID();
     // Placed against the state read now: a request the session cannot hold (an unknown response) is refused here.
     const planned =
@@ -207,19 +205,25 @@ export class ModelCallProxy {
     this.metrics.gatewayRecording.recordingFailed(error);
   }
 
-  /** The answer's message as the state read before the call places it (the record decides again when it appends). */
+  /**
+   * The answer's message as the state read before the call places it (the record decides again when
+   * it appends). A request the session has no room to record is refused here, before any upstream is asked.
+   */
   private plannedAnswer(
     call: ModelCallRequest,
     dialect: DialectName,
     answerMessageId: string,
     state: Extract<SessionState, { status: 'open' }>,
   ): string {
+    let placement: ReturnType<typeof placeModelCall> | undefined;
     try {
-      return placeModelCall({ request: call, dialect, answerMessageId }, state).answer.messageId;
+      placement = placeModelCall({ request: call, dialect, answerMessageId }, state);
     } catch (error) {
       if (error instanceof ModelCallRequestError) throw error;
-      return answerMessageId;
     }
+    // A session with no room for the call's record is refused before any upstream is asked.
+    this.sessions.checkQuota(state, 'record_model_call', placement?.events);
+    return placement?.answer.messageId ?? answerMessageId;
   }
 
   /** Bytes go to the client as they come; the events they carry go to the record beside them. */

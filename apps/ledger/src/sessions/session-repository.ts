@@ -10,6 +10,7 @@ import {
   SessionError,
   sessionStreamId,
   type Decision,
+  type DecidedEvent,
   type FoldPurpose,
   type SessionCommand,
   type SessionQuota,
@@ -130,9 +131,9 @@ export class SessionRepository {
     return this.cache.get(sessionStreamId(session.tenant, session.sessionId))?.state;
   }
 
-  /** Refuses new work of this kind on a session at its quota (see `checkSessionQuota`), as an append would. */
-  checkQuota(state: SessionState, type: SessionCommand['type']): void {
-    checkSessionQuota({ type }, state, [], this.quota);
+  /** Refuses, as the append would, a command of this kind appending these events (none: any) to the session (see `checkSessionQuota`). */
+  checkQuota(state: SessionState, type: SessionCommand['type'], events: readonly DecidedEvent[] = []): void {
+    checkSessionQuota({ type }, state, events, this.quota);
   }
 
   /** The session as it was at a log position: a fold of its events up to there (a fork's through its source), no read model involved. */
