@@ -378,7 +378,10 @@ export function evolveSessionEvents(
     const runStart = index;
     for (; index < events.length && chunkMessageId(events[index]) === messageId; index += 1)
       next = evolveChunk(next, events[index], purpose);
-    folded = withStored(withMessage(folded as OpenSession, next), events.slice(runStart, index));
+    // A map this call made is seen by no one else yet: each run sets its message in it in place,
+    // where copying it once per run would make a fold cost its events times its messages.
+    const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
+    folded = withStored(withMessage(folded as OpenSession, next, owned), events.slice(runStart, index));
   }
   return folded;
 }
@@ -397,10 +400,11 @@ const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>
   event.type.startsWith('chunk.') ? (event.data as ChunkEventData).messageId : undefined;
 
 /** The session with one message changed, as of that message's position; the same session if it did not change. */
-function withMessage(state: OpenSession, message: MessageState): OpenSession {
+function withMessage(state: OpenSession, message: MessageState, inPlace = false): OpenSession {
   const previous = state.messages.get(message.id);
   if (previous === message) return state;
-  return { ...state, messages: new Map(state.messages).set(message.id, message), position: message.position };
+  const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+  return { ...state, messages: messages.set(message.id, message), position: message.position };
 }
 
 /** One chunk event on its message; the message as it is when the chunk is not its next seq. */

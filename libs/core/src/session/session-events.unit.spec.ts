@@ -74,4 +74,39 @@ describe('session fold', () => {
     expect(digests(third)).toEqual([text(1, 'first'), text(2, 'first!')]);
     expect(digests(base as OpenSession)).toEqual([]);
   });
+  it('leaves the state a batch starts from as it was, though the batch sets its runs in a map of its own', () => {
+    const base = oneByOne(
+      initialSessionState,
+      envelopes(
+        opened,
+        created('u1', 'user', null),
+        created('a1', 'assistant', 'u1'),
+        created('a2', 'assistant', 'u1'),
+      ),
+    ) as OpenSession;
+    const before = [...base.messages];
+    const interleaved = (from: number) =>
+      [1, 2, 3].flatMap((seq) =>
+        ['a1', 'a2'].map((messageId, offset) => ({
+          ...chunk(
+            messageId,
+            seq === 1 ? { seq, type: 'text.start' } : { seq, type: 'text.delta', text: 'x'.repeat(seq) },
+          ),
+          position: BigInt(from + seq * 2 + offset),
+          recordedAt: at,
+        })),
+      );
+    const batches = [
+      interleaved(10),
+      // A batch that makes its map with a new message first, then sets runs in it.
+      [{ ...created('a3', 'assistant', 'u1'), position: 10n, recordedAt: at }, ...interleaved(11)],
+    ];
+    for (const batch of batches) {
+      const folded = evolveSessionEvents(base, batch);
+      expect(folded).toEqual(oneByOne(base, batch));
+      expect([...base.messages]).toEqual(before);
+      for (const [id, message] of before) expect(base.messages.get(id)).toBe(message);
+      expect((folded as OpenSession).messages).not.toBe(base.messages);
+    }
+  });
 });
