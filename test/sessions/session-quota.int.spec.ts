@@ -98,7 +98,7 @@ describe('session quota', () => {
     // The message under way goes on to 10 events (8 and a quarter); a batch that would pass that is refused whole.
     const pastShare = await refusalOf(repository.execute(session, deltas(7, 4), author));
     expect(pastShare.message).toBe(
-      'this would take the session from 8 to 12 events, past 10, its quota of 8 and a share more for a message under way',
+      'this would take the session from 8 to 12 events, past 10, its quota of 8 and a share more for work under way',
     );
     await repository.execute(session, deltas(7, 2), author);
     expect(await streamOf(session)).toHaveLength(10);
@@ -155,6 +155,17 @@ describe('session quota', () => {
     // A dropped one is folded again from the log, and the oldest of the others makes room.
     expect(((await own.load(sessions[0])) as OpenSession).stored!.bytes).toBeGreaterThan(3_500);
     expect([bytesOf(sessions[0]) !== undefined, bytesOf(sessions[2]) !== undefined]).toEqual([true, false]);
+
+    // A session larger than the whole budget (recorded under a larger quota) is not cached, and flushes no other.
+    const huge = { tenant: 'default', sessionId: 'cached-huge' };
+    const roomy = new SessionRepository(log, { ...small, bytes: 1_000_000 });
+    await roomy.execute(huge, open(huge.sessionId), author);
+    await roomy.execute(huge, message('a1'), author);
+    await roomy.execute(huge, deltas(1, 2, 'z'.repeat(20_000)), author);
+    const cachedBefore = sessions.map((session) => bytesOf(session) !== undefined);
+    expect(((await own.load(huge)) as OpenSession).stored!.bytes).toBeGreaterThan(4 * 4_096);
+    expect(own.cached(huge)).toBeUndefined();
+    expect(sessions.map((session) => bytesOf(session) !== undefined)).toEqual(cachedBefore);
   });
 
   it('a fork stands on at most the quota of forks, and a refused fork stores nothing', async () => {

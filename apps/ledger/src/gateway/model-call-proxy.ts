@@ -139,8 +139,12 @@ export class ModelCallProxy {
     });
     try {
       // An answer the session refuses to record (its quota, a race it lost) is not relayed: the
-      // client gets the refusal instead. Waiting for the request's record costs the stream one append.
-      const refusal = await this.withinRecordWait(recording.refusal());
+      // client gets the refusal instead. Waiting for the request's record costs the stream one
+      // append; only a gateway told to pass calls on when the log fails stops waiting.
+      const refusal =
+        this.config.gateway.onLogFailure === 'pass'
+          ? await this.withinRecordWait(recording.refusal())
+          : await recording.refusal();
       if (refusal) {
         result.body.destroy();
         throw refusal;

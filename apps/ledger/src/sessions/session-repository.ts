@@ -274,11 +274,13 @@ export class SessionRepository {
 
   private keep(streamId: string, entry: CachedSession): void {
     this.forget(streamId);
-    if (entry.revision === NO_STREAM) return;
+    const budget = this.quota.bytes * CACHED_FULL_SESSIONS;
+    // A session larger than the whole budget (recorded before the quota) is not cached, rather than flushing every other.
+    if (entry.revision === NO_STREAM || storedBytes(entry) > budget) return;
     this.cache.set(streamId, entry);
     this.cachedBytes += storedBytes(entry);
     for (const [oldest] of this.cache) {
-      if (this.cache.size <= MAX_CACHED_SESSIONS && this.cachedBytes <= this.quota.bytes * CACHED_FULL_SESSIONS) break;
+      if (this.cache.size <= MAX_CACHED_SESSIONS && this.cachedBytes <= budget) break;
       this.forget(oldest);
     }
   }

@@ -39,10 +39,12 @@ function reachOf(type: SessionCommand['type']): number {
     case 'append_chunks':
     case 'append_dialect_events':
       return 1 + UNDER_WAY_SHARE;
-    // How something under way ended: one small record per answer, a few steps per tool call (and a
-    // tool call starts only from a chunk the quota took), so that nothing is left "processing".
-    case 'record_answer_failure':
+    // A tool call's steps shown on its block: one chunk can start many calls, each repeating its
+    // arguments, so they too stop somewhere. Past it the call's own stream still records every step.
     case 'update_tool_call':
+      return 1 + 2 * UNDER_WAY_SHARE;
+    // How an answer through the gateway ended: one small record per call the quota took.
+    case 'record_answer_failure':
       return Infinity;
     default:
       return 1;
@@ -52,10 +54,11 @@ function reachOf(type: SessionCommand['type']): number {
 /**
  * Refuses a command whose events would take the session past its quota, before anything is
  * stored: new work (a message, a model call, a branch, a translation, writers) past the quota,
- * a message's chunks past the quota and its share more. How an answer or a tool call ended is
- * always recorded. With no events given, asks whether the session can take new work of this kind
- * at all. A fork is refused when it would stand on more forks than the quota allows; a fork of a
- * full session is taken, and is full from its start.
+ * a message's chunks past the quota and its share more, a tool call's steps past twice that share;
+ * how a gateway call ended is always recorded. With no events given, asks whether the session can
+ * take new work of this kind at all. A fork is refused when it would stand on more forks than the
+ * quota allows; a fork of a full session is taken, and is full from its start. A new session's
+ * first event may not alone pass the byte quota.
  */
 export function checkSessionQuota(
   command: { readonly type: SessionCommand['type']; readonly source?: SessionState },
@@ -71,9 +74,17 @@ export function checkSessionQuota(
         `the source stands on ${depth - 1} forks; a session may stand on at most ${quota.forkDepth}`,
         'sourceSessionId',
       );
+  }
+  if (state.status !== 'open') {
+    // A session's first event (its title and metadata) may not alone hold more than its quota.
+    const bytes = sum(events, ({ event }) => jsonBytes(event.data));
+    if (bytes > quota.bytes)
+      throw new SessionError(
+        'session_full',
+        `this would take the session from 0 to ${bytes} bytes of event data, past its quota of ${quota.bytes}`,
+      );
     return;
   }
-  if (state.status !== 'open') return;
   if (state.stored === null) throw new Error('a session folded for reading cannot be checked against its quota');
   const reach = reachOf(command.type);
   if (reach === Infinity) return;
@@ -90,9 +101,7 @@ export function checkSessionQuota(
   for (const [unit, held, added, bound] of measures) {
     const limit = Math.floor(bound * reach);
     const quotaText =
-      reach === 1
-        ? `its quota of ${bound}`
-        : `${limit}, its quota of ${bound} and a share more for a message under way`;
+      reach === 1 ? `its quota of ${bound}` : `${limit}, its quota of ${bound} and a share more for work under way`;
     if (held >= limit)
       throw new SessionError('session_full', `the session holds ${held} ${unit}; it may hold ${quotaText}`);
     if (held + added > limit)

@@ -132,7 +132,7 @@ describe('session size and quota', () => {
       `the session holds ${events} events; it may hold its quota of ${events}`,
     ]);
     expect(refusal(() => check(twoChunks, { events: Math.floor((events + 1) / (1 + UNDER_WAY_SHARE)) })).message).toBe(
-      `this would take the session from ${events} to ${events + 2} events, past ${events + 1}, its quota of ${Math.floor((events + 1) / (1 + UNDER_WAY_SHARE))} and a share more for a message under way`,
+      `this would take the session from ${events} to ${events + 2} events, past ${events + 1}, its quota of ${Math.floor((events + 1) / (1 + UNDER_WAY_SHARE))} and a share more for work under way`,
     );
     // A message's chunks go on past the quota, up to its share more.
     expect(() => check(twoChunks, { events: events + 1 })).not.toThrow();
@@ -146,13 +146,31 @@ describe('session size and quota', () => {
     expect(refusal(() => check(message, { messages: 1 })).message).toBe(
       'the session holds 1 messages; it may hold its quota of 1',
     );
-    // How an answer or a tool call ended is recorded however full the session is.
+    // How a gateway call ended is recorded however full the session is.
     const ended: SessionCommand = {
       type: 'record_answer_failure',
       messageId: 'a1',
       error: { name: 'RecordingGap', message: 'x' },
     };
     expect(() => check(ended, { events: 1, bytes: 1, messages: 1 })).not.toThrow();
+    // A tool call's steps go on to twice the share past the quota: one chunk may start many calls.
+    const step: SessionCommand = {
+      type: 'update_tool_call',
+      eventId: '00000000-0000-4000-8000-000000000001',
+      messageId: 'a1',
+      toolCallId: 'call-1',
+      response: null,
+      governance: null,
+    } as unknown as SessionCommand;
+    expect(() => check(step, { events: Math.ceil((events + 1) / 1.5) })).not.toThrow();
+    expect(refusal(() => check(step, { events: Math.floor(events / 1.5) })).code).toBe('session_full');
+    // A new session's first event may not alone pass the byte quota.
+    const opening: SessionCommand = { ...open, metadata: { note: 'n'.repeat(2_000) } };
+    const opened = decideSession(opening, initialSessionState).events;
+    expect(() => checkSessionQuota(opening, initialSessionState, opened, quota({ bytes: 4_096 }))).not.toThrow();
+    expect(
+      refusal(() => checkSessionQuota(opening, initialSessionState, opened, quota({ bytes: 1_024 }))).message,
+    ).toMatch(/^this would take the session from 0 to \d+ bytes of event data, past its quota of 1024$/);
 
     // With no events, whether it can take new work at all: not at its quota.
     expect(() =>
