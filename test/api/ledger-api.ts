@@ -1344,6 +1344,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `session_full`: the session has no room to record the call (decision 0037); no answer is relayed unrecorded */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the credential is over its rate (`Retry-After`) */
             429: {
                 headers: {
@@ -1441,6 +1450,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `session_full`: the session has no room to record the call (decision 0037); no answer is relayed unrecorded */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the credential is over its rate (`Retry-After`) */
             429: {
                 headers: {
@@ -1531,6 +1549,15 @@ export interface operations {
             };
             /** @description no upstream serves this model */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_full`: the session has no room to record the call (decision 0037); no answer is relayed unrecorded */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1737,7 +1764,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_exists`: the id is taken with another body; `field` names the first difference */
+            /** @description `session_exists`: the id is taken with another body; `field` names the first difference; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1850,7 +1877,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `message_exists`: the id is taken with another body; `field` names the first difference */
+            /** @description `message_exists`: the id is taken with another body; `field` names the first difference; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2386,7 +2413,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `seq_gap` (naming the expected seq), `seq_conflict`, `dialect_conflict` */
+            /** @description `seq_gap` (naming the expected seq), `seq_conflict`, `dialect_conflict`; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2479,6 +2506,15 @@ export interface operations {
             };
             /** @description no such session or message */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2585,7 +2621,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_exists` */
+            /** @description `session_exists`; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2594,7 +2630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `atPosition` beyond the log head (`position_beyond_head`) */
+            /** @description `atPosition` beyond the log head (`position_beyond_head`); `fork_too_deep` (naming `sourceSessionId`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2675,6 +2711,15 @@ export interface operations {
             };
             /** @description no such session or message */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2769,6 +2814,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `not_a_child` */
             422: {
                 headers: {
@@ -2849,6 +2903,15 @@ export interface operations {
             };
             /** @description no such session (another tenant’s is not found either) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

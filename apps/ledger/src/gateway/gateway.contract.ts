@@ -20,7 +20,12 @@ const answer = {
     schema: z.looseObject({}),
   },
 };
-const errors = { 404: 'no upstream serves this model', 502: 'the provider failed', 503: 'the log cannot record' };
+const errors = {
+  404: 'no upstream serves this model',
+  409: '`session_full`: the session has no room to record the call (decision 0037); no answer is relayed unrecorded',
+  502: 'the provider failed',
+  503: 'the log cannot record',
+};
 const description = "Errors come in the provider's own shape, so the SDK raises its own exceptions.";
 
 export const GATEWAY_CONTRACT: RouteContracts = {

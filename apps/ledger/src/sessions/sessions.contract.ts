@@ -151,13 +151,16 @@ const readDescription =
   'From the read models; `?minPosition=p` waits (up to 5 s) until they reflect `p`, and a read by a credential ' +
   "waits the same way for that credential's latest write on this instance. `?at=p` folds the log as of `p` instead.";
 const REPEAT = 'the same create again (same id and body): the original answer';
+const SESSION_FULL = '`session_full`: the session holds its quota, or this would take it past (decision 0037)';
 
 export const SESSIONS_CONTRACT: RouteContracts = {
   'POST /v1/sessions': {
     summary: 'Open a session',
     body: { schema: createSessionBody, required: false },
     responses: { 201: { description: 'opened', schema: created }, 200: { description: REPEAT, schema: created } },
-    errors: { 409: '`session_exists`: the id is taken with another body; `field` names the first difference' },
+    errors: {
+      409: `\`session_exists\`: the id is taken with another body; \`field\` names the first difference; ${SESSION_FULL}`,
+    },
   },
   'POST /v1/sessions/:sid/messages': {
     summary: 'Create a message',
@@ -171,7 +174,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
     },
     errors: {
       ...SESSION_NOT_FOUND,
-      409: '`message_exists`: the id is taken with another body; `field` names the first difference',
+      409: `\`message_exists\`: the id is taken with another body; \`field\` names the first difference; ${SESSION_FULL}`,
       422: '`parent_not_found`',
     },
   },
@@ -188,7 +191,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
     responses: { 200: { description: 'recorded', schema: appended } },
     errors: {
       404: 'no such session or message',
-      409: '`seq_gap` (naming the expected seq), `seq_conflict`, `dialect_conflict`',
+      409: `\`seq_gap\` (naming the expected seq), \`seq_conflict\`, \`dialect_conflict\`; ${SESSION_FULL}`,
       422: '`not_assistant`',
     },
   },
@@ -211,6 +214,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
     },
     errors: {
       404: 'no such session or message',
+      409: SESSION_FULL,
       422: '`not_assistant`, `block_not_found` (the `sourceBlockId`)',
     },
   },
@@ -220,8 +224,8 @@ export const SESSIONS_CONTRACT: RouteContracts = {
     responses: { 201: { description: 'forked', schema: created.extend({ forkedFrom: forkReference }) } },
     errors: {
       ...SESSION_NOT_FOUND,
-      409: '`session_exists`',
-      422: '`atPosition` beyond the log head (`position_beyond_head`)',
+      409: `\`session_exists\`; ${SESSION_FULL}`,
+      422: '`atPosition` beyond the log head (`position_beyond_head`); `fork_too_deep` (naming `sourceSessionId`)',
     },
   },
   'PUT /v1/sessions/:sid/messages/:mid/selection': {
@@ -233,7 +237,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
         schema: z.object({ parentId: z.string().nullable(), childId: z.string(), position: positionNumber }),
       },
     },
-    errors: { 404: 'no such session or message', 422: '`not_a_child`' },
+    errors: { 404: 'no such session or message', 409: SESSION_FULL, 422: '`not_a_child`' },
   },
   'PUT /v1/sessions/:sid/selection': {
     summary: 'Select among the top-level messages',
@@ -244,7 +248,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
         schema: z.object({ parentId: z.null(), childId: z.string(), position: positionNumber }),
       },
     },
-    errors: { ...SESSION_NOT_FOUND, 422: '`not_a_child`' },
+    errors: { ...SESSION_NOT_FOUND, 409: SESSION_FULL, 422: '`not_a_child`' },
   },
   'POST /v1/sessions/:sid/writers': {
     summary: 'Let other subjects write to the session',
@@ -255,7 +259,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
         schema: z.object({ owner: z.string().nullable(), writers: z.array(z.string()), position: positionNumber }),
       },
     },
-    errors: SESSION_NOT_FOUND,
+    errors: { ...SESSION_NOT_FOUND, 409: SESSION_FULL },
   },
   'GET /v1/sessions': {
     summary: "Find the tenant's sessions, newest activity first",
