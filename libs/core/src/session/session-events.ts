@@ -265,12 +265,27 @@ export function evolveSession(
   event: SessionEventEnvelope,
   purpose: FoldPurpose = 'decide',
 ): SessionState {
-  const next = applySessionEvent(state, event, purpose);
+  return evolveOne(state, event, purpose, false);
+}
+
+/** `inPlace`: the state's map of messages is the caller's own, seen by no one else, and may be changed. */
+function evolveOne(
+  state: SessionState,
+  event: SessionEventEnvelope,
+  purpose: FoldPurpose,
+  inPlace: boolean,
+): SessionState {
+  const next = applySessionEvent(state, event, purpose, inPlace);
   // Every event of an open session's stream counts, one that changes nothing too: a fold reads it.
   return next.status === 'open' ? withStored(next, [event]) : next;
 }
 
-function applySessionEvent(state: SessionState, event: SessionEventEnvelope, purpose: FoldPurpose): SessionState {
+function applySessionEvent(
+  state: SessionState,
+  event: SessionEventEnvelope,
+  purpose: FoldPurpose,
+  inPlace: boolean,
+): SessionState {
   if (event.type === 'session.opened') {
     if (state.status !== 'absent') return state;
     const data = event.data as SessionEventOf<'session.opened'>['data'];
@@ -327,30 +342,45 @@ function applySessionEvent(state: SessionState, event: SessionEventEnvelope, pur
       createdPosition: event.position,
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
+    // The map is this call's own from here on (a copy, or the caller's own): the path is selected in it.
+    const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
     return selectPathTo(
-      { ...state, messages: new Map(state.messages).set(message.id, message), position: event.position },
+      { ...state, messages: messages.set(message.id, message), position: event.position },
       message.id,
       event.position,
+      true,
     );
   }
   if (event.type === 'message.branch_selected') {
     const { parentId, childId } = event.data as SessionEventOf<'message.branch_selected'>['data'];
     const child = state.messages.get(childId);
     if (!child || child.parentId !== parentId) return state;
-    return { ...select(state, parentId, childId, event.position), position: event.position };
+    return { ...select(state, parentId, childId, event.position, inPlace), position: event.position };
   }
   if (event.type === 'message.translation_opened') {
     const { messageId, ...opening } = event.data as SessionEventOf<'message.translation_opened'>['data'];
-    return changeBlocks(state, messageId, event, (blocks) => openTranslation(blocks, opening, event.recordedAt));
+    return changeBlocks(
+      state,
+      messageId,
+      event,
+      (blocks) => openTranslation(blocks, opening, event.recordedAt),
+      inPlace,
+    );
   }
   if (event.type === 'message.tool_call_updated') {
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
-    return changeBlocks(state, messageId, event, (blocks) => evolveGovernedTool(blocks, update, event.recordedAt));
+    return changeBlocks(
+      state,
+      messageId,
+      event,
+      (blocks) => evolveGovernedTool(blocks, update, event.recordedAt),
+      inPlace,
+    );
   }
   const chunkOf = chunkMessageId(event);
   if (chunkOf !== undefined) {
     const message = state.messages.get(chunkOf);
-    return message ? withMessage(state, evolveChunk(message, event, purpose)) : state;
+    return message ? withMessage(state, evolveChunk(message, event, purpose), inPlace) : state;
   }
   return state;
 }
@@ -369,8 +399,11 @@ export function evolveSessionEvents(
   for (let index = 0; index < events.length;) {
     const messageId = chunkMessageId(events[index]);
     const message = messageId === undefined || folded.status !== 'open' ? undefined : folded.messages.get(messageId);
+    // A map this call made is seen by no one else yet: each event sets its messages in it in place,
+    // where copying it for each would make a fold cost its events times its messages.
+    const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
     if (!message) {
-      folded = evolveSession(folded, events[index], purpose);
+      folded = evolveOne(folded, events[index], purpose, owned);
       index += 1;
       continue;
     }
@@ -378,9 +411,6 @@ export function evolveSessionEvents(
     const runStart = index;
     for (; index < events.length && chunkMessageId(events[index]) === messageId; index += 1)
       next = evolveChunk(next, events[index], purpose);
-    // A map this call made is seen by no one else yet: each run sets its message in it in place,
-    // where copying it once per run would make a fold cost its events times its messages.
-    const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
     folded = withStored(withMessage(folded as OpenSession, next, owned), events.slice(runStart, index));
   }
   return folded;
@@ -400,7 +430,7 @@ const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>
   event.type.startsWith('chunk.') ? (event.data as ChunkEventData).messageId : undefined;
 
 /** The session with one message changed, as of that message's position; the same session if it did not change. */
-function withMessage(state: OpenSession, message: MessageState, inPlace = false): OpenSession {
+function withMessage(state: OpenSession, message: MessageState, inPlace: boolean): OpenSession {
   const previous = state.messages.get(message.id);
   if (previous === message) return state;
   const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
@@ -451,12 +481,13 @@ function changeBlocks(
   messageId: string,
   event: SessionEventEnvelope,
   change: (blocks: MessageBlocksState) => MessageBlocksState,
+  inPlace: boolean,
 ): SessionState {
   const message = state.messages.get(messageId);
   if (!message) return state;
   const blocks = change(message.blocks);
   const blockPositions = blockPositionsAfter(message, blocks, event.position);
-  return withMessage(state, { ...message, blocks, blockPositions, position: event.position });
+  return withMessage(state, { ...message, blocks, blockPositions, position: event.position }, inPlace);
 }
 
 /** Each block that is new, changed or moved in `blocks` is stamped with `position`. */
@@ -496,7 +527,7 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
   const messages = new Map([...source.messages].filter(([id]) => kept.has(id)));
   const leaf = messages.get(cutAt);
   if (leaf) messages.set(cutAt, { ...leaf, selectedChildId: null });
-  return selectPathTo({ ...fork, messages }, cutAt, event.position);
+  return selectPathTo({ ...fork, messages }, cutAt, event.position, true);
 }
 
 /** The message and its ancestors, root first. */
@@ -515,21 +546,26 @@ export function ancestry<Message extends { readonly id: string; readonly parentI
   return path.reverse();
 }
 
-function selectPathTo(state: OpenSession, messageId: string, position: bigint): OpenSession {
+/** `inPlace`: the state's map is the caller's own (see `evolveOne`). */
+function selectPathTo(state: OpenSession, messageId: string, position: bigint, inPlace: boolean): OpenSession {
   return ancestry(state.messages, messageId).reduce(
-    (current, message) => select(current, message.parentId, message.id, position),
+    (current, message) => select(current, message.parentId, message.id, position, inPlace),
     state,
   );
 }
 
-function select(state: OpenSession, parentId: string | null, childId: string, position: bigint): OpenSession {
+function select(
+  state: OpenSession,
+  parentId: string | null,
+  childId: string,
+  position: bigint,
+  inPlace: boolean,
+): OpenSession {
   if (parentId === null) return state.selectedRootId === childId ? state : { ...state, selectedRootId: childId };
   const parent = state.messages.get(parentId)!;
   if (parent.selectedChildId === childId) return state;
-  return {
-    ...state,
-    messages: new Map(state.messages).set(parentId, { ...parent, selectedChildId: childId, position }),
-  };
+  const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+  return { ...state, messages: messages.set(parentId, { ...parent, selectedChildId: childId, position }) };
 }
 
 /** The translator folds the recorded provider event again: its state is never stored, only rebuilt. */

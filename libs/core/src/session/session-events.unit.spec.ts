@@ -96,10 +96,25 @@ describe('session fold', () => {
           recordedAt: at,
         })),
       );
+    const select = (childId: string, position: bigint): SessionEventEnvelope => ({
+      type: 'message.branch_selected',
+      data: { parentId: 'u1', childId },
+      position,
+      recordedAt: at,
+    });
     const batches = [
       interleaved(10),
       // A batch that makes its map with a new message first, then sets runs in it.
       [{ ...created('a3', 'assistant', 'u1'), position: 10n, recordedAt: at }, ...interleaved(11)],
+      // Selections and new messages between runs, the first selection on the map the batch started from.
+      [
+        select('a1', 9n),
+        ...interleaved(10),
+        { ...created('u2', 'user', 'a2'), position: 30n, recordedAt: at },
+        select('a2', 31n),
+        { ...created('a4', 'assistant', 'u2'), position: 32n, recordedAt: at },
+        ...interleaved(40),
+      ],
     ];
     for (const batch of batches) {
       const folded = evolveSessionEvents(base, batch);
