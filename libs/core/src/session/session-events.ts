@@ -400,7 +400,9 @@ export function evolveSessionEvents(
     const messageId = chunkMessageId(events[index]);
     const message = messageId === undefined || folded.status !== 'open' ? undefined : folded.messages.get(messageId);
     // A map this call made is seen by no one else yet: each event sets its messages in it in place,
-    // where copying it for each would make a fold cost its events times its messages.
+    // where copying it for each would make a fold cost its events times its messages. Here a map is
+    // either the input's or one made in this loop: a fork, whose map may be its source's, is applied
+    // outside (`forkSession`, through `foldSessionEvents`), never in here.
     const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
     if (!message) {
       folded = evolveOne(folded, events[index], purpose, owned);
