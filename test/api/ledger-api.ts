@@ -1764,7 +1764,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_exists`: the id is taken with another body; `field` names the first difference; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `session_exists`: the id is taken with another body; `field` names the first difference; `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1877,7 +1877,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `message_exists`: the id is taken with another body; `field` names the first difference; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `message_exists`: the id is taken with another body; `field` names the first difference; `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2413,7 +2413,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `seq_gap` (naming the expected seq), `seq_conflict`, `dialect_conflict`; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `seq_gap` (naming the expected seq), `seq_conflict`, `dialect_conflict`; `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2513,7 +2513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2621,7 +2621,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_exists`; `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `session_exists`; `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2718,7 +2718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2814,7 +2814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2910,7 +2910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_full`: the session holds its quota, or this would take it past (decision 0037) */
+            /** @description `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;

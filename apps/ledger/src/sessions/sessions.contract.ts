@@ -151,7 +151,8 @@ const readDescription =
   'From the read models; `?minPosition=p` waits (up to 5 s) until they reflect `p`, and a read by a credential ' +
   "waits the same way for that credential's latest write on this instance. `?at=p` folds the log as of `p` instead.";
 const REPEAT = 'the same create again (same id and body): the original answer';
-const SESSION_FULL = '`session_full`: the session holds its quota, or this would take it past (decision 0037)';
+/** The session holds its quota, or this would take it past (decision 0037). */
+const SESSION_FULL = '`session_full` (decision 0037)';
 
 export const SESSIONS_CONTRACT: RouteContracts = {
   'POST /v1/sessions': {

@@ -359,23 +359,14 @@ function applySessionEvent(
   }
   if (event.type === 'message.translation_opened') {
     const { messageId, ...opening } = event.data as SessionEventOf<'message.translation_opened'>['data'];
-    return changeBlocks(
-      state,
-      messageId,
-      event,
-      (blocks) => openTranslation(blocks, opening, event.recordedAt),
-      inPlace,
+    return changeBlocks(state, messageId, event, inPlace, (blocks) =>
+      openTranslation(blocks, opening, event.recordedAt),
     );
   }
   if (event.type === 'message.tool_call_updated') {
     const { messageId, ...update } = event.data as SessionEventOf<'message.tool_call_updated'>['data'];
-    return changeBlocks(
-      state,
-      messageId,
-      event,
-      (blocks) => evolveGovernedTool(blocks, update, event.recordedAt),
-      inPlace,
-    );
+    const show = (blocks: MessageBlocksState) => evolveGovernedTool(blocks, update, event.recordedAt);
+    return changeBlocks(state, messageId, event, inPlace, show);
   }
   const chunkOf = chunkMessageId(event);
   if (chunkOf !== undefined) {
@@ -482,8 +473,8 @@ function changeBlocks(
   state: OpenSession,
   messageId: string,
   event: SessionEventEnvelope,
-  change: (blocks: MessageBlocksState) => MessageBlocksState,
   inPlace: boolean,
+  change: (blocks: MessageBlocksState) => MessageBlocksState,
 ): SessionState {
   const message = state.messages.get(messageId);
   if (!message) return state;

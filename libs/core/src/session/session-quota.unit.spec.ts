@@ -131,8 +131,10 @@ describe('session size and quota', () => {
       'session_full',
       `the session holds ${events} events; it may hold its quota of ${events}`,
     ]);
-    expect(refusal(() => check(twoChunks, { events: Math.floor((events + 1) / (1 + UNDER_WAY_SHARE)) })).message).toBe(
-      `this would take the session from ${events} to ${events + 2} events, past ${events + 1}, its quota of ${Math.floor((events + 1) / (1 + UNDER_WAY_SHARE))} and a share more for work under way`,
+    const smallQuota = Math.floor((events + 1) / (1 + UNDER_WAY_SHARE));
+    expect(refusal(() => check(twoChunks, { events: smallQuota })).message).toBe(
+      `this would take the session from ${events} to ${events + 2} events, past ${events + 1}, ` +
+        `its quota of ${smallQuota} and a share more for work under way`,
     );
     // A message's chunks go on past the quota, up to its share more.
     expect(() => check(twoChunks, { events: events + 1 })).not.toThrow();
