@@ -15,6 +15,7 @@ import {
 } from '#event-log';
 import pg from 'pg';
 import { DataSource, type MigrationInterface } from 'typeorm';
+import { dropDatabase } from '../support/test-database.js';
 
 /**
  * Migration 1763800000250 converts a log written in the old layout (ids, names and hex hashes on
@@ -118,7 +119,7 @@ describe('compact event rows: converting a log written in the old layout', () =>
 
   afterAll(async () => {
     await log?.close();
-    await withClient(serverUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    await withClient(serverUrl, (admin) => dropDatabase(admin, name));
   });
 
   it('reads every converted event back as stored, and the streams continue their chains', async () => {

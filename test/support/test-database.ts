@@ -20,9 +20,21 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await runMigrations(connectionString);
   return {
     connectionString,
-    drop: () =>
-      withAdmin(serverUrl, async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
+    drop: () => withAdmin(serverUrl, (admin) => dropDatabase(admin, name)),
   };
+}
+
+/**
+ * Drops `name` once its connections have gone, forcing it after a few seconds. `pool.end()` resolves
+ * before its clients' sockets close: a forced drop in that gap ends them with an error that no pool
+ * listens for any more, which fails whichever test is running.
+ */
+export async function dropDatabase(admin: pg.Client, name: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  const connected = async () =>
+    (await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = $1', [name])).rowCount !== 0;
+  while (Date.now() < deadline && (await connected())) await new Promise((resolve) => setTimeout(resolve, 20));
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
 
 async function withAdmin<T>(serverUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
