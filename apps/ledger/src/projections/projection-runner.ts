@@ -192,10 +192,11 @@ export class ProjectionRunner {
 
   /** Moves the stored checkpoint from `from` to `to`, by compare-and-set. */
   private async storeCheckpoint(client: PoolClient, from: bigint, to: bigint): Promise<void> {
-    const moved = await client.query(
-      'UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2',
-      [this.definition.name, from.toString(), to.toString()],
-    );
+    const moved = await client.query({
+      name: 'projection-checkpoint-move',
+      text: 'UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2',
+      values: [this.definition.name, from.toString(), to.toString()],
+    });
     if (moved.rowCount !== 1) throw new CheckpointMovedError(this.definition.name, from);
   }
 

@@ -92,8 +92,9 @@ export function toolCallsProjection(): ProjectionDefinition<EventWithoutHashes> 
         });
       }
       if (rows.length === 0) return;
-      await client.query(
-        `INSERT INTO tool_calls (tenant, id, session_id, message_id, tool_id, server, tool_name, arguments,
+      await client.query({
+        name: 'tool-calls-write',
+        text: `INSERT INTO tool_calls (tenant, id, session_id, message_id, tool_id, server, tool_name, arguments,
           arguments_sha256, requested_by, status, outcome, firewall, guardian, approval, decision, execution,
           requested_at, requested_position, updated_at, position)
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, id text, session_id text, message_id text,
@@ -106,8 +107,8 @@ export function toolCallsProjection(): ProjectionDefinition<EventWithoutHashes> 
            decision = excluded.decision, execution = excluded.execution, updated_at = excluded.updated_at,
              position = excluded.position
          WHERE tool_calls.position <= excluded.position`,
-        [JSON.stringify(rows)],
-      );
+        values: [JSON.stringify(rows)],
+      });
     },
   };
 }

@@ -131,8 +131,11 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   // One statement, one round trip: the sub-statements touch disjoint rows (a block is either still
   // displayed, so upserted, or removed), and each row is written once per batch. The tables come in
   // the order a rebuild's swap locks them (sessions, messages, message_blocks), so the two never deadlock.
-  await client.query(
-    `WITH session_rows AS (
+  // Named: each connection sends and plans it once (decision 0038). PostgreSQL parses it again after a
+  // rebuild's swap, or under the rebuild's search_path, so it always writes the tables its names resolve to.
+  await client.query({
+    name: 'block-read-models-write',
+    text: `WITH session_rows AS (
        INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status,
          has_errors, message_count, prompt_tokens, completion_tokens, total_tokens, last_activity_at, position)
        SELECT tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status, has_errors,
@@ -176,6 +179,6 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
            metadata = excluded.metadata, error = excluded.error,
          extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
        WHERE message_blocks.position <= excluded.position`,
-    [removedBlocks, sessionRows, messageRows, blockRows].map((rows) => JSON.stringify(rows)),
-  );
+    values: [removedBlocks, sessionRows, messageRows, blockRows].map((rows) => JSON.stringify(rows)),
+  });
 }
