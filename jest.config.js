@@ -20,6 +20,10 @@ export default {
   // Most suites wait on servers (PostgreSQL, the service, Chromium) rather than compute: two workers keep
   // both cores busy, where Jest's default (cores − 1) leaves one idle on a 2-core machine.
   maxWorkers: 2,
+  // A worker's heap grows with every test file it runs (each imports the modules afresh), to 2 GB by the
+  // end of a run: collections then stall it for seconds, and it exits too slowly for Jest ("failed to
+  // exit gracefully"). Jest replaces a worker that holds more than this after a test file.
+  workerIdleMemoryLimit: '1GB',
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [
