@@ -268,14 +268,20 @@ export function evolveSession(
   return evolveOne(state, event, purpose, false);
 }
 
-/** `inPlace`: the state's map of messages is the caller's own, seen by no one else, and may be changed. */
+/**
+ * `inPlace`: the state's map of messages is the caller's own, seen by no one else, and may be changed.
+ * `activeLeafId`: the message at the end of the selected path, when the caller knows it (a batch fold
+ * that has just created it); a message created under it then selects its own edge only, where walking
+ * its whole path for each new message would make a fold of a chain cost its length squared.
+ */
 function evolveOne(
   state: SessionState,
   event: SessionEventEnvelope,
   purpose: FoldPurpose,
   inPlace: boolean,
+  activeLeafId?: string,
 ): SessionState {
-  const next = applySessionEvent(state, event, purpose, inPlace);
+  const next = applySessionEvent(state, event, purpose, inPlace, activeLeafId);
   // Every event of an open session's stream counts, one that changes nothing too: a fold reads it.
   return next.status === 'open' ? withStored(next, [event]) : next;
 }
@@ -285,6 +291,7 @@ function applySessionEvent(
   event: SessionEventEnvelope,
   purpose: FoldPurpose,
   inPlace: boolean,
+  activeLeafId: string | undefined,
 ): SessionState {
   if (event.type === 'session.opened') {
     if (state.status !== 'absent') return state;
@@ -344,12 +351,10 @@ function applySessionEvent(
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     // The map is this call's own from here on (a copy, or the caller's own): the path is selected in it.
     const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
-    return selectPathTo(
-      { ...state, messages: messages.set(message.id, message), position: event.position },
-      message.id,
-      event.position,
-      true,
-    );
+    const added = { ...state, messages: messages.set(message.id, message), position: event.position };
+    return data.parentId !== null && data.parentId === activeLeafId
+      ? select(added, data.parentId, message.id, event.position, true)
+      : selectPathTo(added, message.id, event.position, true);
   }
   if (event.type === 'message.branch_selected') {
     const { parentId, childId } = event.data as SessionEventOf<'message.branch_selected'>['data'];
@@ -387,6 +392,8 @@ export function evolveSessionEvents(
   purpose: FoldPurpose = 'decide',
 ): SessionState {
   let folded = state;
+  // Known only once this loop has created a message; runs of chunks leave it, any other event forgets it.
+  let activeLeafId: string | undefined;
   for (let index = 0; index < events.length;) {
     const messageId = chunkMessageId(events[index]);
     const message = messageId === undefined || folded.status !== 'open' ? undefined : folded.messages.get(messageId);
@@ -396,7 +403,9 @@ export function evolveSessionEvents(
     // outside (`forkSession`, through `foldSessionEvents`), never in here.
     const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
     if (!message) {
-      folded = evolveOne(folded, events[index], purpose, owned);
+      const event = events[index];
+      folded = evolveOne(folded, event, purpose, owned, activeLeafId);
+      activeLeafId = createdBy(folded, event);
       index += 1;
       continue;
     }
@@ -407,6 +416,13 @@ export function evolveSessionEvents(
     folded = withStored(withMessage(folded as OpenSession, next, owned), events.slice(runStart, index));
   }
   return folded;
+}
+
+/** The message `event` created in `state`, if it did: a new message ends the selected path. */
+function createdBy(state: SessionState, event: SessionEventEnvelope): string | undefined {
+  if (event.type !== 'message.created' || state.status !== 'open') return undefined;
+  const { messageId } = event.data as SessionEventOf<'message.created'>['data'];
+  return state.messages.get(messageId)?.createdPosition === event.position ? messageId : undefined;
 }
 
 /** The session having read these events more: counted and measured, unless folded for reading. */

@@ -124,4 +124,75 @@ describe('session fold', () => {
       expect((folded as OpenSession).messages).not.toBe(base.messages);
     }
   });
+
+  it('selects the branches a model of the tree selects, batched or one by one: chains, old branches, selections', () => {
+    // A batch selects only the new edge under a message it has just created; any other creation walks its path.
+    for (let seed = 1; seed <= 40; seed += 1) {
+      // mulberry32: a seeded generator whose low bits are as random as its high ones.
+      let random = seed;
+      const next = (below: number) => {
+        random = (random + 0x6d2b79f5) | 0;
+        let mixed = Math.imul(random ^ (random >>> 15), 1 | random);
+        mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
+        return ((mixed ^ (mixed >>> 14)) >>> 0) % below;
+      };
+      // The model: each message's parent, and the child each parent (null: the session) selects.
+      const parents = new Map<string, string | null>();
+      const selected = new Map<string | null, string>();
+      const selectPath = (id: string) => {
+        for (let child: string | null = id; child !== null; child = parents.get(child)!)
+          selected.set(parents.get(child)!, child);
+      };
+      const events: SessionEvent[] = [opened];
+      for (let step = 0; step < 60; step += 1) {
+        const ids = [...parents.keys()];
+        const roll = next(10);
+        if (ids.length === 0 || roll < 4) {
+          // Under the newest message (a chain), an older one (a branch), or at the root.
+          const parentId = ids.length === 0 || next(8) === 0 ? null : roll < 2 ? ids.at(-1)! : ids[next(ids.length)];
+          parents.set(`m${step}`, parentId);
+          selectPath(`m${step}`);
+          events.push(created(`m${step}`, step % 2 === 0 ? 'user' : 'assistant', parentId));
+        } else if (roll < 6) {
+          const childId = ids[next(ids.length)];
+          const parentId = parents.get(childId)!;
+          if (parentId === null) continue;
+          selected.set(parentId, childId);
+          events.push({ type: 'message.branch_selected', data: { parentId, childId } });
+        } else {
+          events.push(chunk(ids[next(ids.length)], { seq: 1, type: 'text.start' }));
+        }
+      }
+      const all = envelopes(...events);
+      const selections = (state: OpenSession) => ({
+        root: state.selectedRootId,
+        children: [...state.messages.values()].map((message) => [message.id, message.selectedChildId]),
+      });
+      const expected = {
+        root: selected.get(null) ?? null,
+        children: [...parents.keys()].map((id) => [id, selected.get(id) ?? null]),
+      };
+      expect(selections(oneByOne(initialSessionState, all) as OpenSession)).toEqual(expected);
+      for (const split of [0, 1, next(all.length), next(all.length), all.length]) {
+        const folded = evolveSessionEvents(
+          evolveSessionEvents(initialSessionState, all.slice(0, split)),
+          all.slice(split),
+        );
+        expect(selections(folded as OpenSession)).toEqual(expected);
+        expect(folded).toEqual(oneByOne(initialSessionState, all));
+      }
+    }
+  });
+
+  it('keeps a long chain on the selected path when it is folded in one batch', () => {
+    const chain = Array.from({ length: 2_000 }, (_, index) =>
+      created(`c${index}`, index % 2 === 0 ? 'user' : 'assistant', index === 0 ? null : `c${index - 1}`),
+    );
+    const folded = evolveSessionEvents(initialSessionState, envelopes(opened, ...chain)) as OpenSession;
+    expect(folded.selectedRootId).toBe('c0');
+    for (let index = 0; index < 1_999; index += 1)
+      expect(folded.messages.get(`c${index}`)!.selectedChildId).toBe(`c${index + 1}`);
+    expect(folded.messages.get('c1999')!.selectedChildId).toBeNull();
+    expect(folded).toEqual(oneByOne(initialSessionState, envelopes(opened, ...chain)));
+  });
 });
