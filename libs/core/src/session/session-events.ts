@@ -404,8 +404,11 @@ export function evolveSessionEvents(
     const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
     if (!message) {
       const event = events[index];
+      const creating = newMessageId(folded, event);
       folded = evolveOne(folded, event, purpose, owned, activeLeafId);
-      activeLeafId = createdBy(folded, event);
+      // Asked before the event, as its map may change in place: a creation folded again is no new leaf.
+      activeLeafId =
+        creating !== undefined && folded.status === 'open' && folded.messages.has(creating) ? creating : undefined;
       index += 1;
       continue;
     }
@@ -418,11 +421,11 @@ export function evolveSessionEvents(
   return folded;
 }
 
-/** The message `event` created in `state`, if it did: a new message ends the selected path. */
-function createdBy(state: SessionState, event: SessionEventEnvelope): string | undefined {
+/** The message `event` would create, one `state` does not hold yet; created, it ends the selected path. */
+function newMessageId(state: SessionState, event: SessionEventEnvelope): string | undefined {
   if (event.type !== 'message.created' || state.status !== 'open') return undefined;
   const { messageId } = event.data as SessionEventOf<'message.created'>['data'];
-  return state.messages.get(messageId)?.createdPosition === event.position ? messageId : undefined;
+  return state.messages.has(messageId) ? undefined : messageId;
 }
 
 /** The session having read these events more: counted and measured, unless folded for reading. */

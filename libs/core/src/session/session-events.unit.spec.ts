@@ -184,6 +184,21 @@ describe('session fold', () => {
     }
   });
 
+  it('takes a creation folded again for no new leaf: a message under it still selects its whole path', () => {
+    const base = oneByOne(
+      initialSessionState,
+      envelopes(opened, created('x', 'user', null), created('y', 'user', null)),
+    );
+    const again: SessionEventEnvelope[] = [
+      { ...created('x', 'user', null), position: 2n, recordedAt: at },
+      { ...created('z', 'assistant', 'x'), position: 4n, recordedAt: at },
+    ];
+    const folded = evolveSessionEvents(base, again) as OpenSession;
+    expect(folded.selectedRootId).toBe('x');
+    expect(folded.messages.get('x')!.selectedChildId).toBe('z');
+    expect(folded).toEqual(oneByOne(base, again));
+  });
+
   it('keeps a long chain on the selected path when it is folded in one batch', () => {
     const chain = Array.from({ length: 2_000 }, (_, index) =>
       created(`c${index}`, index % 2 === 0 ? 'user' : 'assistant', index === 0 ? null : `c${index - 1}`),
