@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_SESSION_QUOTA, type SessionCommand } from '#core';
+import { createPostgresEventLog, type EventLog } from '#event-log';
+import pg from 'pg';
+import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
+import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
+import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
+import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
+import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/**
+ * The block projection's write is a named prepared statement (decision 0038): a connection that has
+ * prepared it must still write into the tables its names resolve to now, under a rebuild's scratch
+ * `search_path` and after the rebuild swapped the tables in.
+ */
+describe('prepared projection writes across a rebuild', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  let database: TestDatabase;
+  let log: EventLog;
+  let repository: SessionRepository;
+  // Two connections: a rebuild holds one for its lock and writes on the other, so both have prepared the write.
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    log = await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 });
+    repository = new SessionRepository(log, DEFAULT_SESSION_QUOTA);
+    pool = new pg.Pool({ connectionString: database.connectionString, max: 2 });
+  });
+
+  afterAll(async () => {
+    await pool.end();
+    await log.close();
+    await database.drop();
+  });
+
+  async function session(): Promise<string> {
+    const sessionId = `s-${randomUUID()}`;
+    const ref = { tenant: 'default', sessionId };
+    const commands: SessionCommand[] = [
+      { type: 'open_session', sessionId, title: null, metadata: {}, owner: 'producer', writers: [] },
+      { type: 'create_message', messageId: 'a1', role: 'assistant', parentId: undefined, model: null, content: null },
+    ];
+    for (const command of commands) await repository.execute(ref, command, author);
+    return sessionId;
+  }
+
+  /** The live projection's write, on each pooled connection at once, from what the log holds now. */
+  async function projectOnEveryConnection(): Promise<void> {
+    const { events } = await log.readAllWithoutHashes({ filter: { streamPrefixes: ['session-'] } });
+    const clients = await Promise.all([pool.connect(), pool.connect()]);
+    try {
+      for (const client of clients)
+        await inTransaction(client, (held) =>
+          blockReadModelsProjection().handle(events, { client: held, eventLog: log }),
+        );
+    } finally {
+      for (const client of clients) client.release();
+    }
+  }
+
+  const sessionIds = async (schema: string) =>
+    (await pool.query<{ id: string }>(`SELECT id FROM ${schema}.sessions ORDER BY id`)).rows.map((row) => row.id);
+
+  it('writes into the scratch tables during a rebuild, and into the swapped-in tables after it', async () => {
+    const first = await session();
+    await projectOnEveryConnection();
+    expect(await sessionIds('public')).toEqual([first]);
+
+    // Projected by the rebuild only: were its write to go to the live tables, the swap would drop this row.
+    const second = await session();
+    const rebuilt = await rebuildProjection(pool, log, blockReadModelsProjection(), BLOCK_READ_MODEL_TABLES, 2);
+    expect(rebuilt.events).toBeGreaterThan(0);
+    expect(await sessionIds('public')).toEqual([first, second].sort());
+
+    const third = await session();
+    await projectOnEveryConnection();
+    expect(await sessionIds('public')).toEqual([first, second, third].sort());
+    const { rows } = await pool.query("SELECT 1 FROM pg_namespace WHERE starts_with(nspname, 'rebuild_')");
+    expect(rows).toEqual([]);
+  });
+});
