@@ -350,11 +350,11 @@ function applySessionEvent(
     };
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     // The map is this call's own from here on (a copy, or the caller's own): the path is selected in it.
-    const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+    const messages = writableMessages(state, inPlace);
     const added = { ...state, messages: messages.set(message.id, message), position: event.position };
     return data.parentId !== null && data.parentId === activeLeafId
       ? select(added, data.parentId, message.id, event.position, true)
-      : selectPathTo(added, message.id, event.position, true);
+      : selectPathTo(added, message.id, event.position);
   }
   if (event.type === 'message.branch_selected') {
     const { parentId, childId } = event.data as SessionEventOf<'message.branch_selected'>['data'];
@@ -445,7 +445,7 @@ const chunkMessageId = (event: SessionEventEnvelope): string | undefined =>
 function withMessage(state: OpenSession, message: MessageState, inPlace: boolean): OpenSession {
   const previous = state.messages.get(message.id);
   if (previous === message) return state;
-  const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+  const messages = writableMessages(state, inPlace);
   return { ...state, messages: messages.set(message.id, message), position: message.position };
 }
 
@@ -539,7 +539,7 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
   const messages = new Map([...source.messages].filter(([id]) => kept.has(id)));
   const leaf = messages.get(cutAt);
   if (leaf) messages.set(cutAt, { ...leaf, selectedChildId: null });
-  return selectPathTo({ ...fork, messages }, cutAt, event.position, true);
+  return selectPathTo({ ...fork, messages }, cutAt, event.position);
 }
 
 /** The message and its ancestors, root first. */
@@ -558,10 +558,15 @@ export function ancestry<Message extends { readonly id: string; readonly parentI
   return path.reverse();
 }
 
-/** `inPlace`: the state's map is the caller's own (see `evolveOne`). */
-function selectPathTo(state: OpenSession, messageId: string, position: bigint, inPlace: boolean): OpenSession {
+/** The messages of `state` to change: its own map when `inPlace` (see `evolveOne`), else a copy. */
+function writableMessages(state: OpenSession, inPlace: boolean): Map<string, MessageState> {
+  return inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+}
+
+/** Selects the path to `messageId` in the state's map, which must be the caller's own: a new message's, a fork's. */
+function selectPathTo(state: OpenSession, messageId: string, position: bigint): OpenSession {
   return ancestry(state.messages, messageId).reduce(
-    (current, message) => select(current, message.parentId, message.id, position, inPlace),
+    (current, message) => select(current, message.parentId, message.id, position, true),
     state,
   );
 }
@@ -576,7 +581,7 @@ function select(
   if (parentId === null) return state.selectedRootId === childId ? state : { ...state, selectedRootId: childId };
   const parent = state.messages.get(parentId)!;
   if (parent.selectedChildId === childId) return state;
-  const messages = inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+  const messages = writableMessages(state, inPlace);
   return { ...state, messages: messages.set(parentId, { ...parent, selectedChildId: childId, position }) };
 }
 

@@ -13,7 +13,7 @@ export interface SessionQuota {
   readonly events: number;
   /** UTF-8 bytes of those events' data as JSON. */
   readonly bytes: number;
-  /** Messages in its tree: each new message selects its whole path, so a chain of them folds in time growing with their square. */
+  /** Messages in its tree: a fold of one event (an append's decide, the live view) copies the map of them. */
   readonly messages: number;
   /** Forks of forks it may stand on: each is one more stream a fold of it reads. */
   readonly forkDepth: number;
