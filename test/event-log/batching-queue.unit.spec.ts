@@ -35,4 +35,56 @@ describe('BatchingQueue', () => {
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected']);
     expect(batches).toEqual([[1], [2, -3, 4]]);
   });
+
+  describe('gathering a turn before each batch', () => {
+    /** Records each batch's size; `gatherTurn` as given. */
+    function recorder(gatherTurn: boolean) {
+      const sizes: number[] = [];
+      const queue = new BatchingQueue<number, number>(
+        async (items) => {
+          sizes.push(items.length);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          return [...items];
+        },
+        { gatherTurn },
+      );
+      return { queue, sizes };
+    }
+
+    /** `callers` callers, each pushing `rounds` items one after another, as appenders awaiting their commits do. */
+    async function closedLoop(queue: BatchingQueue<number, number>, callers: number, rounds: number) {
+      await Promise.all(
+        Array.from({ length: callers }, async (_, caller) => {
+          for (let round = 0; round < rounds; round += 1) expect(await queue.push(caller)).toBe(caller);
+        }),
+      );
+    }
+
+    it('takes every caller a batch woke into the next batch, and pushes of one tick into one batch', async () => {
+      const { queue, sizes } = recorder(true);
+      await closedLoop(queue, 8, 5);
+      expect(sizes).toEqual([8, 8, 8, 8, 8]);
+    });
+
+    it('without it, the first caller a batch woke goes alone and the others wait for the batch after', async () => {
+      const { queue, sizes } = recorder(false);
+      await closedLoop(queue, 8, 5);
+      expect(sizes.slice(0, 4)).toEqual([1, 7, 1, 7]);
+    });
+
+    it('still settles every item after a failure split a batch, and stops once the queue is empty', async () => {
+      const queue = new BatchingQueue<number, number>(
+        async (items) => {
+          if (items.some((item) => item < 0)) throw new Refused('negative');
+          return items.map((item) => item * 2);
+        },
+        { gatherTurn: true },
+      );
+      const outcomes = await Promise.allSettled([1, -2, 3].map((item) => queue.push(item)));
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(queue.idle).toBe(true);
+      expect(await queue.push(4)).toBe(8);
+    });
+  });
 });

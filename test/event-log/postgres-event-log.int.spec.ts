@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createPostgresEventLog, NO_STREAM, type EventLog, type SubscriptionBatch } from '#event-log';
+import { ANY, createPostgresEventLog, NO_STREAM, type EventLog, type SubscriptionBatch } from '#event-log';
 import { eventLogContract } from '#event-log/testing';
 import pg from 'pg';
 import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
@@ -190,5 +190,32 @@ describe('PostgreSQL reads without hashes', () => {
     const { prevHash, hash, ...metadata } = events[0].metadata;
     expect([prevHash, hash].every((value) => /^[0-9a-f]{64}$/.test(value))).toBe(true);
     expect(read).toStrictEqual({ ...events[0], metadata });
+  });
+});
+
+describe('PostgreSQL group commit', () => {
+  it('takes every appender its last commit woke into one commit, not the first alone and the rest after', async () => {
+    const database = await createTestDatabase();
+    const appendsPerCommit: number[] = [];
+    const log = await createPostgresEventLog({
+      connectionString: database.connectionString,
+      onCommit: ({ appends }) => appendsPerCommit.push(appends),
+    });
+    try {
+      const run = randomUUID();
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, appender) => {
+          for (let round = 0; round < 4; round += 1) {
+            const event = { id: randomUUID(), type: 'test.grouped', data: { appender, round } };
+            const { nextExpectedRevision } = await log.append(`grouped-${run}-${appender}`, [event], ANY);
+            expect(nextExpectedRevision).toBe(BigInt(round));
+          }
+        }),
+      );
+      expect(appendsPerCommit).toEqual([16, 16, 16, 16]);
+    } finally {
+      await log.close();
+      await database.drop();
+    }
   });
 });

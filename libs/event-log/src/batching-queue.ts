@@ -15,6 +15,13 @@ export interface BatchingOptions<Item> {
    * (the store is unreachable), which fails every caller of the batch at once. Always by default.
    */
   readonly splitOnFailure?: (error: Error) => boolean;
+  /**
+   * Whether each batch is taken a turn of the event loop later (`setImmediate`) rather than at once.
+   * Callers that a batch's results wake push their next items in the microtasks that follow, and
+   * requests read in the same turn push theirs in its I/O callbacks: taken at once, a batch holds
+   * only the first of them and the rest wait for the one after. Off by default.
+   */
+  readonly gatherTurn?: boolean;
 }
 
 /**
@@ -31,6 +38,7 @@ export class BatchingQueue<Item, Result> {
   private closed = false;
   private readonly batchSize: (waiting: readonly Item[]) => number;
   private readonly splitOnFailure: (error: Error) => boolean;
+  private readonly gatherTurn: boolean;
 
   constructor(
     private readonly process: (items: readonly Item[]) => Promise<readonly (Result | Error)[]>,
@@ -38,6 +46,7 @@ export class BatchingQueue<Item, Result> {
   ) {
     this.batchSize = options.batchSize ?? ((waiting) => waiting.length);
     this.splitOnFailure = options.splitOnFailure ?? (() => true);
+    this.gatherTurn = options.gatherTurn ?? false;
   }
 
   push(item: Item): Promise<Result> {
@@ -60,7 +69,9 @@ export class BatchingQueue<Item, Result> {
 
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
+      for (;;) {
+        if (this.gatherTurn) await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.queue.length === 0) break;
         const count = Math.max(1, this.batchSize(this.queue.map((queued) => queued.item)));
         const batch = this.queue.splice(0, count);
         const results = await this.settle(batch.map((queued) => queued.item));
