@@ -48,6 +48,59 @@ const FLEET_KEYS = 50;
 const FLEET_ONLY = process.env.BENCH_FLEET_ONLY === '1';
 const TWO_PROCESSES = process.env.BENCH_FLEET_TWO_PROCESSES === '1';
 
+/**
+ * The Merkle consumer's progress, polled every MERKLE_POLL_MS by one query for the last leaf's
+ * position while any probe waits (its leaves go in position order). One poller for all probes, so
+ * that the bench's own queries do not take PostgreSQL's core from the service it measures.
+ */
+class MerkleTreeWatch {
+  private readonly sql: pg.Client;
+  private readonly waiting: { position: number; resolve: () => void }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> = Promise.resolve();
+
+  constructor(connectionString: string) {
+    this.sql = new pg.Client({ connectionString });
+  }
+
+  async start(): Promise<void> {
+    await this.sql.connect();
+  }
+
+  /** Resolves once the leaf of the event at `position` is in the tree. */
+  reached(position: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push({ position, resolve });
+      this.timer ??= this.schedule();
+    });
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    await this.polling;
+    await this.sql.end();
+  }
+
+  private schedule(): NodeJS.Timeout {
+    return setTimeout(() => {
+      this.polling = this.poll();
+    }, MERKLE_POLL_MS);
+  }
+
+  private async poll(): Promise<void> {
+    const { rows } = await this.sql.query<{ position: string | null }>(
+      'SELECT max(position) AS position FROM log_leaves',
+    );
+    const last = Number(rows[0].position ?? 0);
+    for (let index = this.waiting.length - 1; index >= 0; index -= 1) {
+      if (this.waiting[index].position > last) continue;
+      this.waiting[index].resolve();
+      this.waiting.splice(index, 1);
+    }
+    this.timer = this.waiting.length > 0 ? this.schedule() : undefined;
+  }
+}
+
 async function main(): Promise<void> {
   const database = await openBenchDatabase(Number(process.env.BENCH_PG_PORT ?? 54_391), { countStatements: true });
   const producerKeys = await mintBenchKeys(
@@ -63,15 +116,8 @@ async function main(): Promise<void> {
   const naive = await startNaiveService(database.connectionString);
   const sql = new pg.Client({ connectionString: database.connectionString });
   await sql.connect();
-  const merkleProbes = new pg.Pool({ connectionString: database.connectionString, max: 4 });
-  /** Resolves once the Merkle consumer has added the event at `position` (its leaves go in position order). */
-  const inTree = async (position: number): Promise<void> => {
-    for (;;) {
-      const { rows } = await merkleProbes.query('SELECT 1 FROM log_leaves WHERE position >= $1 LIMIT 1', [position]);
-      if (rows.length > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, MERKLE_POLL_MS));
-    }
-  };
+  const merkleTree = new MerkleTreeWatch(database.connectionString);
+  await merkleTree.start();
   /** The closed loop, the rebuild and the log's bytes per message; returns the chunks it posted. */
   async function closedLoop(): Promise<number> {
     const plans = Array.from({ length: PRODUCERS * MESSAGES }, () =>
@@ -112,7 +158,7 @@ async function main(): Promise<void> {
                   if (!read.ok) throw new Error(`lag probe: ${read.status}`);
                   lags.push(performance.now() - acknowledged);
                 }),
-                inTree(position).then(() => void merkleLags.push(performance.now() - acknowledged)),
+                merkleTree.reached(position).then(() => void merkleLags.push(performance.now() - acknowledged)),
               );
             }
           }
@@ -210,7 +256,7 @@ async function main(): Promise<void> {
     console.log(`ledger chunks acknowledged in this run: ${closedLoopChunks + ledgerChunks}`);
   } finally {
     await sql.end();
-    await merkleProbes.end();
+    await merkleTree.stop();
     await naive.close();
     await ledger.stop();
     await database.close();
