@@ -6,7 +6,8 @@
  *   B. WATCHERS SSE watchers of one streaming session (and one poller);
  *   C. what watchers cost ingest: FLEET sessions post every FLEET_ROUND_MS, first with no watchers, then with
  *      COST_WATCHERS SSE watchers spread over them, then with none again; acknowledgement p50 of each phase
- *      (same-run ratio) and the service's heap before, during and after the watchers (from its /metrics).
+ *      (same-run ratio) and the service's heap before, during and after the watchers (from its /metrics, each read
+ *      after a full collection the bench has the service run).
  *   D. an idle crowd: IDLE_WATCHERS SSE watchers of quiet sessions, and FLEET sessions posting every FLEET_ROUND_MS
  *      with one watcher each; how soon those watchers see each POST (idle streams should not stretch their windows).
  * BENCH_SHAPES (default `ABCD`) picks the shapes to run.
@@ -28,6 +29,7 @@ import {
   post,
   printTable,
   startLedgerProcess,
+  type LedgerProcess,
 } from '../support/bench-database.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
@@ -205,7 +207,13 @@ async function serviceGauges(url: string, adminKey: string) {
  * they all left; the service's heap at each step. Each phase streams into fresh sessions, so the
  * messages are the same size in all of them.
  */
-async function watcherCost(url: string, keys: BenchKeys, firstReaderKey: number) {
+async function watcherCost(ledger: LedgerProcess, keys: BenchKeys, firstReaderKey: number) {
+  const { url } = ledger;
+  /** The heap's gauges after a full collection: what the service holds, not what it has yet to collect. */
+  const heldGauges = async () => {
+    await ledger.collectGarbage();
+    return serviceGauges(url, keys.admin);
+  };
   const fleet = () => Promise.all(Array.from({ length: FLEET }, () => openTarget(url, keys.producer)));
   const stream = async (targets: readonly Target[]) =>
     produce(
@@ -217,21 +225,21 @@ async function watcherCost(url: string, keys: BenchKeys, firstReaderKey: number)
   const before: number[] = [];
   const watched: number[] = [];
   let starved = 0;
-  const heapBefore = await serviceGauges(url, keys.admin);
+  const heapBefore = await heldGauges();
   let heapWatched = heapBefore;
   for (let cycle = 0; cycle < COST_CYCLES; cycle += 1) {
     before.push(...(await stream(await fleet())));
     const watchedFleet = await fleet();
     const watchers = await crowd(url, watchedFleet, COST_WATCHERS, keys, firstReaderKey);
     watched.push(...(await stream(watchedFleet)));
-    heapWatched = await serviceGauges(url, keys.admin);
+    heapWatched = await heldGauges();
     starved += watchers.filter((watcher) => watcher.received() < 1_000).length;
     watchers.forEach((watcher) => watcher.close());
     for (let attempt = 0; attempt < 100 && (await serviceGauges(url, keys.admin)).liveClients > 0; attempt += 1)
       await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const after = await stream(await fleet());
-  const heapAfter = await serviceGauges(url, keys.admin);
+  const heapAfter = await heldGauges();
   return { before, watched, after, heapBefore, heapWatched, heapAfter, starved };
 }
 
@@ -286,14 +294,14 @@ async function delivery(url: string, keys: BenchKeys): Promise<void> {
   );
 }
 
-async function printWatcherCost(url: string, keys: BenchKeys, firstReaderKey: number): Promise<void> {
-  const cost = await watcherCost(url, keys, firstReaderKey);
+async function printWatcherCost(ledger: LedgerProcess, keys: BenchKeys, firstReaderKey: number): Promise<void> {
+  const cost = await watcherCost(ledger, keys, firstReaderKey);
   const posts = FLEET * FLEET_ROUNDS;
   const cycles = posts * COST_CYCLES;
   console.log(
     `\nC: ${FLEET} sessions posting one delta every ${FLEET_ROUND_MS} ms; ` +
       `${COST_WATCHERS} SSE watchers spread over them in every other phase, ${COST_CYCLES} cycles (${cost.starved} watchers received under 1 kB);` +
-      ` heap: at the start, at the end of the last watched phase, at the end`,
+      ` heap after a full collection: at the start, at the end of the last watched phase, at the end`,
   );
   const memory = (gauges: { heapMiB: number; rssMiB: number }) => [gauges.heapMiB.toFixed(1), gauges.rssMiB.toFixed(1)];
   printTable(
@@ -367,7 +375,7 @@ async function main(): Promise<void> {
   });
   try {
     if (SHAPES.includes('A') || SHAPES.includes('B')) await delivery(ledger.url, keys);
-    if (SHAPES.includes('C')) await printWatcherCost(ledger.url, keys, keysOfA + keysOfB);
+    if (SHAPES.includes('C')) await printWatcherCost(ledger, keys, keysOfA + keysOfB);
     if (SHAPES.includes('D')) await idleCrowd(ledger.url, keys, keysOfA + keysOfB + keysOfC);
   } finally {
     await ledger.stop();

@@ -4,6 +4,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createPostgresEventLog } from '#event-log';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../apps/ledger/src/database/embedded-postgres.js';
@@ -137,11 +138,29 @@ function freePort(): Promise<number> {
   });
 }
 
+/** A service process a bench started. */
+export interface LedgerProcess {
+  readonly url: string;
+  readonly pid: number;
+  /** Has the service run a full garbage collection (a signal to its preloaded handler), then lets it settle. */
+  collectGarbage(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Long enough for a full collection of the service's heap (a few hundred MiB at most in these benches). */
+const GARBAGE_COLLECTION_SETTLE_MS = 500;
+/** What the service process preloads: SIGUSR2 collects its garbage (for a bench reading its heap). */
+const COLLECT_ON_SIGNAL = [
+  '--expose-gc',
+  '--import',
+  pathToFileURL(path.resolve('dist/bench/support/collect-garbage-on-signal.js')).href,
+];
+
 /** The built service as its own process (as deployed: `npm start`'s flags), on the bench database. */
 export async function startLedgerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
-): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+): Promise<LedgerProcess> {
   const port = await freePort();
   // A data folder of its own: the service generates its checkpoint signing key there.
   const dataDir = await mkdtemp(path.join(tmpdir(), 'block-ledger-bench-data-'));
@@ -151,7 +170,7 @@ export async function startLedgerProcess(
     : [];
   const child = spawn(
     process.execPath,
-    [...profile, ...SERVICE_NODE_FLAGS, path.resolve('dist/apps/ledger/src/main.js')],
+    [...profile, ...SERVICE_NODE_FLAGS, ...COLLECT_ON_SIGNAL, path.resolve('dist/apps/ledger/src/main.js')],
     {
       env: {
         ...process.env,
@@ -173,6 +192,10 @@ export async function startLedgerProcess(
   return {
     url,
     pid: child.pid!,
+    collectGarbage: async () => {
+      child.kill('SIGUSR2');
+      await new Promise((resolve) => setTimeout(resolve, GARBAGE_COLLECTION_SETTLE_MS));
+    },
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
