@@ -18,6 +18,7 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
  * the client's `authorization: Bearer blk_…` included. A gateway call whose upstream cannot answer
  * (a 503 the client can cause at will, e.g. while the provider refuses every key) writes the
  * caller's ledger key to the log. No key may be logged: not the client's, not an upstream one.
+ * Since decision 0040 no log line binds the request: a 5xx names its method and path only.
  */
 describe('gateway: keys in the service log', () => {
   let database: TestDatabase;
@@ -76,5 +77,15 @@ describe('gateway: keys in the service log', () => {
         .map((line) => line.replaceAll(value, '<key>').slice(-120));
     expect(leaking(secret)).toEqual([]);
     expect(leaking(upstreamKey)).toEqual([]);
+    // The line names the request by method and path, and carries none of its headers.
+    const logged = service
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('upstream_unavailable'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logged).toEqual([
+      expect.objectContaining({ level: 50, method: 'POST', path: '/gateway/openai/v1/chat/completions' }),
+    ]);
+    expect(logged.filter((line) => 'req' in line || JSON.stringify(line).includes('authorization'))).toEqual([]);
   });
 });

@@ -74,7 +74,8 @@ export function sendError(
   countRefusal?: RefusalCounter,
 ): void {
   const { status, body } = describeError(error);
-  if (status >= 500) logger.error(error);
+  // The request named by method and path only: its headers and query may carry credentials.
+  if (status >= 500) logger.error({ err: error, method: response.req.method, path: response.req.path });
   if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer realm="block-ledger"');
   if (status === 401 || status === 403 || status === 429)
     countRefusal?.(status, (error as { reason?: string }).reason ?? body.code);
