@@ -59,6 +59,12 @@ describe('chunk ingest over HTTP', () => {
       expect(message.body.status).toBe(vector.expected.messageStatus);
       const [actual, expected] = compareBlocks(message.body.blocks, vector.expected.blocks);
       expect(actual).toEqual(expected);
+      // The message and its blocks as the read models give them equal a fold of the log, field for field.
+      const foldedMessage = await ledger.request(
+        'GET',
+        `/v1/sessions/${sessionId}/messages/${messageId}?at=${second.body.position}`,
+      );
+      expect(message.body).toStrictEqual(foldedMessage.body);
 
       const session = await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${second.body.position}`);
       expect(session.body.messages.map((m: { id: string }) => m.id).at(-1)).toBe(messageId);

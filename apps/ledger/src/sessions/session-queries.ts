@@ -2,11 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager } from 'typeorm';
 import type { EventLogReader } from '#event-log';
+import type pg from 'pg';
+import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { reachReadModels, refuseBeyondHead } from '../http/log-positions.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
-import { rowToBlock } from './read-models/block-rows.js';
+import { rowToBlock, type StoredBlockRow } from './read-models/block-rows.js';
 import { MessageBlockRow, MessageRow, SessionRow } from './read-models/read-model.entities.js';
 import { SessionRepository, type SessionRef } from './session-repository.js';
 import {
@@ -41,6 +43,7 @@ export class SessionQueries {
     @Inject(BLOCK_PROJECTION_RUNNER) private readonly runner: ProjectionRunner,
     private readonly sessions: SessionRepository,
     @Inject(EVENT_LOG) private readonly eventLog: EventLogReader,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
   ) {}
 
   async withSession<T>(
@@ -89,12 +92,15 @@ export class SessionQueries {
       return foldedMessageView(message);
     }
     await this.reach(point);
-    return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
-      const message = await manager.findOneBy(MessageRow, { tenant, id: messageId, sessionId });
-      if (!message) throw messageNotFound(sessionId, messageId);
-      const blocks = await blocksOf(manager, ref, [messageId]);
-      return messageView({ ...messageSummary(message), blocks: blocks.get(messageId) ?? [] });
+    // One statement, so one snapshot for the message and its blocks, in one round trip.
+    const { rows } = await this.pool.query<MessageWithBlockRow>({
+      name: 'session-message-read',
+      text: MESSAGE_WITH_BLOCKS,
+      values: [tenant, sessionId, messageId],
     });
+    if (rows.length === 0) throw messageNotFound(sessionId, messageId);
+    const blocks = rows[0].block === null ? [] : rows.map(({ block }) => rowToBlock(storedBlockRow(block!)));
+    return messageView({ ...messageSummary(rows[0]), blocks });
   }
 
   /**
@@ -113,7 +119,41 @@ export class SessionQueries {
   }
 }
 
-function messageSummary(row: MessageRow): MessageSummary {
+/**
+ * A message and its blocks in index order: one row per block (the message's columns repeated), or
+ * one row with a null `block` when it has none. Each block is a row value, parsed as its columns are.
+ */
+const MESSAGE_WITH_BLOCKS = `
+  SELECT m.id, m.role, m.parent_id AS "parentId", m.selected_child_id AS "selectedChildId", m.model, m.content,
+         m.status, m.last_seq AS "lastSeq", m.created_at AS "createdAt", m.position,
+         CASE WHEN b.id IS NULL THEN NULL ELSE
+           json_build_object('id', b.id, 'messageId', b.message_id, 'type', b.type, 'status', b.status,
+             'content', b.content, 'toolId', b.tool_id, 'toolName', b.tool_name, 'arguments', b.arguments,
+             'metadata', b.metadata, 'error', b.error, 'extra', b.extra,
+             'createdAt', to_char(b.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+             'updatedAt', to_char(b.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END AS block
+    FROM messages m
+    LEFT JOIN message_blocks b ON b.tenant = m.tenant AND b.session_id = m.session_id AND b.message_id = m.id
+   WHERE m.tenant = $1 AND m.session_id = $2 AND m.id = $3
+   ORDER BY b.index`;
+
+type MessageColumns = Pick<
+  MessageRow,
+  'id' | 'role' | 'parentId' | 'selectedChildId' | 'model' | 'content' | 'status' | 'lastSeq' | 'createdAt' | 'position'
+>;
+
+interface MessageWithBlockRow extends MessageColumns {
+  readonly block:
+    (Omit<StoredBlockRow, 'createdAt' | 'updatedAt'> & { createdAt: string; updatedAt: string | null }) | null;
+}
+
+const storedBlockRow = (block: NonNullable<MessageWithBlockRow['block']>): StoredBlockRow => ({
+  ...block,
+  createdAt: new Date(block.createdAt),
+  updatedAt: block.updatedAt === null ? null : new Date(block.updatedAt),
+});
+
+function messageSummary(row: MessageColumns): MessageSummary {
   const { id, role, parentId, selectedChildId, model, content, status, lastSeq } = row;
   return {
     id,
