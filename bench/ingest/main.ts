@@ -53,11 +53,18 @@ const TWO_PROCESSES = process.env.BENCH_FLEET_TWO_PROCESSES === '1';
  * position while any probe waits (its leaves go in position order). One poller for all probes, so
  * that the bench's own queries do not take PostgreSQL's core from the service it measures.
  */
+interface LeafProbe {
+  readonly position: number;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+}
+
 class MerkleTreeWatch {
   private readonly sql: pg.Client;
-  private readonly waiting: { position: number; resolve: () => void }[] = [];
+  private readonly waiting: LeafProbe[] = [];
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> = Promise.resolve();
+  private stopped = false;
 
   constructor(connectionString: string) {
     this.sql = new pg.Client({ connectionString });
@@ -67,17 +74,20 @@ class MerkleTreeWatch {
     await this.sql.connect();
   }
 
-  /** Resolves once the leaf of the event at `position` is in the tree. */
+  /** Resolves once the leaf of the event at `position` is in the tree; rejects if a poll fails or the watch stops first. */
   reached(position: number): Promise<void> {
-    return new Promise((resolve) => {
-      this.waiting.push({ position, resolve });
+    if (this.stopped) return Promise.reject(new Error('the Merkle tree watch has stopped'));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ position, resolve, reject });
       this.timer ??= this.schedule();
     });
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearTimeout(this.timer);
     await this.polling;
+    this.settle((probe) => probe.reject(new Error('the Merkle tree watch stopped before the leaf arrived')));
     await this.sql.end();
   }
 
@@ -87,17 +97,31 @@ class MerkleTreeWatch {
     }, MERKLE_POLL_MS);
   }
 
+  /** One query; never rejects: a failure fails the waiting probes instead. */
   private async poll(): Promise<void> {
-    const { rows } = await this.sql.query<{ position: string | null }>(
-      'SELECT max(position) AS position FROM log_leaves',
-    );
-    const last = Number(rows[0].position ?? 0);
+    this.timer = undefined;
+    try {
+      const { rows } = await this.sql.query<{ position: string | null }>(
+        'SELECT max(position) AS position FROM log_leaves',
+      );
+      const last = Number(rows[0].position ?? 0);
+      this.settle(
+        (probe) => probe.resolve(),
+        (probe) => probe.position <= last,
+      );
+    } catch (error) {
+      this.settle((probe) => probe.reject(error as Error));
+    }
+    if (this.waiting.length > 0 && !this.stopped) this.timer = this.schedule();
+  }
+
+  /** Takes the waiting probes that `which` picks (all by default) out of the list and settles them with `how`. */
+  private settle(how: (probe: LeafProbe) => void, which: (probe: LeafProbe) => boolean = () => true): void {
     for (let index = this.waiting.length - 1; index >= 0; index -= 1) {
-      if (this.waiting[index].position > last) continue;
-      this.waiting[index].resolve();
+      if (!which(this.waiting[index])) continue;
+      how(this.waiting[index]);
       this.waiting.splice(index, 1);
     }
-    this.timer = this.waiting.length > 0 ? this.schedule() : undefined;
   }
 }
 

@@ -66,6 +66,20 @@ describe('BatchingQueue', () => {
       expect(sizes).toEqual([8, 8, 8, 8, 8]);
     });
 
+    it('takes pushes made by separate callbacks of one turn (requests read together) into one batch', async () => {
+      const { queue, sizes } = recorder(true);
+      const pushed = await new Promise<Promise<number>[]>((resolve) => {
+        const pushes: Promise<number>[] = [];
+        for (let caller = 0; caller < 4; caller += 1)
+          setImmediate(() => {
+            pushes.push(queue.push(caller));
+            if (pushes.length === 4) resolve(pushes);
+          });
+      });
+      expect(await Promise.all(pushed)).toEqual([0, 1, 2, 3]);
+      expect(sizes).toEqual([4]);
+    });
+
     it('without it, the first caller a batch woke goes alone and the others wait for the batch after', async () => {
       const { queue, sizes } = recorder(false);
       await closedLoop(queue, 8, 5);

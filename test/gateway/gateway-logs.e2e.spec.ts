@@ -54,7 +54,9 @@ describe('gateway: keys in the service log', () => {
 
   it('a gateway call that ends in a 5xx logs neither the caller’s key nor an upstream key', async () => {
     const key = await credentialsOf(service.baseUrl).key('agent', { roles: ['producer', 'reader'] });
-    const response = await fetch(`${service.baseUrl}/gateway/openai/v1/chat/completions`, {
+    // A credential in the query string too, where a client may put one by mistake.
+    const querySecret = 'query-secret-d3a1f0';
+    const response = await fetch(`${service.baseUrl}/gateway/openai/v1/chat/completions?api-key=${querySecret}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'gpt-any', messages: [{ role: 'user', content: 'hi' }] }),
@@ -77,6 +79,7 @@ describe('gateway: keys in the service log', () => {
         .map((line) => line.replaceAll(value, '<key>').slice(-120));
     expect(leaking(secret)).toEqual([]);
     expect(leaking(upstreamKey)).toEqual([]);
+    expect(leaking(querySecret)).toEqual([]);
     // The line names the request by method and path, and carries none of its headers.
     const logged = service
       .output()

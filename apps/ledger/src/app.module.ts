@@ -34,7 +34,15 @@ export class AppModule {
           // Credentials never reach the log, should anything log a request's headers.
           pinoHttp: {
             level: config.logLevel,
-            redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie'],
+            // An error may hold the request it made (an SDK's `config` or `request`), headers and all.
+            redact: [
+              'req.headers.authorization',
+              'req.headers["x-api-key"]',
+              'req.headers.cookie',
+              'err.*.headers.authorization',
+              'err.*.headers["x-api-key"]',
+              'err.*.headers.cookie',
+            ],
           },
           // No request-scoped logger (decision 0040): binding one runs each request in an
           // AsyncLocalStorage, whose promise hooks then tax every await in the process.
