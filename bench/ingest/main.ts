@@ -48,17 +48,17 @@ const FLEET_KEYS = 50;
 const FLEET_ONLY = process.env.BENCH_FLEET_ONLY === '1';
 const TWO_PROCESSES = process.env.BENCH_FLEET_TWO_PROCESSES === '1';
 
-/**
- * The Merkle consumer's progress, polled every MERKLE_POLL_MS by one query for the last leaf's
- * position while any probe waits (its leaves go in position order). One poller for all probes, so
- * that the bench's own queries do not take PostgreSQL's core from the service it measures.
- */
 interface LeafProbe {
   readonly position: number;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
 }
 
+/**
+ * The Merkle consumer's progress, polled every MERKLE_POLL_MS by one query for the last leaf's
+ * position while any probe waits (its leaves go in position order). One poller for all probes, so
+ * that the bench's own queries do not take PostgreSQL's core from the service it measures.
+ */
 class MerkleTreeWatch {
   private readonly sql: pg.Client;
   private readonly waiting: LeafProbe[] = [];

@@ -156,7 +156,7 @@ const COLLECT_ON_SIGNAL = [
   pathToFileURL(path.resolve('dist/bench/support/collect-garbage-on-signal.js')).href,
 ];
 
-/** The built service as its own process (as deployed: `npm start`'s flags), on the bench database. */
+/** The built service as its own process (as deployed: `npm start`'s flags, plus COLLECT_ON_SIGNAL), on the bench database. */
 export async function startLedgerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
