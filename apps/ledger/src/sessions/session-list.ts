@@ -48,19 +48,14 @@ const PENDING_APPROVALS = `EXISTS (SELECT 1 FROM tool_calls t
   WHERE t.tenant = s.tenant AND t.session_id = s.id AND t.status = 'awaiting_approval')`;
 
 /**
- * Over the generated tsvector columns (migrations 1763800000022 and 1763800000300), configuration `simple`:
+ * Over the generated tsvector columns (migration 1763800000021), whose configuration is `simple`:
  * no stemming, no stop words. The subqueries stand alone (each GIN index is scanned once), not per session.
- * A text block still streaming has no stored vector (decision 0042): its text is matched here, the
- * tenant's streaming blocks found through their partial index, with the same expression.
  */
 const textMatches = (q: string) => {
   const query = `websearch_to_tsquery('simple', ${q})`;
   return `(s.search @@ ${query}
   OR s.id IN (SELECT m.session_id FROM messages m WHERE m.tenant = $1 AND m.search @@ ${query})
-  OR s.id IN (SELECT b.session_id FROM message_blocks b WHERE b.tenant = $1 AND b.search @@ ${query})
-  OR s.id IN (SELECT b.session_id FROM message_blocks b
-               WHERE b.tenant = $1 AND b.type = 'main_text' AND b.status = 'streaming'
-                 AND to_tsvector('simple', left(b.content #>> '{}', 65536)) @@ ${query}))`;
+  OR s.id IN (SELECT b.session_id FROM message_blocks b WHERE b.tenant = $1 AND b.search @@ ${query}))`;
 };
 
 /**
