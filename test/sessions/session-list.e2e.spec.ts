@@ -278,4 +278,35 @@ describe('finding sessions', () => {
     expect(response.status).toBe(400);
     expect(response.body.error).toMatchObject({ code: 'invalid_request', field });
   });
+
+  it('finds a text block’s words while it streams, never for another tenant, and still once it has ended', async () => {
+    const sessionId = (await openSession({ title: 'Live run' })).id;
+    const created = await call(url(), 'POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' });
+    expect(created.status).toBe(201);
+    const chunks = async (batch: unknown[]) => {
+      const route = `/v1/sessions/${sessionId}/messages/${created.body.id}/chunks`;
+      const appended = await call(url(), 'POST', route, batch);
+      expect(appended.status).toBe(200);
+      await projected(sessionId, appended.body.position);
+    };
+    await chunks([
+      { seq: 1, type: 'llm_response_created' },
+      { seq: 2, type: 'text.start' },
+      { seq: 3, type: 'text.delta', text: 'narwhals surface' },
+    ]);
+    expect(await idsOf('?q=narwhals')).toEqual([sessionId]);
+    // The other tenant holds a session under the same id: only its own blocks may match there.
+    await openSession({ id: sessionId, title: 'Elsewhere' }, OTHER_TENANT);
+    expect(await idsOf('?q=narwhals', OTHER_TENANT)).toEqual([]);
+    // A delta carries the text so far.
+    await chunks([{ seq: 4, type: 'text.delta', text: 'narwhals surface slowly' }]);
+    expect(await idsOf(`?q=${encodeURIComponent('"surface slowly"')}`)).toEqual([sessionId]);
+    expect(await idsOf('?q=walrus')).toEqual([]);
+    await chunks([
+      { seq: 5, type: 'text.complete', text: 'narwhals surface slowly, then dive.' },
+      { seq: 6, type: 'block_complete' },
+    ]);
+    expect(await idsOf('?q=dive')).toEqual([sessionId]);
+    expect(await idsOf('?q=narwhals')).toEqual([sessionId]);
+  });
 });
