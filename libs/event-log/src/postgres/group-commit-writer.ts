@@ -39,10 +39,10 @@ export interface GroupCommitOptions {
  * Group commit: appends from all callers queue here and one loop writes them, as many as are
  * waiting, in a single transaction under the append lock (usually one statement, see `commit`),
  * and learns their positions from that statement. Each commit is taken a turn of the event loop
- * after the last one settled, so that the appenders it woke are all in the next (decision 0039). Each caller still gets its own result
- * or its own conflict. A transaction the server refuses rolls back whole and is retried in
- * halves, so only the append that caused it fails; losing the server fails exactly the appends
- * of that transaction, none of which was stored.
+ * after the last one settled, so that the appenders it woke are all in the next (decision 0039).
+ * Each caller still gets its own result or its own conflict. A transaction the server refuses rolls
+ * back whole and is retried in halves, so only the append that caused it fails; losing the server
+ * fails exactly the appends of that transaction, none of which was stored.
  *
  * Delivery guarantee: a resolved append is committed (synchronous commit); a rejected one stored
  * nothing.
