@@ -8,6 +8,7 @@ import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-veri
 import { MessageLastSeq1763800000020 } from '../sessions/read-models/1763800000020-message-last-seq.migration.js';
 import { ToolCallRequestedPosition1763800000021 } from '../governance/read-models/1763800000021-tool-call-requested-position.migration.js';
 import { SessionList1763800000022 } from '../sessions/read-models/1763800000022-session-list.migration.js';
+import { TextSearchByWords1763800000300 } from '../sessions/read-models/1763800000300-text-search-by-words.migration.js';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 
@@ -25,6 +26,7 @@ export const migrations = [
   AppendFunction1763800000150,
   CompactEventLog1763800000250,
   KeyChangeNotify1763800000280,
+  TextSearchByWords1763800000300,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

@@ -75,6 +75,22 @@ interface Change {
   readonly lastActivityAt: string;
 }
 
+/**
+ * A block row's search vector (decision 0042) from its text `r.text` and the row it replaces, `old`.
+ * Finished words have weight D; a streaming block's last word, which may still grow, weight A, so
+ * the next write drops it (`ts_filter`) and tokenizes only the text after the finished words it
+ * keeps. That holds while the block streams and its finished text is the start of the new one; any
+ * other write tokenizes the text whole. `@@` ignores weights; ranking is not used.
+ */
+const SEARCH_VECTOR = `CASE
+    WHEN old.status = 'streaming' AND r.status = 'streaming' AND old.search_finished_chars <= r.search_finished_chars
+      AND left(old.content #>> '{}', old.search_finished_chars) = left(r.text, old.search_finished_chars)
+    THEN ts_filter(old.search, '{d}') || to_tsvector('simple',
+      substr(r.text, old.search_finished_chars + 1, r.search_finished_chars - old.search_finished_chars))
+    ELSE to_tsvector('simple', left(r.text, r.search_finished_chars))
+  END || setweight(to_tsvector('simple',
+    substr(r.text, r.search_finished_chars + 1, r.searched_chars - r.search_finished_chars)), 'A')`;
+
 async function writeChanges(client: PoolClient, changes: readonly Change[]): Promise<void> {
   const sessionRows: object[] = [];
   const messageRows: object[] = [];
@@ -166,18 +182,22 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
        WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id
      )
      INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id,
-        tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position)
-       SELECT tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name, arguments,
-         tool_response, metadata, error, extra, created_at, updated_at, position
-         FROM jsonb_to_recordset($4::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int,
-           type text, status text, content jsonb, tool_id text, tool_name text,
-              arguments jsonb, tool_response jsonb, metadata jsonb, error jsonb, extra jsonb, created_at timestamptz,
-              updated_at timestamptz, position bigint)
+        tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position, search,
+        search_finished_chars)
+       SELECT r.tenant, r.id, r.message_id, r.session_id, r.index, r.type, r.status, r.content, r.tool_id, r.tool_name,
+         r.arguments, r.tool_response, r.metadata, r.error, r.extra, r.created_at, r.updated_at, r.position,
+         ${SEARCH_VECTOR}, r.search_finished_chars
+         FROM (SELECT *, CASE WHEN searched_chars > 0 THEN content #>> '{}' ELSE '' END AS text
+           FROM jsonb_to_recordset($4::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int,
+             type text, status text, content jsonb, tool_id text, tool_name text, arguments jsonb, tool_response jsonb,
+             metadata jsonb, error jsonb, extra jsonb, created_at timestamptz, updated_at timestamptz, position bigint,
+             search_finished_chars int, searched_chars int)) r
+         LEFT JOIN message_blocks old ON old.tenant = r.tenant AND old.session_id = r.session_id AND old.id = r.id
        ON CONFLICT (tenant, session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type,
          status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
          tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response,
-           metadata = excluded.metadata, error = excluded.error,
-         extra = excluded.extra, updated_at = excluded.updated_at, position = excluded.position
+         metadata = excluded.metadata, error = excluded.error, extra = excluded.extra, updated_at = excluded.updated_at,
+         position = excluded.position, search = excluded.search, search_finished_chars = excluded.search_finished_chars
        WHERE message_blocks.position <= excluded.position`,
     values: [removedBlocks, sessionRows, messageRows, blockRows].map((rows) => JSON.stringify(rows)),
   });

@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_SESSION_QUOTA, parseChunks } from '#core';
+import { createPostgresEventLog, type EventLog } from '#event-log';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
+import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
+import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
+import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
+import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/**
+ * A text block's search vector is written word by word while the block streams (decision 0042).
+ * Whatever the cuts between deltas (inside words, between a surrogate pair's neighbours, past the
+ * 65,536 code points search covers), its words must be those PostgreSQL finds in the text so far,
+ * at the same positions, and once the block has ended exactly the vector of its whole text; replays
+ * and rebuilds must not add a word twice.
+ */
+describe('text search vector of a streaming block', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  let database: TestDatabase;
+  let log: EventLog;
+  let repository: SessionRepository;
+  let pool: pg.Pool;
+  let projected = 0n;
+  const projection = blockReadModelsProjection();
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    log = await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 });
+    repository = new SessionRepository(log, DEFAULT_SESSION_QUOTA);
+    pool = new pg.Pool({ connectionString: database.connectionString, max: 2 });
+  });
+
+  afterAll(async () => {
+    await pool.end();
+    await log.close();
+    await database.drop();
+  });
+
+  /** Projects what the log holds beyond what was projected, as the live runner does: one batch, one transaction. */
+  async function project(definition = projection, fromPosition = projected): Promise<void> {
+    const { events } = await log.readAllWithoutHashes({ fromPosition, filter: { streamPrefixes: ['session-'] } });
+    if (events.length === 0) return;
+    const client = await pool.connect();
+    try {
+      await inTransaction(client, (held) => definition.handle(events, { client: held, eventLog: log }));
+    } finally {
+      client.release();
+    }
+    if (definition === projection) projected = events.at(-1)!.position;
+  }
+
+  /** A new session whose assistant message has a text block open; each write is projected at once, as at fleet load. */
+  async function textBlock() {
+    const sessionId = `s-${randomUUID()}`;
+    const ref = { tenant: 'default', sessionId };
+    const open = {
+      type: 'open_session',
+      sessionId,
+      title: null,
+      metadata: {},
+      owner: 'producer',
+      writers: [],
+    } as const;
+    const create = {
+      type: 'create_message',
+      messageId: 'a1',
+      role: 'assistant',
+      parentId: undefined,
+      model: null,
+      content: null,
+    } as const;
+    for (const command of [open, create]) await repository.execute(ref, command, author);
+    let seq = 0;
+    const append = async (...chunks: Record<string, unknown>[]) => {
+      const numbered = parseChunks(chunks.map((chunk) => ({ seq: ++seq, ...chunk })));
+      await repository.execute(ref, { type: 'append_chunks', messageId: 'a1', chunks: numbered }, author);
+      await project();
+    };
+    await append({ type: 'llm_response_created' }, { type: 'text.start' });
+    return {
+      sessionId,
+      /** Sends the text so far, then requires the row's vector to hold its words. */
+      delta: async (text: string) => {
+        await append({ type: 'text.delta', text });
+        expect(await searchRow(sessionId)).toMatchObject({
+          status: 'streaming',
+          whole: true,
+          finishedWords: true,
+          finished: finishedCodePoints(text),
+        });
+      },
+      /** Ends the block with `text`, then requires exactly the vector of the whole text. */
+      end: async (text: string) => {
+        await append({ type: 'text.complete', text }, { type: 'block_complete' });
+        const searched = Math.min(Array.from(text).length, 65_536);
+        expect(await searchRow(sessionId)).toMatchObject({ status: 'success', exact: true, finished: searched });
+      },
+    };
+  }
+
+  interface SearchRow {
+    status: string;
+    finished: number;
+    /** The vector, weights dropped, against `to_tsvector` of the searched text. */
+    whole: boolean;
+    /** Its weight-D part against `to_tsvector` of the finished text. */
+    finishedWords: boolean;
+    exact: boolean;
+  }
+
+  async function searchRow(sessionId: string, schema = 'public'): Promise<SearchRow & { search: string }> {
+    const { rows } = await pool.query<SearchRow & { search: string }>(
+      `SELECT status, search_finished_chars AS finished, search::text AS search,
+         setweight(search, 'D') = to_tsvector('simple', left(content #>> '{}', 65536)) AS whole,
+         ts_filter(search, '{d}') = to_tsvector('simple', left(content #>> '{}', search_finished_chars)) AS "finishedWords",
+         search = to_tsvector('simple', left(content #>> '{}', 65536)) AS exact
+       FROM ${schema}.message_blocks WHERE session_id = $1 AND type = 'main_text'`,
+      [sessionId],
+    );
+    expect(rows).toHaveLength(1);
+    return rows[0];
+  }
+
+  /** The reference: code points up to the last blank among the first 65,536. */
+  const finishedCodePoints = (text: string) => {
+    const searched = Array.from(text).slice(0, 65_536);
+    let end = searched.length;
+    while (end > 0 && !' \t\n\r'.includes(searched[end - 1])) end--;
+    return end;
+  };
+
+  /** Cumulative snapshots of `text`, cut at pseudo-random code points (seeded), so inside words too. */
+  function snapshotsOf(text: string, cuts: number, seed: number): string[] {
+    const points = Array.from(text);
+    let state = seed;
+    const next = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31);
+    const ends = new Set<number>([points.length]);
+    while (ends.size < cuts) ends.add(1 + (next() % points.length));
+    return [...ends].sort((a, b) => a - b).map((end) => points.slice(0, end).join(''));
+  }
+
+  const WORDS = [
+    'narwhal',
+    'surface',
+    'naïve',
+    'café',
+    '😀',
+    '中文字符',
+    'a-b',
+    'http://q.org/p?x=1',
+    'g@h.com',
+    '1.5',
+    'v1.2.3',
+    'the',
+  ];
+  const BLANKS = [' ', ' ', ' ', '\n', '\t', '\r\n', '  '];
+  function text(words: number, seed: number): string {
+    let state = seed;
+    const next = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31);
+    let written = '';
+    for (let word = 0; word < words; word++) written += WORDS[next() % WORDS.length] + BLANKS[next() % BLANKS.length];
+    return written + 'unfinished';
+  }
+
+  it('holds the words of the text so far at every cut, and exactly the whole text’s vector once the block ends', async () => {
+    const whole = text(400, 7);
+    const block = await textBlock();
+    for (const snapshot of snapshotsOf(whole, 60, 11)) await block.delta(snapshot);
+    const streaming = await searchRow(block.sessionId);
+    expect(streaming.search).toContain(':1'); // a vector with positions, not an empty one
+
+    // A cold projection folds the session again and writes the same rows: no word may be added twice.
+    await project(blockReadModelsProjection(), 0n);
+    expect(await searchRow(block.sessionId)).toEqual(streaming);
+    // A rebuild writes the scratch tables through the same statement, reading the rows it replaces there.
+    await rebuildProjection(pool, log, blockReadModelsProjection(), BLOCK_READ_MODEL_TABLES, 3);
+    expect(await searchRow(block.sessionId)).toEqual(streaming);
+
+    await block.end(whole);
+  });
+
+  it('counts code points as PostgreSQL does, and stops at the 65,536 that search covers', async () => {
+    // Astral characters are two UTF-16 units and one PostgreSQL character; the text passes the limit mid-stream.
+    // Words differ: PostgreSQL keeps 255 positions of a word in one vector, and 256 in two it concatenates.
+    const word = (index: number) => (index % 3 === 0 ? `😀🐋${index} ` : `whale${index}\t`);
+    const whole = Array.from({ length: 15_000 }, (_, index) => word(index)).join('') + 'tail';
+    expect(Array.from(whole).length).toBeGreaterThan(65_536);
+    const block = await textBlock();
+    for (const snapshot of snapshotsOf(whole, 6, 5)) await block.delta(snapshot);
+    await block.end(whole);
+  });
+
+  it('tokenizes again when a delta does not extend the text, and holds a word with no blank after it as unfinished', async () => {
+    const block = await textBlock();
+    await block.delta('first draft of');
+    // As many finished code points and more, but other words: the finished ones must not be kept.
+    await block.delta('second draft here');
+    await block.delta('final answer');
+    await block.delta('final answer: ' + 'x'.repeat(3_000));
+    await block.delta('final answer: ' + 'x'.repeat(3_000) + ' then more');
+    // The same text again changes nothing.
+    await block.delta('final answer: ' + 'x'.repeat(3_000) + ' then more');
+    await block.end('final answer, rewritten at the end');
+  });
+
+  it('converts rows written before migration 1763800000300, and a streaming block goes on from what it had', async () => {
+    const streaming = await textBlock();
+    await streaming.delta('narwhals surface slow');
+    const ended = await textBlock();
+    await ended.delta('walruses');
+    await ended.end('walruses dive deep');
+    // Back to the generated column, then up again: the rows are those an older ledger wrote.
+    const dataSource = new DataSource({ type: 'postgres', url: database.connectionString, migrations, logging: false });
+    await dataSource.initialize();
+    try {
+      await dataSource.undoLastMigration();
+      expect(await dataSource.showMigrations()).toBe(true); // the one undone is pending again
+    } finally {
+      await dataSource.destroy();
+    }
+    const generated = await pool.query(
+      `SELECT search::text FROM message_blocks WHERE session_id = $1 AND type = 'main_text'`,
+      [streaming.sessionId],
+    );
+    expect(generated.rows).toEqual([{ search: "'narwhals':1 'slow':3 'surface':2" }]);
+    await runMigrations(database.connectionString);
+
+    expect(await searchRow(ended.sessionId)).toMatchObject({ status: 'success', exact: true, finished: 18 });
+    const converted = await searchRow(streaming.sessionId);
+    expect(converted).toMatchObject({ status: 'streaming', whole: true, finished: 0 });
+    expect(converted.search).toBe("'narwhals':1A 'slow':3A 'surface':2A");
+    await streaming.delta('narwhals surface slowly, then');
+    expect((await searchRow(streaming.sessionId)).search).toBe("'narwhals':1 'slowly':3 'surface':2 'then':4A");
+    await streaming.end('narwhals surface slowly, then dive.');
+  });
+});
