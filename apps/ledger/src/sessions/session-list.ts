@@ -48,8 +48,9 @@ const PENDING_APPROVALS = `EXISTS (SELECT 1 FROM tool_calls t
   WHERE t.tenant = s.tenant AND t.session_id = s.id AND t.status = 'awaiting_approval')`;
 
 /**
- * Over the tsvector columns (migration 1763800000022; a text block's written by the projection word by
- * word, decision 0042), whose configuration is `simple`: no stemming, no stop words. The subqueries stand alone (each GIN index is scanned once), not per session.
+ * Over the tsvector columns (migration 1763800000022; a text block's is written by the projection
+ * word by word, decision 0042), whose configuration is `simple`: no stemming, no stop words. The
+ * subqueries stand alone (each GIN index is scanned once), not per session.
  */
 const textMatches = (q: string) => {
   const query = `websearch_to_tsquery('simple', ${q})`;

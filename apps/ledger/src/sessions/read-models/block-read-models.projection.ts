@@ -76,20 +76,22 @@ interface Change {
 }
 
 /**
- * A block row's search vector (decision 0042) from its text `r.text` and the row it replaces, `old`.
- * Finished words have weight D; a streaming block's last word, which may still grow, weight A, so
- * the next write drops it (`ts_filter`) and tokenizes only the text after the finished words it
- * keeps. That holds while the block streams and its finished text is the start of the new one; any
- * other write tokenizes the text whole. `@@` ignores weights; ranking is not used.
+ * A block row's search vector (decision 0042) from its text `r.block_text` and the row it replaces,
+ * `old`. A streaming block's words before its last cut (`searchedText`) are finished: weight D. The
+ * text from the cut on may still grow: weight A, so the next write drops it (`ts_filter`) and
+ * tokenizes only the text from the old cut on, starting at that cut's blank as the whole text does.
+ * That holds while both rows stream and the old finished text and its cut start the new text; any
+ * other write, the block's last included, tokenizes the text whole. The old row's status is checked
+ * because only a streaming row's cut lies at a blank. `@@` ignores weights; nothing ranks.
  */
 const SEARCH_VECTOR = `CASE
     WHEN old.status = 'streaming' AND r.status = 'streaming' AND old.search_finished_chars <= r.search_finished_chars
-      AND left(old.content #>> '{}', old.search_finished_chars) = left(r.text, old.search_finished_chars)
+      AND left(old.content #>> '{}', old.search_finished_chars + 1) = left(r.block_text, old.search_finished_chars + 1)
     THEN ts_filter(old.search, '{d}') || to_tsvector('simple',
-      substr(r.text, old.search_finished_chars + 1, r.search_finished_chars - old.search_finished_chars))
-    ELSE to_tsvector('simple', left(r.text, r.search_finished_chars))
+      substr(r.block_text, old.search_finished_chars + 1, r.search_finished_chars - old.search_finished_chars))
+    ELSE to_tsvector('simple', left(r.block_text, r.search_finished_chars))
   END || setweight(to_tsvector('simple',
-    substr(r.text, r.search_finished_chars + 1, r.searched_chars - r.search_finished_chars)), 'A')`;
+    substr(r.block_text, r.search_finished_chars + 1, r.searched_chars - r.search_finished_chars)), 'A')`;
 
 async function writeChanges(client: PoolClient, changes: readonly Change[]): Promise<void> {
   const sessionRows: object[] = [];
@@ -187,7 +189,7 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
        SELECT r.tenant, r.id, r.message_id, r.session_id, r.index, r.type, r.status, r.content, r.tool_id, r.tool_name,
          r.arguments, r.tool_response, r.metadata, r.error, r.extra, r.created_at, r.updated_at, r.position,
          ${SEARCH_VECTOR}, r.search_finished_chars
-         FROM (SELECT *, CASE WHEN searched_chars > 0 THEN content #>> '{}' ELSE '' END AS text
+         FROM (SELECT *, CASE WHEN searched_chars > 0 THEN content #>> '{}' ELSE '' END AS block_text
            FROM jsonb_to_recordset($4::jsonb) AS r(tenant text, id text, message_id text, session_id text, index int,
              type text, status text, content jsonb, tool_id text, tool_name text, arguments jsonb, tool_response jsonb,
              metadata jsonb, error jsonb, extra jsonb, created_at timestamptz, updated_at timestamptz, position bigint,

@@ -1,7 +1,11 @@
 import type { MessageBlock } from '#core';
+import { searchedText, type SearchedText } from './block-search-text.js';
 
-/** A block as its `message_blocks` row holds it, and back: reads return exactly what was folded. */
-export interface BlockRowValues {
+/**
+ * A block as its `message_blocks` row holds it (with what the write needs to make its search vector),
+ * and back: reads return exactly what was folded.
+ */
+export interface BlockRowValues extends SearchedText {
   readonly tenant: string;
   readonly id: string;
   readonly message_id: string;
@@ -20,10 +24,6 @@ export interface BlockRowValues {
   readonly created_at: string;
   readonly updated_at: string | null;
   readonly position: string;
-  /** Code points of the text whose words the search vector holds as finished (`searchedText`). */
-  readonly search_finished_chars: number;
-  /** Code points of the text the search vector covers; not stored, the write reads it. */
-  readonly searched_chars: number;
 }
 
 export function blockToRow(
@@ -69,49 +69,6 @@ export function blockToRow(
     position: position.toString(),
     ...searchedText(block),
   };
-}
-
-/** The first code points of a text block that search covers, so no row outgrows a tsvector (1 MB). */
-const SEARCHED_CODE_POINTS = 65_536;
-
-/**
- * How much of a block's text its search vector covers, in code points as PostgreSQL counts
- * characters (decision 0042). While a text block streams, its last word may still grow: the words
- * up to its last blank are finished, and the projection tokenizes only those it has not seen. Once
- * the block stops streaming, every word is finished. Only text blocks are searched.
- */
-function searchedText(block: MessageBlock): Pick<BlockRowValues, 'search_finished_chars' | 'searched_chars'> {
-  if (block.type !== 'main_text' || typeof block.content !== 'string')
-    return { search_finished_chars: 0, searched_chars: 0 };
-  const searched = leadingCodePoints(block.content, SEARCHED_CODE_POINTS);
-  const searchedChars = codePointLength(searched);
-  if (block.status !== 'streaming') return { search_finished_chars: searchedChars, searched_chars: searchedChars };
-  let end = searched.length;
-  // Blanks PostgreSQL's parser reads inside no word (only inside an HTML tag, which `simple` does not index):
-  // words cut after one are the words of the whole.
-  while (end > 0 && !BLANKS.has(searched.charCodeAt(end - 1))) end--;
-  return { search_finished_chars: codePointLength(searched.slice(0, end)), searched_chars: searchedChars };
-}
-
-/** Space, tab, line feed, carriage return. */
-const BLANKS = new Set([0x20, 0x09, 0x0a, 0x0d]);
-
-const isSurrogatePair = (text: string, index: number) =>
-  (text.charCodeAt(index) & 0xfc00) === 0xd800 && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00;
-
-/** The first `count` code points of `text`. */
-function leadingCodePoints(text: string, count: number): string {
-  if (text.length <= count) return text;
-  let end = 0;
-  for (let points = 0; points < count && end < text.length; points++) end += isSurrogatePair(text, end) ? 2 : 1;
-  return text.slice(0, end);
-}
-
-/** Code points in `text`: a surrogate pair is one character to PostgreSQL. */
-function codePointLength(text: string): number {
-  let length = 0;
-  for (let index = 0; index < text.length; length++) index += isSurrogatePair(text, index) ? 2 : 1;
-  return length;
 }
 
 /** The stored columns of a block row, as the driver returns them. */
