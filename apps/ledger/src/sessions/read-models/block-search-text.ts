@@ -28,7 +28,7 @@ export function searchedText(block: MessageBlock): SearchedText {
 }
 
 /** Space, tab, line feed, carriage return. */
-const BLANKS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const isBlank = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 
 /** `<` opens a tag or comment when one of these follows it (or nothing yet), as in PostgreSQL's parser. */
 const TAG_AFTER_LT = /[A-Za-z/!?:_]/;
@@ -42,13 +42,16 @@ const TAG_AFTER_LT = /[A-Za-z/!?:_]/;
  * sooner, this holds it open longer, which only cuts less.
  */
 function lastCut(text: string): number {
-  let cut = 0;
+  const firstLt = text.indexOf('<');
+  // Most text has no markup: its last blank is the cut, found from the end.
+  if (firstLt < 0) return lastBlankBefore(text, text.length);
+  let cut = lastBlankBefore(text, firstLt);
   /** What closes the markup the scan is in: `>` for a tag, `-->` for a comment, a quote inside a tag; '' outside. */
   let closer = '';
-  for (let index = 0; index < text.length; index++) {
+  for (let index = firstLt; index < text.length; index++) {
     const char = text[index];
     if (closer === '') {
-      if (BLANKS.has(text.charCodeAt(index))) cut = index;
+      if (isBlank(text.charCodeAt(index))) cut = index;
       else if (char === '<' && (index + 1 === text.length || TAG_AFTER_LT.test(text[index + 1])))
         closer = text.startsWith('<!--', index) ? '-->' : '>';
     } else if (closer === '-->') {
@@ -61,6 +64,14 @@ function lastCut(text: string): number {
   }
   return cut;
 }
+
+/** The index of the last blank before `end`, 0 if none. */
+function lastBlankBefore(text: string, end: number): number {
+  const from = end - 1;
+  return Math.max(0, ...[' ', '\t', '\n', '\r'].map((blank) => text.lastIndexOf(blank, from)));
+}
+
+const SURROGATE = /[\uD800-\uDFFF]/;
 
 const isSurrogatePair = (text: string, index: number) =>
   (text.charCodeAt(index) & 0xfc00) === 0xd800 && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00;
@@ -75,6 +86,7 @@ function leadingCodePoints(text: string, count: number): string {
 
 /** Code points in `text`: a surrogate pair is one character to PostgreSQL. */
 function codePointLength(text: string): number {
+  if (!SURROGATE.test(text)) return text.length;
   let length = 0;
   for (let index = 0; index < text.length; length++) index += isSurrogatePair(text, index) ? 2 : 1;
   return length;
