@@ -10,7 +10,7 @@
  * admin key the service's store made before it started. The service runs with its defaults:
  * live feeds coalesce (50 ms), and a call's steps, urgent, are not held for that window.
  *
- *   npm run bench:governance
+ *   npm run bench:governance        BENCH_CALLS=200 BENCH_CONCURRENCY=20 BENCH_PER_PRODUCER=10 by default
  */
 import path from 'node:path';
 import pg from 'pg';
@@ -30,7 +30,11 @@ import {
 
 const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
-const PER_PRODUCER = 10;
+/**
+ * Calls each concurrent caller makes in turn: ten make a phase of about a second, where its start
+ * and tail weigh; 50 measure the steady rate.
+ */
+const PER_PRODUCER = Number(process.env.BENCH_PER_PRODUCER ?? 10);
 
 /** Transactions PostgreSQL committed so far (backends report when idle, at most once a second: wait first). */
 async function commits(connectionString: string): Promise<number> {

@@ -15,6 +15,7 @@
  *
  *   node dist/bench/ingest/fleet-process.js '<FleetConfig as JSON>'   (prints a FleetResult as JSON)
  */
+import { request } from 'undici';
 import { assistantMessage, type Chunk } from './assistant-message.js';
 
 export interface FleetConfig {
@@ -71,7 +72,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   const pending = new Set<Promise<unknown>>();
   const fail = (error: Error) => {
     result.failures += 1;
-    // fetch says only "fetch failed"; why (refused, reset, timed out) is in its cause.
+    // A socket error's message may say little; why (refused, reset, timed out) can be in its cause.
     const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
     const message = `${error.message}${cause}`;
     if (result.errors.length < 3 && !result.errors.includes(message)) result.errors.push(message);
@@ -88,9 +89,9 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   ): Promise<{ position?: number; id?: string }> {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (key) headers.authorization = `Bearer ${key}`;
-    const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
-    if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as { position?: number; id?: string };
+    const response = await request(url, { method: 'POST', headers, body: JSON.stringify(body) });
+    if (response.statusCode >= 300) throw new Error(`${url}: ${response.statusCode} ${await response.body.text()}`);
+    return (await response.body.json()) as { position?: number; id?: string };
   }
 
   async function open(url: string, key: string): Promise<string> {
@@ -142,11 +143,11 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   }
 
   async function probe(messageUrl: string, key: string, position: number, acknowledged: number): Promise<void> {
-    const response = await fetch(`${messageUrl}?minPosition=${position}`, {
+    const response = await request(`${messageUrl}?minPosition=${position}`, {
       headers: { authorization: `Bearer ${key}` },
     });
-    await response.arrayBuffer();
-    if (!response.ok) throw new Error(`lag probe: ${response.status}`);
+    await response.body.dump();
+    if (response.statusCode >= 300) throw new Error(`lag probe: ${response.statusCode}`);
     result.projectionLagMs.push(performance.now() - acknowledged);
   }
 
@@ -160,10 +161,10 @@ async function run(config: FleetConfig): Promise<FleetResult> {
     /** Set while `finish` waits for the last expected position; an earlier position's arrival must not end that wait. */
     let reached: (() => void) | undefined;
     const reading = (async () => {
-      const response = await fetch(liveUrl, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
+      const response = await request(liveUrl, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
       const decoder = new TextDecoder();
       let buffered = '';
-      for await (const part of response.body!) {
+      for await (const part of response.body) {
         const at = performance.now();
         buffered += decoder.decode(part as Uint8Array, { stream: true });
         const frames = buffered.split('\n\n');
