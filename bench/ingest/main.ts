@@ -24,6 +24,7 @@
  */
 import os from 'node:os';
 import pg from 'pg';
+import { request } from 'undici';
 import {
   bearer,
   formatRate,
@@ -176,10 +177,11 @@ async function main(): Promise<void> {
             const acknowledged = performance.now();
             if (from % (BATCH * 4) === 0) {
               lagProbes.push(
-                fetch(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, {
+                request(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, {
                   headers: bearer(key),
-                }).then((read) => {
-                  if (!read.ok) throw new Error(`lag probe: ${read.status}`);
+                }).then(async (read) => {
+                  await read.body.dump();
+                  if (read.statusCode >= 300) throw new Error(`lag probe: ${read.statusCode}`);
                   lags.push(performance.now() - acknowledged);
                 }),
                 merkleTree.reached(position).then(() => void merkleLags.push(performance.now() - acknowledged)),

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createPostgresEventLog } from '#event-log';
 import pg from 'pg';
+import { request } from 'undici';
 import { startEmbeddedPostgres } from '../../apps/ledger/src/database/embedded-postgres.js';
 import { SERVICE_NODE_FLAGS } from '../../apps/ledger/src/config/node-flags.js';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
@@ -121,11 +122,12 @@ export interface BenchReply {
   readonly durationMs: number;
 }
 
+/** A POST as the benches' clients send it: undici's `request`, which costs the load a fraction of what `fetch` does. */
 export async function post(url: string, body: unknown, key?: string): Promise<BenchReply> {
   const headers = { 'content-type': 'application/json', ...bearer(key) };
-  const result = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
-  if (!result.ok) throw new Error(`${url}: ${result.status} ${await result.text()}`);
-  return (await result.json()) as BenchReply;
+  const result = await request(url, { method: 'POST', headers, body: JSON.stringify(body) });
+  if (result.statusCode >= 300) throw new Error(`${url}: ${result.statusCode} ${await result.body.text()}`);
+  return (await result.body.json()) as BenchReply;
 }
 
 function freePort(): Promise<number> {
