@@ -137,8 +137,9 @@ describe('text search vector of a streaming block', () => {
 
   /** A deterministic pseudo-random sequence, so that a failure can be run again. */
   const sequence = (seed: number) => {
-    let state = seed;
-    return (below: number) => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) % below;
+    let state = seed >>> 0;
+    // A 32-bit linear congruential step in integer arithmetic (a product of doubles would lose its low bits).
+    return (below: number) => (state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0) % below;
   };
 
   /** Cumulative snapshots of `text`, cut at pseudo-random code points, so inside words too; the last is the whole. */
@@ -225,12 +226,57 @@ describe('text search vector of a streaming block', () => {
       '<p t="a \\" b > c">',
     ];
     const vocabulary = [...MARKUP, ...MORE, ...TAIL, ...PHRASES, ...PHRASES];
-    for (let stream = 0; stream < 40; stream++) {
-      const whole = text(vocabulary, 3 + (stream % 12), 100 + stream, 4);
+    const streams = Array.from({ length: 40 }, (_, stream) => text(vocabulary, 3 + (stream % 12), 100 + stream, 4));
+    // Content the parser skips, a comment that `<!-->` does not close, a tag it gives up and reads again after `<`.
+    streams.push(
+      'Here is the page:\n```html\n<style>\n  body { color: red; }\n</style>\n<p>Hello world</p>\n```\nDone',
+      'Use <!--> as an empty comment, then more text --> and the rest',
+      `if (x<y, it's) <a title="q ' > needle here"> end`,
+    );
+    for (const [stream, whole] of streams.entries()) {
       const block = await textBlock();
-      for (const snapshot of snapshotsOf(whole, 6, 200 + stream)) await block.delta(snapshot);
+      for (const snapshot of snapshotsOf(whole, stream < 40 ? 6 : 20, 200 + stream)) await block.delta(snapshot);
       await block.end(whole);
     }
+  });
+
+  it('cuts after closed markup, after a `<` that starts none, and never inside markup still open', async () => {
+    const finished = async (...snapshots: string[]) => {
+      const block = await textBlock();
+      const cuts = [];
+      for (const snapshot of snapshots) cuts.push((await block.delta(snapshot)).finished);
+      return cuts;
+    };
+    expect(await finished('alpha beta <a href="x y')).toEqual([10]);
+    expect(
+      await finished('alpha beta <b>bold</b> gamma delta', 'alpha beta <b>bold</b> gamma delta <a href="x y'),
+    ).toEqual([28, 34]);
+    // A `,` ends no tag name: the parser reads on after the `<`, and so may the cut.
+    expect(await finished('a<b, c d')).toEqual([6]);
+    // Dashes end a comment only when two of them come right before its `>`.
+    expect(await finished('x <!-- a-b-c > d e')).toEqual([1]);
+  });
+
+  it('keeps the finished words it has (and only while the text extends them)', async () => {
+    // A word no text holds, with weight D: kept only if the next write reuses the stored finished words.
+    const mark = (sessionId: string) =>
+      pool.query(`UPDATE message_blocks SET search = search || 'zzkept:99'::tsvector WHERE session_id = $1`, [
+        sessionId,
+      ]);
+    const extended = await textBlock();
+    await extended.delta('narwhals surface');
+    await mark(extended.sessionId);
+    await extended.send('narwhals surface slowly then');
+    expect((await searchRow(extended.sessionId)).search).toMatch(/'zzkept':\d+/);
+
+    const changed = await textBlock();
+    await changed.delta('narwhals surface slowly then');
+    await mark(changed.sessionId);
+    // The finished words are the same, but the blank after them changed: every word is tokenized again.
+    await changed.send('narwhals surface slowlyXthen dive');
+    const row = await searchRow(changed.sessionId);
+    expect(row.search).not.toContain('zzkept');
+    expect(row).toMatchObject({ whole: true, finishedWords: true });
   });
 
   it('counts code points as PostgreSQL does, and stops at the 65,536 that search covers', async () => {

@@ -30,39 +30,104 @@ export function searchedText(block: MessageBlock): SearchedText {
 /** Space, tab, line feed, carriage return. */
 const isBlank = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
 
-/** `<` opens a tag or comment when one of these follows it (or nothing yet), as in PostgreSQL's parser. */
-const TAG_AFTER_LT = /[A-Za-z/!?:_]/;
-
 /**
- * Where a streaming text may be cut (0 if nowhere): before its last blank that is not inside what
- * PostgreSQL's parser may read as a tag or comment, which can hold blanks. Text tokenized from such
- * a blank on gives the words the whole text gives there; from just after it, it may not
- * (`./configure` after a blank is the word `/configure`). A tag closes at a `>` outside quotes
- * (where a backslash escapes), a comment (`<!--`) at `-->`. Where the parser gives up on a tag
- * sooner, this holds it open longer, which only cuts less.
+ * Where a streaming text may be cut (0 if nowhere): before its last blank that is not inside a tag
+ * or comment, which can hold blanks. Text tokenized from such a blank on gives the words the whole
+ * text gives there; from just after it, it may not (`./configure` after a blank is the word
+ * `/configure`). Tags and comments are read as PostgreSQL's parser reads them (`markupEnd`). No cut
+ * follows markup still open at the end, a `<script` or `<style` tag (whose content the parser
+ * skips), or markup this reading cannot be sure of.
  */
 function lastCut(text: string): number {
   const firstLt = text.indexOf('<');
   // Most text has no markup: its last blank is the cut, found from the end.
   if (firstLt < 0) return lastBlankBefore(text, text.length);
   let cut = lastBlankBefore(text, firstLt);
-  /** What closes the markup the scan is in: `>` for a tag, `-->` for a comment, a quote inside a tag; '' outside. */
-  let closer = '';
+  // A failed tag is read again from just after its `<`, as the parser does; a budget keeps that linear.
+  const budget = { steps: 4 * text.length };
   for (let index = firstLt; index < text.length; index++) {
-    const char = text[index];
-    if (closer === '') {
-      if (isBlank(text.charCodeAt(index))) cut = index;
-      else if (char === '<' && (index + 1 === text.length || TAG_AFTER_LT.test(text[index + 1])))
-        closer = text.startsWith('<!--', index) ? '-->' : '>';
-    } else if (closer === '-->') {
-      if (text.startsWith('-->', index)) [closer, index] = ['', index + 2];
-    } else if (closer === '>') {
-      if (char === '>') closer = '';
-      else if (char === '"' || char === "'") closer = char;
-    } else if (char === '\\') index++;
-    else if (char === closer) closer = '>';
+    if (text[index] === '<') {
+      const end = markupEnd(text, index, budget);
+      if (end === UNSURE) return cut;
+      if (end !== NOT_MARKUP) index = end - 1;
+    } else if (isBlank(text.charCodeAt(index))) cut = index;
   }
   return cut;
+}
+
+/** `markupEnd`: the `<` starts no tag or comment; it is text. */
+const NOT_MARKUP = -1;
+/** `markupEnd`: the text ends inside the markup, or its reading is not certain here. */
+const UNSURE = -2;
+
+const isAsciiLetter = (char: string) => (char >= 'a' && char <= 'z') || (char >= 'A' && char <= 'Z');
+const isAsciiDigit = (char: string) => char >= '0' && char <= '9';
+/** What PostgreSQL's `isspace` takes in ASCII. */
+const isAsciiSpace = (char: string) => ' \t\n\r\v\f'.includes(char);
+const isAscii = (char: string) => char <= '\x7f';
+/** A tag whose content the parser skips until it closes. */
+const SKIPPED_CONTENT = /^<(script|style)$/i;
+
+/**
+ * Where the tag or comment that starts at `lt` ends (the index after it), following the states of
+ * PostgreSQL's default parser (`wparser_def.c`: `TPS_InTagFirst` to `TPS_InCommentEnd`).
+ */
+function markupEnd(text: string, lt: number, budget: { steps: number }): number {
+  const at = (index: number): string | undefined => text[index];
+  const inTag = (from: number): number => {
+    for (let index = from; ; index++) {
+      if (--budget.steps < 0) return UNSURE;
+      const char = at(index);
+      if (char === undefined) return UNSURE;
+      if (char === '>') return index + 1;
+      if (char === '"' || char === "'") {
+        // A quoted value ends at its quote; a backslash takes the character after it.
+        for (index++; at(index) !== char; index += at(index) === '\\' ? 2 : 1)
+          if (at(index) === undefined || --budget.steps < 0) return UNSURE;
+      } else if (isAsciiLetter(char) || isAsciiDigit(char) || isAsciiSpace(char) || '=-#/:.&?%~'.includes(char))
+        continue;
+      else return isAscii(char) ? NOT_MARKUP : UNSURE;
+    }
+  };
+  const tagName = (from: number): number => {
+    for (let index = from; ; index++) {
+      if (--budget.steps < 0) return UNSURE;
+      const char = at(index);
+      if (char === undefined) return UNSURE;
+      if (char === '/') return at(index + 1) === undefined ? UNSURE : at(index + 1) === '>' ? index + 2 : NOT_MARKUP;
+      if (char === '>' || isAsciiSpace(char)) {
+        if (SKIPPED_CONTENT.test(text.slice(lt, index))) return UNSURE;
+        return char === '>' ? index + 1 : inTag(index + 1);
+      }
+      if (isAsciiLetter(char) || isAsciiDigit(char) || ':_.-'.includes(char)) continue;
+      // Whether a letter beyond ASCII continues a tag name depends on the database's locale.
+      return isAscii(char) ? NOT_MARKUP : UNSURE;
+    }
+  };
+  const comment = (from: number): number => {
+    let dashes = 0;
+    for (let index = from; ; index++) {
+      if (--budget.steps < 0) return UNSURE;
+      const char = at(index);
+      if (char === undefined) return UNSURE;
+      if (char === '>' && dashes >= 2) return index + 1;
+      dashes = char === '-' ? dashes + 1 : 0;
+    }
+  };
+  const first = at(lt + 1);
+  const second = at(lt + 2);
+  if (first === undefined) return UNSURE;
+  if (first === '!') {
+    if (second === 'D' || second === 'd') return inTag(lt + 3);
+    if (second !== '-') return second === undefined ? UNSURE : NOT_MARKUP;
+    const third = at(lt + 3);
+    if (third !== '-') return third === undefined ? UNSURE : NOT_MARKUP;
+    return comment(lt + 4);
+  }
+  if (first === '?') return second === undefined ? UNSURE : second === 'x' ? inTag(lt + 3) : NOT_MARKUP;
+  if (first === '/') return second === undefined ? UNSURE : isAsciiLetter(second) ? tagName(lt + 3) : NOT_MARKUP;
+  if (isAsciiLetter(first) || first === ':' || first === '_') return tagName(lt + 2);
+  return NOT_MARKUP;
 }
 
 /** The index of the last blank before `end`, 0 if none. */
