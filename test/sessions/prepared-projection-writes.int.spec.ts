@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_SESSION_QUOTA, type SessionCommand } from '#core';
-import { createPostgresEventLog, type EventLog } from '#event-log';
-import pg from 'pg';
+import type { SessionCommand } from '#core';
+import type { EventLog } from '#event-log';
+import type pg from 'pg';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
-import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
 
 /**
  * The block projection's write is a named prepared statement (decision 0038): a connection that has
@@ -16,24 +16,18 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
  */
 describe('prepared projection writes across a rebuild', () => {
   const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
-  let database: TestDatabase;
   let log: EventLog;
   let repository: SessionRepository;
   // Two connections: a rebuild holds one for its lock and writes on the other, so both have prepared the write.
   let pool: pg.Pool;
+  let fixture: SessionLogDatabase;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    log = await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 });
-    repository = new SessionRepository(log, DEFAULT_SESSION_QUOTA);
-    pool = new pg.Pool({ connectionString: database.connectionString, max: 2 });
+    fixture = await sessionLogDatabase();
+    ({ log, repository, pool } = fixture);
   });
 
-  afterAll(async () => {
-    await pool.end();
-    await log.close();
-    await database.drop();
-  });
+  afterAll(() => fixture.close());
 
   async function session(): Promise<string> {
     const sessionId = `s-${randomUUID()}`;

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_SESSION_QUOTA, parseChunks } from '#core';
-import { createPostgresEventLog, type EventLog } from '#event-log';
-import pg from 'pg';
+import { parseChunks } from '#core';
+import type { EventLog } from '#event-log';
+import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
-import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 /**
  * A text block's search vector is written word by word while the block streams (decision 0042).
@@ -27,18 +28,14 @@ describe('text search vector of a streaming block', () => {
   let projected = 0n;
   const projection = blockReadModelsProjection();
 
+  let fixture: SessionLogDatabase;
+
   beforeAll(async () => {
-    database = await createTestDatabase();
-    log = await createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 });
-    repository = new SessionRepository(log, DEFAULT_SESSION_QUOTA);
-    pool = new pg.Pool({ connectionString: database.connectionString, max: 2 });
+    fixture = await sessionLogDatabase();
+    ({ database, log, repository, pool } = fixture);
   });
 
-  afterAll(async () => {
-    await pool.end();
-    await log.close();
-    await database.drop();
-  });
+  afterAll(() => fixture.close());
 
   /** Projects what the log holds beyond what was projected, as the live runner does: one batch, one transaction. */
   async function project(definition = projection, fromPosition = projected): Promise<void> {
