@@ -252,6 +252,8 @@ describe('text search vector of a streaming block', () => {
     expect(await finished('a<b, c d')).toEqual([6]);
     // Dashes end a comment only when two of them come right before its `>`.
     expect(await finished('x <!-- a-b-c > d e')).toEqual([1]);
+    // In a quoted value, a backslash takes the quote after it: the value, and so the tag, are still open.
+    expect(await finished('x <p t="a \\" b > c d')).toEqual([1]);
   });
 
   it('keeps the finished words it has (and only while the text extends them)', async () => {
