@@ -13,10 +13,10 @@ import {
   mintBenchKeys,
   openBenchDatabase,
   percentile,
-  post,
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
+import { post } from '../support/bench-http.js';
 
 const ANSWERS = 1_000;
 const RUNS = 5;

@@ -16,6 +16,7 @@
  *   node dist/bench/ingest/fleet-process.js '<FleetConfig as JSON>'   (prints a FleetResult as JSON)
  */
 import { request } from 'undici';
+import { bearer, post, read } from '../support/bench-http.js';
 import { assistantMessage, type Chunk } from './assistant-message.js';
 
 export interface FleetConfig {
@@ -82,23 +83,11 @@ async function run(config: FleetConfig): Promise<FleetResult> {
     pending.add(settled);
   };
 
-  async function send(
-    url: string,
-    body: unknown,
-    key: string | undefined,
-  ): Promise<{ position?: number; id?: string }> {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (key) headers.authorization = `Bearer ${key}`;
-    const response = await request(url, { method: 'POST', headers, body: JSON.stringify(body) });
-    if (response.statusCode >= 300) throw new Error(`${url}: ${response.statusCode} ${await response.body.text()}`);
-    return (await response.body.json()) as { position?: number; id?: string };
-  }
-
   async function open(url: string, key: string): Promise<string> {
-    const { id } = await send(`${url}/v1/sessions`, {}, key);
+    const { id } = await post(`${url}/v1/sessions`, {}, key);
     const messages = `${url}/v1/sessions/${id}/messages`;
-    await send(messages, { role: 'user', content: 'q' }, key);
-    const { id: messageId } = await send(messages, { role: 'assistant' }, key);
+    await post(messages, { role: 'user', content: 'q' }, key);
+    const { id: messageId } = await post(messages, { role: 'assistant' }, key);
     result.setupPosts += 3;
     return `${url}/v1/sessions/${id}/messages/${messageId}`;
   }
@@ -127,7 +116,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
       const batch: Chunk[] = MESSAGE.slice(sent, available);
       sent = available;
       const posted = performance.now();
-      const { position } = await send(chunksUrl, batch, key);
+      const { position } = await post(chunksUrl, batch, key);
       const acknowledged = performance.now();
       result.ackMs.push(acknowledged - posted);
       result.acknowledgedChunks += batch.length;
@@ -143,11 +132,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
   }
 
   async function probe(messageUrl: string, key: string, position: number, acknowledged: number): Promise<void> {
-    const response = await request(`${messageUrl}?minPosition=${position}`, {
-      headers: { authorization: `Bearer ${key}` },
-    });
-    await response.body.dump();
-    if (response.statusCode >= 300) throw new Error(`lag probe: ${response.statusCode}`);
+    await read(`${messageUrl}?minPosition=${position}`, key);
     result.projectionLagMs.push(performance.now() - acknowledged);
   }
 
@@ -161,7 +146,7 @@ async function run(config: FleetConfig): Promise<FleetResult> {
     /** Set while `finish` waits for the last expected position; an earlier position's arrival must not end that wait. */
     let reached: (() => void) | undefined;
     const reading = (async () => {
-      const response = await request(liveUrl, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
+      const response = await request(liveUrl, { headers: bearer(key), signal: abort.signal });
       const decoder = new TextDecoder();
       let buffered = '';
       for await (const part of response.body) {

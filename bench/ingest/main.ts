@@ -24,18 +24,16 @@
  */
 import os from 'node:os';
 import pg from 'pg';
-import { request } from 'undici';
 import {
-  bearer,
   formatRate,
   formatRatio,
   mintBenchKeys,
   openBenchDatabase,
   percentile,
-  post,
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
+import { post, read } from '../support/bench-http.js';
 import { assistantMessage } from './assistant-message.js';
 import { runFleetComparison } from './fleet.js';
 import { startNaiveService } from './naive-service.js';
@@ -177,13 +175,9 @@ async function main(): Promise<void> {
             const acknowledged = performance.now();
             if (from % (BATCH * 4) === 0) {
               lagProbes.push(
-                request(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, {
-                  headers: bearer(key),
-                }).then(async (read) => {
-                  await read.body.dump();
-                  if (read.statusCode >= 300) throw new Error(`lag probe: ${read.statusCode}`);
-                  lags.push(performance.now() - acknowledged);
-                }),
+                read(`${ledger.url}/v1/sessions/${sessionId}/messages/${messageId}?minPosition=${position}`, key).then(
+                  () => void lags.push(performance.now() - acknowledged),
+                ),
                 merkleTree.reached(position).then(() => void merkleLags.push(performance.now() - acknowledged)),
               );
             }

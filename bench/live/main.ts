@@ -22,15 +22,14 @@ import http from 'node:http';
 import os from 'node:os';
 import { connectSse, type SseConnection } from '../../test/support/sse-client.js';
 import {
-  bearer,
   mintBenchKeys,
   openBenchDatabase,
   percentile,
-  post,
   printTable,
   startLedgerProcess,
   type LedgerProcess,
 } from '../support/bench-database.js';
+import { bearer, post } from '../support/bench-http.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 1_000);

@@ -13,14 +13,13 @@
  *   npm run build && node dist/bench/reads/main.js
  */
 import {
-  bearer,
   mintBenchKeys,
   openBenchDatabase,
   percentile,
-  post,
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
+import { bearer, post } from '../support/bench-http.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const READS_PER_ROUND = Number(process.env.BENCH_READS ?? 50);

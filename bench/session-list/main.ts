@@ -12,11 +12,10 @@ import {
   mintBenchKeys,
   openBenchDatabase,
   percentile,
-  post,
   printTable,
   startLedgerProcess,
-  bearer,
 } from '../support/bench-database.js';
+import { bearer, post } from '../support/bench-http.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 2_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);

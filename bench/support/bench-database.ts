@@ -7,7 +7,6 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createPostgresEventLog } from '#event-log';
 import pg from 'pg';
-import { request } from 'undici';
 import { startEmbeddedPostgres } from '../../apps/ledger/src/database/embedded-postgres.js';
 import { SERVICE_NODE_FLAGS } from '../../apps/ledger/src/config/node-flags.js';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
@@ -108,26 +107,6 @@ export async function mintBenchKeys(
     await eventLog.close();
     await pool.end();
   }
-}
-
-/** The `authorization` header of a key, or none (the naive baseline takes no credential). */
-export const bearer = (key: string | undefined): Record<string, string> =>
-  key === undefined ? {} : { authorization: `Bearer ${key}` };
-
-/** What the benches read from the service's replies: a created id, an append's position, a rebuild's figures. */
-export interface BenchReply {
-  readonly id: string;
-  readonly position: number;
-  readonly events: number;
-  readonly durationMs: number;
-}
-
-/** A POST as the benches' clients send it: undici's `request`, which costs the load a fraction of what `fetch` does. */
-export async function post(url: string, body: unknown, key?: string): Promise<BenchReply> {
-  const headers = { 'content-type': 'application/json', ...bearer(key) };
-  const result = await request(url, { method: 'POST', headers, body: JSON.stringify(body) });
-  if (result.statusCode >= 300) throw new Error(`${url}: ${result.statusCode} ${await result.body.text()}`);
-  return (await result.body.json()) as BenchReply;
 }
 
 function freePort(): Promise<number> {

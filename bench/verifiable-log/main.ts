@@ -9,15 +9,14 @@
 import os from 'node:os';
 import { verifySessionBundle } from '../../apps/ledger/src/verifiable-log/offline-verifier.js';
 import {
-  bearer,
   formatRatio,
   mintBenchKeys,
   openBenchDatabase,
   percentile,
-  post,
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
+import { bearer, post } from '../support/bench-http.js';
 
 const MESSAGES = 100;
 /** Per message: message.created, llm_response_created, text.start, the deltas, text.complete: 100 events. */

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { SessionCommand } from '#core';
 import type { EventLog } from '#event-log';
 import type pg from 'pg';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
@@ -7,6 +6,7 @@ import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js'
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
 import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
 
 /**
@@ -32,11 +32,8 @@ describe('prepared projection writes across a rebuild', () => {
   async function session(): Promise<string> {
     const sessionId = `s-${randomUUID()}`;
     const ref = { tenant: 'default', sessionId };
-    const commands: SessionCommand[] = [
-      { type: 'open_session', sessionId, title: null, metadata: {}, owner: 'producer', writers: [] },
-      { type: 'create_message', messageId: 'a1', role: 'assistant', parentId: undefined, model: null, content: null },
-    ];
-    for (const command of commands) await repository.execute(ref, command, author);
+    for (const command of [openSessionCommand(sessionId), assistantMessageCommand('a1')])
+      await repository.execute(ref, command, author);
     return sessionId;
   }
 

@@ -15,6 +15,7 @@ import {
   type SessionAuthor,
   type SessionRef,
 } from '../../apps/ledger/src/sessions/session-repository.js';
+import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /**
@@ -40,22 +41,8 @@ describe('session quota', () => {
     await database.drop();
   });
 
-  const open = (sessionId: string): SessionCommand => ({
-    type: 'open_session',
-    sessionId,
-    title: null,
-    metadata: {},
-    owner: 'producer',
-    writers: [],
-  });
-  const message = (messageId: string): SessionCommand => ({
-    type: 'create_message',
-    messageId,
-    role: 'assistant',
-    parentId: undefined,
-    model: null,
-    content: null,
-  });
+  const open = openSessionCommand;
+  const message = assistantMessageCommand;
   const deltas = (fromSeq: number, count: number, text = 'delta'): SessionCommand => ({
     type: 'append_chunks',
     messageId: 'a1',

@@ -9,6 +9,7 @@ import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js'
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
 import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
 import type { TestDatabase } from '../support/test-database.js';
 
@@ -77,23 +78,8 @@ describe('text search vector of a streaming block', () => {
   /** A new session whose assistant message has a text block open; each write is projected at once, as at fleet load. */
   async function textBlock({ tenant = 'default', sessionId = `s-${randomUUID()}` } = {}) {
     const ref = { tenant, sessionId };
-    const open = {
-      type: 'open_session',
-      sessionId,
-      title: null,
-      metadata: {},
-      owner: 'producer',
-      writers: [],
-    } as const;
-    const create = {
-      type: 'create_message',
-      messageId: 'a1',
-      role: 'assistant',
-      parentId: undefined,
-      model: null,
-      content: null,
-    } as const;
-    for (const command of [open, create]) await repository.execute(ref, command, author);
+    for (const command of [openSessionCommand(sessionId), assistantMessageCommand('a1')])
+      await repository.execute(ref, command, author);
     let seq = 0;
     const append = async (...chunks: Record<string, unknown>[]) => {
       const numbered = parseChunks(chunks.map((chunk) => ({ seq: ++seq, ...chunk })));
