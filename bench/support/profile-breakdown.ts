@@ -35,8 +35,8 @@ const STAGES: readonly (readonly [string, RegExp])[] = [
   ['event log and pg driver (appends and reads)', /libs\/event-log\/|node_modules\/(pg|pg-[a-z]+|postgres-[a-z]+)\//],
   ['auth (guard, keys)', /apps\/ledger\/src\/identity\//],
   [
-    'HTTP and parse (Nest, Express, body parser, pino-http)',
-    /node_modules\/(@nestjs|express|body-parser|raw-body|router|on-finished|finalhandler|iconv-lite|pino|pino-http)\/|node:_http|node:http/,
+    'HTTP and parse (Nest, Fastify, Express, body parsers)',
+    /node_modules\/(@nestjs|@fastify|fastify[a-z-]*|fast-querystring|fast-decode-uri-component|find-my-way|avvio|express|body-parser|raw-body|router|on-finished|finalhandler|iconv-lite|pino|pino-http)\/|node:_http|node:http/,
   ],
   [
     'Node runtime (buffers, events, streams, microtasks)',

@@ -53,6 +53,11 @@ describe('the OpenAPI document', () => {
       });
       expect(page.body).toContain('swagger-ui');
     }
+    const styles = await fetch(`${ledger.baseUrl}/docs/swagger-ui.css`);
+    expect({ status: styles.status, type: styles.headers.get('content-type') }).toEqual({
+      status: 200,
+      type: expect.stringContaining('text/css'),
+    });
   });
 
   it('gives each operation its roles from the permission table, request schemas, responses and the error shape', () => {

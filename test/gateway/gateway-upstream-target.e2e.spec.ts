@@ -7,7 +7,7 @@ import { startGateway, type GatewayFixture } from '../support/gateway-fixture.js
  * Attack (issue 14, outsider review): the upstream URL is `baseUrl + originalUrl.slice(prefix)`,
  * and `originalUrl` is the request target as the client wrote it. An absolute-form target
  * (`POST http://<anything>/gateway/openai/v1/chat/completions HTTP/1.1`, which node accepts and
- * Express routes by its path) lets a producer choose what follows the configured base URL: another
+ * Express, the router then, routed by its path) lets a producer choose what follows the configured base URL: another
  * path on the provider, or — when the base URL has no path — another port or host, which then
  * receives the upstream key. The upstream path must come from the route, never from the target.
  */

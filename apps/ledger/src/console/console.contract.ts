@@ -18,4 +18,4 @@ export const CONSOLE_CONTRACT: RouteContracts = {
 };
 
 /** The console's built files: static assets of the app, not operations of the API. */
-export const CONSOLE_FILE_ROUTES = ['GET /console/*path'];
+export const CONSOLE_FILE_ROUTES = ['GET /console/*'];

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { ApiError } from '../http/api-error.js';
 import { consoleContentSecurityPolicy, loadConsoleFiles, type ConsoleFile } from './console-files.js';
@@ -23,14 +23,14 @@ export class ConsoleController {
   }
 
   @Get('console')
-  page(@Res() response: Response) {
+  page(@Res() response: FastifyReply) {
     this.send(response, APP_PAGE);
   }
 
   /** Read off the raw path: the wildcard is no id, and only names of built files are looked up. */
-  @Get('console/*path')
-  file(@Req() request: Request, @Res() response: Response) {
-    const name = request.path.slice('/console/'.length);
+  @Get('console/*')
+  file(@Req() request: FastifyRequest, @Res() response: FastifyReply) {
+    const name = request.url.split('?', 1)[0].slice('/console/'.length);
     const looksLikeFile = name.startsWith('assets/') || /\.[a-z0-9]+$/i.test(name);
     this.send(response, this.files.has(name) || !looksLikeFile ? name : undefined);
   }
@@ -42,15 +42,15 @@ export class ConsoleController {
     return { oidc: oidc && console.oidcClientId ? { issuer: oidc.issuer, clientId: console.oidcClientId } : null };
   }
 
-  private send(response: Response, name: string | undefined) {
+  private send(response: FastifyReply, name: string | undefined) {
     const file = name === undefined ? undefined : (this.files.get(name) ?? this.files.get(APP_PAGE));
     if (!file) {
       const what = this.files.size === 0 ? 'the console is not built (npm run build)' : 'no such console file';
       throw new ApiError(404, 'not_found', what);
     }
-    response
+    void response
       .status(200)
-      .set({
+      .headers({
         'content-type': file.contentType,
         'content-security-policy': this.contentSecurityPolicy,
         'x-content-type-options': 'nosniff',

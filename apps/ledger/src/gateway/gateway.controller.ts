@@ -1,6 +1,6 @@
 import { Controller, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { GatewayProtocol } from '#core';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ModelCallProxy } from './model-call-proxy.js';
@@ -15,23 +15,27 @@ export class GatewayController {
 
   @Post('openai/v1/chat/completions')
   @HttpCode(200)
-  chatCompletions(@CurrentPrincipal() principal: Principal, @Req() request: Request, @Res() response: Response) {
+  chatCompletions(
+    @CurrentPrincipal() principal: Principal,
+    @Req() request: FastifyRequest,
+    @Res() response: FastifyReply,
+  ) {
     return this.call('openai-chat', principal, request, response);
   }
 
   @Post('openai/v1/responses')
   @HttpCode(200)
-  responses(@CurrentPrincipal() principal: Principal, @Req() request: Request, @Res() response: Response) {
+  responses(@CurrentPrincipal() principal: Principal, @Req() request: FastifyRequest, @Res() response: FastifyReply) {
     return this.call('openai-responses', principal, request, response);
   }
 
   @Post('anthropic/v1/messages')
   @HttpCode(200)
-  messages(@CurrentPrincipal() principal: Principal, @Req() request: Request, @Res() response: Response) {
+  messages(@CurrentPrincipal() principal: Principal, @Req() request: FastifyRequest, @Res() response: FastifyReply) {
     return this.call('anthropic-messages', principal, request, response);
   }
 
-  private call(protocol: GatewayProtocol, principal: Principal, request: Request, response: Response) {
+  private call(protocol: GatewayProtocol, principal: Principal, request: FastifyRequest, response: FastifyReply) {
     return this.proxy.handle(protocol, principal, request, response);
   }
 }

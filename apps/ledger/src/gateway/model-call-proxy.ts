@@ -14,7 +14,8 @@ import {
   type ModelCallRequest,
   type SessionState,
 } from '#core';
-import type { Request, Response } from 'express';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { ApiError } from '../http/api-error.js';
 import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
@@ -77,7 +78,13 @@ export class ModelCallProxy {
     @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
   ) {}
 
-  async handle(protocol: GatewayProtocol, principal: Principal, request: Request, response: Response): Promise<void> {
+  async handle(
+    protocol: GatewayProtocol,
+    principal: Principal,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<void> {
+    const response = reply.raw;
     const call = readModelCallRequest(protocol, jsonBody(request.body));
     const upstream = this.pools.upstreamFor(call.model, PROTOCOLS[protocol].upstream);
     if (!upstream)
@@ -117,12 +124,12 @@ export class ModelCallProxy {
     });
     if (result.kind === 'aborted') return;
     if (result.kind === 'unavailable') {
-      if (result.retryAfterSeconds !== undefined) response.setHeader('retry-after', String(result.retryAfterSeconds));
+      if (result.retryAfterSeconds !== undefined) void reply.header('retry-after', String(result.retryAfterSeconds));
       const message = result.status === 429 ? 'every upstream key is rate limited' : 'no upstream could answer';
       throw new ApiError(result.status, 'upstream_unavailable', message);
     }
-    if (result.status < 200 || result.status >= 300) return relay(result, response);
-    if (state === undefined) return relay(result, response);
+    if (result.status < 200 || result.status >= 300) return relay(result, reply);
+    if (state === undefined) return relay(result, reply);
     const recording = new AnswerRecording(
       this.sessions,
       session,
@@ -151,8 +158,8 @@ export class ModelCallProxy {
       }
       response.setHeader('x-ledger-session', session.sessionId);
       response.setHeader('x-ledger-message', planned);
-      if (call.stream) return await this.stream(protocol, result, response, recording, state);
-      return await this.whole(result, response, recording);
+      if (call.stream) return await this.stream(protocol, result, reply, recording, state);
+      return await this.whole(result, reply, recording);
     } finally {
       // However the call ended, its record ends too, so the next call on the session does not wait for it.
       void recording.finish(NOT_RELAYED);
@@ -234,11 +241,11 @@ export class ModelCallProxy {
   private stream(
     protocol: GatewayProtocol,
     result: UpstreamResponse,
-    response: Response,
+    reply: FastifyReply,
     recording: AnswerRecording,
     state: SessionState,
   ): Promise<void> {
-    response.writeHead(result.status, {
+    const response = writeHead(reply, result.status, {
       ...clientResponseHeaders(result.headers),
       'x-ledger-position': String(state.status === 'open' ? state.position : 0n),
     });
@@ -282,7 +289,7 @@ export class ModelCallProxy {
   }
 
   /** A whole answer: recorded first, so the response can name the position of its record. */
-  private async whole(result: UpstreamResponse, response: Response, recording: AnswerRecording): Promise<void> {
+  private async whole(result: UpstreamResponse, reply: FastifyReply, recording: AnswerRecording): Promise<void> {
     const body = await readAll(result.body, this.config.gateway.maxResponseBytes).catch(async (error: unknown) => {
       // The client gets an error, not the answer: its message says so before the response does.
       await this.bounded(recording, NOT_RELAYED);
@@ -295,11 +302,10 @@ export class ModelCallProxy {
     }
     const place = await this.bounded(recording);
     const headers = clientResponseHeaders(result.headers);
-    response.writeHead(result.status, {
+    writeHead(reply, result.status, {
       ...headers,
       ...(place ? { 'x-ledger-position': String(place.position) } : {}),
-    });
-    response.end(body);
+    }).end(body);
   }
 
   private bounded(
@@ -319,15 +325,21 @@ export class ModelCallProxy {
   }
 }
 
-function relay(result: UpstreamResponse, response: Response): void {
-  response.writeHead(result.status, clientResponseHeaders(result.headers));
+function relay(result: UpstreamResponse, reply: FastifyReply): void {
+  const response = writeHead(reply, result.status, clientResponseHeaders(result.headers));
   // The body errors when the client leaves (the call is aborted): pipeline hears it, so nothing crashes.
   pipeline(result.body, response, () => undefined);
 }
 
+/** From here on the answer is written to the connection itself; until then a refusal is Fastify's to send. */
+function writeHead(reply: FastifyReply, status: number, headers: OutgoingHttpHeaders): ServerResponse {
+  reply.hijack();
+  return reply.raw.writeHead(status, headers);
+}
+
 /** The request's query string (Anthropic's `?beta=true`), parsed: a request target is the client's to write. */
-function queryOf(request: Request): string {
-  return new URL(request.originalUrl, 'http://gateway.invalid').search;
+function queryOf(request: FastifyRequest): string {
+  return new URL(request.url, 'http://gateway.invalid').search;
 }
 
 function jsonBody(body: unknown): unknown {
@@ -341,7 +353,7 @@ function jsonBody(body: unknown): unknown {
 }
 
 /** The session the header names (created on first use), or a new one for this call alone. */
-function sessionIdOf(request: Request): string {
+function sessionIdOf(request: FastifyRequest): string {
   const named = request.headers[SESSION_HEADER];
   if (named === undefined) return randomUUID();
   if (typeof named !== 'string' || named.length > ID_MAX_LENGTH || !ID_CHARACTERS.test(named)) {

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import { ChunkValidationError, ModelCallRequestError, SessionError, ToolCallError } from '#core';
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { ZodError } from 'zod';
 import { errorShapeOf, providerErrorBody } from '../gateway/provider-errors.js';
 
@@ -62,33 +62,29 @@ export class ApiErrorFilter implements ExceptionFilter {
   constructor(private readonly countRefusal: RefusalCounter) {}
 
   catch(error: unknown, host: ArgumentsHost): void {
-    sendError(host.switchToHttp().getResponse<Response>(), error, this.logger, this.countRefusal);
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const { status, body } = describeError(error, reply.request.routeOptions.bodyLimit);
+    // The request named by method and path only: its headers and query may carry credentials.
+    const path = reply.request.url.split('?', 1)[0];
+    if (status >= 500) this.logger.error({ err: error, method: reply.request.method, path });
+    if (status === 401 || status === 403 || status === 429)
+      this.countRefusal(status, (error as { reason?: string }).reason ?? body.code);
+    // A response already under way (a live feed, a relayed stream) can only be cut short.
+    if (reply.sent || reply.raw.headersSent) {
+      reply.raw.end();
+      return;
+    }
+    if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="block-ledger"');
+    // The gateway's clients are provider SDKs: they read errors in their provider's shape.
+    const shape = errorShapeOf(path);
+    void reply.status(status).send(shape ? providerErrorBody(shape, { status, ...body }) : { error: body });
   }
 }
 
-/** Writes the error body; also used for failures raised by Express middleware (body parsing) before Nest routes a request. */
-export function sendError(
-  response: Response,
+function describeError(
   error: unknown,
-  logger: Pick<Logger, 'error'>,
-  countRefusal?: RefusalCounter,
-): void {
-  const { status, body } = describeError(error);
-  // The request named by method and path only: its headers and query may carry credentials.
-  if (status >= 500) logger.error({ err: error, method: response.req.method, path: response.req.path });
-  if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer realm="block-ledger"');
-  if (status === 401 || status === 403 || status === 429)
-    countRefusal?.(status, (error as { reason?: string }).reason ?? body.code);
-  if (response.headersSent) {
-    response.end();
-    return;
-  }
-  // The gateway's clients are provider SDKs: they read errors in their provider's shape.
-  const shape = errorShapeOf(response.req.path);
-  response.status(status).json(shape ? providerErrorBody(shape, { status, ...body }) : { error: body });
-}
-
-function describeError(error: unknown): { status: number; body: { code: string; message: string; field?: string } } {
+  bodyLimit: number | undefined,
+): { status: number; body: { code: string; message: string; field?: string } } {
   if (error instanceof ModelCallRequestError) {
     const field = error.field || '(body)';
     return { status: 400, body: withField('invalid_request', `${field}: ${error.message}`, field) };
@@ -117,24 +113,21 @@ function describeError(error: unknown): { status: number; body: { code: string; 
     return { status: 400, body: withField('invalid_event', error.message, error.field) };
   if (error instanceof WrongExpectedRevisionError)
     return { status: 409, body: withField('concurrent_write', 'the session changed concurrently; retry the request') };
-  // Body-parser failures carry a `type` and a status of their own.
-  const parserError = error as { type?: string; status?: number; limit?: number };
-  if (parserError.type === 'entity.too.large')
+  // What Fastify refuses before Nest routes a request, which Nest hands on wrapped.
+  if (error instanceof HttpException && error.cause !== undefined) return describeError(error.cause, bodyLimit);
+  const fastifyError = error as { code?: string; statusCode?: number; message: string; decodeFailure?: boolean };
+  if (fastifyError.decodeFailure === true)
     return {
-      status: 413,
-      body: withField('body_too_large', `the request body exceeds ${parserError.limit} bytes`, '(body)'),
-    };
-  if (parserError.type === 'entity.parse.failed')
-    return { status: 400, body: withField('malformed_json', 'the request body is not valid JSON', '(body)') };
-  if (typeof parserError.type === 'string' && parserError.status && parserError.status < 500)
-    return { status: parserError.status, body: withField('bad_request', String((error as Error).message)) };
-  // A body that does not inflate as its Content-Encoding says: the parser passes on zlib's error as a 400 without a type.
-  if (parserError.status && parserError.status < 500 && (error as { expose?: boolean }).expose === true) {
-    return {
-      status: parserError.status,
+      status: 400,
       body: withField('bad_request', 'the request body does not decode as its Content-Encoding says', '(body)'),
     };
-  }
+  if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return {
+      status: 413,
+      body: withField('body_too_large', `the request body exceeds ${bodyLimit ?? 'the size limit in'} bytes`, '(body)'),
+    };
+  if (fastifyError.code?.startsWith('FST_') && fastifyError.statusCode !== undefined && fastifyError.statusCode < 500)
+    return { status: fastifyError.statusCode, body: withField('bad_request', fastifyError.message) };
   if (error instanceof HttpException)
     return {
       status: error.getStatus(),

@@ -32,6 +32,7 @@ export const DOCS_CONTRACT: RouteContracts = {
     summary: 'Declared by the Swagger UI to refuse it',
     responses: { 404: { description: 'none' } },
   },
+  'GET /docs/*': SWAGGER_UI_FILE,
   'GET /docs/openapi.json': {
     summary: 'This document',
     responses: { 200: { description: 'OpenAPI 3.1', schema: z.looseObject({ openapi: z.string() }) } },
@@ -153,9 +154,10 @@ function operation(route: string, nestPath: string, contract: RouteContract): Re
 function operationId(route: string): string {
   const [method, path] = route.split(' ');
   const words = path
-    .split(/[^A-Za-z0-9]+/)
+    .split(/[^A-Za-z0-9*]+/)
     .filter((word) => word !== '' && word !== 'v1')
-    .map((word) => word[0].toUpperCase() + word.slice(1));
+    // `/docs/*` beside `/docs`: a wildcard names the folder's files.
+    .map((word) => (word === '*' ? 'Files' : word[0].toUpperCase() + word.slice(1)));
   // `/docs/` beside `/docs`: a trailing slash names the folder's index.
   return method.toLowerCase() + words.join('') + (path.endsWith('/') ? 'Index' : '');
 }

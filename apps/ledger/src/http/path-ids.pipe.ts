@@ -7,7 +7,7 @@ export const ID_MAX_LENGTH = 200;
 
 /**
  * Every id in a route's path (`:sid`, `:mid`, `:id`) must be one a client could have created.
- * Express decodes `%2F` in a path segment, and the default tenant's stream names have no tenant
+ * The router decodes `%2F` in a path segment, and the default tenant's stream names have no tenant
  * part, so an unchecked `acme%2Fx` would name tenant acme's stream `session-acme/x`.
  */
 @Injectable()

@@ -1,5 +1,5 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
 import { Authenticator } from './authenticator.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
@@ -7,15 +7,14 @@ import { IdentityProviderUnavailableError } from './jwt-verifier.js';
 import { OPERATOR_ROUTES, PERMISSIONS } from './permissions.js';
 import { AuthenticationError, DEFAULT_TENANT, type Principal } from './principal.js';
 
-export type AuthenticatedRequest = Request & { principal?: Principal };
+export type AuthenticatedRequest = FastifyRequest & { principal?: Principal };
 
 /**
- * `METHOD /path` as the router declared the route: the permission table's key. Express answers
+ * `METHOD /path` as the router declared the route: the permission table's key. Fastify answers
  * HEAD with the GET route's handler, so HEAD is judged as that GET.
  */
-function routeKey(request: Request): string {
-  const path = (request.route as { path?: string } | undefined)?.path ?? request.path;
-  return `${request.method === 'HEAD' ? 'GET' : request.method} ${path}`;
+export function routeKey(method: string, url: string): string {
+  return `${method === 'HEAD' ? 'GET' : method} ${url}`;
 }
 
 /** The answer to a credential that did not verify; an error that says nothing of the credential is passed on. */
@@ -42,7 +41,7 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const route = routeKey(request);
+    const route = routeKey(request.method, request.routeOptions.url ?? request.url);
     const rule = PERMISSIONS[route];
     if (rule === undefined) throw new ApiError(403, 'forbidden', 'this route is not open to any credential');
     if (rule === 'public') return true;
@@ -67,8 +66,8 @@ export class AuthGuard implements CanActivate {
     if (waitMs > 0) {
       context
         .switchToHttp()
-        .getResponse<Response>()
-        .setHeader('Retry-After', String(Math.ceil(waitMs / 1_000)));
+        .getResponse<FastifyReply>()
+        .header('Retry-After', String(Math.ceil(waitMs / 1_000)));
       throw new ApiError(
         429,
         'rate_limited',

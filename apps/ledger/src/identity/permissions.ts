@@ -31,8 +31,8 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'POST /gateway/openai/v1/responses': PRODUCER,
   'POST /gateway/anthropic/v1/messages': PRODUCER,
   /**
-   * The Swagger UI serves the API's description, no data: its page, its script, the OpenAPI
-   * document as JSON and YAML (Express serves these directly; the guard never sees them).
+   * The Swagger UI serves the API's description, no data: its page, its scripts and styles, the
+   * OpenAPI document as JSON and YAML (Fastify serves these directly; the guard never sees them).
    */
   'GET /docs': 'public',
   'GET /docs/': 'public',
@@ -40,12 +40,13 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
   'GET /docs/swagger-ui-init.js': 'public',
   'GET /docs/docs/swagger-ui-init.js': 'public',
   'GET /docs/LICENSE': 'public',
+  'GET /docs/*': 'public',
   'GET /docs/openapi.json': 'public',
   'GET /docs-yaml': 'public',
   'GET /metrics': ADMINS,
   /** The reviewer console's built files (the app's page for any other path): no data. */
   'GET /console': 'public',
-  'GET /console/*path': 'public',
+  'GET /console/*': 'public',
   /** How the console signs people in (the OpenID provider and its public client id, if configured). */
   'GET /v1/console/config': 'public',
   /** Who the credential is: every role may ask. */

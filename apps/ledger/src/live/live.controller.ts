@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Param, Query, Req, Res, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { EventLog } from '#event-log';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
@@ -62,8 +62,8 @@ export class LiveController implements BeforeApplicationShutdown {
   async session(
     @Param('sid') sessionId: string,
     @Query() query: unknown,
-    @Req() request: Request,
-    @Res() response: Response,
+    @Req() request: FastifyRequest,
+    @Res() response: FastifyReply,
     @CurrentPrincipal() principal: Principal,
   ): Promise<void> {
     const from = await this.resumePoint(request, sessionLiveQuery.parse(query).from);
@@ -97,8 +97,8 @@ export class LiveController implements BeforeApplicationShutdown {
   @Get('events/live')
   async events(
     @Query() query: unknown,
-    @Req() request: Request,
-    @Res() response: Response,
+    @Req() request: FastifyRequest,
+    @Res() response: FastifyReply,
     @CurrentPrincipal() principal: Principal,
   ): Promise<void> {
     const { from: fromQuery, types, streams } = eventsLiveQuery.parse(query);
@@ -162,10 +162,12 @@ export class LiveController implements BeforeApplicationShutdown {
     };
   }
 
-  private open(response: Response, from: bigint | undefined, tenant: string, release: () => void): SseStream {
+  private open(response: FastifyReply, from: bigint | undefined, tenant: string, release: () => void): SseStream {
     this.metrics.liveClientOpened();
+    // The stream writes to the connection itself from here on; Fastify sends nothing more.
+    response.hijack();
     const stream = new SseStream(
-      response,
+      response.raw,
       this.config.live,
       (reason) => {
         this.streams.delete(stream);
@@ -181,7 +183,7 @@ export class LiveController implements BeforeApplicationShutdown {
   }
 
   /** `?from=` or `Last-Event-ID`; one beyond the log head cannot be a position the client saw. */
-  private async resumePoint(request: Request, from: bigint | undefined): Promise<bigint | undefined> {
+  private async resumePoint(request: FastifyRequest, from: bigint | undefined): Promise<bigint | undefined> {
     const header = request.headers['last-event-id'];
     let resume = from;
     if (resume === undefined && typeof header === 'string' && header !== '') {

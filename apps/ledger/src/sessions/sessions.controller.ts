@@ -10,7 +10,7 @@ import {
   type SessionEventOf,
 } from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
-import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
@@ -56,7 +56,7 @@ export class SessionsController {
   async open(
     @Body() body: unknown,
     @CurrentPrincipal() principal: Principal,
-    @Res({ passthrough: true }) response: Response,
+    @Res({ passthrough: true }) response: FastifyReply,
   ) {
     const input = createSessionBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
@@ -79,7 +79,7 @@ export class SessionsController {
     @Param('sid') sessionId: string,
     @Body() body: unknown,
     @CurrentPrincipal() principal: Principal,
-    @Res({ passthrough: true }) response: Response,
+    @Res({ passthrough: true }) response: FastifyReply,
   ) {
     const input = createMessageBody.parse(body ?? {});
     const id = input.id ?? randomUUID();
@@ -106,7 +106,7 @@ export class SessionsController {
     @Param('sid') sessionId: string,
     @Param('mid') messageId: string,
     @Query() query: unknown,
-    @Req() request: Request,
+    @Req() request: FastifyRequest,
     @CurrentPrincipal() principal: Principal,
   ) {
     const { dialect, seq } = dialectQuery.parse(query);
@@ -290,10 +290,10 @@ export class SessionsController {
 }
 
 /** A repeated create is answered `200` with the position the first one got. */
-function created(response: Response, outcome: CommandOutcome): CommandOutcome {
+function created(response: FastifyReply, outcome: CommandOutcome): CommandOutcome {
   const { repeatOf } = outcome.decision;
   if (repeatOf === undefined) return outcome;
-  response.status(200);
+  void response.status(200);
   return { ...outcome, position: repeatOf.position };
 }
 

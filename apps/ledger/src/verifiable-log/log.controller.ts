@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Query, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { ApiError } from '../http/api-error.js';
 import { VerifiableLog } from './verifiable-log.js';
@@ -17,8 +17,8 @@ export const inclusionQuery = z.object({
 export const consistencyQuery = z.object({ from: count('a tree size'), to: count('a tree size') });
 
 /** Set on success only: an error answers in JSON like every other. */
-function asText(response: Response, text: string): string {
-  response.type('text/plain; charset=utf-8');
+function asText(response: FastifyReply, text: string): string {
+  void response.type('text/plain; charset=utf-8');
   return text;
 }
 
@@ -33,7 +33,7 @@ export class LogController {
   constructor(@Inject(VerifiableLog) private readonly log: VerifiableLog) {}
 
   @Get('checkpoint')
-  async checkpoint(@Query() query: unknown, @Res({ passthrough: true }) response: Response): Promise<string> {
+  async checkpoint(@Query() query: unknown, @Res({ passthrough: true }) response: FastifyReply): Promise<string> {
     const { treeSize } = checkpointQuery.parse(query);
     const checkpoint = await this.log.checkpoint(treeSize);
     if (!checkpoint)
@@ -42,7 +42,7 @@ export class LogController {
   }
 
   @Get('key')
-  key(@Res({ passthrough: true }) response: Response): string {
+  key(@Res({ passthrough: true }) response: FastifyReply): string {
     return asText(response, `${this.log.key.verifierKey}\n`);
   }
 

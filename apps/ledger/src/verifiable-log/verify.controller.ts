@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Param, Query, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
@@ -36,20 +36,18 @@ export class VerifyController {
   }
 
   /**
-   * NDJSON, one line at a time; built (and the export recorded) before the first line is sent, so a
-   * refusal is a plain 4xx.
+   * NDJSON, an event a line; built (and the export recorded) before anything is sent, so a refusal
+   * is a plain 4xx.
    */
   @Get('sessions/:sid/export')
   async exportSession(
     @Param('sid') sessionId: string,
     @Query() query: unknown,
     @CurrentPrincipal() principal: Principal,
-    @Res() response: Response,
+    @Res() response: FastifyReply,
   ): Promise<void> {
     const { since } = exportQuery.parse(query);
     const lines = await this.exporter.export(principal, sessionId, since, new Date());
-    response.type('application/x-ndjson');
-    for (const line of lines) response.write(`${line}\n`);
-    response.end();
+    void response.type('application/x-ndjson').send(lines.map((line) => `${line}\n`).join(''));
   }
 }

@@ -1,0 +1,96 @@
+import { gzipSync } from 'node:zlib';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+
+/**
+ * Attack: what the HTTP adapter reads before any route (decision 0043). Under Fastify the body
+ * parsers, the inflating of compressed bodies, the router's case and trailing-slash rules and its
+ * limit on a path parameter are ours to set; each must refuse what Express refused, name the
+ * field, and let nothing reach the log or a route the permission table does not open.
+ */
+const MAX_BODY = 16 * 1024;
+
+describe('attack: bodies, encodings and paths as the HTTP adapter reads them', () => {
+  let ledger: LedgerUnderTest;
+  let producer: string;
+  let readerOnly: string;
+  const sessionId = 'bodies-session';
+
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_MAX_BODY_BYTES: String(MAX_BODY) });
+    producer = `Bearer ${await ledger.credentials.key('client')}`;
+    readerOnly = `Bearer ${await ledger.credentials.key('reader-only', { roles: ['reader'] })}`;
+    expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
+    const message = { id: 'a1', role: 'assistant', parentId: null };
+    expect((await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, message)).status).toBe(201);
+  });
+  afterAll(async () => {
+    await ledger?.close();
+  });
+
+  const send = (path: string, body: Uint8Array | string, headers: Record<string, string>, authorization = producer) =>
+    fetch(`${ledger.baseUrl}${path}`, { method: 'POST', headers: { authorization, ...headers }, body });
+  const chunksPath = `/v1/sessions/${sessionId}/messages/a1/chunks`;
+  const eventCount = async () =>
+    (await ledger.request('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.length as number;
+
+  it('refuses a small compressed body that inflates past the limit (413), and appends nothing', async () => {
+    const before = await eventCount();
+    const chunks = [{ seq: 1, type: 'text.delta', text: 'a'.repeat(MAX_BODY * 4) }];
+    const bomb = gzipSync(JSON.stringify(chunks));
+    expect(bomb.length).toBeLessThan(MAX_BODY);
+    const response = await send(chunksPath, bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toEqual({
+      error: { code: 'body_too_large', message: `the request body exceeds ${MAX_BODY} bytes`, field: '(body)' },
+    });
+    expect(await eventCount()).toBe(before);
+  });
+
+  it('refuses a Content-Encoding it cannot inflate (415 naming it)', async () => {
+    const response = await send('/v1/sessions', '{"id":"zstd"}', {
+      'content-type': 'application/json',
+      'content-encoding': 'zstd',
+    });
+    expect(response.status).toBe(415);
+    expect((await response.json()).error).toMatchObject({ code: 'unsupported_media_type', field: 'content-encoding' });
+    expect((await ledger.request('GET', '/v1/sessions/zstd')).status).toBe(404);
+  });
+
+  it('reads a JSON body only as an object or array: a JSON string is not a batch of NDJSON lines', async () => {
+    const before = await eventCount();
+    const lines = `${JSON.stringify({ seq: 1, type: 'llm_response_created' })}\n`;
+    const response = await send(chunksPath, JSON.stringify(lines), { 'content-type': 'application/json' });
+    expect(response.status).toBe(400);
+    expect((await response.json()).error).toMatchObject({ code: 'malformed_json', field: '(body)' });
+    expect(await eventCount()).toBe(before);
+  });
+
+  it('reads application/*+json as JSON', async () => {
+    const response = await send('/v1/sessions', '{"id":"vendor-json"}', {
+      'content-type': 'application/vnd.acme+json',
+    });
+    expect(response.status).toBe(201);
+    expect((await response.json()).id).toBe('vendor-json');
+  });
+
+  it('refuses a path id past its length by name (400), however long, rather than as an unknown route', async () => {
+    for (const length of [201, 5_000]) {
+      const answer = await ledger.request('GET', `/v1/sessions/${'s'.repeat(length)}`);
+      expect(answer).toMatchObject({ status: 400, body: { error: { code: 'invalid_request', field: 'sid' } } });
+    }
+  });
+
+  it('routes another letter case or a trailing slash to the same route, under the same permission', async () => {
+    for (const path of [`/V1/SESSIONS/${sessionId}`, `/v1/sessions/${sessionId}/`]) {
+      const read = await fetch(`${ledger.baseUrl}${path}`, { headers: { authorization: readerOnly } });
+      expect({ path, status: read.status }).toEqual({ path, status: 200 });
+      expect((await read.json()).id).toBe(sessionId);
+    }
+    // A reader may not write, whatever the path's case: the guard keys the route as declared.
+    for (const path of ['/V1/SESSIONS', '/v1/Sessions/']) {
+      const write = await send(path, '{"id":"by-a-reader"}', { 'content-type': 'application/json' }, readerOnly);
+      expect({ path, status: write.status }).toEqual({ path, status: 403 });
+    }
+    expect((await ledger.request('GET', '/v1/sessions/by-a-reader')).status).toBe(404);
+  });
+});
