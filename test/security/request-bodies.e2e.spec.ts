@@ -1,5 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { connect, until } from '../support/raw-connection.js';
 
 /**
  * Attack: what the HTTP adapter reads before any route (decision 0043). Under Fastify the body
@@ -29,6 +30,7 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
 
   const send = (path: string, body: Uint8Array | string, headers: Record<string, string>, authorization = producer) =>
     fetch(`${ledger.baseUrl}${path}`, { method: 'POST', headers: { authorization, ...headers }, body });
+  const bodyOf = (response: Response): Promise<any> => response.json();
   const chunksPath = `/v1/sessions/${sessionId}/messages/a1/chunks`;
   const eventCount = async () =>
     (await ledger.request('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events.length as number;
@@ -40,7 +42,7 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
     expect(bomb.length).toBeLessThan(MAX_BODY);
     const response = await send(chunksPath, bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
     expect(response.status).toBe(413);
-    expect(await response.json()).toEqual({
+    expect(await bodyOf(response)).toEqual({
       error: { code: 'body_too_large', message: `the request body exceeds ${MAX_BODY} bytes`, field: '(body)' },
     });
     expect(await eventCount()).toBe(before);
@@ -52,7 +54,7 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
       'content-encoding': 'zstd',
     });
     expect(response.status).toBe(415);
-    expect((await response.json()).error).toMatchObject({ code: 'unsupported_media_type', field: 'content-encoding' });
+    expect((await bodyOf(response)).error).toMatchObject({ code: 'unsupported_media_type', field: 'content-encoding' });
     expect((await ledger.request('GET', '/v1/sessions/zstd')).status).toBe(404);
   });
 
@@ -61,7 +63,7 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
     const lines = `${JSON.stringify({ seq: 1, type: 'llm_response_created' })}\n`;
     const response = await send(chunksPath, JSON.stringify(lines), { 'content-type': 'application/json' });
     expect(response.status).toBe(400);
-    expect((await response.json()).error).toMatchObject({ code: 'malformed_json', field: '(body)' });
+    expect((await bodyOf(response)).error).toMatchObject({ code: 'malformed_json', field: '(body)' });
     expect(await eventCount()).toBe(before);
   });
 
@@ -70,7 +72,7 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
       'content-type': 'application/vnd.acme+json',
     });
     expect(response.status).toBe(201);
-    expect((await response.json()).id).toBe('vendor-json');
+    expect((await bodyOf(response)).id).toBe('vendor-json');
   });
 
   it('refuses a path id past its length by name (400), however long, rather than as an unknown route', async () => {
@@ -84,7 +86,7 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
     for (const path of [`/V1/SESSIONS/${sessionId}`, `/v1/sessions/${sessionId}/`]) {
       const read = await fetch(`${ledger.baseUrl}${path}`, { headers: { authorization: readerOnly } });
       expect({ path, status: read.status }).toEqual({ path, status: 200 });
-      expect((await read.json()).id).toBe(sessionId);
+      expect((await bodyOf(read)).id).toBe(sessionId);
     }
     // A reader may not write, whatever the path's case: the guard keys the route as declared.
     for (const path of ['/V1/SESSIONS', '/v1/Sessions/']) {
@@ -92,5 +94,77 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
       expect({ path, status: write.status }).toEqual({ path, status: 403 });
     }
     expect((await ledger.request('GET', '/v1/sessions/by-a-reader')).status).toBe(404);
+  });
+
+  it('decodes a text body in its declared charset, and refuses bytes or charsets it cannot read (never U+FFFD)', async () => {
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    const lines = [
+      { seq: 1, type: 'text.start' },
+      { seq: 2, type: 'text.delta', text: 'café über' },
+    ];
+    const ndjson = latin1(lines.map((line) => JSON.stringify(line)).join('\n'));
+    const decodedPath = `/v1/sessions/${sessionId}/messages/latin1/chunks`;
+    const message = { id: 'latin1', role: 'assistant', parentId: 'a1' };
+    expect((await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, message)).status).toBe(201);
+    const read = await send(decodedPath, ndjson, { 'content-type': 'application/x-ndjson; charset=latin1' });
+    expect(read.status).toBe(200);
+    const recorded = (await ledger.request('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events;
+    expect(recorded.at(-1).data).toMatchObject({ messageId: 'latin1', seq: 2 });
+    expect(JSON.stringify(recorded.at(-1).data)).toContain('"café über"');
+
+    const before = await eventCount();
+    const refusals: [string, Uint8Array | string, number, string][] = [
+      // JSON is Unicode: a JSON body in Latin-1 is refused, as Express refused it.
+      ['application/json; charset=latin1', latin1('[{"seq":3,"type":"raw","content":"café"}]'), 415, 'content-type'],
+      ['application/x-ndjson; charset=bogus', '{"seq":3,"type":"raw","content":1}', 415, 'content-type'],
+      ['application/json; charset=utf-8, application/xml', '[{"seq":3,"type":"raw","content":1}]', 415, 'content-type'],
+      // Bytes that are not UTF-8 are not stored as replacement characters.
+      ['application/json', latin1('[{"seq":3,"type":"raw","content":"café"}]'), 400, '(body)'],
+      ['application/x-ndjson', latin1('{"seq":3,"type":"raw","content":"café"}'), 400, '(body)'],
+    ];
+    for (const [contentType, body, status, field] of refusals) {
+      const response = await send(decodedPath, body, { 'content-type': contentType });
+      expect({ contentType, status: response.status, field: (await bodyOf(response)).error.field }).toEqual({
+        contentType,
+        status,
+        field,
+      });
+    }
+    expect(await eventCount()).toBe(before);
+    const withMark = await send('/v1/sessions', '\ufeff{"id":"byte-order-mark"}', {
+      'content-type': 'application/json',
+    });
+    expect(withMark.status).toBe(201);
+  });
+
+  it('answers a path that is not valid percent-encoding in the API shape, without echoing it', async () => {
+    const response = await fetch(`${ledger.baseUrl}/v1/sessions/%E0%A4%A`, { headers: { authorization: producer } });
+    expect(response.status).toBe(400);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({ error: { code: 'bad_request', message: expect.any(String), field: '(path)' } });
+    expect(text).not.toContain('%E0');
+  });
+
+  it('answers bytes that are not HTTP in the API shape', async () => {
+    const socket = await connect(ledger.baseUrl);
+    let received = '';
+    socket.on('data', (bytes: Buffer) => (received += bytes.toString('utf8')));
+    socket.write('POST /v1/sessions HTTP/1.1\r\nHost: ledger\r\nContent-Length: abc\r\n\r\n{}');
+    await until(() => socket.destroyed || socket.readableEnded, 10_000, 'the server to close the connection');
+    expect(received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: { code: 'bad_request', message: 'the request is not valid HTTP' },
+    });
+  });
+
+  it("answers a gateway route reached through a percent-encoded path in its provider's error shape", async () => {
+    for (const path of ['/gateway/openai/v1/chat/completions', '/gat%65way/openai/v1/chat/completions']) {
+      const response = await send(path, '{"model":', { 'content-type': 'application/json' });
+      expect({ path, status: response.status, body: await response.json() }).toMatchObject({
+        path,
+        status: 400,
+        body: { error: { type: 'invalid_request_error', code: 'malformed_json' } },
+      });
+    }
   });
 });

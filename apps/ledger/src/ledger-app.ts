@@ -6,6 +6,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyRequest } from 'fastify';
 import { Logger } from 'nestjs-pino';
 import { AppModule, type AppOptions } from './app.module.js';
+import { connectionRefusal, routerRefusal } from './http/adapter-refusals.js';
 import { ApiErrorFilter } from './http/api-error.js';
 import { readRequestBodies } from './http/request-bodies.js';
 import { LedgerMetrics } from './metrics/ledger-metrics.js';
@@ -35,6 +36,8 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
     // Routing as it was under Express: a trailing slash and letter case do not matter. An id longer
     // than the pipe allows must reach the pipe, to be refused by name rather than as an unknown route.
     routerOptions: { ignoreTrailingSlash: true, caseSensitive: false, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
+    frameworkErrors: routerRefusal,
+    clientErrorHandler: connectionRefusal,
   });
   // abortOnError false: a failure while building the modules reaches the caller, which stops what it started.
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {

@@ -51,6 +51,12 @@ const TOOLCALL_ERROR_STATUS: Record<ToolCallError['code'], number> = {
   already_approved: 409,
 };
 
+/** What a body the service does not read (415) is told. */
+export const MEDIA_TYPES_READ = 'send application/json (chunks also as application/x-ndjson)';
+
+/** The code of a refusal Fastify or a plugin (the Swagger UI's files) made, by its status. */
+const CLIENT_ERROR_CODES: Readonly<Record<number, string>> = { 403: 'forbidden', 404: 'not_found' };
+
 /** Counts refused requests (401, 403, 429) by reason. */
 export type RefusalCounter = (status: number, reason: string) => void;
 
@@ -76,7 +82,7 @@ export class ApiErrorFilter implements ExceptionFilter {
     }
     if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="block-ledger"');
     // The gateway's clients are provider SDKs: they read errors in their provider's shape.
-    const shape = errorShapeOf(path);
+    const shape = errorShapeOf(reply.request.routeOptions.url ?? path);
     void reply.status(status).send(shape ? providerErrorBody(shape, { status, ...body }) : { error: body });
   }
 }
@@ -113,21 +119,29 @@ function describeError(
     return { status: 400, body: withField('invalid_event', error.message, error.field) };
   if (error instanceof WrongExpectedRevisionError)
     return { status: 409, body: withField('concurrent_write', 'the session changed concurrently; retry the request') };
-  // What Fastify refuses before Nest routes a request, which Nest hands on wrapped.
+  // What Fastify and its plugins refuse before Nest routes a request, which Nest hands on wrapped.
   if (error instanceof HttpException && error.cause !== undefined) return describeError(error.cause, bodyLimit);
-  const fastifyError = error as { code?: string; statusCode?: number; message: string; decodeFailure?: boolean };
-  if (fastifyError.decodeFailure === true)
+  const refusal = error as { code?: string; statusCode?: number; message: string; decodeFailure?: boolean };
+  if (refusal.decodeFailure === true)
     return {
       status: 400,
       body: withField('bad_request', 'the request body does not decode as its Content-Encoding says', '(body)'),
     };
-  if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+  if (refusal.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return {
       status: 413,
       body: withField('body_too_large', `the request body exceeds ${bodyLimit ?? 'the size limit in'} bytes`, '(body)'),
     };
-  if (fastifyError.code?.startsWith('FST_') && fastifyError.statusCode !== undefined && fastifyError.statusCode < 500)
-    return { status: fastifyError.statusCode, body: withField('bad_request', fastifyError.message) };
+  if (refusal.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+    return {
+      status: 415,
+      body: withField('unsupported_media_type', MEDIA_TYPES_READ, 'content-type'),
+    };
+  if (refusal.statusCode !== undefined && refusal.statusCode >= 400 && refusal.statusCode < 500)
+    return {
+      status: refusal.statusCode,
+      body: withField(CLIENT_ERROR_CODES[refusal.statusCode] ?? 'bad_request', refusal.message),
+    };
   if (error instanceof HttpException)
     return {
       status: error.getStatus(),

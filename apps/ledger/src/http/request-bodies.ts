@@ -1,7 +1,9 @@
+import { isUtf8 } from 'node:buffer';
 import { pipeline, type Readable, type Transform } from 'node:stream';
+import { MIMEType, TextDecoder } from 'node:util';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from './api-error.js';
+import { ApiError, MEDIA_TYPES_READ } from './api-error.js';
 
 /** The gateway's routes forward the client's bytes as they came, under a limit of their own. */
 export interface GatewayBodies {
@@ -12,6 +14,8 @@ export interface GatewayBodies {
 
 /** `application/json` and `application/*+json`, read as JSON. */
 const JSON_TYPES = /^application\/(?:[^;]*\+)?json(?:;|$)/;
+/** JSON is Unicode (RFC 8259); as body-parser had it, a JSON body may declare a UTF charset only. */
+const JSON_CHARSETS = /^utf-/i;
 /** A chunk batch's lines as text. */
 const TEXT_TYPES = ['application/x-ndjson', 'application/ndjson', 'application/jsonl', 'text/plain'];
 
@@ -40,8 +44,9 @@ export function readRequestBodies(fastify: FastifyInstance, gateway: GatewayBodi
     if (body.length === 0) return done(null, undefined);
     let value: unknown;
     try {
-      value = JSON.parse(body.toString('utf8'));
-    } catch {
+      value = JSON.parse(bodyText(request, body, JSON_CHARSETS));
+    } catch (error) {
+      if (error instanceof ApiError) return done(error);
       return done(new ApiError(400, 'malformed_json', 'the request body is not valid JSON', '(body)'));
     }
     // As Express read JSON: an object or an array (a bare string would read as a batch's NDJSON lines).
@@ -49,14 +54,64 @@ export function readRequestBodies(fastify: FastifyInstance, gateway: GatewayBodi
       return done(new ApiError(400, 'malformed_json', 'the request body must be a JSON object or array', '(body)'));
     done(null, value);
   });
-  fastify.addContentTypeParser(TEXT_TYPES, { parseAs: 'buffer' }, (request, body: Buffer, done) =>
-    done(null, isGateway(request) ? body : body.toString('utf8')),
-  );
+  fastify.addContentTypeParser(TEXT_TYPES, { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    if (isGateway(request)) return done(null, body);
+    try {
+      done(null, bodyText(request, body));
+    } catch (error) {
+      done(error as ApiError);
+    }
+  });
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     if (isGateway(request)) return done(null, body);
-    const rule = 'send application/json (chunks also as application/x-ndjson)';
-    done(new ApiError(415, 'unsupported_media_type', rule, 'content-type'));
+    done(new ApiError(415, 'unsupported_media_type', MEDIA_TYPES_READ, 'content-type'));
   });
+}
+
+/**
+ * The body as text in the charset its Content-Type declares (UTF-8 when none), without a byte order
+ * mark. A charset it cannot decode is refused (415), and so are bytes that are not in that charset
+ * (400): a ledger keeps what it was sent, never U+FFFD in its place.
+ */
+function bodyText(request: FastifyRequest, body: Buffer, allowed?: RegExp): string {
+  const charset = charsetOf(request.headers['content-type']) ?? 'utf-8';
+  if (/^utf-?8$/i.test(charset)) {
+    if (!isUtf8(body)) throw notIn('UTF-8');
+    const text = body.toString('utf8');
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  }
+  const decoder = allowed === undefined || allowed.test(charset) ? decoderFor(charset) : undefined;
+  if (!decoder) {
+    const rule = `charset ${JSON.stringify(charset)} is not read here`;
+    throw new ApiError(415, 'unsupported_media_type', rule, 'content-type');
+  }
+  try {
+    return decoder.decode(body);
+  } catch {
+    throw notIn(charset);
+  }
+}
+
+function charsetOf(contentType: string | undefined): string | undefined {
+  if (!contentType?.includes(';')) return undefined;
+  try {
+    return new MIMEType(contentType).params.get('charset') ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Its byte order mark is read as such, not as text. */
+function decoderFor(charset: string): TextDecoder | undefined {
+  try {
+    return new TextDecoder(charset, { fatal: true });
+  } catch {
+    return undefined;
+  }
+}
+
+function notIn(charset: string): ApiError {
+  return new ApiError(400, 'bad_request', `the request body is not valid ${charset}`, '(body)');
 }
 
 /**
