@@ -3,7 +3,7 @@ import { ledgerOpenApiDocument } from '../../apps/ledger/src/api-contracts.js';
 import { CONSOLE_FILE_ROUTES } from '../../apps/ledger/src/console/console.contract.js';
 import { PERMISSIONS } from '../../apps/ledger/src/identity/permissions.js';
 import { API_TYPES_FILE, generatedApiTypes } from '../support/api-types.js';
-import { declaredRoutes } from '../support/declared-routes.js';
+import { declaredRoutes } from '../../apps/ledger/src/ledger-app.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { openApiProblems } from '../support/openapi-validator.js';
 import { probe } from '../support/probe.js';

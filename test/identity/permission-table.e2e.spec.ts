@@ -3,7 +3,7 @@ import { governedToolCallId } from '#core';
 import { OPERATOR_ROUTES, PERMISSIONS } from '../../apps/ledger/src/identity/permissions.js';
 import { ROLES, type Role } from '../../apps/ledger/src/identity/principal.js';
 import { governanceFixture, type GovernanceFixture } from '../support/governance-fixture.js';
-import { declaredRoutes } from '../support/declared-routes.js';
+import { declaredRoutes } from '../../apps/ledger/src/ledger-app.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { eventually, probe, type Probed } from '../support/probe.js';
 

@@ -1,1 +1,0 @@
-export { declaredRoutes } from '../../apps/ledger/src/ledger-app.js';
