@@ -121,6 +121,19 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
       // Bytes that are not UTF-8 are not stored as replacement characters.
       ['application/json', latin1('[{"seq":3,"type":"raw","content":"café"}]'), 400, '(body)'],
       ['application/x-ndjson', latin1('{"seq":3,"type":"raw","content":"café"}'), 400, '(body)'],
+      // windows-1252's € “ ” (0x80–0x9F), which Node 20's decoder reads as control characters.
+      [
+        'application/x-ndjson; charset=windows-1252',
+        Buffer.from([...latin1('{"seq":3,"type":"raw","content":"'), 0x80, 0x22, 0x7d]),
+        400,
+        '(body)',
+      ],
+      [
+        'application/x-ndjson; charset=latin1; charset=utf-8',
+        '{"seq":3,"type":"raw","content":1}',
+        415,
+        'content-type',
+      ],
     ];
     for (const [contentType, body, status, field] of refusals) {
       const response = await send(decodedPath, body, { 'content-type': contentType });
@@ -166,5 +179,20 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
         body: { error: { type: 'invalid_request_error', code: 'malformed_json' } },
       });
     }
+  });
+
+  it('records a gateway request as sent: bytes that are not UTF-8 are refused, not recorded as U+FFFD', async () => {
+    const body = Buffer.from('{"model":"m","messages":[{"role":"user","content":"caf\xe9"}]}', 'latin1');
+    const response = await send('/gateway/openai/v1/chat/completions', body, { 'content-type': 'application/json' });
+    expect(response.status).toBe(400);
+    expect((await bodyOf(response)).error).toMatchObject({ code: 'malformed_json' });
+  });
+
+  it('answers an unknown route without echoing its target, whose query may hold a credential', async () => {
+    const response = await fetch(`${ledger.baseUrl}/v1/no-such-route?access_token=secret-in-query`);
+    const text = await response.text();
+    expect(response.status).toBe(404);
+    expect(text).not.toContain('secret-in-query');
+    expect(JSON.parse(text)).toEqual({ error: { code: 'not_found', message: 'no route serves this path' } });
   });
 });

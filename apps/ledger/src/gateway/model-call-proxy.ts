@@ -14,6 +14,7 @@ import {
   type ModelCallRequest,
   type SessionState,
 } from '#core';
+import { isUtf8 } from 'node:buffer';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
@@ -345,6 +346,8 @@ function queryOf(request: FastifyRequest): string {
 function jsonBody(body: unknown): unknown {
   if (!Buffer.isBuffer(body) || body.length === 0)
     throw new ApiError(400, 'invalid_request', 'the request body must be a JSON object', '(body)');
+  // Forwarded as sent, so recorded as sent: bytes that are not UTF-8 would be recorded as U+FFFD.
+  if (!isUtf8(body)) throw new ApiError(400, 'malformed_json', 'the request body is not UTF-8 JSON', '(body)');
   try {
     return JSON.parse(body.toString('utf8')) as unknown;
   } catch {

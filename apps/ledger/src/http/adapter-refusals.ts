@@ -28,7 +28,9 @@ export function connectionRefusal(error: NodeJS.ErrnoException, socket: Socket):
         ? [431, 'headers_too_large', 'the request headers are too large']
         : [400, 'bad_request', 'the request is not valid HTTP'];
   const body = JSON.stringify({ error: { code, message } });
-  if (socket.writable) {
+  // A response already under way on this connection (a live feed) is not written into, as Node does.
+  const inProgress = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inProgress?.headersSent) {
     const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json`;
     socket.write(`${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   }

@@ -142,11 +142,11 @@ function describeError(
       status: refusal.statusCode,
       body: withField(CLIENT_ERROR_CODES[refusal.statusCode] ?? 'bad_request', refusal.message),
     };
+  // Nest's 404 names the whole request target, query included, which may carry a credential.
+  if (error instanceof HttpException && error.getStatus() === 404)
+    return { status: 404, body: withField('not_found', 'no route serves this path') };
   if (error instanceof HttpException)
-    return {
-      status: error.getStatus(),
-      body: withField(error.getStatus() === 404 ? 'not_found' : 'http_error', error.message),
-    };
+    return { status: error.getStatus(), body: withField('http_error', error.message) };
   return { status: 500, body: withField('internal', 'internal error') };
 }
 

@@ -81,9 +81,12 @@ function bodyText(request: FastifyRequest, body: Buffer, allowed?: RegExp): stri
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
   const decoder = allowed === undefined || allowed.test(charset) ? decoderFor(charset) : undefined;
-  if (!decoder) {
-    const rule = `charset ${JSON.stringify(charset)} is not read here`;
-    throw new ApiError(415, 'unsupported_media_type', rule, 'content-type');
+  if (!decoder) throw unreadCharset();
+  if (decoder.encoding === 'windows-1252') {
+    // Node 20's decoder reads 0x80–0x9F as control characters where windows-1252 (what latin1, iso-8859-1 and
+    // us-ascii mean on the web) has € “ ” Š…: refused rather than stored as the wrong characters.
+    if (body.some((byte) => byte >= 0x80 && byte <= 0x9f)) throw notIn(charset);
+    return body.toString('latin1');
   }
   try {
     return decoder.decode(body);
@@ -92,13 +95,19 @@ function bodyText(request: FastifyRequest, body: Buffer, allowed?: RegExp): stri
   }
 }
 
+/** The declared charset; a Content-Type whose parameters cannot be read, or that declares two, is refused. */
 function charsetOf(contentType: string | undefined): string | undefined {
   if (!contentType?.includes(';')) return undefined;
+  if ((contentType.match(/charset\s*=/gi)?.length ?? 0) > 1) throw unreadCharset();
   try {
     return new MIMEType(contentType).params.get('charset') ?? undefined;
   } catch {
-    return undefined;
+    throw unreadCharset();
   }
+}
+
+function unreadCharset(): ApiError {
+  return new ApiError(415, 'unsupported_media_type', 'the declared charset is not read here', 'content-type');
 }
 
 /** Its byte order mark is read as such, not as text. */
