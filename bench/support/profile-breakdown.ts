@@ -21,6 +21,26 @@ interface Profile {
   readonly timeDeltas: readonly number[];
 }
 
+/** The HTTP stack's packages, Express's (before decision 0043) and Fastify's, so profiles of either compare. */
+const HTTP_PACKAGES = [
+  '@nestjs',
+  '@fastify',
+  'fastify[a-z-]*',
+  'fast-querystring',
+  'fast-decode-uri-component',
+  'find-my-way',
+  'avvio',
+  'express',
+  'body-parser',
+  'raw-body',
+  'router',
+  'on-finished',
+  'finalhandler',
+  'iconv-lite',
+  'pino',
+  'pino-http',
+];
+
 /** First match wins: more specific stages before the broad ones. */
 const STAGES: readonly (readonly [string, RegExp])[] = [
   ['idle', /^\(idle\)$/],
@@ -36,7 +56,7 @@ const STAGES: readonly (readonly [string, RegExp])[] = [
   ['auth (guard, keys)', /apps\/ledger\/src\/identity\//],
   [
     'HTTP and parse (Nest, Fastify, Express, body parsers)',
-    /node_modules\/(@nestjs|@fastify|fastify[a-z-]*|fast-querystring|fast-decode-uri-component|find-my-way|avvio|express|body-parser|raw-body|router|on-finished|finalhandler|iconv-lite|pino|pino-http)\/|node:_http|node:http/,
+    new RegExp(`node_modules/(${HTTP_PACKAGES.join('|')})/|node:_http|node:http`),
   ],
   [
     'Node runtime (buffers, events, streams, microtasks)',
