@@ -195,4 +195,38 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
     expect(text).not.toContain('secret-in-query');
     expect(JSON.parse(text)).toEqual({ error: { code: 'not_found', message: 'no route serves this path' } });
   });
+
+  it("serves the Swagger UI's own files under /docs/* and nothing beside them, whatever the path's tricks", async () => {
+    expect((await fetch(`${ledger.baseUrl}/docs/swagger-ui.css`)).status).toBe(200);
+    const tricks = [
+      '/docs/../package.json',
+      '/docs/%2e%2e/%2e%2e/package.json',
+      '/docs/..%2f..%2f..%2fpackage.json',
+      '/docs/..%5c..%5cpackage.json',
+      '/docs/%00swagger-ui.css',
+      '/docs/.npmrc',
+      '/docs/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd',
+    ];
+    for (const path of tricks) {
+      const response = await fetch(`${ledger.baseUrl}${path}`);
+      const text = await response.text();
+      expect({ path, refused: response.status === 403 || response.status === 404 }).toEqual({ path, refused: true });
+      expect(text).not.toContain('"block-ledger"');
+      expect(text).not.toContain('root:');
+      expect(JSON.parse(text).error.code).toMatch(/^(forbidden|not_found)$/);
+    }
+  });
+
+  it('writes no refusal into a live feed already under way when bad bytes follow on its connection', async () => {
+    const socket = await connect(ledger.baseUrl);
+    let received = '';
+    socket.on('data', (bytes: Buffer) => (received += bytes.toString('utf8')));
+    socket.write(`GET /v1/sessions/${sessionId}/live HTTP/1.1\r\nHost: ledger\r\nAuthorization: ${readerOnly}\r\n\r\n`);
+    await until(() => received.includes('\r\n\r\n'), 10_000, 'the live feed to start');
+    expect(received).toMatch(/^HTTP\/1\.1 200 /);
+    socket.write('NOT HTTP AT ALL\r\n\r\n');
+    await until(() => socket.destroyed || socket.readableEnded, 10_000, 'the server to close the connection');
+    expect(received.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(received).not.toContain('not valid HTTP');
+  });
 });
