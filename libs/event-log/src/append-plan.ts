@@ -169,29 +169,33 @@ export function planAppend(
   let revision = head.revision === NO_STREAM ? -1n : head.revision;
   let prevHash = head.lastHash;
   const at = recordedAt.toISOString();
+  // Objects written out member by member, not spread: this runs for every event appended.
   const sealed = fresh.map((event): SealedEvent => {
     revision += 1n;
     const id = event.id.toLowerCase();
-    const metadata = {
-      recordedAt: at,
-      schemaVersion: event.schemaVersion ?? 1,
-      correlationId: event.correlationId ?? null,
-      causationId: event.causationId ?? null,
-      actor: event.actor ?? ANONYMOUS_ACTOR,
-      tenant: event.tenant ?? DEFAULT_TENANT,
-    };
-    const content = { streamId, revision, id, type: event.type, data: event.data, ...metadata };
-    const hash = chainHash(prevHash, content, event.dataJson);
-    const sealedEvent: SealedEvent = {
-      id,
-      type: event.type,
+    const { type, data } = event;
+    const schemaVersion = event.schemaVersion ?? 1;
+    const correlationId = event.correlationId ?? null;
+    const causationId = event.causationId ?? null;
+    const actor = event.actor ?? ANONYMOUS_ACTOR;
+    const tenant = event.tenant ?? DEFAULT_TENANT;
+    const content = {
       streamId,
       revision,
-      data: event.data,
-      metadata: { ...metadata, prevHash, hash },
+      id,
+      type,
+      data,
+      recordedAt: at,
+      schemaVersion,
+      correlationId,
+      causationId,
+      actor,
+      tenant,
     };
+    const hash = chainHash(prevHash, content, event.dataJson);
+    const metadata = { recordedAt: at, schemaVersion, correlationId, causationId, actor, tenant, prevHash, hash };
     prevHash = hash;
-    return sealedEvent;
+    return { id, type, streamId, revision, data, metadata };
   });
   const dataJson = fresh.map((event) => event.dataJson);
   return { kind: 'write', events: sealed, dataJson, duplicates, head: { revision, lastHash: prevHash } };
@@ -218,7 +222,7 @@ export function appendResult(
         events: [],
       };
     case 'write': {
-      const events = plan.events.map((event) => ({ ...event, position: positionOf(event) }));
+      const events = plan.events.map((event) => recordedEvent(event, positionOf(event)));
       return {
         nextExpectedRevision: plan.head.revision as bigint,
         position: events.at(-1)!.position,
@@ -228,6 +232,12 @@ export function appendResult(
       };
     }
   }
+}
+
+/** A sealed event at the position the log gave it, written out member by member (not spread): this runs for every event appended. */
+export function recordedEvent(event: SealedEvent, position: bigint, data: unknown = event.data): RecordedEvent {
+  const { id, type, streamId, revision, metadata } = event;
+  return { id, type, streamId, revision, data, metadata, position };
 }
 
 export function matchesFilter(

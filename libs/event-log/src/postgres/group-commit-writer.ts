@@ -3,6 +3,7 @@ import {
   appendResult,
   EMPTY_STREAM,
   planAppend,
+  recordedEvent,
   type AppendPlan,
   type KnownEvent,
   type PreparedAppend,
@@ -177,7 +178,7 @@ export class GroupCommitWriter {
       const stored = planned.rows.map((event, index): RecordedEvent => {
         const text = planned.dataJson[index];
         dataSize += text.length;
-        return { ...event, data: JSON.parse(text), position: positionOf(event) };
+        return recordedEvent(event, positionOf(event), JSON.parse(text));
       });
       this.options.recent.add(base, stored, dataSize);
     }
@@ -353,21 +354,17 @@ function appendStatement(planned: PlannedBatch) {
       envelopeNumbers.set(envelopeId, envelope);
       envelopes.push({ n: envelope, tenant, actor, correlation_id: correlationId });
     }
-    const fields = JSON.stringify({
-      ordinal: planned.ordinals.get(event),
-      stream: streamNumbers.get(event.streamId),
-      envelope,
-      revision: event.revision.toString(),
-      event_id: event.id,
-      type: event.type,
-      recorded_at: event.metadata.recordedAt,
-      schema_version: event.metadata.schemaVersion,
-      causation_id: event.metadata.causationId,
-      prev_hash: event.metadata.prevHash,
-      hash: event.metadata.hash,
-    });
-    // The data goes in as the text already made of it: the same text `recent` is given.
-    return `${fields.slice(0, -1)},"data":${planned.dataJson[index]}}`;
+    const { recordedAt, schemaVersion, causationId, prevHash, hash } = event.metadata;
+    // Written as text, not through an object and JSON.stringify (this runs for every event). Only
+    // the type and causation id can hold characters to escape: the id was checked as a UUID before
+    // queueing, the time is `toISOString`'s, the hashes are hex, the rest are integers. The data
+    // goes in as the text already made of it: the same text `recent` is given.
+    return (
+      `{"ordinal":${planned.ordinals.get(event)},"stream":${streamNumbers.get(event.streamId)},"envelope":${envelope},` +
+      `"revision":${event.revision},"event_id":"${event.id}","type":${JSON.stringify(event.type)},` +
+      `"recorded_at":"${recordedAt}","schema_version":${schemaVersion},"causation_id":${JSON.stringify(causationId)},` +
+      `"prev_hash":"${prevHash}","hash":"${hash}","data":${planned.dataJson[index]}}`
+    );
   });
   return {
     name: 'event-log-append',

@@ -229,6 +229,33 @@ export function eventLogContract(
         await log.append(streamId, [highest], ANY);
         expect((await log.readStream(streamId))[0].metadata.schemaVersion).toBe(2 ** 31 - 1);
       });
+
+      it('stores texts built to break out of the stored row as text, and refuses an id that is not a UUID', async () => {
+        const streamId = `${uniquePrefix('s')}breakout`;
+        // Each would move the row to another stream or envelope, or change its hash, if written into the row unescaped.
+        const breakouts = ['","stream":0,"hash":"00', '"}],"x":[{"', '\\', '\u2028\ud83d\ude00 \t', "'; --"];
+        const events = breakouts.map((text, index) => ({
+          id: randomUUID(),
+          type: `test.${text}`,
+          data: { text },
+          causationId: text,
+          correlationId: text,
+          actor: text,
+          tenant: `t${index}${text}`,
+        }));
+        await log.append(streamId, events, NO_STREAM);
+        const stored = await log.readStream(streamId);
+        expect(stored.map(({ type, metadata }) => [type, metadata.causationId, metadata.actor])).toEqual(
+          breakouts.map((text) => [`test.${text}`, text, text]),
+        );
+        expectChainHolds(stored);
+        const badIds = [`${randomUUID()}"`, `${randomUUID()}\n`, `"${randomUUID().slice(1)}`];
+        for (const id of badIds) {
+          const batch = [...newEvents(1), { ...newEvents(1)[0], id }];
+          await expect(log.append(streamId, batch, ANY)).rejects.toMatchObject({ field: 'events[1].id' });
+        }
+        expect(await log.readStream(streamId)).toHaveLength(breakouts.length);
+      });
     });
 
     describe('expected revision', () => {
