@@ -3,6 +3,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { formatRate, formatRatio, percentile, printTable } from '../support/bench-database.js';
 import { corePercent, parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
+import { startFloorService } from './floor-service.js';
 import type { FleetConfig, FleetResult } from './fleet-process.js';
 
 const FLEET_SIZES = (process.env.BENCH_FLEET_SIZES ?? '100,250,500').split(',').map(Number);
@@ -122,10 +123,11 @@ const pair = (values: readonly number[]) =>
   values.length === 0 ? '—' : `${percentile(values, 50).toFixed(1)} / ${percentile(values, 99).toFixed(1)}`;
 
 /**
- * Each fleet size against both services, then which statements the ledger ran per POST at the
- * largest. With `startSecondLedger`, the ledger's fleet also runs against two instances on the
- * same database at once, sessions split between them, in the same run; the second instance runs
- * only for that row (idle, it would still compete for its consumers' locks).
+ * Each fleet size against both services and the floor (floor-service.ts), then which statements
+ * the ledger ran per POST at the largest. With `startSecondLedger`, the ledger's fleet also runs
+ * against two instances on the same database at once, sessions split between them, in the same
+ * run; the second instance runs only for that row (idle, it would still compete for its
+ * consumers' locks).
  */
 export async function runFleetComparison(options: {
   sql: pg.Client;
@@ -187,9 +189,17 @@ export async function runFleetComparison(options: {
         ...shape,
       },
     );
+    // The floor gets the naive service's load (no setup, no lag probes): what is left for any service.
+    const floorService = await startFloorService();
+    const floor = await measure(
+      sql,
+      statementsLoaded,
+      { services: [floorService.pid], postgres },
+      { target: 'naive', urls: [floorService.url], keys: [], ...shape },
+    ).finally(() => floorService.stop());
     const runs: [string, Measured][] = [['block-ledger', ours]];
     if (twoInstances) runs.push(['block-ledger, 2 processes', twoInstances]);
-    runs.push(['naive service', baseline]);
+    runs.push(['naive service', baseline], ['floor: answers, stores nothing', floor]);
     for (const [name, run] of runs) {
       // Offered over the run's window; acknowledged over the run until its last answer.
       const seconds = run.fleet.elapsedMs / 1_000;

@@ -10,7 +10,8 @@
  * every MERKLE_POLL_MS), rebuild events/s, and log bytes per message against the snapshot lengths.
  *
  * Open-loop fleet (fleet-process.ts, its own process): for each size in BENCH_FLEET_SIZES, that
- * many sessions streaming at once for BENCH_FLEET_SECONDS, to each service in turn. Prints
+ * many sessions streaming at once for BENCH_FLEET_SECONDS, to each service in turn and to the
+ * floor (floor-service.ts: answers each POST, stores nothing). Prints
  * offered and acknowledged chunks/s, acknowledgement latency, projection and live-feed lag, CPU
  * of the service and of PostgreSQL (from /proc), and PostgreSQL's own counts per POST
  * (transactions from pg_stat_database, statements from pg_stat_statements).

@@ -74,16 +74,20 @@ export function prepareNewEvents(streamId: string, events: readonly NewEvent[]):
   }
   if (events.length === 0) throw new InvalidEventError('events', 'an append needs at least one event');
   return events.map((event, index) => {
-    if (typeof event.id !== 'string' || !UUID.test(event.id)) {
-      const got = typeof event.id === 'string' ? JSON.stringify(event.id) : `a ${typeof event.id}`;
+    // Each member is read once and the prepared event built from what was checked: a getter
+    // cannot pass the checks with one value and hand the writer another (decision 0044).
+    const { id, type, data, schemaVersion, correlationId, causationId, actor, tenant } = event;
+    if (typeof id !== 'string' || !UUID.test(id)) {
+      const got = typeof id === 'string' ? JSON.stringify(id) : `a ${typeof id}`;
       throw new InvalidEventError(`events[${index}].id`, `event id must be a UUID string, got ${got}`);
     }
-    if (typeof event.type !== 'string' || event.type.length === 0) {
+    if (typeof type !== 'string' || type.length === 0) {
       throw new InvalidEventError(`events[${index}].type`, 'event type must be a non-empty string');
     }
-    checkEnvelope(event, index);
+    const envelope = { schemaVersion, correlationId, causationId, actor, tenant };
+    checkEnvelope(envelope, index);
     try {
-      return { ...event, dataJson: canonicalJson(event.data) };
+      return { id, type, data, ...envelope, dataJson: canonicalJson(data) };
     } catch (error) {
       throw new InvalidEventError(`events[${index}].data`, `event data must be JSON: ${(error as Error).message}`);
     }
@@ -98,7 +102,7 @@ const ENVELOPE_TEXTS = ['correlationId', 'causationId', 'actor', 'tenant'] as co
  * The envelope is hashed and stored as given: a value the hash or the store cannot take would
  * otherwise fail later, inside a group commit, for every append grouped with it.
  */
-function checkEnvelope(event: NewEvent, index: number): void {
+function checkEnvelope(event: Omit<NewEvent, 'id' | 'type' | 'data'>, index: number): void {
   const { schemaVersion } = event;
   if (
     schemaVersion !== undefined &&
@@ -117,7 +121,11 @@ function checkEnvelope(event: NewEvent, index: number): void {
 
 /** Every part of a multi-stream append prepared, or the first offending field of any. */
 export function prepareAppends(appends: readonly StreamAppend[]): PreparedAppend[] {
-  return appends.map((part) => ({ ...part, events: prepareNewEvents(part.streamId, part.events) }));
+  return appends.map(({ streamId, events, expectedRevision }) => ({
+    streamId,
+    expectedRevision,
+    events: prepareNewEvents(streamId, events),
+  }));
 }
 
 export function checkExpectedRevision(

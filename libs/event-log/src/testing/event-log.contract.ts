@@ -10,6 +10,7 @@ import {
   type EventMetadata,
   type EventWithoutHashes,
   type ExpectedRevision,
+  type NewEvent,
   type ReadStreamOptions,
   type RecordedEvent,
 } from '../event-log.js';
@@ -255,6 +256,31 @@ export function eventLogContract(
           await expect(log.append(streamId, batch, ANY)).rejects.toMatchObject({ field: 'events[1].id' });
         }
         expect(await log.readStream(streamId)).toHaveLength(breakouts.length);
+      });
+
+      it('stores what it checked when a member answers each read differently, beside another caller in the same commit', async () => {
+        const prefix = uniquePrefix('s');
+        const id = randomUUID();
+        const reads = { id: 0, schemaVersion: 0 };
+        const breakout = '","stream":1,"revision":1,"x":"';
+        const shifty = { type: 'test.shifty', data: { n: 1 } };
+        Object.defineProperty(shifty, 'id', {
+          enumerable: true,
+          get: () => (++reads.id === 1 ? id : `${id}${breakout}`),
+        });
+        Object.defineProperty(shifty, 'schemaVersion', {
+          enumerable: true,
+          get: () => (++reads.schemaVersion === 1 ? 1 : `1${breakout}`),
+        });
+        const [, other] = await Promise.all([
+          log.append(`${prefix}attacker`, [shifty as NewEvent], NO_STREAM),
+          log.append(`${prefix}victim`, newEvents(1), NO_STREAM),
+        ]);
+        const [stored] = await log.readStream(`${prefix}attacker`);
+        expect(stored).toMatchObject({ id, revision: 0n, metadata: { schemaVersion: 1 } });
+        expect(await log.readStream(`${prefix}victim`)).toEqual(other.events);
+        expectChainHolds([stored]);
+        await expect(log.append(`${prefix}victim`, newEvents(1), 0n)).resolves.toMatchObject({ appended: 1 });
       });
     });
 
