@@ -84,10 +84,10 @@ export function prepareNewEvents(streamId: string, events: readonly NewEvent[]):
     if (typeof type !== 'string' || type.length === 0) {
       throw new InvalidEventError(`events[${index}].type`, 'event type must be a non-empty string');
     }
-    const envelope = { schemaVersion, correlationId, causationId, actor, tenant };
-    checkEnvelope(envelope, index);
+    checkEnvelope({ schemaVersion, correlationId, causationId, actor, tenant }, index);
     try {
-      return { id, type, data, ...envelope, dataJson: canonicalJson(data) };
+      const dataJson = canonicalJson(data);
+      return { id, type, data, schemaVersion, correlationId, causationId, actor, tenant, dataJson };
     } catch (error) {
       throw new InvalidEventError(`events[${index}].data`, `event data must be JSON: ${(error as Error).message}`);
     }

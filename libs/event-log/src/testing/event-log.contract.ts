@@ -246,9 +246,16 @@ export function eventLogContract(
         }));
         await log.append(streamId, events, NO_STREAM);
         const stored = await log.readStream(streamId);
-        expect(stored.map(({ type, metadata }) => [type, metadata.causationId, metadata.actor])).toEqual(
-          breakouts.map((text) => [`test.${text}`, text, text]),
-        );
+        expect(
+          stored.map(({ type, data, metadata: { causationId, correlationId, actor, tenant } }) => [
+            type,
+            data,
+            causationId,
+            correlationId,
+            actor,
+            tenant,
+          ]),
+        ).toEqual(breakouts.map((text, index) => [`test.${text}`, { text }, text, text, text, `t${index}${text}`]));
         expectChainHolds(stored);
         const badIds = [`${randomUUID()}"`, `${randomUUID()}\n`, `"${randomUUID().slice(1)}`];
         for (const id of badIds) {
