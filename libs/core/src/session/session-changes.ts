@@ -37,9 +37,7 @@ export function sessionChanges(previous: SessionState, current: SessionState): S
   ) {
     changes.selections.push({ parentId: null, childId: current.selectedRootId });
   }
-  let ordinal = 0;
-  for (const message of current.messages.values()) {
-    ordinal += 1;
+  for (const { message, ordinal } of messagesToCompare(previousMessages, current)) {
     const earlier = previousMessages.get(message.id);
     if (earlier === message) continue;
     changes.messages.push({ message, ordinal, previous: earlier });
@@ -54,4 +52,21 @@ export function sessionChanges(previous: SessionState, current: SessionState): S
     for (const id of before.keys()) changes.removedBlocks.push({ messageId: message.id, id });
   }
   return changes;
+}
+
+/**
+ * Each message of `current` that may differ from `previous`'s, with its creation ordinal, in creation
+ * order: the few either fold set when both share their messages' base, else every one.
+ */
+function* messagesToCompare(
+  previous: ReadonlyMap<string, MessageState>,
+  current: OpenSession,
+): Generator<{ readonly message: MessageState; readonly ordinal: number }> {
+  const changed = current.messages.changedSince(previous);
+  if (changed) {
+    for (const { key, ordinal } of changed) yield { message: current.messages.get(key)!, ordinal };
+    return;
+  }
+  let ordinal = 0;
+  for (const message of current.messages.values()) yield { message, ordinal: ++ordinal };
 }

@@ -19,6 +19,7 @@ import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } fr
 import { isDialectName, translatorOf, type DialectName } from '../dialects/dialects.js';
 import { NO_TOKENS, usageAfter, type TokenUsage } from './token-usage.js';
 import { appendItem, emptyList, itemAt, type GrowingList } from './growing-list.js';
+import { LayeredMap } from './layered-map.js';
 
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
@@ -183,8 +184,8 @@ export interface OpenSession {
   /** `null` for sessions opened before identity existed. */
   readonly owner: string | null;
   readonly writers: readonly string[];
-  /** Messages in creation order (a fork's inherited messages first, in their source's order). */
-  readonly messages: ReadonlyMap<string, MessageState>;
+  /** Messages in creation order (a fork's inherited messages first, in their source's order); versions share entries. */
+  readonly messages: LayeredMap<MessageState>;
   /** The top-level message the active path starts at. */
   readonly selectedRootId: string | null;
   readonly position: bigint;
@@ -305,7 +306,7 @@ function applySessionEvent(
       forkedFrom: null,
       owner: data.owner ?? null,
       writers: data.writers ?? [],
-      messages: new Map(),
+      messages: LayeredMap.empty(),
       selectedRootId: null,
       position: event.position,
       opened: { position: event.position, writers: data.writers ?? [] },
@@ -536,7 +537,7 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
   const cutAt = data.source.messageId;
   if (cutAt === null) return fork;
   const kept = new Set(ancestry(source.messages, cutAt).map((message) => message.id));
-  const messages = new Map([...source.messages].filter(([id]) => kept.has(id)));
+  const messages = LayeredMap.from([...source.messages].filter(([id]) => kept.has(id)));
   const leaf = messages.get(cutAt);
   if (leaf) messages.set(cutAt, { ...leaf, selectedChildId: null });
   return selectPathTo({ ...fork, messages }, cutAt, event.position);
@@ -558,9 +559,9 @@ export function ancestry<Message extends { readonly id: string; readonly parentI
   return path.reverse();
 }
 
-/** The messages of `state` to change: its own map when `inPlace` (see `evolveOne`), else a copy. */
-function writableMessages(state: OpenSession, inPlace: boolean): Map<string, MessageState> {
-  return inPlace ? (state.messages as Map<string, MessageState>) : new Map(state.messages);
+/** The messages of `state` to change: its own map when `inPlace` (see `evolveOne`), else a new version of it. */
+function writableMessages(state: OpenSession, inPlace: boolean): LayeredMap<MessageState> {
+  return inPlace ? state.messages : state.messages.writable();
 }
 
 /** Selects the path to `messageId` in the state's map, which must be the caller's own: a new message's, a fork's. */
