@@ -16,7 +16,6 @@ import {
   type IgnoredReason,
   type TranslationOpening,
 } from '../blocks/block-rules.js';
-import { activePath } from './branch-tree.js';
 import {
   chunkDigest,
   keptDigest,
@@ -194,10 +193,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
           repeatOf: { position: existing.createdPosition },
         };
       }
-      const parentId =
-        command.parentId === undefined
-          ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null)
-          : command.parentId;
+      const parentId = command.parentId === undefined ? state.activeLeafId : command.parentId;
       if (parentId !== null && !state.messages.has(parentId))
         throw new SessionError('parent_not_found', `parent message ${parentId} is not in this session`, 'parentId');
       if (command.attachments?.length && command.role !== 'user')

@@ -20,6 +20,7 @@ import { isDialectName, translatorOf, type DialectName } from '../dialects/diale
 import { NO_TOKENS, usageAfter, type TokenUsage } from './token-usage.js';
 import { appendItem, emptyList, itemAt, type GrowingList } from './growing-list.js';
 import { LayeredMap } from './layered-map.js';
+import { activePath } from './branch-tree.js';
 
 /**
  * A session's stream (`session-<id>`): its events, its state, and `evolve`. The same fold serves
@@ -188,6 +189,12 @@ export interface OpenSession {
   readonly messages: LayeredMap<MessageState>;
   /** The top-level message the active path starts at. */
   readonly selectedRootId: string | null;
+  /**
+   * The message the active path ends at (`null`: no messages yet): where a message created without a
+   * parent goes, and under which a new message selects its own edge only. Known without walking the
+   * path, which made each new message of a long thread cost the thread's length.
+   */
+  readonly activeLeafId: string | null;
   readonly position: bigint;
   /** Log position of its first event (opened or forked) and the writers it named: what a repeated open compares. */
   readonly opened: { readonly position: bigint; readonly writers: readonly string[] };
@@ -269,20 +276,14 @@ export function evolveSession(
   return evolveOne(state, event, purpose, false);
 }
 
-/**
- * `inPlace`: the state's map of messages is the caller's own, seen by no one else, and may be changed.
- * `activeLeafId`: the message at the end of the selected path, when the caller knows it (a batch fold
- * that has just created it); a message created under it then selects its own edge only, where walking
- * its whole path for each new message would make a fold of a chain cost its length squared.
- */
+/** `inPlace`: the state's map of messages is the caller's own, seen by no one else, and may be changed. */
 function evolveOne(
   state: SessionState,
   event: SessionEventEnvelope,
   purpose: FoldPurpose,
   inPlace: boolean,
-  activeLeafId?: string,
 ): SessionState {
-  const next = applySessionEvent(state, event, purpose, inPlace, activeLeafId);
+  const next = applySessionEvent(state, event, purpose, inPlace);
   // Every event of an open session's stream counts, one that changes nothing too: a fold reads it.
   return next.status === 'open' ? withStored(next, [event]) : next;
 }
@@ -292,7 +293,6 @@ function applySessionEvent(
   event: SessionEventEnvelope,
   purpose: FoldPurpose,
   inPlace: boolean,
-  activeLeafId: string | undefined,
 ): SessionState {
   if (event.type === 'session.opened') {
     if (state.status !== 'absent') return state;
@@ -308,6 +308,7 @@ function applySessionEvent(
       writers: data.writers ?? [],
       messages: LayeredMap.empty(),
       selectedRootId: null,
+      activeLeafId: null,
       position: event.position,
       opened: { position: event.position, writers: data.writers ?? [] },
       stored: purpose === 'decide' ? { events: 0, bytes: 0 } : null,
@@ -352,8 +353,13 @@ function applySessionEvent(
     // A new message is a new branch and becomes the selected one, all the way up: it is on the active path.
     // The map is this call's own from here on (a copy, or the caller's own): the path is selected in it.
     const messages = writableMessages(state, inPlace);
-    const added = { ...state, messages: messages.set(message.id, message), position: event.position };
-    return data.parentId !== null && data.parentId === activeLeafId
+    const added = {
+      ...state,
+      messages: messages.set(message.id, message),
+      activeLeafId: message.id,
+      position: event.position,
+    };
+    return data.parentId !== null && data.parentId === state.activeLeafId
       ? select(added, data.parentId, message.id, event.position, true)
       : selectPathTo(added, message.id, event.position);
   }
@@ -361,7 +367,10 @@ function applySessionEvent(
     const { parentId, childId } = event.data as SessionEventOf<'message.branch_selected'>['data'];
     const child = state.messages.get(childId);
     if (!child || child.parentId !== parentId) return state;
-    return { ...select(state, parentId, childId, event.position, inPlace), position: event.position };
+    const selected = select(state, parentId, childId, event.position, inPlace);
+    // A selection is rare and may move the path anywhere below it: the leaf is found by walking it.
+    const activeLeafId = activePath(selected.selectedRootId, selected.messages).at(-1)?.id ?? null;
+    return { ...selected, activeLeafId, position: event.position };
   }
   if (event.type === 'message.translation_opened') {
     const { messageId, ...opening } = event.data as SessionEventOf<'message.translation_opened'>['data'];
@@ -393,8 +402,6 @@ export function evolveSessionEvents(
   purpose: FoldPurpose = 'decide',
 ): SessionState {
   let folded = state;
-  // Known only once this loop has created a message; runs of chunks leave it, any other event forgets it.
-  let activeLeafId: string | undefined;
   for (let index = 0; index < events.length;) {
     const messageId = chunkMessageId(events[index]);
     const message = messageId === undefined || folded.status !== 'open' ? undefined : folded.messages.get(messageId);
@@ -404,12 +411,7 @@ export function evolveSessionEvents(
     // outside (`forkSession`, through `foldSessionEvents`), never in here.
     const owned = folded.status === 'open' && (state.status !== 'open' || folded.messages !== state.messages);
     if (!message) {
-      const event = events[index];
-      const creating = newMessageId(folded, event);
-      folded = evolveOne(folded, event, purpose, owned, activeLeafId);
-      // Asked before the event, as its map may change in place: a creation folded again is no new leaf.
-      activeLeafId =
-        creating !== undefined && folded.status === 'open' && folded.messages.has(creating) ? creating : undefined;
+      folded = evolveOne(folded, events[index], purpose, owned);
       index += 1;
       continue;
     }
@@ -420,13 +422,6 @@ export function evolveSessionEvents(
     folded = withStored(withMessage(folded as OpenSession, next, owned), events.slice(runStart, index));
   }
   return folded;
-}
-
-/** The message `event` would create, one `state` does not hold yet; created, it ends the selected path. */
-function newMessageId(state: SessionState, event: SessionEventEnvelope): string | undefined {
-  if (event.type !== 'message.created' || state.status !== 'open') return undefined;
-  const { messageId } = event.data as SessionEventOf<'message.created'>['data'];
-  return state.messages.has(messageId) ? undefined : messageId;
 }
 
 /** The session having read these events more: counted and measured, unless folded for reading. */
@@ -540,7 +535,7 @@ export function forkSession(source: SessionState, event: SessionEventEnvelope): 
   const messages = LayeredMap.from([...source.messages].filter(([id]) => kept.has(id)));
   const leaf = messages.get(cutAt);
   if (leaf) messages.set(cutAt, { ...leaf, selectedChildId: null });
-  return selectPathTo({ ...fork, messages }, cutAt, event.position);
+  return selectPathTo({ ...fork, messages, activeLeafId: leaf ? cutAt : null }, cutAt, event.position);
 }
 
 /** The message and its ancestors, root first. */

@@ -1,4 +1,6 @@
+import { activePath } from './branch-tree.js';
 import {
+  forkSession,
   evolveSession,
   evolveSessionEvents,
   chunkDigest,
@@ -209,5 +211,40 @@ describe('session fold', () => {
       expect(folded.messages.get(`c${index}`)!.selectedChildId).toBe(`c${index + 1}`);
     expect(folded.messages.get('c1999')!.selectedChildId).toBeNull();
     expect(folded).toEqual(oneByOne(initialSessionState, envelopes(opened, ...chain)));
+  });
+});
+
+describe('the active leaf', () => {
+  const leafByWalking = (state: SessionState) =>
+    state.status === 'open' ? (activePath(state.selectedRootId, state.messages).at(-1)?.id ?? null) : null;
+
+  it('is where the active path ends, after every event: new messages, branches under older ones, new threads, selections, forks', () => {
+    const events: SessionEvent[] = [opened];
+    let leaf: string | null = null;
+    for (let index = 0; index < 60; index += 1) {
+      // Mostly under the leaf; every seventh under an older message (a branch), every eleventh a new thread.
+      const parentId = index % 11 === 0 ? null : index % 7 === 0 ? `m${index - 5}` : leaf;
+      events.push(created(`m${index}`, index % 2 === 0 ? 'user' : 'assistant', parentId));
+      leaf = `m${index}`;
+      if (index % 13 === 12)
+        events.push({ type: 'message.branch_selected', data: { parentId: `m${index - 9}`, childId: `m${index - 8}` } });
+      if (index % 17 === 16) events.push({ type: 'message.branch_selected', data: { parentId: null, childId: 'm0' } });
+    }
+    const stream = envelopes(...events);
+    let state: SessionState = initialSessionState;
+    for (const event of stream) {
+      state = evolveSession(state, event);
+      expect((state as OpenSession).activeLeafId).toBe(leafByWalking(state));
+    }
+    expect(evolveSessionEvents(initialSessionState, stream)).toEqual(state);
+    for (const messageId of [null, 'm20', 'm33']) {
+      const fork = forkSession(state, {
+        type: 'session.forked',
+        data: { sessionId: 'f', title: null, metadata: {}, source: { sessionId: 's1', position: '1', messageId } },
+        position: 1_000n,
+        recordedAt: at,
+      });
+      expect((fork as OpenSession).activeLeafId).toBe(leafByWalking(fork));
+    }
   });
 });
