@@ -1,14 +1,15 @@
 /**
  * What a session's length costs each batch that comes to it. Every batch of a session is folded
  * onto its cached state three times in the service (the decision, the block projection, the live
- * hub), and the projection and the live hub then take the change set between the two states. A
- * session of thousands of messages (a long agent run) must not make each of those cost its length.
+ * hub), and the projection and the live hub then take the change set between the two states, and
+ * the projection the session's summary (its row in the session list). A session of thousands of
+ * messages (a long agent run) must not make each of those cost its length.
  *
  * In process, on the core alone: a session of MESSAGES messages (user and assistant turns, each
  * answer a text block), then TURNS more turns, each its own batches as a producer posts them
  * (the user message, the assistant message, then 20 text deltas), folded for deciding and for
- * reading, with the change set. Baseline in the same run: the same turns on a session of 10
- * messages. Runs with the service's V8 flags.
+ * reading, with the change set and the summary. Baseline in the same run: the same turns on a
+ * session of 10 messages. Runs with the service's V8 flags.
  *
  *   npm run bench:long-sessions        BENCH_MESSAGES=1000,5000 BENCH_TURNS=200 by default
  */
@@ -17,9 +18,13 @@ import {
   evolveSessionEvents,
   initialSessionState,
   sessionChanges,
+  summarizeChanges,
+  summarizeSession,
+  type OpenSession,
   type SessionCommand,
   type SessionEventEnvelope,
   type SessionState,
+  type SessionTally,
 } from '#core';
 import { formatRatio, printTable, reranWithServiceNodeFlags } from '../support/bench-database.js';
 
@@ -34,6 +39,7 @@ const recordedAt = '2026-01-01T00:00:00.000Z';
 class HeldSession {
   private position = 0n;
   state: SessionState = initialSessionState;
+  private summary: SessionTally | undefined;
 
   /** The command's events as the log would hand them back. */
   decide(command: SessionCommand): SessionEventEnvelope[] {
@@ -43,11 +49,13 @@ class HeldSession {
     });
   }
 
-  /** One batch as the service takes it: the decision's fold, then the reading fold and its change set. */
+  /** One batch as the service takes it: the decision's fold, then the reading fold, its change set and the summary. */
   take(events: readonly SessionEventEnvelope[]): void {
     const decided = evolveSessionEvents(this.state, events, 'decide');
     const read = evolveSessionEvents(this.state, events, 'read');
-    if (!sessionChanges(this.state, read)) throw new Error('a batch that changes nothing');
+    const changes = sessionChanges(this.state, read);
+    if (!changes) throw new Error('a batch that changes nothing');
+    this.summary = this.summary ? summarizeChanges(this.summary, changes) : summarizeSession(read as OpenSession);
     this.state = decided;
   }
 }

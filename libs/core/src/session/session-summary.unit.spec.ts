@@ -1,7 +1,15 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, type SessionCommand } from './session-decider.js';
-import { evolveSession, initialSessionState, type OpenSession, type SessionState } from './session-events.js';
-import { summarizeSession } from './session-summary.js';
+import { sessionChanges } from './session-changes.js';
+import {
+  evolveSession,
+  evolveSessionEvents,
+  initialSessionState,
+  type OpenSession,
+  type SessionEventEnvelope,
+  type SessionState,
+} from './session-events.js';
+import { summarizeChanges, summarizeSession, type SessionTally } from './session-summary.js';
 import { NO_TOKENS, reportedUsage, usageAfter } from './token-usage.js';
 
 const chunk = (value: Record<string, unknown>): Chunk => parseChunks([{ seq: 1, ...value }])[0];
@@ -96,6 +104,8 @@ describe('session summary', () => {
       status: 'empty',
       hasErrors: false,
       usage: NO_TOKENS,
+      erroredMessages: 0,
+      modelOrdinal: 0,
     });
   });
 
@@ -123,6 +133,8 @@ describe('session summary', () => {
       status: 'success',
       hasErrors: true,
       usage: { promptTokens: 8, completionTokens: 2, totalTokens: 10 },
+      erroredMessages: 1,
+      modelOrdinal: 2,
     });
   });
 
@@ -134,5 +146,146 @@ describe('session summary', () => {
       append('a1', [{ type: 'text.start' }]),
     );
     expect(summarizeSession(session)).toMatchObject({ status: 'processing', hasErrors: false, model: 'm' });
+  });
+});
+
+describe('session summary from what changed', () => {
+  /**
+   * A session taken batch by batch as the projection takes it: each batch's summary from the last one
+   * and the change set. A batch holds the events of every command given, each decided on the one before.
+   */
+  function heldSession() {
+    let state: SessionState = initialSessionState;
+    let summary: SessionTally | undefined;
+    let position = 0n;
+    return {
+      take(...commands: SessionCommand[]): { incremental: SessionTally; whole: SessionTally } {
+        let decided = state;
+        const events = commands.flatMap((command) => {
+          const own: SessionEventEnvelope[] = decideSession(command, decided).events.map(({ event }) => {
+            position += 1n;
+            return { ...event, position, recordedAt: '2026-01-01T00:00:00.000Z' };
+          });
+          decided = evolveSessionEvents(decided, own);
+          return own;
+        });
+        const next = evolveSessionEvents(state, events, 'read');
+        const changes = sessionChanges(state, next);
+        if (changes) summary = summary ? summarizeChanges(summary, changes) : summarizeSession(changes.session);
+        state = next;
+        return { incremental: summary!, whole: summarizeSession(next as OpenSession) };
+      },
+    };
+  }
+
+  it('equals the summary over every message after every batch: models, usage, errors, new threads and selections', () => {
+    const session = heldSession();
+    session.take(open);
+    const usage = (tokens: number) => ({
+      usage: { prompt_tokens: tokens, completion_tokens: 1, total_tokens: tokens + 1 },
+    });
+    const failedTool = { id: 't', tool: { name: 'read' }, arguments: {}, status: 'error', response: 'boom' };
+    let compared = 0;
+    const seqs = new Map<string, number>();
+    const chunkOf = (messageId: string, value: Record<string, unknown>) => {
+      const seq = (seqs.get(messageId) ?? 0) + 1;
+      seqs.set(messageId, seq);
+      return append(messageId, [value], seq);
+    };
+    for (let turn = 0; turn < 120; turn += 1) {
+      const answer = `a${turn}`;
+      const chunk = (value: Record<string, unknown>) => chunkOf(answer, value);
+      const question = create(`u${turn}`, 'user');
+      const commands: SessionCommand[] = [
+        { ...question, parentId: turn % 9 === 0 ? null : undefined } as SessionCommand,
+        // Some answers name no model: the summary keeps the newest that did.
+        create(answer, 'assistant', turn % 3 === 0 ? null : `model-${turn % 5}`),
+        chunk({ type: 'text.delta', text: 'one' }),
+      ];
+      // Every seventh answer's tool fails: an error the session keeps; every eleventh stays streaming.
+      if (turn % 7 === 3)
+        commands.push(
+          chunk({ type: 'mcp_tool_pending', responses: [{ ...failedTool, status: 'pending' }] }),
+          chunk({ type: 'mcp_tool_complete', responses: [failedTool] }),
+        );
+      if (turn % 11 !== 5) commands.push(chunk({ type: 'block_complete', response: usage(turn) }));
+      // While this answer streams, the one before it records its usage late: an older message changes, not the newest.
+      else commands.push(chunkOf(`a${turn - 1}`, { type: 'block_complete', response: usage(2 * turn) }));
+      if (turn % 13 === 12)
+        commands.push({
+          type: 'select_branch',
+          parentId: null,
+          childId: `u${turn - 3 - ((turn - 3) % 9)}`,
+          eventId: `00000000-0000-4000-8000-${String(turn).padStart(12, '0')}`,
+        });
+      for (const command of commands) {
+        const { incremental, whole } = session.take(command);
+        expect(incremental).toEqual(whole);
+        compared += 1;
+      }
+    }
+    // The comparison covered sessions with errors, several models and usage: it would catch a wrong sum or pick.
+    const last = session.take(create('u-last', 'user'));
+    expect(last.whole).toMatchObject({ hasErrors: true, model: 'model-4', messageCount: 241 });
+    expect(last.whole.usage.promptTokens).toBeGreaterThan(5_000);
+    expect(compared).toBeGreaterThan(400);
+  });
+
+  it('sums every message again when a count would leave the integers a double holds exactly', () => {
+    const session = heldSession();
+    session.take(open);
+    session.take(create('a1', 'assistant', 'm'));
+    const huge = Number.MAX_SAFE_INTEGER - 10;
+    session.take(
+      append('a1', [{ type: 'block_complete', response: { usage: { prompt_tokens: huge, completion_tokens: 0 } } }]),
+    );
+    session.take(create('a2', 'assistant', 'm'));
+    const { incremental, whole } = session.take(
+      append('a2', [{ type: 'block_complete', response: { usage: { prompt_tokens: 100, completion_tokens: 0 } } }]),
+    );
+    expect(whole.usage.promptTokens).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
+    expect(incremental).toEqual(whole);
+  });
+
+  it('does not drift once a sum is past exact: an older message’s usage that changes is summed again with the rest', () => {
+    const session = heldSession();
+    session.take(open);
+    // Each model call of a message adds its usage until the message ends; a1 never ends here.
+    const called = (messageId: string, promptTokens: number, seq = 1) =>
+      append(messageId, [{ type: 'llm_response_complete', response: { usage: { prompt_tokens: promptTokens } } }], seq);
+    for (const [messageId, promptTokens] of [
+      ['a1', 1],
+      ['a2', Number.MAX_SAFE_INTEGER],
+      ['a3', 1],
+    ] as const) {
+      session.take(create(messageId, 'assistant', 'm'));
+      session.take(called(messageId, promptTokens));
+    }
+    // a1 now stands at 3: 3 + (2^53 - 1) + 1 rounds to 2^53 + 4; a1 taken off and put back onto the rounded sum, 2^53 + 2.
+    const { incremental, whole } = session.take(called('a1', 2, 2));
+    expect(whole.usage.promptTokens).toBe(2 ** 53 + 4);
+    expect(incremental).toEqual(whole);
+    // a2 ends reporting 5 for the whole message: the sum is exact again (3 + 5 + 1), not 2^53 + 4 - (2^53 - 1) + 5.
+    const ended = session.take(
+      append('a2', [{ type: 'block_complete', response: { usage: { prompt_tokens: 5 } } }], 2),
+    );
+    expect(ended.whole.usage.promptTokens).toBe(9);
+    expect(ended.incremental).toEqual(ended.whole);
+  });
+
+  it('does not drift within a batch that leaves exact integers and comes back', () => {
+    const session = heldSession();
+    session.take(open);
+    const called = (messageId: string, promptTokens: number, seq = 1) =>
+      append(messageId, [{ type: 'llm_response_complete', response: { usage: { prompt_tokens: promptTokens } } }], seq);
+    session.take(create('a1', 'assistant', 'm'), called('a1', 1));
+    session.take(create('a2', 'assistant', 'm'), called('a2', Number.MAX_SAFE_INTEGER - 10));
+    // One batch: a1 adds 13 (the running sum passes 2^53 and rounds), then a2 ends reporting 5 for the whole message.
+    const { incremental, whole } = session.take(
+      called('a1', 13, 2),
+      append('a2', [{ type: 'block_complete', response: { usage: { prompt_tokens: 5 } } }], 2),
+    );
+    expect(whole.usage.promptTokens).toBe(14 + 5);
+    expect(incremental).toEqual(whole);
   });
 });

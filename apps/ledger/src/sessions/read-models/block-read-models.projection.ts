@@ -5,8 +5,11 @@ import {
   parseSessionStreamId,
   SESSION_STREAM_PREFIX,
   sessionChanges,
+  summarizeChanges,
   summarizeSession,
+  type SessionChanges,
   type SessionState,
+  type SessionTally,
 } from '#core';
 import type { EventLogReader, EventWithoutHashes } from '#event-log';
 import type { PoolClient } from 'pg';
@@ -24,7 +27,7 @@ const MAX_CACHED_SESSIONS = 5_000;
  * the read model the resolved tree, so reads need no join across sessions.
  */
 export function blockReadModelsProjection(): ProjectionDefinition<EventWithoutHashes> {
-  const sessions = new Map<string, SessionState>();
+  const sessions = new Map<string, FoldedSession>();
 
   return {
     name: 'block-read-models',
@@ -41,11 +44,19 @@ export function blockReadModelsProjection(): ProjectionDefinition<EventWithoutHa
       }
       const changes: Change[] = [];
       for (const [streamId, own] of byStream) {
-        const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]));
-        const current = await foldSessionEvents(eventLog, previous, own, 'read');
-        sessions.set(streamId, current);
+        const previous = sessions.get(streamId) ?? { state: await foldBefore(eventLog, own[0]), summary: undefined };
+        const state = await foldSessionEvents(eventLog, previous.state, own, 'read');
+        const changed = sessionChanges(previous.state, state);
+        if (!changed) {
+          sessions.set(streamId, { state, summary: previous.summary });
+          continue;
+        }
+        const summary = previous.summary
+          ? summarizeChanges(previous.summary, changed)
+          : summarizeSession(changed.session);
+        sessions.set(streamId, { state, summary });
         const lastActivityAt = own.at(-1)!.metadata.recordedAt;
-        changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, previous, current, lastActivityAt });
+        changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, changed, summary, lastActivityAt });
       }
       await writeChanges(client, changes);
       for (const [oldest] of sessions) {
@@ -67,10 +78,16 @@ async function foldBefore(eventLog: EventLogReader, event: EventWithoutHashes): 
   );
 }
 
+/** A session's state as the projection last folded it, with its summary once it has one. */
+interface FoldedSession {
+  readonly state: SessionState;
+  readonly summary: SessionTally | undefined;
+}
+
 interface Change {
   readonly tenant: string;
-  readonly previous: SessionState;
-  readonly current: SessionState;
+  readonly changed: SessionChanges;
+  readonly summary: SessionTally;
   /** When the session's last event of the batch was recorded. */
   readonly lastActivityAt: string;
 }
@@ -98,11 +115,8 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
   const messageRows: object[] = [];
   const blockRows: BlockRowValues[] = [];
   const removedBlocks: { tenant: string; session_id: string; id: string }[] = [];
-  for (const { tenant, previous, current, lastActivityAt } of changes) {
-    const changed = sessionChanges(previous, current);
-    if (!changed) continue;
+  for (const { tenant, changed, summary, lastActivityAt } of changes) {
     const { session } = changed;
-    const summary = summarizeSession(session);
     sessionRows.push({
       tenant,
       id: session.sessionId,
