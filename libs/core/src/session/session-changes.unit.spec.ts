@@ -1,24 +1,14 @@
-import { decideSession, type SessionCommand } from './session-decider.js';
+import { RecordedSession } from '../testing/recorded-session.js';
+import type { SessionCommand } from './session-decider.js';
 import { sessionChanges } from './session-changes.js';
-import {
-  evolveSessionEvents,
-  initialSessionState,
-  type OpenSession,
-  type SessionEventEnvelope,
-  type SessionState,
-} from './session-events.js';
-
-const recordedAt = '2026-01-01T00:00:00.000Z';
+import { evolveSessionEvents, initialSessionState, type OpenSession, type SessionState } from './session-events.js';
 
 describe('session changes', () => {
   it('from the messages two folds set, the same as comparing every message, batch after batch of a long session', () => {
     let state: SessionState = initialSessionState;
-    let position = 0n;
+    const log = new RecordedSession();
     const take = (command: SessionCommand) => {
-      const events: SessionEventEnvelope[] = decideSession(command, state).events.map(({ event }) => {
-        position += 1n;
-        return { ...event, position, recordedAt };
-      });
+      const events = log.decide(command, state);
       const next = evolveSessionEvents(state, events, 'read');
       const previous = state;
       state = evolveSessionEvents(state, events);

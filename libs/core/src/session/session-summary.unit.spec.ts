@@ -1,14 +1,8 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
-import { decideSession, type SessionCommand } from './session-decider.js';
+import { RecordedSession } from '../testing/recorded-session.js';
+import type { SessionCommand } from './session-decider.js';
 import { sessionChanges } from './session-changes.js';
-import {
-  evolveSession,
-  evolveSessionEvents,
-  initialSessionState,
-  type OpenSession,
-  type SessionEventEnvelope,
-  type SessionState,
-} from './session-events.js';
+import { evolveSessionEvents, initialSessionState, type OpenSession, type SessionState } from './session-events.js';
 import { summarizeChanges, summarizeSession, type SessionTally } from './session-summary.js';
 import { NO_TOKENS, reportedUsage, usageAfter } from './token-usage.js';
 
@@ -17,14 +11,11 @@ const end = (type: 'llm_response_complete' | 'block_complete', usage: unknown) =
 
 /** The session after each command, decided and folded as the service does. */
 function after(...commands: SessionCommand[]): OpenSession {
-  let position = 0n;
-  const state = commands.reduce<SessionState>((current, command) => {
-    const { events } = decideSession(command, current);
-    return events.reduce((folded, { event }) => {
-      position += 1n;
-      return evolveSession(folded, { ...event, position, recordedAt: '2026-01-01T00:00:00.000Z' });
-    }, current);
-  }, initialSessionState);
+  const log = new RecordedSession();
+  const state = commands.reduce<SessionState>(
+    (current, command) => evolveSessionEvents(current, log.decide(command, current)),
+    initialSessionState,
+  );
   if (state.status !== 'open') throw new Error('no session');
   return state;
 }
@@ -157,15 +148,12 @@ describe('session summary from what changed', () => {
   function heldSession() {
     let state: SessionState = initialSessionState;
     let summary: SessionTally | undefined;
-    let position = 0n;
+    const log = new RecordedSession();
     return {
       take(...commands: SessionCommand[]): { incremental: SessionTally; whole: SessionTally } {
         let decided = state;
         const events = commands.flatMap((command) => {
-          const own: SessionEventEnvelope[] = decideSession(command, decided).events.map(({ event }) => {
-            position += 1n;
-            return { ...event, position, recordedAt: '2026-01-01T00:00:00.000Z' };
-          });
+          const own = log.decide(command, decided);
           decided = evolveSessionEvents(decided, own);
           return own;
         });
