@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { createPostgresEventLog, NO_STREAM, ANY, type EventLog, type RecordedEvent } from '#event-log';
 import pg from 'pg';
 import type { ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
-import { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
+import { CheckpointMovedError, ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /**
  * The projection runner on a real PostgreSQL: what it stores of its checkpoint when the log grows
- * with events it ignores, on which connection its batches commit, and when `react` hears a batch.
+ * with events it ignores, on which connection its batches commit, what a batch commits when its
+ * checkpoint moved under it, and when `react` hears a batch.
  */
 describe('projection runner', () => {
   let database: TestDatabase;
@@ -56,7 +57,15 @@ describe('projection runner', () => {
 
   function start(
     projection: ProjectionDefinition,
-    { poolSize = 2, ...options }: { poolSize?: number; idleCheckpointMs?: number; batchIntervalMs?: number } = {},
+    {
+      poolSize = 2,
+      ...options
+    }: {
+      poolSize?: number;
+      idleCheckpointMs?: number;
+      batchIntervalMs?: number;
+      onError?: (error: Error) => void;
+    } = {},
   ) {
     const pool = new pg.Pool({ connectionString: database.connectionString, max: poolSize });
     pools.push(pool);
@@ -149,6 +158,32 @@ describe('projection runner', () => {
     const ignored = await eventLog.append('other-single', [event()], NO_STREAM);
     await eventually(async () => (await stored('single')) === ignored.position, 'the idle checkpoint is stored');
     expect(await rows('single')).toEqual(appended.events.map((recorded) => recorded.position));
+  });
+
+  it('a batch whose checkpoint another runner moved meanwhile commits none of its rows, and the runner follows the moved checkpoint', async () => {
+    const errors: Error[] = [];
+    let moves = 1;
+    // While the first batch is handled, its checkpoint moves past that batch, as another runner (or a rebuild) would move it.
+    start(
+      definition('moved', {
+        handle: async (events) => {
+          if (moves-- > 0)
+            await sql.query('UPDATE projection_checkpoints SET position = $2 WHERE name = $1', [
+              'moved',
+              events.at(-1)!.position.toString(),
+            ]);
+        },
+      }),
+      { onError: (error) => errors.push(error) },
+    );
+    const first = await eventLog.append('kept-moved-1', [event(), event()], NO_STREAM);
+    await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
+    expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
+    expect(await stored('moved')).toBe(first.position);
+    // The runner starts again from where the checkpoint was moved: the first batch's rows are written by no one.
+    const second = await eventLog.append('kept-moved-1', [event()], ANY);
+    await eventually(async () => (await stored('moved')) === second.position, 'the next batch commits');
+    expect(await rows('moved')).toEqual([second.position]);
   });
 
   it('react hears a batch before its transaction, and again after that transaction failed; the rows are written once', async () => {
