@@ -20,7 +20,6 @@ import {
   sessionChanges,
   summarizeChanges,
   summarizeSession,
-  type OpenSession,
   type SessionCommand,
   type SessionEventEnvelope,
   type SessionState,
@@ -39,6 +38,7 @@ const recordedAt = '2026-01-01T00:00:00.000Z';
 class HeldSession {
   private position = 0n;
   state: SessionState = initialSessionState;
+  /** The projection's summary of the session, made batch by batch as it makes it. */
   private summary: SessionTally | undefined;
 
   /** The command's events as the log would hand them back. */
@@ -55,7 +55,7 @@ class HeldSession {
     const read = evolveSessionEvents(this.state, events, 'read');
     const changes = sessionChanges(this.state, read);
     if (!changes) throw new Error('a batch that changes nothing');
-    this.summary = this.summary ? summarizeChanges(this.summary, changes) : summarizeSession(read as OpenSession);
+    this.summary = this.summary ? summarizeChanges(this.summary, changes) : summarizeSession(changes.session);
     this.state = decided;
   }
 }

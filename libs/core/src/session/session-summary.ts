@@ -1,6 +1,6 @@
 import type { SessionChanges } from './session-changes.js';
 import { messageStatus, type MessageState, type OpenSession } from './session-events.js';
-import { addUsage, NO_TOKENS, type TokenUsage } from './token-usage.js';
+import { addUsage, NO_TOKENS, subtractUsage, type TokenUsage } from './token-usage.js';
 
 /** What a list of sessions shows of one: the session's messages, summed up. */
 export interface SessionSummary {
@@ -47,8 +47,9 @@ export function summarizeSession(session: OpenSession): SessionTally {
  * The summary after `changes`, made from the summary before them (of the state they were taken
  * from) and the messages they name, not from every message: a batch for a session of thousands of
  * messages costs what it changed. Messages are never removed, a message's model is set when it is
- * created, and each message not named is the same in both states. Summed whole instead when a count leaves the integers a double holds exactly, so
- * that a summary never depends on how the batches fell.
+ * created, and each message not named is the same in both states. Summed whole instead when a
+ * count leaves the integers a double holds exactly, so that a summary never depends on how the
+ * batches fell.
  */
 export function summarizeChanges(before: SessionTally, changes: SessionChanges): SessionTally {
   const { session } = changes;
@@ -88,12 +89,6 @@ const tally = (
 /** 1 when the message ended in error or holds a block in error, else 0. */
 const errored = (message: MessageState): number =>
   messageStatus(message) === 'error' || message.blocks.blocks.some((block) => block.status === 'error') ? 1 : 0;
-
-const subtractUsage = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
-  promptTokens: a.promptTokens - b.promptTokens,
-  completionTokens: a.completionTokens - b.completionTokens,
-  totalTokens: a.totalTokens - b.totalTokens,
-});
 
 const countsExactly = (usage: TokenUsage): boolean =>
   Number.isSafeInteger(usage.promptTokens) &&

@@ -182,21 +182,21 @@ describe('session summary from what changed', () => {
     };
     for (let turn = 0; turn < 120; turn += 1) {
       const answer = `a${turn}`;
-      const chunk = (value: Record<string, unknown>) => chunkOf(answer, value);
+      const answerChunk = (value: Record<string, unknown>) => chunkOf(answer, value);
       const question = create(`u${turn}`, 'user');
       const commands: SessionCommand[] = [
         { ...question, parentId: turn % 9 === 0 ? null : undefined } as SessionCommand,
         // Some answers name no model: the summary keeps the newest that did.
         create(answer, 'assistant', turn % 3 === 0 ? null : `model-${turn % 5}`),
-        chunk({ type: 'text.delta', text: 'one' }),
+        answerChunk({ type: 'text.delta', text: 'one' }),
       ];
       // Every seventh answer's tool fails: an error the session keeps; every eleventh stays streaming.
       if (turn % 7 === 3)
         commands.push(
-          chunk({ type: 'mcp_tool_pending', responses: [{ ...failedTool, status: 'pending' }] }),
-          chunk({ type: 'mcp_tool_complete', responses: [failedTool] }),
+          answerChunk({ type: 'mcp_tool_pending', responses: [{ ...failedTool, status: 'pending' }] }),
+          answerChunk({ type: 'mcp_tool_complete', responses: [failedTool] }),
         );
-      if (turn % 11 !== 5) commands.push(chunk({ type: 'block_complete', response: usage(turn) }));
+      if (turn % 11 !== 5) commands.push(answerChunk({ type: 'block_complete', response: usage(turn) }));
       // While this answer streams, the one before it records its usage late: an older message changes, not the newest.
       else commands.push(chunkOf(`a${turn - 1}`, { type: 'block_complete', response: usage(2 * turn) }));
       if (turn % 13 === 12)

@@ -15,6 +15,12 @@ export const addUsage = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
   totalTokens: a.totalTokens + b.totalTokens,
 });
 
+export const subtractUsage = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
+  promptTokens: a.promptTokens - b.promptTokens,
+  completionTokens: a.completionTokens - b.completionTokens,
+  totalTokens: a.totalTokens - b.totalTokens,
+});
+
 /**
  * A message's usage after one more of its chunks. Each model call ends in one chunk:
  * `llm_response_complete` after a tool round, `block_complete` at the end. Translated from a
