@@ -219,6 +219,20 @@ describe('session summary from what changed', () => {
     expect(compared).toBeGreaterThan(400);
   });
 
+  it('clears the error once the failed tool call of the only message in error completes after all', () => {
+    const session = heldSession();
+    session.take(open);
+    const tool = { id: 't1', tool: { name: 'read' }, arguments: {} };
+    const seen = [
+      session.take(create('a1', 'assistant', 'm')),
+      session.take(append('a1', [{ type: 'mcp_tool_pending', responses: [{ ...tool, status: 'pending' }] }])),
+      session.take(append('a1', [{ type: 'mcp_tool_complete', responses: [{ ...tool, status: 'error' }] }], 2)),
+      session.take(append('a1', [{ type: 'mcp_tool_complete', responses: [{ ...tool, status: 'done' }] }], 3)),
+    ];
+    for (const { incremental, whole } of seen) expect(incremental).toEqual(whole);
+    expect(seen.map(({ incremental }) => incremental.hasErrors)).toEqual([false, false, true, false]);
+  });
+
   it('sums every message again when a count would leave the integers a double holds exactly', () => {
     const session = heldSession();
     session.take(open);
