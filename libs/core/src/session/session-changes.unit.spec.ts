@@ -1,20 +1,12 @@
 import { RecordedSession } from '../testing/recorded-session.js';
 import type { SessionCommand } from './session-decider.js';
 import { sessionChanges } from './session-changes.js';
-import { evolveSessionEvents, initialSessionState, type OpenSession, type SessionState } from './session-events.js';
+import type { OpenSession } from './session-events.js';
 
 describe('session changes', () => {
   it('from the messages two folds set, the same as comparing every message, batch after batch of a long session', () => {
-    let state: SessionState = initialSessionState;
-    const log = new RecordedSession();
-    const take = (command: SessionCommand) => {
-      const events = log.decide(command, state);
-      const next = evolveSessionEvents(state, events, 'read');
-      const previous = state;
-      state = evolveSessionEvents(state, events);
-      return { previous, next };
-    };
-    take({ type: 'open_session', sessionId: 's', title: null, metadata: {}, owner: 'o', writers: [] });
+    const session = new RecordedSession();
+    session.take({ type: 'open_session', sessionId: 's', title: null, metadata: {}, owner: 'o', writers: [] });
     let compared = 0;
     for (let turn = 0; turn < 300; turn += 1) {
       const commands: SessionCommand[] = [
@@ -47,7 +39,7 @@ describe('session changes', () => {
           eventId: `00000000-0000-4000-8000-${String(turn).padStart(12, '0')}`,
         });
       for (const command of commands) {
-        const { previous, next } = take(command);
+        const { previous, read: next } = session.take(command);
         const everyMessage = { ...(previous as OpenSession), messages: new Map((previous as OpenSession).messages) };
         const expected = sessionChanges(everyMessage as unknown as OpenSession, next);
         expect(sessionChanges(previous, next)).toEqual(expected);

@@ -2,7 +2,7 @@ import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { RecordedSession } from '../testing/recorded-session.js';
 import type { SessionCommand } from './session-decider.js';
 import { sessionChanges } from './session-changes.js';
-import { evolveSessionEvents, initialSessionState, type OpenSession, type SessionState } from './session-events.js';
+import type { OpenSession } from './session-events.js';
 import { summarizeChanges, summarizeSession, type SessionTally } from './session-summary.js';
 import { NO_TOKENS, reportedUsage, usageAfter } from './token-usage.js';
 
@@ -11,13 +11,10 @@ const end = (type: 'llm_response_complete' | 'block_complete', usage: unknown) =
 
 /** The session after each command, decided and folded as the service does. */
 function after(...commands: SessionCommand[]): OpenSession {
-  const log = new RecordedSession();
-  const state = commands.reduce<SessionState>(
-    (current, command) => evolveSessionEvents(current, log.decide(command, current)),
-    initialSessionState,
-  );
-  if (state.status !== 'open') throw new Error('no session');
-  return state;
+  const session = new RecordedSession();
+  for (const command of commands) session.take(command);
+  if (session.state.status !== 'open') throw new Error('no session');
+  return session.state;
 }
 const open: SessionCommand = {
   type: 'open_session',
@@ -143,25 +140,17 @@ describe('session summary', () => {
 describe('session summary from what changed', () => {
   /**
    * A session taken batch by batch as the projection takes it: each batch's summary from the last one
-   * and the change set. A batch holds the events of every command given, each decided on the one before.
+   * and the change set (`RecordedSession.take`: a batch holds the events of every command given).
    */
   function heldSession() {
-    let state: SessionState = initialSessionState;
+    const session = new RecordedSession();
     let summary: SessionTally | undefined;
-    const log = new RecordedSession();
     return {
       take(...commands: SessionCommand[]): { incremental: SessionTally; whole: SessionTally } {
-        let decided = state;
-        const events = commands.flatMap((command) => {
-          const own = log.decide(command, decided);
-          decided = evolveSessionEvents(decided, own);
-          return own;
-        });
-        const next = evolveSessionEvents(state, events, 'read');
-        const changes = sessionChanges(state, next);
+        const { previous, read } = session.take(...commands);
+        const changes = sessionChanges(previous, read);
         if (changes) summary = summary ? summarizeChanges(summary, changes) : summarizeSession(changes.session);
-        state = next;
-        return { incremental: summary!, whole: summarizeSession(next as OpenSession) };
+        return { incremental: summary!, whole: summarizeSession(read as OpenSession) };
       },
     };
   }
