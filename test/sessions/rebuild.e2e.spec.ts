@@ -100,6 +100,15 @@ describe('rebuilding the read models from the log', () => {
     expect(readStatuses.length).toBeGreaterThan(0);
     expect(readStatuses.every((status) => status === 200)).toBe(true);
     expect(await readModelHash(database)).toEqual(live);
+    // The swapped-in tables come with statistics of what they hold, not none until autovacuum comes round.
+    const { rows: statistics } = await database.query<{ table: string; tuples: number }>(
+      `SELECT relname AS table, reltuples::float8 AS tuples FROM pg_class
+        WHERE relnamespace = 'public'::regnamespace AND relname = ANY($1) ORDER BY relname`,
+      [['sessions', 'messages', 'message_blocks']],
+    );
+    expect(Object.fromEntries(statistics.map((row) => [row.table, row.tuples]))).toEqual(
+      Object.fromEntries(Object.entries(live).map(([table, hash]) => [table, Number(hash.split(':')[0])])),
+    );
 
     // A new response after the swap reaches the rebuilt tables through the live projection.
     const assistant = (await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'assistant' })).body

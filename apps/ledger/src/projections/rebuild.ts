@@ -134,6 +134,9 @@ async function rebuildIntoScratchSchema(
         pages.stop();
       }
     });
+    // The fresh tables have no statistics: analyzed before the swap, outside the lock, they are planned
+    // on what they hold from the start, not from whenever autovacuum comes round.
+    await pool.query(`ANALYZE ${tables.map((table) => `${schema}.${table}`).join(', ')}`);
     // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename.
     await inTransaction(pool, async (client) => {
       await client.query(

@@ -18,6 +18,7 @@ import type {
 } from '../event-log.js';
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
+import { LogStatistics } from './log-statistics.js';
 import { PostgresNotifier } from './postgres-notifier.js';
 import { PollingSubscription } from './polling-subscription.js';
 import { RecentCommits } from './recent-commits.js';
@@ -32,6 +33,8 @@ export interface PostgresEventLogOptions {
    * event), so that a log of large events cannot make a read hold gigabytes. 8 MiB by default.
    */
   readonly readPageBytes?: number;
+  /** A page of `readAll` that stops this many events or more short of the head checks the log's statistics (`LogStatistics`). 20,000 by default. */
+  readonly statisticsCheckDistance?: number;
   /** Subscribers poll at this interval when no notification arrives (LISTEN down, or idle). */
   readonly pollIntervalMs?: number;
   readonly clock?: () => Date;
@@ -87,6 +90,11 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   pool.on('connect', (client) => client.on('error', onError));
   const notifier = new PostgresNotifier(options.connectionString, onError);
   const recent = new RecentCommits(() => notifier.bump());
+  const statistics = new LogStatistics(
+    pool,
+    positiveInteger('statisticsCheckDistance', options.statisticsCheckDistance ?? 20_000),
+    onError,
+  );
   const writer = new GroupCommitWriter(pool, {
     maxEventsPerCommit: options.maxEventsPerCommit ?? 5_000,
     clock: options.clock ?? (() => new Date()),
@@ -136,7 +144,10 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
     const events = rows[0].position === null ? [] : rows.map(toEvent);
     const full = events.length === limit || Number(rows.at(-1)!.bytes_through) >= readPageBytes;
-    return { events, checkpoint: full ? events.at(-1)!.position : head, caughtUp: !full };
+    if (!full) return { events, checkpoint: head, caughtUp: true };
+    const checkpoint = events.at(-1)!.position;
+    await statistics.afterPage(checkpoint, head);
+    return { events, checkpoint, caughtUp: false };
   }
 
   const readAll = (readOptions: ReadAllOptions = {}) => readPage(readOptions, EVENT_COLUMNS, toRecordedEvent);

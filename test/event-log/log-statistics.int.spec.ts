@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import { createPostgresEventLog, NO_STREAM, type EventLog } from '#event-log';
+import pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+const EVENTS = 2_000;
+
+/**
+ * A log appended to since its tables were last analyzed (here: at the migration, empty) with
+ * autovacuum kept away, as after a bulk load or a restore before autovacuum comes round.
+ */
+describe('the PostgreSQL log keeps its statistics from lagging far behind it', () => {
+  let database: TestDatabase;
+  let sql: pg.Client;
+  let log: EventLog;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    sql = new pg.Client({ connectionString: database.connectionString });
+    await sql.connect();
+    for (const table of ['event_log_events', 'event_log_streams', 'event_log_envelopes'])
+      await sql.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    log = await createPostgresEventLog({ connectionString: database.connectionString, statisticsCheckDistance: 500 });
+    for (let stream = 0; stream < EVENTS / 100; stream += 1)
+      await log.append(
+        `stats-${stream}`,
+        Array.from({ length: 100 }, () => ({ id: randomUUID(), type: 'stats.recorded', data: { stream } })),
+        NO_STREAM,
+      );
+  });
+  afterAll(async () => {
+    await log.close();
+    await sql.end();
+    await database.drop();
+  });
+
+  const countedEvents = async () =>
+    (
+      await sql.query<{ events: number }>(
+        `SELECT reltuples::float8 AS events FROM pg_class WHERE oid = 'event_log_events'::regclass`,
+      )
+    ).rows[0].events;
+
+  it('leaves them alone on reads near the head, and analyzes once a page stops far short of it', async () => {
+    const stale = await countedEvents();
+    expect(stale).toBeLessThan(EVENTS / 2);
+    // Within the distance of the head, and a page that reaches the head: no check.
+    await log.readAll({ fromPosition: BigInt(EVENTS - 400), maxCount: 100 });
+    await log.readAllWithoutHashes({ maxCount: EVENTS });
+    expect(await countedEvents()).toBe(stale);
+
+    const page = await log.readAllWithoutHashes({ maxCount: 100 });
+    expect(page).toMatchObject({ checkpoint: 100n, caughtUp: false });
+    expect(await countedEvents()).toBe(EVENTS);
+  });
+});
