@@ -40,6 +40,29 @@ describe('the PostgreSQL log keeps its statistics from lagging far behind it', (
       )
     ).rows[0].events;
 
+  it('gives up on the analysis, not the read, while another session holds a lock it would wait for', async () => {
+    const errors: Error[] = [];
+    const blocked = await createPostgresEventLog({
+      connectionString: database.connectionString,
+      statisticsCheckDistance: 500,
+      onError: (error) => errors.push(error),
+    });
+    const maintenance = new pg.Client({ connectionString: database.connectionString });
+    await maintenance.connect();
+    try {
+      // What a manual VACUUM or an index being built holds.
+      await maintenance.query('BEGIN; LOCK TABLE event_log_events IN SHARE UPDATE EXCLUSIVE MODE');
+      const page = await blocked.readAllWithoutHashes({ maxCount: 100 });
+      expect(page).toMatchObject({ checkpoint: 100n, caughtUp: false });
+      expect(errors.map((error) => error.message)).toEqual([expect.stringMatching(/lock timeout/)]);
+      expect(await countedEvents()).toBeLessThan(EVENTS / 2);
+    } finally {
+      await maintenance.query('ROLLBACK');
+      await maintenance.end();
+      await blocked.close();
+    }
+  });
+
   it('leaves them alone on reads near the head, and analyzes once a page stops far short of it', async () => {
     const stale = await countedEvents();
     expect(stale).toBeLessThan(EVENTS / 2);

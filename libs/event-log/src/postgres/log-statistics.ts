@@ -2,17 +2,23 @@ import type pg from 'pg';
 
 /** The tables a read of the log joins. */
 const LOG_TABLES = 'event_log_events, event_log_streams, event_log_envelopes';
-/** The statistics are checked at most this often per log. */
+/** The statistics are checked at most this often per log (per process). */
 const CHECK_INTERVAL_MS = 60_000;
+/**
+ * How long the analysis waits for its lock (SHARE UPDATE EXCLUSIVE: a manual VACUUM, an index being
+ * built or a migration holds it) before it gives up until the next check: the reads behind it wait too.
+ */
+const LOCK_TIMEOUT = '1s';
 
 /**
  * Keeps the planner's statistics of the log from lagging far behind the log. A page is the first
  * events after a position, up to a head the planner cannot see when it plans. With statistics of a
  * far smaller table (a log loaded or restored since its last ANALYZE, before autovacuum comes round),
- * PostgreSQL fetches every event up to the head and sorts them for each page: a read from far behind
- * costs the square of its length (a rebuild of 211,200 events read 22,000 events/s instead of
- * 190,000; docs/benchmarks.md, "Eighteenth issue-15 round"). So a page that stops far short of the
- * head checks them, and the log's tables are analyzed when they count under half its events.
+ * PostgreSQL fetched every event up to the head and sorted them for each page, and looked each
+ * event's stream and envelope up by scanning their whole tables: a read from far behind cost the
+ * square of its length (a rebuild of 211,200 events read 22,000 events/s instead of 190,000;
+ * decision 0046). So a page that stops far short of the head checks them, and the log's tables are
+ * analyzed when they count under half its events.
  */
 export class LogStatistics {
   private checkedAt = Number.NEGATIVE_INFINITY;
@@ -38,14 +44,24 @@ export class LogStatistics {
 
   private async check(head: bigint): Promise<void> {
     try {
-      // Positions are gap-free and nothing is deleted: the head is the number of events.
-      const { rows } = await this.pool.query<{ events: number }>(
-        `SELECT reltuples::float8 AS events FROM pg_class WHERE oid = 'event_log_events'::regclass`,
-      );
-      if (rows[0].events < Number(head) / 2) await this.pool.query(`ANALYZE ${LOG_TABLES}`);
+      if (!(await this.stale(head))) return;
+      // One implicit transaction: the timeout holds for the ANALYZE alone, and a failure leaves no
+      // transaction open on the pooled connection.
+      await this.pool.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; ANALYZE ${LOG_TABLES}`);
+      // A role that does not own the tables gets a warning, not an error, and nothing analyzed.
+      if (await this.stale(head))
+        throw new Error('event log: ANALYZE left the statistics stale; does this role own the tables?');
     } catch (error) {
       // Reads go on without: the statistics make them faster, not right.
       this.onError(error as Error);
     }
+  }
+
+  /** Positions are gap-free and nothing is deleted: the head is the number of events. */
+  private async stale(head: bigint): Promise<boolean> {
+    const { rows } = await this.pool.query<{ events: number }>(
+      `SELECT reltuples::float8 AS events FROM pg_class WHERE oid = 'event_log_events'::regclass`,
+    );
+    return rows[0].events < Number(head) / 2;
   }
 }
