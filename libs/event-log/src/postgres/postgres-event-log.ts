@@ -79,6 +79,34 @@ const DATA_BYTES = `CASE WHEN pg_column_compression(data) IS NULL THEN pg_column
 /** The hashes are stored as bytes: the view gives them in hex, formatted per row, so a read that needs none asks for none. */
 const EVENT_COLUMNS = `${COLUMNS_WITHOUT_HASHES}, prev_hash, hash`;
 
+/**
+ * A page of the log: $1 the position it starts after, $2 its count, $3 its byte bound, then
+ * `filterParams`. One statement, one snapshot: everything at or below the head it sees is
+ * committed (the head moves in the same transaction), so reading up to it can never skip an event
+ * that commits later. The head row comes back even when no event follows. The page is cut after
+ * the event whose data reaches the byte bound, counted over the page's rows alone (the LIMIT comes
+ * first). The head bounds the page outside the LIMIT: inside, the planner cannot see its value, and
+ * with statistics older than the log (after a bulk load or a restore, before autovacuum comes
+ * round) it fetched and sorted every event up to the head for each page (decision 0046). The
+ * stream and envelope lookups still need statistics: `LogStatistics` keeps them current.
+ */
+export function pageQuery(
+  columns: string,
+  filter: EventFilter | undefined,
+): { text: string; filterParams: string[][] } {
+  const { clause, params } = filterClause(filter, 4);
+  const text = `SELECT h.position AS head, e.* FROM event_log_head h
+    LEFT JOIN LATERAL (
+      SELECT * FROM (
+        SELECT page.*, sum(page.data_bytes) OVER (ORDER BY page.position ROWS UNBOUNDED PRECEDING) AS bytes_through
+          FROM (SELECT ${columns}, ${DATA_BYTES} AS data_bytes FROM event_log_records
+                 WHERE position > $1 ${clause}
+                 ORDER BY position LIMIT $2) page) sized
+       WHERE position <= h.position AND bytes_through - data_bytes < $3
+       ORDER BY position) e ON true`;
+  return { text, filterParams: params };
+}
+
 /** The PostgreSQL event log: the embedded default and the single-machine engine. Schema comes from its migration. */
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
@@ -123,23 +151,13 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   ): Promise<ReadAllResult<Event>> {
     const after = readOptions.fromPosition ?? 0n;
     const limit = pageLimit(readOptions.maxCount, readPageSize);
-    // One statement, one snapshot: everything at or below the head it sees is committed (the head
-    // moves in the same transaction), so reading up to it can never skip an event that commits
-    // later. The head row comes back even when no event follows. The page is cut after the event
-    // whose data reaches `readPageBytes`, counted over the page's rows alone (the LIMIT comes first).
-    const { clause, params } = filterClause(readOptions.filter, 4);
-    const { rows } = await pool.query<Row & { head: string; bytes_through: string }>(
-      `SELECT h.position AS head, e.* FROM event_log_head h
-         LEFT JOIN LATERAL (
-           SELECT * FROM (
-             SELECT page.*, sum(page.data_bytes) OVER (ORDER BY page.position ROWS UNBOUNDED PRECEDING) AS bytes_through
-               FROM (SELECT ${columns}, ${DATA_BYTES} AS data_bytes FROM event_log_records
-                      WHERE position > $1 AND position <= h.position ${clause}
-                      ORDER BY position LIMIT $2) page) sized
-            WHERE bytes_through - data_bytes < $3
-            ORDER BY position) e ON true`,
-      [after.toString(), limit, readPageBytes, ...params],
-    );
+    const { text, filterParams } = pageQuery(columns, readOptions.filter);
+    const { rows } = await pool.query<Row & { head: string; bytes_through: string }>(text, [
+      after.toString(),
+      limit,
+      readPageBytes,
+      ...filterParams,
+    ]);
     const head = BigInt(rows[0].head);
     if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
     const events = rows[0].position === null ? [] : rows.map(toEvent);

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { createPostgresEventLog, NO_STREAM, type EventFilter, type EventLog } from '#event-log';
+import pg from 'pg';
+import { pageQuery } from '../../libs/event-log/src/postgres/postgres-event-log.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+const STREAMS = 100;
+const EVENTS_PER_STREAM = 200;
+const PAGE = 100;
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the plan took from `event_log_events`. */
+function eventRowsFetched(node: PlanNode): number {
+  const own = node['Relation Name'] === 'event_log_events' ? node['Actual Rows'] * node['Actual Loops'] : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + eventRowsFetched(child), 0);
+}
+
+/**
+ * A log appended to since its tables were last analyzed (at the migration, empty), with autovacuum
+ * kept away: as after a bulk load or a restore, before autovacuum comes round.
+ */
+describe('a page of the PostgreSQL log on statistics older than the log', () => {
+  let database: TestDatabase;
+  let sql: pg.Client;
+  let log: EventLog;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    sql = new pg.Client({ connectionString: database.connectionString });
+    await sql.connect();
+    for (const table of ['event_log_events', 'event_log_streams', 'event_log_envelopes'])
+      await sql.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    // Far enough from the head never to analyze them itself: what is planned here is the page alone.
+    log = await createPostgresEventLog({
+      connectionString: database.connectionString,
+      statisticsCheckDistance: STREAMS * EVENTS_PER_STREAM,
+    });
+    for (let start = 0; start < STREAMS; start += 10)
+      await log.appendMany(
+        Array.from({ length: 10 }, (_, index) => ({
+          streamId: `${(start + index) % 2 === 0 ? 'even' : 'odd'}-${start + index}`,
+          expectedRevision: NO_STREAM,
+          events: Array.from({ length: EVENTS_PER_STREAM }, () => ({
+            id: randomUUID(),
+            type: 'plan.tested',
+            data: {},
+          })),
+        })),
+      );
+  }, 60_000);
+  afterAll(async () => {
+    await log.close();
+    await sql.end();
+    await database.drop();
+  });
+
+  it.each<[string, EventFilter | undefined]>([
+    ['unfiltered', undefined],
+    ['filtered by stream', { streamPrefixes: ['odd-'] }],
+  ])(
+    '%s, from far behind the head, takes the page from the log and not everything up to the head',
+    async (_, filter) => {
+      const { text, filterParams } = pageQuery('position, stream_id, data', filter);
+      const { rows } = await sql.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
+        ['1000', PAGE, 8 * 1024 * 1024, ...filterParams],
+      );
+      // The filter keeps every other stream's events, in runs of EVENTS_PER_STREAM: a page may pass one run.
+      expect(eventRowsFetched(rows[0]['QUERY PLAN'][0].Plan)).toBeLessThanOrEqual(PAGE + EVENTS_PER_STREAM);
+      const page = await log.readAll({ fromPosition: 1000n, maxCount: PAGE, filter });
+      expect(page.events).toHaveLength(PAGE);
+      expect(page.caughtUp).toBe(false);
+      const { rows: statistics } = await sql.query<{ events: number }>(
+        `SELECT reltuples::float8 AS events FROM pg_class WHERE oid = 'event_log_events'::regclass`,
+      );
+      expect(statistics[0].events).toBeLessThan((STREAMS * EVENTS_PER_STREAM) / 2);
+    },
+  );
+});
