@@ -1,24 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { createPostgresEventLog, NO_STREAM, type EventLog } from '#event-log';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { databaseWithStaleLogStatistics, eventsCounted } from '../support/stale-log-statistics.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 const EVENTS = 2_000;
 
-/**
- * A log appended to since its tables were last analyzed (here: at the migration, empty) with
- * autovacuum kept away, as after a bulk load or a restore before autovacuum comes round.
- */
+/** A log appended to since its tables were last analyzed (`databaseWithStaleLogStatistics`). */
 describe('the PostgreSQL log keeps its statistics from lagging far behind it', () => {
   let database: TestDatabase;
   let sql: pg.Client;
   let log: EventLog;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    sql = new pg.Client({ connectionString: database.connectionString });
-    await sql.connect();
-    for (const table of ['event_log_events', 'event_log_streams', 'event_log_envelopes'])
-      await sql.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    ({ database, sql } = await databaseWithStaleLogStatistics());
     log = await createPostgresEventLog({ connectionString: database.connectionString, statisticsCheckDistance: 500 });
     for (let stream = 0; stream < EVENTS / 100; stream += 1)
       await log.append(
@@ -33,12 +27,7 @@ describe('the PostgreSQL log keeps its statistics from lagging far behind it', (
     await database.drop();
   });
 
-  const countedEvents = async () =>
-    (
-      await sql.query<{ events: number }>(
-        `SELECT reltuples::float8 AS events FROM pg_class WHERE oid = 'event_log_events'::regclass`,
-      )
-    ).rows[0].events;
+  const countedEvents = () => eventsCounted(sql);
 
   it('gives up on the analysis, not the read, while another session holds a lock it would wait for', async () => {
     const errors: Error[] = [];

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createPostgresEventLog, NO_STREAM, type EventFilter, type EventLog } from '#event-log';
-import pg from 'pg';
+import type pg from 'pg';
 import { pageQuery } from '../../libs/event-log/src/postgres/postgres-event-log.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { databaseWithStaleLogStatistics, eventsCounted } from '../support/stale-log-statistics.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 const STREAMS = 100;
 const EVENTS_PER_STREAM = 200;
@@ -21,20 +22,13 @@ function eventRowsFetched(node: PlanNode): number {
   return own + (node.Plans ?? []).reduce((sum, child) => sum + eventRowsFetched(child), 0);
 }
 
-/**
- * A log appended to since its tables were last analyzed (at the migration, empty), with autovacuum
- * kept away: as after a bulk load or a restore, before autovacuum comes round.
- */
+/** A log appended to since its tables were last analyzed (`databaseWithStaleLogStatistics`). */
 describe('a page of the PostgreSQL log on statistics older than the log', () => {
   let database: TestDatabase;
   let sql: pg.Client;
   let log: EventLog;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    sql = new pg.Client({ connectionString: database.connectionString });
-    await sql.connect();
-    for (const table of ['event_log_events', 'event_log_streams', 'event_log_envelopes'])
-      await sql.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    ({ database, sql } = await databaseWithStaleLogStatistics());
     // Far enough from the head never to analyze them itself: what is planned here is the page alone.
     log = await createPostgresEventLog({
       connectionString: database.connectionString,
@@ -75,10 +69,7 @@ describe('a page of the PostgreSQL log on statistics older than the log', () => 
       const page = await log.readAll({ fromPosition: 1000n, maxCount: PAGE, filter });
       expect(page.events).toHaveLength(PAGE);
       expect(page.caughtUp).toBe(false);
-      const { rows: statistics } = await sql.query<{ events: number }>(
-        `SELECT reltuples::float8 AS events FROM pg_class WHERE oid = 'event_log_events'::regclass`,
-      );
-      expect(statistics[0].events).toBeLessThan((STREAMS * EVENTS_PER_STREAM) / 2);
+      expect(await eventsCounted(sql)).toBeLessThan((STREAMS * EVENTS_PER_STREAM) / 2);
     },
   );
 });
