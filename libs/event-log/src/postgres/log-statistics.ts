@@ -2,13 +2,8 @@ import type pg from 'pg';
 
 /** The tables a read of the log joins. */
 const LOG_TABLES = 'event_log_events, event_log_streams, event_log_envelopes';
-/** The statistics are checked at most this often per log (per process). */
+/** The statistics are checked at most this often per log instance. */
 const CHECK_INTERVAL_MS = 60_000;
-/**
- * How long the analysis waits for its lock (SHARE UPDATE EXCLUSIVE: a manual VACUUM, an index being
- * built or a migration holds it) before it gives up until the next check: the reads behind it wait too.
- */
-const LOCK_TIMEOUT = '1s';
 
 /**
  * Keeps the planner's statistics of the log from lagging far behind the log. With statistics of a
@@ -44,16 +39,23 @@ export class LogStatistics {
   private async check(head: bigint): Promise<void> {
     try {
       if (!(await this.stale(head))) return;
-      // One implicit transaction: the timeout holds for the ANALYZE alone, and a failure leaves no
-      // transaction open on the pooled connection.
-      await this.pool.query(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; ANALYZE ${LOG_TABLES}`);
-      // A role that does not own the tables gets a warning, not an error, and nothing analyzed.
+      // SKIP_LOCKED: a table someone holds (autovacuum, a manual VACUUM, an index being built) is
+      // skipped, not waited for; the reads behind this check would wait too.
+      await this.pool.query(`ANALYZE (SKIP_LOCKED) ${LOG_TABLES}`);
+      // A skipped table, or a role that does not own the tables, gets a warning, not an error.
       if (await this.stale(head))
-        throw new Error('event log: ANALYZE left the statistics stale; does this role own the tables?');
+        throw new Error(
+          'event log: ANALYZE left the statistics stale (a table was locked, or this role does not own the tables)',
+        );
     } catch (error) {
       // Reads go on without: the statistics make them faster, not right.
       this.onError(error as Error);
     }
+  }
+
+  /** Resolves once no check is under way: the pool may end. */
+  async settled(): Promise<void> {
+    await this.checking;
   }
 
   /** Positions are gap-free and nothing is deleted: the head is the number of events. */
