@@ -33,7 +33,10 @@ export interface PostgresEventLogOptions {
    * event), so that a log of large events cannot make a read hold gigabytes. 8 MiB by default.
    */
   readonly readPageBytes?: number;
-  /** A page of the log (`readAll`, `readAllWithoutHashes`) that stops this many events or more short of the head checks the log's statistics (`LogStatistics`). 20,000 by default. */
+  /**
+   * A page of the log (`readAll`, `readAllWithoutHashes`) that stops this many events or more short
+   * of the head checks the log's statistics (`LogStatistics`). 20,000 by default.
+   */
   readonly statisticsCheckDistance?: number;
   /** Subscribers poll at this interval when no notification arrives (LISTEN down, or idle). */
   readonly pollIntervalMs?: number;
