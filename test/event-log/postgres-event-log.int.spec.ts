@@ -218,4 +218,81 @@ describe('PostgreSQL group commit', () => {
       await database.drop();
     }
   });
+
+  /**
+   * A batch planned on this writer's cached stream heads is stored only if each stream is still at
+   * the revision and hash planned (`event_log_append`, migration 1763800000250); otherwise nothing
+   * is stored and the writer plans again on what the database holds.
+   */
+  describe('a batch planned on stream heads that moved', () => {
+    let database: TestDatabase;
+    let cached: EventLog;
+    let other: EventLog;
+    const event = (data: unknown = {}) => ({ id: randomUUID(), type: 'test.moved', data });
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      [cached, other] = await Promise.all(
+        [0, 1].map(() => createPostgresEventLog({ connectionString: database.connectionString })),
+      );
+    });
+    afterAll(async () => {
+      await Promise.all([cached, other].map((log) => log.close()));
+      await database.drop();
+    });
+
+    it('is planned again when only the stored hash differs, and chains to the stored one', async () => {
+      const streamId = `hash-${randomUUID()}`;
+      await cached.append(streamId, [event()], NO_STREAM);
+      // The same revision with another last hash: only the hash tells the cached head from the stored one.
+      const storedHash = 'ab'.repeat(32);
+      const sql = new pg.Client({ connectionString: database.connectionString });
+      await sql.connect();
+      try {
+        await sql.query(`UPDATE event_log_streams SET last_hash = decode($2, 'hex') WHERE stream_id = $1`, [
+          streamId,
+          storedHash,
+        ]);
+      } finally {
+        await sql.end();
+      }
+      const result = await cached.append(streamId, [event()], ANY);
+      expect(result.nextExpectedRevision).toBe(1n);
+      const events = await cached.readStream(streamId);
+      expect(events.map(({ revision, metadata }) => [revision, metadata.prevHash])).toEqual([
+        [0n, '0'.repeat(64)],
+        [1n, storedHash],
+      ]);
+    });
+
+    it('stores all of a multi-stream append or none: one stale head sends the whole batch to be planned again', async () => {
+      const run = randomUUID();
+      const [kept, moved, created] = ['kept', 'moved', 'created'].map((name) => `${name}-${run}`);
+      await cached.appendMany([
+        { streamId: kept, events: [event({ n: 0 })], expectedRevision: NO_STREAM },
+        { streamId: moved, events: [event({ n: 0 })], expectedRevision: NO_STREAM },
+      ]);
+      await other.append(moved, [event({ by: 'other' })], 0n);
+      const head = await cached.headPosition();
+
+      const results = await cached.appendMany([
+        { streamId: kept, events: [event({ n: 1 })], expectedRevision: ANY },
+        { streamId: moved, events: [event({ n: 1 })], expectedRevision: ANY },
+        { streamId: created, events: [event({ n: 0 })], expectedRevision: ANY },
+      ]);
+
+      expect(results.map(({ nextExpectedRevision }) => nextExpectedRevision)).toEqual([1n, 2n, 0n]);
+      for (const [streamId, revisions] of [
+        [kept, 2],
+        [moved, 3],
+        [created, 1],
+      ] as const) {
+        const events = await cached.readStream(streamId);
+        expect(events.map(({ revision }) => revision)).toEqual([...Array(revisions).keys()].map(BigInt));
+        events.slice(1).forEach((stored, index) => expect(stored.metadata.prevHash).toBe(events[index].metadata.hash));
+      }
+      const { events: logged } = await cached.readAll({ fromPosition: head });
+      expect(logged.map(({ position }) => position)).toEqual([head + 1n, head + 2n, head + 3n]);
+    });
+  });
 });
