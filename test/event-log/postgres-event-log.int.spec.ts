@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { ANY, createPostgresEventLog, NO_STREAM, type EventLog, type SubscriptionBatch } from '#event-log';
+import {
+  ANY,
+  createPostgresEventLog,
+  NO_STREAM,
+  type EventLog,
+  type PostgresEventLogOptions,
+  type SubscriptionBatch,
+} from '#event-log';
 import { eventLogContract } from '#event-log/testing';
 import pg from 'pg';
 import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
@@ -24,6 +31,13 @@ eventLogContract(
   { refusedData: { text: 'jsonb has no NUL: \u0000' }, atomicMultiStream: true },
 );
 
+/** Two instances of the log on one database, as two service processes would have. */
+function twoInstances(database: TestDatabase, options: Partial<PostgresEventLogOptions> = {}) {
+  return Promise.all(
+    [0, 1].map(() => createPostgresEventLog({ connectionString: database.connectionString, ...options })),
+  );
+}
+
 /**
  * What the PostgreSQL adapter's subscriptions do with their own instance's commits (decision
  * 0031): taken from memory, they must never hold up, hide or alter what the log holds.
@@ -37,11 +51,7 @@ describe('PostgreSQL subscriptions and their own instance commits', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     // No poll to fall back on within a test: only a notification or a read can deliver.
-    [own, other] = await Promise.all(
-      [0, 1].map(() =>
-        createPostgresEventLog({ connectionString: database.connectionString, pollIntervalMs: 600_000 }),
-      ),
-    );
+    [own, other] = await twoInstances(database, { pollIntervalMs: 600_000 });
   });
   afterAll(async () => {
     await Promise.all([own, other].map((log) => log.close()));
@@ -232,9 +242,7 @@ describe('PostgreSQL group commit', () => {
 
     beforeAll(async () => {
       database = await createTestDatabase();
-      [cached, other] = await Promise.all(
-        [0, 1].map(() => createPostgresEventLog({ connectionString: database.connectionString })),
-      );
+      [cached, other] = await twoInstances(database);
     });
     afterAll(async () => {
       await Promise.all([cached, other].map((log) => log.close()));
