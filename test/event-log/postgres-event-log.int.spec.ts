@@ -273,7 +273,7 @@ describe('PostgreSQL group commit', () => {
       ]);
     });
 
-    it('stores all of a multi-stream append or none: one stale head sends the whole batch to be planned again', async () => {
+    it('stores every part of a multi-stream append whose stream moved meanwhile, contiguous, chained, positions in turn', async () => {
       const run = randomUUID();
       const [kept, moved, created] = ['kept', 'moved', 'created'].map((name) => `${name}-${run}`);
       await cached.appendMany([
