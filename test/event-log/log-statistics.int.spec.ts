@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { createPostgresEventLog, NO_STREAM, type EventLog } from '#event-log';
 import pg from 'pg';
-import { databaseWithStaleLogStatistics, eventsCounted } from '../support/stale-log-statistics.js';
-import type { TestDatabase } from '../support/test-database.js';
+import { eventsCounted, logWithStaleStatistics, type LogWithStaleStatistics } from '../support/stale-log-statistics.js';
 
 const EVENTS = 2_000;
 
-/** A log appended to since its tables were last analyzed (`databaseWithStaleLogStatistics`). */
+/** A log appended to since its tables were last analyzed (`logWithStaleStatistics`). */
 describe('the PostgreSQL log keeps its statistics from lagging far behind it', () => {
-  let database: TestDatabase;
+  let stale: LogWithStaleStatistics;
+  let database: LogWithStaleStatistics['database'];
   let sql: pg.Client;
   let log: EventLog;
   beforeAll(async () => {
-    ({ database, sql } = await databaseWithStaleLogStatistics());
-    log = await createPostgresEventLog({ connectionString: database.connectionString, statisticsCheckDistance: 500 });
+    stale = await logWithStaleStatistics(500);
+    ({ database, sql, log } = stale);
     for (let stream = 0; stream < EVENTS / 100; stream += 1)
       await log.append(
         `stats-${stream}`,
@@ -21,11 +21,7 @@ describe('the PostgreSQL log keeps its statistics from lagging far behind it', (
         NO_STREAM,
       );
   });
-  afterAll(async () => {
-    await log.close();
-    await sql.end();
-    await database.drop();
-  });
+  afterAll(() => stale.close());
 
   const countedEvents = () => eventsCounted(sql);
 

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createPostgresEventLog, NO_STREAM, type EventFilter, type EventLog } from '#event-log';
+import { NO_STREAM, type EventFilter, type EventLog } from '#event-log';
 import type pg from 'pg';
 import { pageQuery } from '../../libs/event-log/src/postgres/postgres-event-log.js';
-import { databaseWithStaleLogStatistics, eventsCounted } from '../support/stale-log-statistics.js';
-import type { TestDatabase } from '../support/test-database.js';
+import { eventsCounted, logWithStaleStatistics, type LogWithStaleStatistics } from '../support/stale-log-statistics.js';
 
 const STREAMS = 100;
 const EVENTS_PER_STREAM = 200;
@@ -22,18 +21,15 @@ function eventRowsFetched(node: PlanNode): number {
   return own + (node.Plans ?? []).reduce((sum, child) => sum + eventRowsFetched(child), 0);
 }
 
-/** A log appended to since its tables were last analyzed (`databaseWithStaleLogStatistics`). */
+/** A log appended to since its tables were last analyzed (`logWithStaleStatistics`). */
 describe('a page of the PostgreSQL log on statistics older than the log', () => {
-  let database: TestDatabase;
+  let stale: LogWithStaleStatistics;
   let sql: pg.Client;
   let log: EventLog;
   beforeAll(async () => {
-    ({ database, sql } = await databaseWithStaleLogStatistics());
     // Far enough from the head never to analyze them itself: what is planned here is the page alone.
-    log = await createPostgresEventLog({
-      connectionString: database.connectionString,
-      statisticsCheckDistance: STREAMS * EVENTS_PER_STREAM,
-    });
+    stale = await logWithStaleStatistics(STREAMS * EVENTS_PER_STREAM);
+    ({ sql, log } = stale);
     for (let start = 0; start < STREAMS; start += 10)
       await log.appendMany(
         Array.from({ length: 10 }, (_, index) => ({
@@ -47,11 +43,7 @@ describe('a page of the PostgreSQL log on statistics older than the log', () => 
         })),
       );
   }, 60_000);
-  afterAll(async () => {
-    await log.close();
-    await sql.end();
-    await database.drop();
-  });
+  afterAll(() => stale.close());
 
   it.each<[string, EventFilter | undefined]>([
     ['unfiltered', undefined],

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 
 /** The tables a read of the log joins. */
-const LOG_TABLES = 'event_log_events, event_log_streams, event_log_envelopes';
+export const LOG_TABLES = ['event_log_events', 'event_log_streams', 'event_log_envelopes'] as const;
 /** The statistics are checked at most this often per log instance. */
 const CHECK_INTERVAL_MS = 60_000;
 
@@ -41,7 +41,7 @@ export class LogStatistics {
       if (!(await this.stale(head))) return;
       // SKIP_LOCKED: a table someone holds (autovacuum, a manual VACUUM, an index being built) is
       // skipped, not waited for; the reads behind this check would wait too.
-      await this.pool.query(`ANALYZE (SKIP_LOCKED) ${LOG_TABLES}`);
+      await this.pool.query(`ANALYZE (SKIP_LOCKED) ${LOG_TABLES.join(', ')}`);
       // A skipped table, or a role that does not own the tables, gets a warning, not an error.
       if (await this.stale(head))
         throw new Error(
