@@ -25,6 +25,7 @@
  */
 import os from 'node:os';
 import pg from 'pg';
+import { MERKLE_LOG_TABLES } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
 import {
   formatRate,
   formatRatio,
@@ -273,6 +274,14 @@ async function main(): Promise<void> {
     const perEvent = Number(disk[0].bytes) / Number(disk[0].events);
     console.log(
       `\nevent log on disk (events, streams and envelopes: tables, TOAST and indexes): ${formatRate(perEvent)} bytes per event over ${disk[0].events} events`,
+    );
+    const { rows: merkle } = await sql.query<{ leaves: string; bytes: string }>(
+      `SELECT count(*) AS leaves,
+              ${MERKLE_LOG_TABLES.map((table) => `pg_total_relation_size('${table}')`).join(' + ')} AS bytes
+         FROM log_leaves`,
+    );
+    console.log(
+      `verifiable log on disk (${MERKLE_LOG_TABLES.join(', ')}: tables and indexes): ${formatRate(Number(merkle[0].bytes) / Number(merkle[0].leaves))} bytes per leaf over ${merkle[0].leaves} leaves`,
     );
     console.log(`ledger chunks acknowledged in this run: ${closedLoopChunks + ledgerChunks}`);
   } finally {

@@ -35,7 +35,9 @@ export async function rewriteStreamFrom(
 
 /** Rebuilds every stored subtree hash from the leaf table as it now stands. */
 export async function rebuildTreeNodes(db: pg.Client): Promise<void> {
-  const { rows } = await db.query<{ event_hash: string }>('SELECT event_hash FROM log_leaves ORDER BY leaf_index');
+  const { rows } = await db.query<{ event_hash: string }>(
+    `SELECT encode(event_hash, 'hex') AS event_hash FROM log_leaves ORDER BY leaf_index`,
+  );
   const range = CompactRange.empty();
   const nodes = rows.flatMap((row) => range.append(leafHash(Buffer.from(row.event_hash, 'hex'))));
   await db.query('DELETE FROM log_nodes');

@@ -76,7 +76,7 @@ describe('the verifiable log against an insider holding the database', () => {
       await tampering(async () => {
         const rewritten = await rewriteStreamFrom(db(), events, 1);
         for (const [i, hash] of rewritten.entries()) {
-          await db().query('UPDATE log_leaves SET event_hash = $2 WHERE position = $1', [
+          await db().query(`UPDATE log_leaves SET event_hash = decode($2, 'hex') WHERE position = $1`, [
             events[1 + i].position.toString(),
             hash,
           ]);
@@ -122,7 +122,7 @@ describe('the verifiable log against an insider holding the database', () => {
         await db().query('ALTER TABLE log_leaves DROP CONSTRAINT log_leaves_pkey');
         for (const [i, hash] of rewritten.entries()) {
           await db().query(
-            `UPDATE log_leaves SET event_hash = $2,
+            `UPDATE log_leaves SET event_hash = decode($2, 'hex'),
                leaf_index = (SELECT leaf_index FROM log_leaves WHERE position = $3) WHERE position = $1`,
             [forkEvents[1 + i].position.toString(), hash, source[i].position.toString()],
           );
@@ -158,9 +158,11 @@ describe('the verifiable log against an insider holding the database', () => {
           `UPDATE event_log_streams SET revision = revision - 1, last_hash = decode($2, 'hex') WHERE stream_id = $1`,
           ['session-cut-tail', last.metadata.prevHash],
         );
-        await db().query(`UPDATE log_leaves SET stream_id = 'elsewhere' WHERE position = $1`, [
-          last.position.toString(),
-        ]);
+        await db().query(
+          `WITH elsewhere AS (INSERT INTO log_leaf_streams (stream_id) VALUES ('elsewhere') RETURNING stream_no)
+           UPDATE log_leaves SET stream_no = (SELECT stream_no FROM elsewhere) WHERE position = $1`,
+          [last.position.toString()],
+        );
       });
       expect(await verified('cut-tail')).toMatchObject({ ok: false });
     });

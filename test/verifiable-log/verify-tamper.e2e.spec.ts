@@ -260,7 +260,7 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     });
 
     for (const [i, hash] of rewritten.entries()) {
-      await db.query('UPDATE log_leaves SET event_hash = $2 WHERE position = $1', [
+      await db.query(`UPDATE log_leaves SET event_hash = decode($2, 'hex') WHERE position = $1`, [
         events[1 + i].position.toString(),
         hash,
       ]);

@@ -5,6 +5,7 @@ import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-
 import { Identity1763800000005 } from '../identity/1763800000005-identity.migration.js';
 import { KeyChangeNotify1763800000280 } from '../identity/1763800000280-key-change-notify.migration.js';
 import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
+import { CompactMerkleLeaves1763800000310 } from '../verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
 import { MessageLastSeq1763800000020 } from '../sessions/read-models/1763800000020-message-last-seq.migration.js';
 import { ToolCallRequestedPosition1763800000021 } from '../governance/read-models/1763800000021-tool-call-requested-position.migration.js';
 import { SessionList1763800000022 } from '../sessions/read-models/1763800000022-session-list.migration.js';
@@ -27,6 +28,7 @@ export const migrations = [
   CompactEventLog1763800000250,
   KeyChangeNotify1763800000280,
   TextSearchByWords1763800000300,
+  CompactMerkleLeaves1763800000310,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

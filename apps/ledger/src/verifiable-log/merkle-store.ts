@@ -2,10 +2,14 @@ import { nodeMap, nodesForRanges, type Hash, type LeafRange, type NodeId, type N
 import type { Pool, PoolClient } from 'pg';
 
 /**
- * The Merkle log's tables (migration 1763800000006): reads and writes shared by the consumer, the
- * signer and the proofs.
+ * The Merkle log's tables (migrations 1763800000006 and 1763800000310): reads and writes shared by
+ * the consumer, the signer and the proofs. A leaf row names its stream by number and holds its
+ * event hash as bytes; `StoredLeaf` gives them back as the stream id and hex.
  */
 export type Queryable = Pool | PoolClient;
+
+/** The tables the Merkle log's leaves and nodes take (not its checkpoints, one per signing). */
+export const MERKLE_LOG_TABLES = ['log_leaves', 'log_leaf_streams', 'log_nodes'] as const;
 
 export interface StoredLeaf {
   readonly leafIndex: bigint;
@@ -51,17 +55,40 @@ export async function insertLeaves(
   leaves: readonly StoredLeaf[],
   nodes: readonly (readonly [NodeId, Hash])[],
 ): Promise<void> {
-  await client.query(
-    `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
-     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
-    [
+  // A stream seen for the first time gets its number in the same statement. Only the instance leading
+  // the consumer writes here, so no other statement adds the same stream meanwhile; if one did, its
+  // leaves would find no number, and the count below fails the batch rather than drop them. Rows go in
+  // by leaf index (the join does not keep their order), so the indexes on it fill their pages.
+  const inserted = await client.query({
+    name: 'merkle-log-insert-leaves',
+    text: `WITH leaf AS (
+        SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
+          AS t(leaf_index, position, stream_id, revision, event_hash)
+      ), added AS (
+        INSERT INTO log_leaf_streams (stream_id)
+        SELECT DISTINCT stream_id FROM leaf
+         WHERE NOT EXISTS (SELECT 1 FROM log_leaf_streams s WHERE s.stream_id = leaf.stream_id)
+        ON CONFLICT (stream_id) DO NOTHING
+        RETURNING stream_no, stream_id
+      ), stream AS (
+        SELECT stream_no, stream_id FROM added
+        UNION ALL
+        SELECT stream_no, stream_id FROM log_leaf_streams WHERE stream_id IN (SELECT stream_id FROM leaf)
+      )
+      INSERT INTO log_leaves (leaf_index, position, stream_no, revision, event_hash)
+      SELECT leaf.leaf_index, leaf.position, stream.stream_no, leaf.revision, decode(leaf.event_hash, 'hex')
+        FROM leaf JOIN stream USING (stream_id)
+       ORDER BY leaf.leaf_index`,
+    values: [
       leaves.map((leaf) => leaf.leafIndex.toString()),
       leaves.map((leaf) => leaf.position.toString()),
       leaves.map((leaf) => leaf.streamId),
       leaves.map((leaf) => leaf.revision.toString()),
       leaves.map((leaf) => leaf.eventHash),
     ],
-  );
+  });
+  if (inserted.rowCount !== leaves.length)
+    throw new Error(`the Merkle log stored ${inserted.rowCount} of ${leaves.length} leaves`);
   await client.query(
     'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
     [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
@@ -69,7 +96,7 @@ export async function insertLeaves(
 }
 
 export async function leavesAtPositions(db: Queryable, positions: readonly bigint[]): Promise<Map<bigint, StoredLeaf>> {
-  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE position = ANY($1::bigint[])`, [
+  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE l.position = ANY($1::bigint[])`, [
     positions.map(String),
   ]);
   return new Map(rows.map((row) => [BigInt(row.position), leafOf(row)]));
@@ -78,7 +105,7 @@ export async function leavesAtPositions(db: Queryable, positions: readonly bigin
 /** The leaves recorded for a stream (up to `maxPosition`): what the stream held when the consumer read it. */
 export async function leavesOfStream(db: Queryable, streamId: string, maxPosition?: bigint): Promise<StoredLeaf[]> {
   const { rows } = await db.query<LeafRow>(
-    `${SELECT_LEAVES} WHERE stream_id = $1 AND ($2::bigint IS NULL OR position <= $2) ORDER BY revision`,
+    `${SELECT_LEAVES} WHERE s.stream_id = $1 AND ($2::bigint IS NULL OR l.position <= $2) ORDER BY l.revision`,
     [streamId, maxPosition?.toString() ?? null],
   );
   return rows.map(leafOf);
@@ -105,7 +132,8 @@ export async function insertCheckpoint(client: PoolClient, checkpoint: StoredChe
 }
 
 type LeafRow = { leaf_index: string; position: string; stream_id: string; revision: string; event_hash: string };
-const SELECT_LEAVES = 'SELECT leaf_index, position, stream_id, revision, event_hash FROM log_leaves';
+const SELECT_LEAVES = `SELECT l.leaf_index, l.position, s.stream_id, l.revision, encode(l.event_hash, 'hex') AS event_hash
+  FROM log_leaves l JOIN log_leaf_streams s USING (stream_no)`;
 
 function leafOf(row: LeafRow): StoredLeaf {
   return {

@@ -1,0 +1,46 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * A compact leaf row (decision 0047): each stream id is stored once, in `log_leaf_streams`, and a
+ * leaf names it by number; the event hash is 32 bytes, not 64 hex characters. A leaf took about
+ * 345 bytes with its indexes, most of them the stream id in the heap and again in the stream index.
+ * Existing leaves are converted; a hash that is not 32 bytes of hex stops the migration. The stream
+ * numbers are the Merkle log's own (not the event log's keys), so it stays the same on either engine.
+ */
+export class CompactMerkleLeaves1763800000310 implements MigrationInterface {
+  readonly name = 'CompactMerkleLeaves1763800000310';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+      CREATE TABLE log_leaf_streams (
+        stream_no  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        stream_id  text   NOT NULL UNIQUE
+      )`);
+    await queryRunner.query(`INSERT INTO log_leaf_streams (stream_id) SELECT DISTINCT stream_id FROM log_leaves`);
+    await queryRunner.query(`
+      CREATE TABLE log_compact_leaves (
+        leaf_index  bigint NOT NULL,
+        position    bigint NOT NULL,
+        stream_no   bigint NOT NULL,
+        revision    bigint NOT NULL,
+        event_hash  bytea  NOT NULL CONSTRAINT log_leaves_event_hash_bytes CHECK (octet_length(event_hash) = 32)
+      )`);
+    await queryRunner.query(`
+      INSERT INTO log_compact_leaves (leaf_index, position, stream_no, revision, event_hash)
+      SELECT l.leaf_index, l.position, s.stream_no, l.revision, decode(l.event_hash, 'hex')
+        FROM log_leaves l JOIN log_leaf_streams s USING (stream_id)
+       ORDER BY l.leaf_index`);
+    await queryRunner.query(`DROP TABLE log_leaves`);
+    await queryRunner.query(`ALTER TABLE log_compact_leaves RENAME TO log_leaves`);
+    await queryRunner.query(`
+      ALTER TABLE log_leaves
+        ADD CONSTRAINT log_leaves_pkey PRIMARY KEY (leaf_index),
+        ADD CONSTRAINT log_leaves_position_key UNIQUE (position)`);
+    await queryRunner.query(`CREATE INDEX log_leaves_stream_idx ON log_leaves (stream_no, revision)`);
+    await queryRunner.query(`ANALYZE log_leaves, log_leaf_streams`);
+  }
+
+  async down(): Promise<void> {
+    throw new Error('the compact Merkle leaves are not converted back');
+  }
+}

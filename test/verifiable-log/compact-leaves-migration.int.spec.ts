@@ -1,0 +1,133 @@
+import { createHash, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { CompactMerkleLeaves1763800000310 } from '../../apps/ledger/src/verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
+import {
+  insertLeaves,
+  leavesAtPositions,
+  leavesOfStream,
+  treeHead,
+  type StoredLeaf,
+} from '../../apps/ledger/src/verifiable-log/merkle-store.js';
+import { dropDatabase } from '../support/test-database.js';
+
+/**
+ * Migration 1763800000310 converts leaves written in the old layout (the stream id and a hex hash on
+ * every row): every leaf reads back exactly as it was stored, the consumer goes on adding leaves to old
+ * and new streams, and a hash that is not 32 bytes of hex stops the migration with nothing changed.
+ */
+describe('compact Merkle leaves: converting leaves written in the old layout', () => {
+  const serverUrl = process.env.LEDGER_TEST_DATABASE_URL!;
+  const created: string[] = [];
+
+  const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
+  const leaf = (leafIndex: bigint, streamId: string, revision: bigint): StoredLeaf => ({
+    leafIndex,
+    position: leafIndex * 3n + 1n,
+    streamId,
+    revision,
+    eventHash: hashOf(`${streamId}/${revision}`),
+  });
+  const oldLeaves = [
+    leaf(0n, 'session-default-a', 0n),
+    leaf(1n, 'toolcall-default/t1', 0n),
+    leaf(2n, 'session-default-a', 1n),
+    // A stream id with quotes and a backslash is stored and read back as it is.
+    leaf(3n, `session-x'"\\y`, 0n),
+  ];
+
+  async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString });
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** A database migrated up to the layout before 1763800000310, holding `leaves` as the old consumer wrote them. */
+  async function databaseWithOldLeaves(leaves: readonly StoredLeaf[]): Promise<string> {
+    const name = `test_${randomUUID().replaceAll('-', '')}`;
+    created.push(name);
+    await withClient(serverUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    const connectionString = url.toString();
+    const before = migrations.filter((migration) => migration !== CompactMerkleLeaves1763800000310);
+    const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations: before, logging: false });
+    await dataSource.initialize();
+    try {
+      await dataSource.runMigrations();
+    } finally {
+      await dataSource.destroy();
+    }
+    await withClient(connectionString, (client) =>
+      client.query(
+        `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
+        [
+          leaves.map((stored) => stored.leafIndex.toString()),
+          leaves.map((stored) => stored.position.toString()),
+          leaves.map((stored) => stored.streamId),
+          leaves.map((stored) => stored.revision.toString()),
+          leaves.map((stored) => stored.eventHash),
+        ],
+      ),
+    );
+    return connectionString;
+  }
+
+  afterAll(async () => {
+    await withClient(serverUrl, async (admin) => {
+      for (const name of created) await dropDatabase(admin, name);
+    });
+  });
+
+  it('reads every converted leaf back as stored, and new leaves go on in old and new streams', async () => {
+    const connectionString = await databaseWithOldLeaves(oldLeaves);
+    await runMigrations(connectionString);
+    const pool = new pg.Pool({ connectionString });
+    try {
+      const positions = oldLeaves.map((stored) => stored.position);
+      expect([...(await leavesAtPositions(pool, positions)).values()]).toEqual(oldLeaves);
+      expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2]]);
+      expect(await leavesOfStream(pool, `session-x'"\\y`)).toEqual([oldLeaves[3]]);
+      expect(await treeHead(pool)).toEqual({ size: 4n, lastPosition: oldLeaves[3].position });
+
+      const next = [leaf(4n, 'session-default-a', 2n), leaf(5n, 'session-default-new', 0n)];
+      const client = await pool.connect();
+      try {
+        await insertLeaves(client, next, []);
+      } finally {
+        client.release();
+      }
+      expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2], next[0]]);
+      expect(await leavesOfStream(pool, 'session-default-new')).toEqual([next[1]]);
+      const { rows } = await pool.query<{ streams: string; hash_bytes: number }>(
+        `SELECT (SELECT count(*) FROM log_leaf_streams) AS streams,
+                (SELECT max(octet_length(event_hash)) FROM log_leaves) AS hash_bytes`,
+      );
+      expect(rows[0]).toEqual({ streams: '4', hash_bytes: 32 });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it.each([
+    ['not hex', 'zz'.repeat(32)],
+    ['not 32 bytes', 'ab'.repeat(31)],
+  ])('stops at a leaf whose hash is %s, and leaves the old table as it was', async (_, eventHash) => {
+    const connectionString = await databaseWithOldLeaves([...oldLeaves, { ...leaf(4n, 'session-b', 0n), eventHash }]);
+    await expect(runMigrations(connectionString)).rejects.toThrow();
+    await withClient(connectionString, async (client) => {
+      const { rows } = await client.query<{ stream_id: string; event_hash: string }>(
+        'SELECT stream_id, event_hash FROM log_leaves ORDER BY leaf_index',
+      );
+      expect(rows.map((row) => row.event_hash)).toEqual([...oldLeaves.map((stored) => stored.eventHash), eventHash]);
+      const { rows: tables } = await client.query(`SELECT 1 FROM pg_class WHERE relname = 'log_leaf_streams'`);
+      expect(tables).toHaveLength(0);
+    });
+  });
+});
