@@ -15,7 +15,8 @@ import { dropDatabase } from '../support/test-database.js';
 /**
  * Migration 1763800000310 converts leaves written in the old layout (the stream id and a hex hash on
  * every row): every leaf reads back exactly as it was stored, the consumer goes on adding leaves to old
- * and new streams, and a hash that is not 32 bytes of hex stops the migration with nothing changed.
+ * and new streams, a leaf committed by a previous-version writer while it runs is kept, and a hash that
+ * is not 64 lowercase hex characters stops the migration with nothing changed.
  */
 describe('compact Merkle leaves: converting leaves written in the old layout', () => {
   const serverUrl = process.env.LEDGER_TEST_DATABASE_URL!;
@@ -91,7 +92,8 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
     const pool = new pg.Pool({ connectionString });
     try {
       const positions = oldLeaves.map((stored) => stored.position);
-      expect([...(await leavesAtPositions(pool, positions)).values()]).toEqual(oldLeaves);
+      const converted = [...(await leavesAtPositions(pool, positions)).values()];
+      expect(converted.sort((a, b) => Number(a.leafIndex - b.leafIndex))).toEqual(oldLeaves);
       expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2]]);
       expect(await leavesOfStream(pool, `session-x'"\\y`)).toEqual([oldLeaves[3]]);
       expect(await treeHead(pool)).toEqual({ size: 4n, lastPosition: oldLeaves[3].position });
@@ -110,6 +112,56 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
                 (SELECT max(octet_length(event_hash)) FROM log_leaves) AS hash_bytes`,
       );
       expect(rows[0]).toEqual({ streams: '4', hash_bytes: 32 });
+
+      // Converted back and forth, the leaves are the same.
+      const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, logging: false });
+      await dataSource.initialize();
+      try {
+        await dataSource.undoLastMigration();
+        const { rows: wide } = await pool.query<{ stream_id: string; event_hash: string }>(
+          'SELECT stream_id, event_hash FROM log_leaves ORDER BY leaf_index',
+        );
+        expect(wide).toEqual(
+          [...oldLeaves, ...next].map(({ streamId, eventHash }) => ({ stream_id: streamId, event_hash: eventHash })),
+        );
+        await dataSource.runMigrations();
+      } finally {
+        await dataSource.destroy();
+      }
+      expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2], next[0]]);
+      expect(await leavesOfStream(pool, 'session-default-new')).toEqual([next[1]]);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  /**
+   * An instance of the previous version still adding leaves while a new one migrates (a rolling start):
+   * its batch in flight holds a leaf of a stream never seen before. The migration waits for it, and the
+   * leaf is converted with the others instead of being dropped with the old table.
+   */
+  it('converts a leaf that a previous-version writer commits while the migration waits', async () => {
+    const connectionString = await databaseWithOldLeaves(oldLeaves.slice(0, 2));
+    const late = leaf(2n, 'session-default-late', 0n);
+    await withClient(connectionString, async (writer) => {
+      await writer.query('BEGIN');
+      await writer.query(
+        `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash) VALUES ($1, $2, $3, $4, $5)`,
+        [late.leafIndex.toString(), late.position.toString(), late.streamId, late.revision.toString(), late.eventHash],
+      );
+      const migrating = runMigrations(connectionString);
+      await withClient(connectionString, async (watch) => {
+        const waiting = () =>
+          watch.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%log_leaves%'`);
+        while ((await waiting()).rowCount === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      });
+      await writer.query('COMMIT');
+      await migrating;
+    });
+    const pool = new pg.Pool({ connectionString });
+    try {
+      expect(await treeHead(pool)).toEqual({ size: 3n, lastPosition: late.position });
+      expect(await leavesOfStream(pool, late.streamId)).toEqual([late]);
     } finally {
       await pool.end();
     }
@@ -118,6 +170,9 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
   it.each([
     ['not hex', 'zz'.repeat(32)],
     ['not 32 bytes', 'ab'.repeat(31)],
+    // PostgreSQL's decode would take these; the consumer never wrote them, so someone edited the row.
+    ['in upper case', 'AB'.repeat(32)],
+    ['spaced out', `${'ab '.repeat(32)}`],
   ])('stops at a leaf whose hash is %s, and leaves the old table as it was', async (_, eventHash) => {
     const connectionString = await databaseWithOldLeaves([...oldLeaves, { ...leaf(4n, 'session-b', 0n), eventHash }]);
     await expect(runMigrations(connectionString)).rejects.toThrow();

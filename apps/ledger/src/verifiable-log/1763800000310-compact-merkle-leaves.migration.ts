@@ -4,13 +4,22 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * A compact leaf row (decision 0047): each stream id is stored once, in `log_leaf_streams`, and a
  * leaf names it by number; the event hash is 32 bytes, not 64 hex characters. A leaf took about
  * 345 bytes with its indexes, most of them the stream id in the heap and again in the stream index.
- * Existing leaves are converted; a hash that is not 32 bytes of hex stops the migration. The stream
- * numbers are the Merkle log's own (not the event log's keys), so it stays the same on either engine.
+ * Existing leaves are converted; a hash that is not 64 lowercase hex characters stops the migration. The
+ * stream numbers are the Merkle log's own (not the event log's keys), so it stays the same on either engine.
  */
 export class CompactMerkleLeaves1763800000310 implements MigrationInterface {
   readonly name = 'CompactMerkleLeaves1763800000310';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    // An instance of the previous version may still be adding leaves (a rolling start): its batch in
+    // flight commits first, and none commits after the copy, where it would be lost with the old table.
+    // Readers go on meanwhile.
+    await queryRunner.query(`LOCK TABLE log_leaves IN EXCLUSIVE MODE`);
+    const [{ malformed }] = (await queryRunner.query(
+      `SELECT count(*)::int AS malformed FROM log_leaves WHERE event_hash !~ '^[0-9a-f]{64}$'`,
+    )) as { malformed: number }[];
+    if (malformed > 0)
+      throw new Error(`${malformed} Merkle leaves hold an event hash that is not 64 lowercase hex characters`);
     await queryRunner.query(`
       CREATE TABLE log_leaf_streams (
         stream_no  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -30,6 +39,10 @@ export class CompactMerkleLeaves1763800000310 implements MigrationInterface {
       SELECT l.leaf_index, l.position, s.stream_no, l.revision, decode(l.event_hash, 'hex')
         FROM log_leaves l JOIN log_leaf_streams s USING (stream_id)
        ORDER BY l.leaf_index`);
+    const [{ copied, held }] = (await queryRunner.query(
+      `SELECT (SELECT count(*) FROM log_compact_leaves)::bigint AS copied, (SELECT count(*) FROM log_leaves)::bigint AS held`,
+    )) as { copied: string; held: string }[];
+    if (copied !== held) throw new Error(`the Merkle leaves' conversion copied ${copied} of ${held} leaves`);
     await queryRunner.query(`DROP TABLE log_leaves`);
     await queryRunner.query(`ALTER TABLE log_compact_leaves RENAME TO log_leaves`);
     await queryRunner.query(`
@@ -40,7 +53,26 @@ export class CompactMerkleLeaves1763800000310 implements MigrationInterface {
     await queryRunner.query(`ANALYZE log_leaves, log_leaf_streams`);
   }
 
-  async down(): Promise<void> {
-    throw new Error('the compact Merkle leaves are not converted back');
+  /** Back to a stream id and a hex hash on every row, under the same lock. */
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`LOCK TABLE log_leaves IN EXCLUSIVE MODE`);
+    await queryRunner.query(`
+      CREATE TABLE log_wide_leaves (
+        leaf_index  bigint PRIMARY KEY,
+        position    bigint NOT NULL UNIQUE,
+        stream_id   text   NOT NULL,
+        revision    bigint NOT NULL,
+        event_hash  text   NOT NULL
+      )`);
+    await queryRunner.query(`
+      INSERT INTO log_wide_leaves (leaf_index, position, stream_id, revision, event_hash)
+      SELECT l.leaf_index, l.position, s.stream_id, l.revision, encode(l.event_hash, 'hex')
+        FROM log_leaves l JOIN log_leaf_streams s USING (stream_no)
+       ORDER BY l.leaf_index`);
+    await queryRunner.query(`DROP TABLE log_leaves, log_leaf_streams`);
+    await queryRunner.query(`ALTER TABLE log_wide_leaves RENAME TO log_leaves`);
+    await queryRunner.query(`ALTER INDEX log_wide_leaves_pkey RENAME TO log_leaves_pkey`);
+    await queryRunner.query(`ALTER INDEX log_wide_leaves_position_key RENAME TO log_leaves_position_key`);
+    await queryRunner.query(`CREATE INDEX log_leaves_stream_idx ON log_leaves (stream_id, revision)`);
   }
 }
