@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { parseChunks } from '#core';
 import type { EventLog } from '#event-log';
 import type pg from 'pg';
-import { DataSource } from 'typeorm';
-import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
@@ -11,7 +10,7 @@ import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-mod
 import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
 import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
-import type { TestDatabase } from '../support/test-database.js';
+import { undoMigrationsThrough, type TestDatabase } from '../support/test-database.js';
 
 /**
  * A text block's search vector is written word by word while the block streams (decision 0042).
@@ -316,16 +315,7 @@ describe('text search vector of a streaming block', () => {
     await ended.end('walruses dive deep');
     // Back to the generated column (undoing the migrations since too), then up again: the rows are those
     // an older ledger wrote.
-    const dataSource = new DataSource({ type: 'postgres', url: database.connectionString, migrations, logging: false });
-    await dataSource.initialize();
-    const executed = async () =>
-      (await pool.query(`SELECT 1 FROM migrations WHERE name = 'TextSearchByWords1763800000300'`)).rowCount === 1;
-    try {
-      while (await executed()) await dataSource.undoLastMigration();
-      expect(await dataSource.showMigrations()).toBe(true); // the ones undone are pending again
-    } finally {
-      await dataSource.destroy();
-    }
+    await undoMigrationsThrough(database.connectionString, 'TextSearchByWords1763800000300');
     const generated = await pool.query(
       `SELECT search::text FROM message_blocks WHERE session_id = $1 AND type = 'main_text'`,
       [streaming.sessionId],

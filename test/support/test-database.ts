@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { DataSource } from 'typeorm';
+import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
 
 export interface TestDatabase {
   readonly connectionString: string;
@@ -44,5 +45,21 @@ async function withAdmin<T>(serverUrl: string, work: (client: pg.Client) => Prom
     return await work(admin);
   } finally {
     await admin.end();
+  }
+}
+
+/**
+ * Undoes the database's migrations from the last one back through the one named `name`, as an older
+ * ledger would find the schema; `runMigrations` brings it up again.
+ */
+export async function undoMigrationsThrough(connectionString: string, name: string): Promise<void> {
+  const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, logging: false });
+  await dataSource.initialize();
+  try {
+    const executed = async () =>
+      (await dataSource.query<unknown[]>('SELECT 1 FROM migrations WHERE name = $1', [name])).length === 1;
+    while (await executed()) await dataSource.undoLastMigration();
+  } finally {
+    await dataSource.destroy();
   }
 }

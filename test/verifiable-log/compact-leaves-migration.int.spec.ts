@@ -10,7 +10,7 @@ import {
   treeHead,
   type StoredLeaf,
 } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
-import { dropDatabase } from '../support/test-database.js';
+import { dropDatabase, undoMigrationsThrough } from '../support/test-database.js';
 
 /**
  * Migration 1763800000310 converts leaves written in the old layout (the stream id and a hex hash on
@@ -56,7 +56,7 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
     const url = new URL(serverUrl);
     url.pathname = `/${name}`;
     const connectionString = url.toString();
-    const before = migrations.filter((migration) => migration !== CompactMerkleLeaves1763800000310);
+    const before = migrations.slice(0, migrations.indexOf(CompactMerkleLeaves1763800000310));
     const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations: before, logging: false });
     await dataSource.initialize();
     try {
@@ -114,20 +114,14 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
       expect(rows[0]).toEqual({ streams: '4', hash_bytes: 32 });
 
       // Converted back and forth, the leaves are the same.
-      const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, logging: false });
-      await dataSource.initialize();
-      try {
-        await dataSource.undoLastMigration();
-        const { rows: wide } = await pool.query<{ stream_id: string; event_hash: string }>(
-          'SELECT stream_id, event_hash FROM log_leaves ORDER BY leaf_index',
-        );
-        expect(wide).toEqual(
-          [...oldLeaves, ...next].map(({ streamId, eventHash }) => ({ stream_id: streamId, event_hash: eventHash })),
-        );
-        await dataSource.runMigrations();
-      } finally {
-        await dataSource.destroy();
-      }
+      await undoMigrationsThrough(connectionString, 'CompactMerkleLeaves1763800000310');
+      const { rows: wide } = await pool.query<{ stream_id: string; event_hash: string }>(
+        'SELECT stream_id, event_hash FROM log_leaves ORDER BY leaf_index',
+      );
+      expect(wide).toEqual(
+        [...oldLeaves, ...next].map(({ streamId, eventHash }) => ({ stream_id: streamId, event_hash: eventHash })),
+      );
+      await runMigrations(connectionString);
       expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2], next[0]]);
       expect(await leavesOfStream(pool, 'session-default-new')).toEqual([next[1]]);
     } finally {
