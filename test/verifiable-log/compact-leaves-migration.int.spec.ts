@@ -5,7 +5,7 @@ import { migrations, runMigrations } from '../../apps/ledger/src/database/migrat
 import { CompactMerkleLeaves1763800000310 } from '../../apps/ledger/src/verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
 import {
   insertLeaves,
-  leavesAtPositions,
+  leafIndexesAtPositions,
   leavesOfStream,
   treeHead,
   type StoredLeaf,
@@ -92,9 +92,10 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
     const pool = new pg.Pool({ connectionString });
     try {
       const positions = oldLeaves.map((stored) => stored.position);
-      const converted = [...(await leavesAtPositions(pool, positions)).values()];
-      expect(converted.sort((a, b) => Number(a.leafIndex - b.leafIndex))).toEqual(oldLeaves);
+      const leafIndexes = await leafIndexesAtPositions(pool, positions);
+      expect(positions.map((position) => leafIndexes.get(position))).toEqual(oldLeaves.map((old) => old.leafIndex));
       expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2]]);
+      expect(await leavesOfStream(pool, 'toolcall-default/t1')).toEqual([oldLeaves[1]]);
       expect(await leavesOfStream(pool, `session-x'"\\y`)).toEqual([oldLeaves[3]]);
       expect(await treeHead(pool)).toEqual({ size: 4n, lastPosition: oldLeaves[3].position });
 

@@ -95,11 +95,16 @@ export async function insertLeaves(
   );
 }
 
-export async function leavesAtPositions(db: Queryable, positions: readonly bigint[]): Promise<Map<bigint, StoredLeaf>> {
-  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE l.position = ANY($1::bigint[])`, [
-    positions.map(String),
-  ]);
-  return new Map(rows.map((row) => [BigInt(row.position), leafOf(row)]));
+/** The leaf index of each event position that has a leaf: what proofs need, read from the leaf rows alone. */
+export async function leafIndexesAtPositions(
+  db: Queryable,
+  positions: readonly bigint[],
+): Promise<Map<bigint, bigint>> {
+  const { rows } = await db.query<{ position: string; leaf_index: string }>(
+    'SELECT position, leaf_index FROM log_leaves WHERE position = ANY($1::bigint[])',
+    [positions.map(String)],
+  );
+  return new Map(rows.map((row) => [BigInt(row.position), BigInt(row.leaf_index)]));
 }
 
 /** The leaves recorded for a stream (up to `maxPosition`): what the stream held when the consumer read it. */

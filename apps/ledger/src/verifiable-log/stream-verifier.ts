@@ -18,7 +18,7 @@ import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { streamPagesUpTo } from '../sessions/session-fold.js';
-import { leavesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
+import { leafIndexesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
 import { LogForkError, VerifiableLog } from './verifiable-log.js';
 
 /** A stream as far as the checked object includes it: a fork's source only up to the fork point. */
@@ -156,18 +156,18 @@ export class StreamVerifier {
    * against its root, and only when that fails, each by its inclusion proof, to name which.
    */
   private async checkpointBreaks(events: readonly ChainedEvent[], checkpoint: Checkpoint): Promise<ChainBreak[]> {
-    const leaves = await leavesAtPositions(
+    const leafIndexes = await leafIndexesAtPositions(
       this.pool,
       events.map((event) => event.position),
     );
     const isInTree = (event: ChainedEvent) =>
-      (leaves.get(event.position)?.leafIndex ?? checkpoint.treeSize) < checkpoint.treeSize;
+      (leafIndexes.get(event.position) ?? checkpoint.treeSize) < checkpoint.treeSize;
     const inTree = events.filter(isInTree);
     const breaks = events
       .filter((event) => !isInTree(event))
       .map((event) => chainBreak(event, 'not_in_checkpoint', `a leaf below ${checkpoint.treeSize}`, 'none'));
     const leafHashes = new Map(
-      inTree.map((event) => [leaves.get(event.position)!.leafIndex, leafHash(Buffer.from(event.hash, 'hex'))]),
+      inTree.map((event) => [leafIndexes.get(event.position)!, leafHash(Buffer.from(event.hash, 'hex'))]),
     );
     // Two events claiming one leaf (the database's leaf table edited) would leave only one of them in
     // the one-pass check: then every event is checked by its own proof.

@@ -24,7 +24,7 @@ import {
   checkpointAt,
   fetchRangeNodes,
   insertCheckpoint,
-  leavesAtPositions,
+  leafIndexesAtPositions,
   treeHead,
   type Queryable,
   type StoredCheckpoint,
@@ -173,18 +173,13 @@ export class VerifiableLog {
     treeSize: bigint,
     db: Queryable = this.pool,
   ): Promise<Map<bigint, InclusionProof>> {
-    const leaves = [...(await leavesAtPositions(db, positions)).values()].filter((leaf) => leaf.leafIndex < treeSize);
-    const paths = leaves.map((leaf) => inclusionProofRanges(leaf.leafIndex, treeSize));
+    const leaves = [...(await leafIndexesAtPositions(db, positions))].filter(([, leafIndex]) => leafIndex < treeSize);
+    const paths = leaves.map(([, leafIndex]) => inclusionProofRanges(leafIndex, treeSize));
     const lookup = await fetchRangeNodes(db, paths.flat());
     return new Map(
-      leaves.map((leaf, i) => [
-        leaf.position,
-        {
-          position: leaf.position,
-          leafIndex: leaf.leafIndex,
-          treeSize,
-          hashes: paths[i].map((range) => rangeHash(range, lookup)),
-        },
+      leaves.map(([position, leafIndex], i) => [
+        position,
+        { position, leafIndex, treeSize, hashes: paths[i].map((range) => rangeHash(range, lookup)) },
       ]),
     );
   }
