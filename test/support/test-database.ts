@@ -58,6 +58,7 @@ export async function undoMigrationsThrough(connectionString: string, name: stri
   try {
     const executed = async () =>
       (await dataSource.query<unknown[]>('SELECT 1 FROM migrations WHERE name = $1', [name])).length === 1;
+    if (!(await executed())) throw new Error(`migration ${name} has not run here`);
     while (await executed()) await dataSource.undoLastMigration();
   } finally {
     await dataSource.destroy();

@@ -1,8 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { createPostgresEventLog, type RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
 import { CompactMerkleLeaves1763800000310 } from '../../apps/ledger/src/verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
+import { merkleLogConsumer } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import {
   insertLeaves,
   leafIndexesAtPositions,
@@ -10,7 +12,7 @@ import {
   treeHead,
   type StoredLeaf,
 } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
-import { dropDatabase, undoMigrationsThrough } from '../support/test-database.js';
+import { createTestDatabase, dropDatabase, undoMigrationsThrough } from '../support/test-database.js';
 
 /**
  * Migration 1763800000310 converts leaves written in the old layout (the stream id and a hex hash on
@@ -179,5 +181,65 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
       const { rows: tables } = await client.query(`SELECT 1 FROM pg_class WHERE relname = 'log_leaf_streams'`);
       expect(tables).toHaveLength(0);
     });
+  });
+  it('undoes nothing when a leaf has lost its stream row (the database edited)', async () => {
+    const connectionString = await databaseWithOldLeaves(oldLeaves);
+    await runMigrations(connectionString);
+    await withClient(connectionString, (client) =>
+      client.query(`DELETE FROM log_leaf_streams WHERE stream_id = 'toolcall-default/t1'`),
+    );
+    await expect(undoMigrationsThrough(connectionString, 'CompactMerkleLeaves1763800000310')).rejects.toThrow(
+      /copied 3 of 4 leaves/,
+    );
+    await withClient(connectionString, async (client) => {
+      const { rows } = await client.query<{ leaves: string; hash_type: string }>(
+        `SELECT (SELECT count(*) FROM log_leaves) AS leaves,
+                (SELECT data_type FROM information_schema.columns
+                  WHERE table_name = 'log_leaves' AND column_name = 'event_hash') AS hash_type`,
+      );
+      expect(rows[0]).toEqual({ leaves: '4', hash_type: 'bytea' });
+    });
+  });
+
+  /** What the consumer stores is what the tree hashes: a hash Node and PostgreSQL would read differently is refused. */
+  it.each([
+    ['in upper case', 'AB'.repeat(32)],
+    ['spaced out', 'ab '.repeat(32)],
+    ['of odd length', 'a'.repeat(63)],
+  ])('the consumer refuses an event whose hash is %s, and stores no leaf', async (_, hash) => {
+    const database = await createTestDatabase();
+    const eventLog = await createPostgresEventLog({ connectionString: database.connectionString });
+    const pool = new pg.Pool({ connectionString: database.connectionString });
+    try {
+      const event: RecordedEvent = {
+        id: randomUUID(),
+        type: 'session.opened',
+        streamId: 'session-default-h',
+        revision: 0n,
+        position: 1n,
+        data: {},
+        metadata: {
+          recordedAt: new Date().toISOString(),
+          schemaVersion: 1,
+          correlationId: null,
+          causationId: null,
+          actor: 'test',
+          tenant: 'default',
+          prevHash: '0'.repeat(64),
+          hash,
+        },
+      };
+      const client = await pool.connect();
+      try {
+        await expect(merkleLogConsumer().handle([event], { client, eventLog })).rejects.toThrow(/malformed hash/);
+      } finally {
+        client.release();
+      }
+      expect((await treeHead(pool)).size).toBe(0n);
+    } finally {
+      await pool.end();
+      await eventLog.close();
+      await database.drop();
+    }
   });
 });

@@ -5,6 +5,8 @@ import { fetchNodes, insertLeaves, treeHead, type StoredLeaf } from './merkle-st
 
 export const MERKLE_LOG = 'merkle-log';
 
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
 /**
  * Adds every event of the log, in position order, as the next leaf of the RFC 9162 tree (its
  * leaf data is the event's stored chain hash). Rides the projection runner, so it works on both
@@ -28,6 +30,9 @@ export function merkleLogConsumer(): ProjectionDefinition {
       for (const event of events) {
         if (event.position <= tree.lastPosition) continue;
         const { hash } = event.metadata;
+        // The leaf row stores these bytes and the tree hashes them: a hash Node and PostgreSQL would read
+        // differently (upper case, blanks, odd length) is refused, and the batch with it.
+        if (!SHA256_HEX.test(hash)) throw new Error(`event at position ${event.position} has a malformed hash`);
         leaves.push({
           leafIndex: tree.range.treeSize,
           position: event.position,
