@@ -280,8 +280,9 @@ async function main(): Promise<void> {
               ${MERKLE_LOG_TABLES.map((table) => `pg_total_relation_size('${table}')`).join(' + ')} AS bytes
          FROM log_leaves`,
     );
+    const perLeaf = formatRate(Number(merkle[0].bytes) / Number(merkle[0].leaves));
     console.log(
-      `verifiable log on disk (${MERKLE_LOG_TABLES.join(', ')}: tables and indexes): ${formatRate(Number(merkle[0].bytes) / Number(merkle[0].leaves))} bytes per leaf over ${merkle[0].leaves} leaves`,
+      `verifiable log on disk (${MERKLE_LOG_TABLES.join(', ')}: tables and indexes): ${perLeaf} bytes per leaf over ${merkle[0].leaves} leaves`,
     );
     console.log(`ledger chunks acknowledged in this run: ${closedLoopChunks + ledgerChunks}`);
   } finally {
