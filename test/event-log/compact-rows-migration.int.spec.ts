@@ -13,9 +13,8 @@ import {
   type SealedEvent,
   WrongExpectedRevisionError,
 } from '#event-log';
-import pg from 'pg';
 import { DataSource, type MigrationInterface } from 'typeorm';
-import { dropDatabase } from '../support/test-database.js';
+import { dropDatabase, withClient } from '../support/test-database.js';
 
 /**
  * Migration 1763800000250 converts a log written in the old layout (ids, names and hex hashes on
@@ -50,16 +49,6 @@ describe('compact event rows: converting a log written in the old layout', () =>
       tenant: 'acme',
     },
   ];
-
-  async function withClient<T>(connection: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString: connection });
-    await client.connect();
-    try {
-      return await work(client);
-    } finally {
-      await client.end();
-    }
-  }
 
   async function migrate(migrations: (new () => MigrationInterface)[]): Promise<void> {
     const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, logging: false });

@@ -31,11 +31,20 @@ eventLogContract(
   { refusedData: { text: 'jsonb has no NUL: \u0000' }, atomicMultiStream: true },
 );
 
-/** Two instances of the log on one database, as two service processes would have. */
-function twoInstances(database: TestDatabase, options: Partial<PostgresEventLogOptions> = {}) {
-  return Promise.all(
+/** Two instances of the log on a fresh database, as two service processes would have; `close` ends both and drops it. */
+async function twoInstances(options: Partial<PostgresEventLogOptions> = {}) {
+  const database = await createTestDatabase();
+  const logs = await Promise.all(
     [0, 1].map(() => createPostgresEventLog({ connectionString: database.connectionString, ...options })),
   );
+  return {
+    database,
+    logs,
+    async close() {
+      await Promise.all(logs.map((log) => log.close()));
+      await database.drop();
+    },
+  };
 }
 
 /**
@@ -43,20 +52,21 @@ function twoInstances(database: TestDatabase, options: Partial<PostgresEventLogO
  * 0031): taken from memory, they must never hold up, hide or alter what the log holds.
  */
 describe('PostgreSQL subscriptions and their own instance commits', () => {
+  let pair: Awaited<ReturnType<typeof twoInstances>>;
   let database: TestDatabase;
   let own: EventLog;
   let other: EventLog;
   const event = (data: unknown = {}) => ({ id: randomUUID(), type: 'test.own', data });
 
   beforeAll(async () => {
-    database = await createTestDatabase();
     // No poll to fall back on within a test: only a notification or a read can deliver.
-    [own, other] = await twoInstances(database, { pollIntervalMs: 600_000 });
+    pair = await twoInstances({ pollIntervalMs: 600_000 });
+    ({
+      database,
+      logs: [own, other],
+    } = pair);
   });
-  afterAll(async () => {
-    await Promise.all([own, other].map((log) => log.close()));
-    await database.drop();
-  });
+  afterAll(() => pair.close());
 
   /** The subscription's next batch with events, or `undefined` after `ms`. */
   async function nextEvents(batches: AsyncIterator<SubscriptionBatch>, ms = 10_000) {
@@ -235,19 +245,20 @@ describe('PostgreSQL group commit', () => {
    * is stored and the writer plans again on what the database holds.
    */
   describe('a batch planned on stream heads that moved', () => {
+    let pair: Awaited<ReturnType<typeof twoInstances>>;
     let database: TestDatabase;
     let cached: EventLog;
     let other: EventLog;
     const event = (data: unknown = {}) => ({ id: randomUUID(), type: 'test.moved', data });
 
     beforeAll(async () => {
-      database = await createTestDatabase();
-      [cached, other] = await twoInstances(database);
+      pair = await twoInstances();
+      ({
+        database,
+        logs: [cached, other],
+      } = pair);
     });
-    afterAll(async () => {
-      await Promise.all([cached, other].map((log) => log.close()));
-      await database.drop();
-    });
+    afterAll(() => pair.close());
 
     it('is planned again when only the stored hash differs, and chains to the stored one', async () => {
       const streamId = `hash-${randomUUID()}`;

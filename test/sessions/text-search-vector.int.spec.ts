@@ -316,6 +316,8 @@ describe('text search vector of a streaming block', () => {
     // Back to the generated column (undoing the migrations since too), then up again: the rows are those
     // an older ledger wrote.
     await undoMigrationsThrough(database.connectionString, 'TextSearchByWords1763800000300');
+    const pending = await pool.query(`SELECT 1 FROM migrations WHERE name = 'TextSearchByWords1763800000300'`);
+    expect(pending.rowCount).toBe(0); // the ones undone are pending again
     const generated = await pool.query(
       `SELECT search::text FROM message_blocks WHERE session_id = $1 AND type = 'main_text'`,
       [streaming.sessionId],

@@ -8,20 +8,29 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database in the run's embedded PostgreSQL, so suites never see each other's events. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+type Migration = (typeof migrations)[number];
+
+/**
+ * A fresh, migrated database in the run's embedded PostgreSQL, so suites never see each other's events.
+ * With `before`, it is migrated only up to that migration, as an older ledger left it.
+ */
+export async function createTestDatabase(options: { before?: Migration } = {}): Promise<TestDatabase> {
   const serverUrl = process.env.LEDGER_TEST_DATABASE_URL;
   if (!serverUrl)
     throw new Error('LEDGER_TEST_DATABASE_URL is not set: run the tests through jest (global-setup starts PostgreSQL)');
   const name = `test_${randomUUID().replaceAll('-', '')}`;
-  await withAdmin(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${name}`)));
+  await withClient(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${name}`)));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const connectionString = url.toString();
-  await runMigrations(connectionString);
+  if (options.before)
+    await withMigrations(connectionString, migrations.slice(0, migrations.indexOf(options.before)), (dataSource) =>
+      dataSource.runMigrations(),
+    );
+  else await runMigrations(connectionString);
   return {
     connectionString,
-    drop: () => withAdmin(serverUrl, (admin) => dropDatabase(admin, name)),
+    drop: () => withClient(serverUrl, (admin) => dropDatabase(admin, name)),
   };
 }
 
@@ -38,13 +47,28 @@ export async function dropDatabase(admin: pg.Client, name: string): Promise<void
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
 
-async function withAdmin<T>(serverUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
+/** A client on `connectionString` for `work`, ended afterwards. */
+export async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
   try {
-    return await work(admin);
+    return await work(client);
   } finally {
-    await admin.end();
+    await client.end();
+  }
+}
+
+async function withMigrations<T>(
+  connectionString: string,
+  list: readonly Migration[],
+  work: (dataSource: DataSource) => Promise<T>,
+): Promise<T> {
+  const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations: [...list], logging: false });
+  await dataSource.initialize();
+  try {
+    return await work(dataSource);
+  } finally {
+    await dataSource.destroy();
   }
 }
 
@@ -53,14 +77,10 @@ async function withAdmin<T>(serverUrl: string, work: (client: pg.Client) => Prom
  * ledger would find the schema; `runMigrations` brings it up again.
  */
 export async function undoMigrationsThrough(connectionString: string, name: string): Promise<void> {
-  const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations, logging: false });
-  await dataSource.initialize();
-  try {
+  await withMigrations(connectionString, migrations, async (dataSource) => {
     const executed = async () =>
       (await dataSource.query<unknown[]>('SELECT 1 FROM migrations WHERE name = $1', [name])).length === 1;
     if (!(await executed())) throw new Error(`migration ${name} has not run here`);
     while (await executed()) await dataSource.undoLastMigration();
-  } finally {
-    await dataSource.destroy();
-  }
+  });
 }

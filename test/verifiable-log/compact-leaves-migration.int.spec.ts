@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createPostgresEventLog, type RecordedEvent } from '#event-log';
 import pg from 'pg';
-import { DataSource } from 'typeorm';
-import { migrations, runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
 import { CompactMerkleLeaves1763800000310 } from '../../apps/ledger/src/verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
 import { merkleLogConsumer } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import {
@@ -12,7 +11,7 @@ import {
   treeHead,
   type StoredLeaf,
 } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
-import { createTestDatabase, dropDatabase, undoMigrationsThrough } from '../support/test-database.js';
+import { createTestDatabase, undoMigrationsThrough, withClient, type TestDatabase } from '../support/test-database.js';
 
 /**
  * Migration 1763800000310 converts leaves written in the old layout (the stream id and a hex hash on
@@ -21,8 +20,7 @@ import { createTestDatabase, dropDatabase, undoMigrationsThrough } from '../supp
  * is not 64 lowercase hex characters stops the migration with nothing changed.
  */
 describe('compact Merkle leaves: converting leaves written in the old layout', () => {
-  const serverUrl = process.env.LEDGER_TEST_DATABASE_URL!;
-  const created: string[] = [];
+  const created: TestDatabase[] = [];
 
   const hashOf = (text: string) => createHash('sha256').update(text).digest('hex');
   const leaf = (leafIndex: bigint, streamId: string, revision: bigint): StoredLeaf => ({
@@ -40,33 +38,11 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
     leaf(3n, `session-x'"\\y`, 0n),
   ];
 
-  async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString });
-    await client.connect();
-    try {
-      return await work(client);
-    } finally {
-      await client.end();
-    }
-  }
-
   /** A database migrated up to the layout before 1763800000310, holding `leaves` as the old consumer wrote them. */
   async function databaseWithOldLeaves(leaves: readonly StoredLeaf[]): Promise<string> {
-    const name = `test_${randomUUID().replaceAll('-', '')}`;
-    created.push(name);
-    await withClient(serverUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    const connectionString = url.toString();
-    const before = migrations.slice(0, migrations.indexOf(CompactMerkleLeaves1763800000310));
-    const dataSource = new DataSource({ type: 'postgres', url: connectionString, migrations: before, logging: false });
-    await dataSource.initialize();
-    try {
-      await dataSource.runMigrations();
-    } finally {
-      await dataSource.destroy();
-    }
-    await withClient(connectionString, (client) =>
+    const database = await createTestDatabase({ before: CompactMerkleLeaves1763800000310 });
+    created.push(database);
+    await withClient(database.connectionString, (client) =>
       client.query(
         `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
@@ -79,14 +55,10 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
         ],
       ),
     );
-    return connectionString;
+    return database.connectionString;
   }
 
-  afterAll(async () => {
-    await withClient(serverUrl, async (admin) => {
-      for (const name of created) await dropDatabase(admin, name);
-    });
-  });
+  afterAll(() => Promise.all(created.map((database) => database.drop())));
 
   it('reads every converted leaf back as stored, and new leaves go on in old and new streams', async () => {
     const connectionString = await databaseWithOldLeaves(oldLeaves);
