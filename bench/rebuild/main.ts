@@ -1,10 +1,10 @@
 /**
  * Rebuild of the block read models (`POST /v1/admin/rebuild` runs the same code), in process,
  * against reading the same events through the log alone in the same run (the rebuild's pages, the
- * projection's filter, without their hashes as the rebuild reads them, nothing folded or written):
- * how close the rebuild comes to the speed at which its input arrives. A third row folds the pages read, held in memory, as the projection
- * does (each session's events of a page at once, then its change set), with nothing read or
- * written: the fold's own speed. The log is seeded through the session repository (decide, hash chain,
+ * projection's filter, only the fields read models fold, as the rebuild reads them; nothing folded
+ * or written): how close the rebuild comes to the speed at which its input arrives. A third row
+ * folds the pages read, held in memory, as the projection does (each session's events of a page
+ * at once, then its change set), with nothing read or written: the fold's own speed. The log is seeded through the session repository (decide, hash chain,
  * group commit) with SESSIONS sessions of RESPONSES assistant responses shaped like
  * bench:ingest's (reasoning, a tool round, an answer: 209 chunk events each). Runs with the
  * service's V8 flags (`SERVICE_NODE_FLAGS`), as the rebuild runs in the service and the CLI.
@@ -12,7 +12,7 @@
  *   npm run bench:rebuild   (DATABASE_URL: a scratch database, seeded on the first run, measured as is later)
  */
 import { initialSessionState, parseChunks, SESSION_STREAM_PREFIX, sessionChanges, type SessionState } from '#core';
-import { createPostgresEventLog, type EventLogReader, type EventWithoutHashes } from '#event-log';
+import { createPostgresEventLog, type EventLogReader, type ProjectionEvent } from '#event-log';
 import os from 'node:os';
 import pg from 'pg';
 import { rebuildReadModels } from '../../apps/ledger/src/projections/read-model-projections.js';
@@ -89,12 +89,12 @@ async function seed(repository: SessionRepository): Promise<void> {
 }
 
 /** Events per second folding the pages as the block projection does, without its reads and writes. */
-async function foldAlone(eventLog: EventLogReader, pages: readonly (readonly EventWithoutHashes[])[]): Promise<number> {
+async function foldAlone(eventLog: EventLogReader, pages: readonly (readonly ProjectionEvent[])[]): Promise<number> {
   const started = performance.now();
   const sessions = new Map<string, SessionState>();
   let events = 0;
   for (const page of pages) {
-    const byStream = new Map<string, EventWithoutHashes[]>();
+    const byStream = new Map<string, ProjectionEvent[]>();
     for (const event of page) {
       const own = byStream.get(event.streamId);
       if (own) own.push(event);
@@ -127,10 +127,10 @@ async function main(): Promise<void> {
       let started = performance.now();
       let position = 0n;
       let read = 0;
-      const pages: (readonly EventWithoutHashes[])[] = [];
+      const pages: (readonly ProjectionEvent[])[] = [];
       for (;;) {
         const filter = { streamPrefixes: [SESSION_STREAM_PREFIX] };
-        const page = await eventLog.readAllWithoutHashes({ fromPosition: position, maxCount: REBUILD_PAGE, filter });
+        const page = await eventLog.readAllForProjections({ fromPosition: position, maxCount: REBUILD_PAGE, filter });
         read += page.events.length;
         pages.push(page.events);
         position = page.checkpoint;

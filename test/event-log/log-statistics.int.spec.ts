@@ -45,7 +45,7 @@ describe('the PostgreSQL log keeps its statistics from lagging far behind it', (
       // What autovacuum, a manual VACUUM or an index being built holds.
       await maintenance.query('BEGIN; LOCK TABLE event_log_events IN SHARE UPDATE EXCLUSIVE MODE');
       const pages = [
-        await blocked.readAllWithoutHashes({ maxCount: 100 }),
+        await blocked.readAllForProjections({ maxCount: 100 }),
         await blocked.readAll({ fromPosition: 100n, maxCount: 100 }),
       ];
       expect(pages.map(({ checkpoint, caughtUp }) => [checkpoint, caughtUp])).toEqual([
@@ -67,10 +67,10 @@ describe('the PostgreSQL log keeps its statistics from lagging far behind it', (
     expect(stale).toBeLessThan(EVENTS / 2);
     // Within the distance of the head, and a page that reaches the head: no check.
     await log.readAll({ fromPosition: BigInt(EVENTS - 400), maxCount: 100 });
-    await log.readAllWithoutHashes({ maxCount: EVENTS });
+    await log.readAllForProjections({ maxCount: EVENTS });
     expect(await countedEvents()).toBe(stale);
 
-    const page = await log.readAllWithoutHashes({ maxCount: 100 });
+    const page = await log.readAllForProjections({ maxCount: 100 });
     expect(page).toMatchObject({ checkpoint: 100n, caughtUp: false });
     expect(await countedEvents()).toBe(EVENTS);
   });
@@ -83,7 +83,7 @@ describe('the PostgreSQL log keeps its statistics from lagging far behind it', (
       statisticsCheckDistance: 500,
     });
     try {
-      await another.readAllWithoutHashes({ maxCount: 100 });
+      await another.readAllForProjections({ maxCount: 100 });
     } finally {
       await another.close();
     }

@@ -137,6 +137,27 @@ describe('tenants with the same client ids', () => {
     for (const feed of [...[...feeds.values()].flat(), ...sessionFeeds.values()]) feed.close();
   });
 
+  it("folds each tenant's fork from its own tenant's source, on every read", async () => {
+    const source = 'fork-source';
+    for (const tenant of TENANTS) await streamSession(tenant, source);
+    for (const tenant of TENANTS) {
+      const fork = await as(tenant, 'POST', `/v1/sessions/${source}/fork`, { messageId: 'a1', id: 'the-fork' });
+      expect(fork.status).toBe(201);
+      const at = fork.body.position;
+      // The read model (a live projection), the fold as of a position, and the history built from it.
+      for (const route of [
+        '/v1/sessions/the-fork',
+        `/v1/sessions/the-fork?at=${at}`,
+        '/v1/sessions/the-fork/history',
+      ]) {
+        const read = await as(tenant, 'GET', `${route}${route.includes('?') ? '&' : '?'}minPosition=${at}`);
+        expect({ route, status: read.status }).toEqual({ route, status: 200 });
+        expect(JSON.stringify(read.body)).toContain(secretOf(tenant));
+        expect(JSON.stringify(read.body)).not.toContain(secretOf(otherThan(tenant)));
+      }
+    }
+  });
+
   it("finds none of the other tenant's ids, on any route", async () => {
     const positions = new Map<Tenant, number>();
     for (const tenant of TENANTS) positions.set(tenant, await streamSession(tenant, onlyOf(tenant)));

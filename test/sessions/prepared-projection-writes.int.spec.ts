@@ -39,7 +39,7 @@ describe('prepared projection writes across a rebuild', () => {
 
   /** The live projection's write, on each pooled connection at once, from what the log holds now. */
   async function projectOnEveryConnection(): Promise<void> {
-    const { events } = await log.readAllWithoutHashes({ filter: { streamPrefixes: ['session-'] } });
+    const { events } = await log.readAllForProjections({ filter: { streamPrefixes: ['session-'] } });
     const clients = await Promise.all([pool.connect(), pool.connect()]);
     try {
       for (const client of clients)

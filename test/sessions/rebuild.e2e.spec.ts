@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jest } from '@jest/globals';
 import type { Config } from '@jest/types';
-import { createPostgresEventLog, type EventLog, type EventWithoutHashes } from '#event-log';
+import { createPostgresEventLog, type EventLog, type ProjectionEvent } from '#event-log';
 import pg from 'pg';
 import { loadBlockVectors, numberedChunks } from '../../libs/core/src/testing/block-vectors.js';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
@@ -132,9 +132,9 @@ describe('rebuilding the read models from the log', () => {
     const reads: { from: bigint | undefined; checkpoint: bigint }[] = [];
     const counted: EventLog = {
       ...eventLog,
-      readAllWithoutHashes: async (options) => {
+      readAllForProjections: async (options) => {
         pages.push(options?.maxCount);
-        const page = await eventLog.readAllWithoutHashes(options);
+        const page = await eventLog.readAllForProjections(options);
         reads.push({ from: options?.fromPosition, checkpoint: page.checkpoint });
         return page;
       },
@@ -164,8 +164,8 @@ describe('rebuilding the read models from the log', () => {
     let reads = 0;
     const failing: EventLog = {
       ...eventLog,
-      readAllWithoutHashes: (options) =>
-        ++reads === 5 ? Promise.reject(new Error('page 5 lost')) : eventLog.readAllWithoutHashes(options),
+      readAllForProjections: (options) =>
+        ++reads === 5 ? Promise.reject(new Error('page 5 lost')) : eventLog.readAllForProjections(options),
     };
     try {
       await expect(rebuildReadModels(pool, failing, ['block-read-models'], 7)).rejects.toThrow('page 5 lost');
@@ -187,16 +187,16 @@ describe('rebuilding the read models from the log', () => {
     const reads: Promise<unknown>[] = [];
     const held: EventLog = {
       ...eventLog,
-      readAllWithoutHashes: (options) => {
+      readAllForProjections: (options) => {
         const read = (async () => {
           if (reads.length === 1) await secondHeld;
-          return eventLog.readAllWithoutHashes(options);
+          return eventLog.readAllForProjections(options);
         })();
         reads.push(read);
         return read;
       },
     };
-    const failing: ProjectionDefinition<EventWithoutHashes> = {
+    const failing: ProjectionDefinition<ProjectionEvent> = {
       name: 'failing-handle',
       version: 1,
       filter: {},

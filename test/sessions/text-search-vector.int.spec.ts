@@ -39,7 +39,7 @@ describe('text search vector of a streaming block', () => {
 
   /** Projects what the log holds beyond what was projected, as the live runner does: one batch, one transaction. */
   async function project(definition = projection, fromPosition = projected): Promise<void> {
-    const { events } = await log.readAllWithoutHashes({ fromPosition, filter: { streamPrefixes: ['session-'] } });
+    const { events } = await log.readAllForProjections({ fromPosition, filter: { streamPrefixes: ['session-'] } });
     if (events.length === 0) return;
     const client = await pool.connect();
     try {

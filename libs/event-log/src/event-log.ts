@@ -51,11 +51,12 @@ export interface RecordedEvent {
 }
 
 /**
- * A recorded event without its chain hashes: what a fold that verifies nothing needs (read models
- * and their rebuilds). A `RecordedEvent` is one too.
+ * What a read model folds of an event: where it lies, what it is and when it was recorded. A
+ * rebuild reads the whole log, so the log then fetches and sends nothing more: no id, envelope
+ * or chain hashes (decision 0048). A `RecordedEvent` is one too.
  */
-export interface EventWithoutHashes extends Omit<RecordedEvent, 'metadata'> {
-  readonly metadata: Omit<EventMetadata, 'prevHash' | 'hash'>;
+export interface ProjectionEvent extends Pick<RecordedEvent, 'type' | 'streamId' | 'revision' | 'position' | 'data'> {
+  readonly metadata: Pick<EventMetadata, 'recordedAt'>;
 }
 
 export interface AppendResult {
@@ -94,7 +95,7 @@ export interface ReadAllOptions {
   readonly filter?: EventFilter;
 }
 
-export interface ReadAllResult<Event extends EventWithoutHashes = RecordedEvent> {
+export interface ReadAllResult<Event extends ProjectionEvent = RecordedEvent> {
   readonly events: readonly Event[];
   /** Everything up to here has been considered (filtered-out events included): resume after it. */
   readonly checkpoint: bigint;
@@ -126,8 +127,8 @@ export interface EventLogReader {
   /** Events of one stream; a missing stream reads as an empty list. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<readonly RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllResult>;
-  /** The same read without the chain hashes, which the log then need not fetch nor send (a rebuild reads the whole log). */
-  readAllWithoutHashes(options?: ReadAllOptions): Promise<ReadAllResult<EventWithoutHashes>>;
+  /** The same read, of what a read model folds alone: a rebuild reads the whole log, and the log then fetches and sends no more. */
+  readAllForProjections(options?: ReadAllOptions): Promise<ReadAllResult<ProjectionEvent>>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** The position of the last committed event (0n when the log is empty). */
   headPosition(): Promise<bigint>;

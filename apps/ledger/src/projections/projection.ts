@@ -1,4 +1,4 @@
-import type { EventFilter, EventLogReader, EventWithoutHashes, RecordedEvent } from '#event-log';
+import type { EventFilter, EventLogReader, ProjectionEvent, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 
 /** Where a projection's batch runs: the transaction that also moves its checkpoint, and the log to read history from. */
@@ -11,14 +11,14 @@ export interface ProjectionContext {
  * What a projection is, apart from how it runs: the same definition serves the live runner and
  * rebuilds. `handle` folds a batch and writes each changed row once, idempotently (rows carry
  * the position they reflect). `reset` forgets in-memory state after a failed batch. `Event` is
- * what it reads of each event: a read model needs no chain hashes, so its rebuild reads none.
+ * what it reads of each event: a read model folds a `ProjectionEvent`, so its rebuild reads no more.
  */
-export interface ProjectionDefinition<Event extends EventWithoutHashes = RecordedEvent> {
+export interface ProjectionDefinition<Event extends ProjectionEvent = RecordedEvent> {
   readonly name: string;
   readonly version: number;
   readonly filter: EventFilter;
   // Function-typed members, not methods: TypeScript then checks `Event` strictly, so a projection
-  // that reads hashes cannot be passed where events without them are all it gets (a rebuild).
+  // that reads more of an event cannot be passed where a `ProjectionEvent` is all it gets (a rebuild).
   readonly handle: (events: readonly Event[], context: ProjectionContext) => Promise<void>;
   /**
    * Whether `handle` writes anything for this event (every event it is given, by default). A batch

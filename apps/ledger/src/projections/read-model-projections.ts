@@ -1,4 +1,4 @@
-import type { EventLog, EventWithoutHashes } from '#event-log';
+import type { EventLog, ProjectionEvent } from '#event-log';
 import type { Pool } from 'pg';
 import { TOOL_CALL_TABLES, toolCallsProjection } from '../governance/read-models/tool-calls.projection.js';
 import { blockReadModelsProjection } from '../sessions/read-models/block-read-models.projection.js';
@@ -9,7 +9,7 @@ import type { ProjectionDefinition } from './projection.js';
 /** Every read model the log can rebuild, with the tables each owns. (The governance saga's consumer is not one: it acts, it does not project.) */
 export const READ_MODEL_PROJECTIONS: readonly {
   readonly name: string;
-  readonly create: () => ProjectionDefinition<EventWithoutHashes>;
+  readonly create: () => ProjectionDefinition<ProjectionEvent>;
   readonly tables: readonly string[];
 }[] = [
   { name: 'block-read-models', create: blockReadModelsProjection, tables: BLOCK_READ_MODEL_TABLES },

@@ -1,4 +1,4 @@
-import type { EventLog, EventWithoutHashes, ReadAllResult } from '#event-log';
+import type { EventLog, ProjectionEvent, ReadAllResult } from '#event-log';
 import type { Pool } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
@@ -40,7 +40,7 @@ let previousInProcess: Promise<unknown> = Promise.resolve();
 export function rebuildProjection(
   pool: Pool,
   eventLog: EventLog,
-  definition: ProjectionDefinition<EventWithoutHashes>,
+  definition: ProjectionDefinition<ProjectionEvent>,
   tables: readonly string[],
   pageSize = REBUILD_PAGE,
 ): Promise<RebuildResult> {
@@ -102,7 +102,7 @@ async function dropScratchSchemas(pool: Pool): Promise<void> {
 async function rebuildIntoScratchSchema(
   pool: Pool,
   eventLog: EventLog,
-  definition: ProjectionDefinition<EventWithoutHashes>,
+  definition: ProjectionDefinition<ProjectionEvent>,
   tables: readonly string[],
   pageSize: number,
 ): Promise<RebuildResult> {
@@ -116,7 +116,7 @@ async function rebuildIntoScratchSchema(
     let position = 0n;
     let events = 0;
     const read = (after: bigint) =>
-      eventLog.readAllWithoutHashes({ fromPosition: after, maxCount: pageSize, filter: definition.filter });
+      eventLog.readAllForProjections({ fromPosition: after, maxCount: pageSize, filter: definition.filter });
     // Bulk of the work, outside any lock: readers keep using the live tables. The next pages are
     // read while this one is folded and written, all in one transaction.
     await inTransaction(pool, async (client) => {

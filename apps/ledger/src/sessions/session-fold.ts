@@ -2,13 +2,14 @@ import {
   evolveSessionEvents,
   forkSession,
   initialSessionState,
+  parseSessionStreamId,
   sessionStreamId,
   type FoldPurpose,
   type SessionEventEnvelope,
   type SessionEventOf,
   type SessionState,
 } from '#core';
-import type { EventLogReader, EventWithoutHashes, RecordedEvent } from '#event-log';
+import type { EventLogReader, ProjectionEvent, RecordedEvent } from '#event-log';
 
 /** A fold reads only whole streams (a fork's source): the log, or the events of an export bundle. */
 export type StreamReader = Pick<EventLogReader, 'readStream'>;
@@ -23,7 +24,7 @@ export type StreamReader = Pick<EventLogReader, 'readStream'>;
 export async function foldSessionEvents(
   eventLog: StreamReader,
   state: SessionState,
-  events: readonly EventWithoutHashes[],
+  events: readonly ProjectionEvent[],
   purpose: FoldPurpose,
 ): Promise<SessionState> {
   let folded = state;
@@ -75,26 +76,26 @@ export async function sessionAt(
   return state;
 }
 
-export function startsFork(state: SessionState, event: EventWithoutHashes): boolean {
+export function startsFork(state: SessionState, event: ProjectionEvent): boolean {
   return event.type === 'session.forked' && state.status === 'absent';
 }
 
 export async function applyFork(
   eventLog: StreamReader,
-  event: EventWithoutHashes,
+  event: ProjectionEvent,
   purpose: FoldPurpose,
 ): Promise<SessionState> {
   const { source } = event.data as SessionEventOf<'session.forked'>['data'];
-  // A fork's source is in the fork's own tenant.
+  // A fork's source is in the fork's own tenant, the one its stream's id names.
   const sourceState = await sessionAt(
     eventLog,
-    { tenant: event.metadata.tenant, sessionId: source.sessionId },
+    { tenant: parseSessionStreamId(event.streamId)!.tenant, sessionId: source.sessionId },
     BigInt(source.position),
     purpose,
   );
   return forkSession(sourceState, sessionEnvelope(event));
 }
 
-export function sessionEnvelope(event: EventWithoutHashes): SessionEventEnvelope {
+export function sessionEnvelope(event: ProjectionEvent): SessionEventEnvelope {
   return { type: event.type, data: event.data, position: event.position, recordedAt: event.metadata.recordedAt };
 }

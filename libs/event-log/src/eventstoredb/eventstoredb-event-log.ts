@@ -277,7 +277,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     readStream,
     readAll,
     // Each event's hashes travel inside its stored metadata: there is nothing to leave out.
-    readAllWithoutHashes: readAll,
+    readAllForProjections: readAll,
     headPosition,
     async health(): Promise<EventLogHealth> {
       return { engine: 'eventstoredb', headPosition: await headPosition() };

@@ -5,7 +5,7 @@ import {
   TOOLCALL_STREAM_PREFIX,
   type ToolCallState,
 } from '#core';
-import type { EventLogReader, EventWithoutHashes } from '#event-log';
+import type { EventLogReader, ProjectionEvent } from '#event-log';
 import type { ProjectionDefinition } from '../../projections/projection.js';
 import { loadToolCall, type ToolCallRef } from '../toolcall-repository.js';
 
@@ -33,7 +33,7 @@ export const TOOL_CALL_TABLES = ['tool_calls'] as const;
  * up to the batch's last event, and written once, guarded by position.
  * Nothing here asks the firewall, the guardian, a person or an MCP server: it only reads events.
  */
-export function toolCallsProjection(): ProjectionDefinition<EventWithoutHashes> {
+export function toolCallsProjection(): ProjectionDefinition<ProjectionEvent> {
   const calls = new Map<string, FoldedCall>();
   return {
     name: 'tool-calls',
@@ -41,7 +41,7 @@ export function toolCallsProjection(): ProjectionDefinition<EventWithoutHashes> 
     filter: { streamPrefixes: [TOOLCALL_STREAM_PREFIX] },
     reset: () => calls.clear(),
     async handle(events, { client, eventLog }) {
-      const byCall = new Map<string, EventWithoutHashes[]>();
+      const byCall = new Map<string, ProjectionEvent[]>();
       for (const event of events) {
         const own = byCall.get(event.streamId);
         if (own) own.push(event);
@@ -114,12 +114,12 @@ export function toolCallsProjection(): ProjectionDefinition<EventWithoutHashes> 
 }
 
 /** A call's events up to `last`, read from its stream (after a restart, or for a call not seen lately). */
-async function readUpTo(eventLog: EventLogReader, ref: ToolCallRef, last: EventWithoutHashes) {
+async function readUpTo(eventLog: EventLogReader, ref: ToolCallRef, last: ProjectionEvent) {
   return (await loadToolCall(eventLog, ref, Number(last.revision) + 1)).events;
 }
 
 /** A call folded from its stream's first events (its request first). */
-function foldedFrom(events: readonly EventWithoutHashes[]): Omit<FoldedCall, 'revision'> {
+function foldedFrom(events: readonly ProjectionEvent[]): Omit<FoldedCall, 'revision'> {
   const [request] = events;
   return {
     state: events.reduce(evolveToolCall, initialToolCallState),

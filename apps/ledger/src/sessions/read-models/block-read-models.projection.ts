@@ -11,7 +11,7 @@ import {
   type SessionState,
   type SessionTally,
 } from '#core';
-import type { EventLogReader, EventWithoutHashes } from '#event-log';
+import type { EventLogReader, ProjectionEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../../projections/projection.js';
 import { foldSessionEvents } from '../session-fold.js';
@@ -26,7 +26,7 @@ const MAX_CACHED_SESSIONS = 5_000;
  * rows are written from its source's state at the fork position: the log holds the reference,
  * the read model the resolved tree, so reads need no join across sessions.
  */
-export function blockReadModelsProjection(): ProjectionDefinition<EventWithoutHashes> {
+export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEvent> {
   const sessions = new Map<string, FoldedSession>();
 
   return {
@@ -36,7 +36,7 @@ export function blockReadModelsProjection(): ProjectionDefinition<EventWithoutHa
     reset: () => sessions.clear(),
     async handle(events, { client, eventLog }) {
       // Sessions are independent: each one's events of the batch are folded in one go, in order.
-      const byStream = new Map<string, EventWithoutHashes[]>();
+      const byStream = new Map<string, ProjectionEvent[]>();
       for (const event of events) {
         const own = byStream.get(event.streamId);
         if (own) own.push(event);
@@ -68,7 +68,7 @@ export function blockReadModelsProjection(): ProjectionDefinition<EventWithoutHa
 }
 
 /** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
-async function foldBefore(eventLog: EventLogReader, event: EventWithoutHashes): Promise<SessionState> {
+async function foldBefore(eventLog: EventLogReader, event: ProjectionEvent): Promise<SessionState> {
   if (event.revision === 0n) return initialSessionState;
   return foldSessionEvents(
     eventLog,
