@@ -24,8 +24,10 @@ function insiderLedger() {
     await ledger?.close();
   });
 
+  const asAuditor = (route: string) => probe(ledger.baseUrl, 'GET', route, { credential: auditor });
+
   async function verified(sessionId: string) {
-    const answer = await probe(ledger.baseUrl, 'GET', `/v1/sessions/${sessionId}/verify`, { credential: auditor });
+    const answer = await asAuditor(`/v1/sessions/${sessionId}/verify`);
     expect(answer.status).toBe(200);
     return answer.body;
   }
@@ -53,7 +55,7 @@ function insiderLedger() {
   }
 
   const request: LedgerUnderTest['request'] = (...args) => ledger.request(...args);
-  return { verified, recordSession, streamEvents, tampering, request, db: () => db };
+  return { verified, asAuditor, recordSession, streamEvents, tampering, request, db: () => db };
 }
 
 /**
@@ -139,6 +141,44 @@ describe('the verifiable log against an insider holding the database', () => {
       });
     });
   });
+
+  describe("editing a signed leaf row's index", () => {
+    const { verified, asAuditor, recordSession, tampering, db } = insiderLedger();
+
+    /**
+     * Attack: give an event's leaf row a negative index. Verify, the export and the inclusion proof route
+     * took any index below the checkpoint's size for one in its tree, and computing the proofs of a leaf
+     * outside the tree failed: 500.
+     */
+    it('names an event whose leaf row claims a negative index', async () => {
+      const events = await recordSession('negative-leaf');
+      expect(await verified('negative-leaf')).toMatchObject({ ok: true });
+
+      await tampering(async () => {
+        await db().query('UPDATE log_leaves SET leaf_index = -1 WHERE position = $1', [events[1].position.toString()]);
+      });
+      expect(await verified('negative-leaf')).toMatchObject({
+        ok: false,
+        firstBroken: {
+          stream: 'session-negative-leaf',
+          revision: '1',
+          position: events[1].position.toString(),
+          reason: 'not_in_checkpoint',
+          actual: 'leaf -1',
+        },
+      });
+      // Nor does any other route prove the event from such a row.
+      expect(await asAuditor('/v1/sessions/negative-leaf/export')).toMatchObject({
+        status: 409,
+        body: { error: { code: 'not_in_log' } },
+      });
+      expect(await asAuditor(`/v1/log/proof/inclusion?position=${events[1].position}`)).toMatchObject({
+        status: 404,
+        body: { error: { code: 'not_in_tree' } },
+      });
+    });
+  });
+
   /**
    * Open findings (see docs/verifiable-log.md, "What verify cannot see"): nothing the signed tree holds
    * says where a stream ends or which log position an event had, so these edits still verify. Each

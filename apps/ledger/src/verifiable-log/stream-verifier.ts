@@ -160,12 +160,20 @@ export class StreamVerifier {
       this.pool,
       events.map((event) => event.position),
     );
-    const isInTree = (event: ChainedEvent) =>
-      (leafIndexes.get(event.position) ?? checkpoint.treeSize) < checkpoint.treeSize;
+    // A leaf row's index is the database's word: one outside the tree (negative, or past it: the row was
+    // edited) names its event here, and no proof is asked for it.
+    const isInTree = (event: ChainedEvent) => {
+      const leafIndex = leafIndexes.get(event.position);
+      return leafIndex !== undefined && leafIndex >= 0n && leafIndex < checkpoint.treeSize;
+    };
     const inTree = events.filter(isInTree);
     const breaks = events
       .filter((event) => !isInTree(event))
-      .map((event) => chainBreak(event, 'not_in_checkpoint', `a leaf below ${checkpoint.treeSize}`, 'none'));
+      .map((event) => {
+        const leafIndex = leafIndexes.get(event.position);
+        const actual = leafIndex === undefined ? 'none' : `leaf ${leafIndex}`;
+        return chainBreak(event, 'not_in_checkpoint', `a leaf in [0, ${checkpoint.treeSize})`, actual);
+      });
     const leafHashes = new Map(
       inTree.map((event) => [leafIndexes.get(event.position)!, leafHash(Buffer.from(event.hash, 'hex'))]),
     );

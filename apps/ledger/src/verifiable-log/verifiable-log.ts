@@ -173,7 +173,9 @@ export class VerifiableLog {
     treeSize: bigint,
     db: Queryable = this.pool,
   ): Promise<Map<bigint, InclusionProof>> {
-    const leaves = [...(await leafIndexesAtPositions(db, positions))].filter(([, leafIndex]) => leafIndex < treeSize);
+    const leaves = [...(await leafIndexesAtPositions(db, positions))].filter(
+      ([, leafIndex]) => leafIndex >= 0n && leafIndex < treeSize,
+    );
     const paths = leaves.map(([, leafIndex]) => inclusionProofRanges(leafIndex, treeSize));
     const lookup = await fetchRangeNodes(db, paths.flat());
     return new Map(
