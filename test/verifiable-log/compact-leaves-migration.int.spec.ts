@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { leafHash } from '#core';
 import { createPostgresEventLog, type RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
@@ -38,23 +39,33 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
     leaf(3n, `session-x'"\\y`, 0n),
   ];
 
+  /** What the old consumer wrote for `leaves`: their rows and their leaf nodes (the migration leaves nodes alone). */
+  async function writeOldLeaves(client: pg.ClientBase, leaves: readonly StoredLeaf[]): Promise<void> {
+    await client.query(
+      `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
+      [
+        leaves.map((stored) => stored.leafIndex.toString()),
+        leaves.map((stored) => stored.position.toString()),
+        leaves.map((stored) => stored.streamId),
+        leaves.map((stored) => stored.revision.toString()),
+        leaves.map((stored) => stored.eventHash),
+      ],
+    );
+    await client.query(
+      'INSERT INTO log_nodes (level, node_index, hash) SELECT 0, * FROM unnest($1::bigint[], $2::bytea[])',
+      [
+        leaves.map((stored) => stored.leafIndex.toString()),
+        leaves.map((stored) => leafHash(Buffer.from(stored.eventHash, 'hex'))),
+      ],
+    );
+  }
+
   /** A database migrated up to the layout before 1763800000310, holding `leaves` as the old consumer wrote them. */
   async function databaseWithOldLeaves(leaves: readonly StoredLeaf[]): Promise<string> {
     const database = await createTestDatabase({ before: CompactMerkleLeaves1763800000310 });
     created.push(database);
-    await withClient(database.connectionString, (client) =>
-      client.query(
-        `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash)
-         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])`,
-        [
-          leaves.map((stored) => stored.leafIndex.toString()),
-          leaves.map((stored) => stored.position.toString()),
-          leaves.map((stored) => stored.streamId),
-          leaves.map((stored) => stored.revision.toString()),
-          leaves.map((stored) => stored.eventHash),
-        ],
-      ),
-    );
+    await withClient(database.connectionString, (client) => writeOldLeaves(client, leaves));
     return database.connectionString;
   }
 
@@ -114,10 +125,7 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
     const late = leaf(2n, 'session-default-late', 0n);
     await withClient(connectionString, async (writer) => {
       await writer.query('BEGIN');
-      await writer.query(
-        `INSERT INTO log_leaves (leaf_index, position, stream_id, revision, event_hash) VALUES ($1, $2, $3, $4, $5)`,
-        [late.leafIndex.toString(), late.position.toString(), late.streamId, late.revision.toString(), late.eventHash],
-      );
+      await writeOldLeaves(writer, [late]);
       const migrating = runMigrations(connectionString);
       await withClient(connectionString, async (watch) => {
         const waiting = () =>

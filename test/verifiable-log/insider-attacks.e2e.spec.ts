@@ -3,10 +3,12 @@ import pg from 'pg';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
-import { probe } from '../support/probe.js';
+import { eventually, probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
 const SIGNING_LOCK_KEY = 7_318_201_017;
+/** A leaf index far past any tree a test makes. */
+const FAR_PAST_THE_TREE = 10n ** 12n;
 
 /** A ledger of its own (each attack leaves its log broken for good) and what the tests need of it. */
 function insiderLedger() {
@@ -54,8 +56,39 @@ function insiderLedger() {
     await db.query('COMMIT');
   }
 
+  /** The leaf index the leaf row of the event at `position` claims. */
+  async function leafIndexAt(position: bigint): Promise<bigint> {
+    const { rows } = await db.query<{ leaf_index: string }>('SELECT leaf_index FROM log_leaves WHERE position = $1', [
+      position.toString(),
+    ]);
+    return BigInt(rows[0].leaf_index);
+  }
+
+  /** Inside `tampering` (the signing lock held): a session whose leaves the consumer adds, and no checkpoint covers. */
+  async function recordUnsigned(sessionId: string): Promise<readonly RecordedEvent[]> {
+    const events = await recordSession(sessionId);
+    await eventually('the Merkle consumer added the leaves', async () => {
+      const { rows } = await db.query<{ leaves: number }>(
+        'SELECT count(*)::int AS leaves FROM log_leaves WHERE position = ANY($1::bigint[])',
+        [events.map((event) => event.position.toString())],
+      );
+      return rows[0].leaves === events.length || undefined;
+    });
+    return events;
+  }
+
   const request: LedgerUnderTest['request'] = (...args) => ledger.request(...args);
-  return { verified, asAuditor, recordSession, streamEvents, tampering, request, db: () => db };
+  return {
+    verified,
+    asAuditor,
+    recordSession,
+    recordUnsigned,
+    streamEvents,
+    leafIndexAt,
+    tampering,
+    request,
+    db: () => db,
+  };
 }
 
 /**
@@ -175,6 +208,126 @@ describe('the verifiable log against an insider holding the database', () => {
       expect(await asAuditor(`/v1/log/proof/inclusion?position=${events[1].position}`)).toMatchObject({
         status: 404,
         body: { error: { code: 'not_in_tree' } },
+      });
+    });
+
+    /**
+     * Attack: give a signed event's leaf row an index far past the tree. The tree's size was the highest
+     * index a row claimed, so the signer failed on the nodes such a tree lacks (verify: 500), and a consumer
+     * starting over (here: its checkpoint moved back one, as a restart or a failover would have it reload its
+     * tree) failed to load one (verify of anything recorded after: 503). The size is where the tree's leaf
+     * nodes end: the event is named, and what is recorded after it is signed and verifies.
+     */
+    it('names an event whose leaf row claims an index far past the tree, and signs the sessions after it', async () => {
+      const events = await recordSession('far-leaf');
+      expect(await verified('far-leaf')).toMatchObject({ ok: true });
+
+      await tampering(async () => {
+        await db().query('UPDATE log_leaves SET leaf_index = $2 WHERE position = $1', [
+          events[1].position.toString(),
+          FAR_PAST_THE_TREE.toString(),
+        ]);
+        // The Merkle consumer starts over from its checkpoint, as after a restart: it loads its tree again.
+        await db().query(`UPDATE projection_checkpoints SET position = position - 1 WHERE name = 'merkle-log'`);
+      });
+      const named = {
+        ok: false,
+        firstBroken: {
+          stream: 'session-far-leaf',
+          revision: '1',
+          position: events[1].position.toString(),
+          reason: 'not_in_checkpoint',
+          actual: `leaf ${FAR_PAST_THE_TREE}`,
+        },
+      };
+      expect(await verified('far-leaf')).toMatchObject(named);
+
+      await recordSession('after-far-leaf');
+      const after = await verified('after-far-leaf');
+      expect(after).toMatchObject({ ok: true });
+      expect(BigInt(after.checkpoint.treeSize)).toBeLessThan(FAR_PAST_THE_TREE);
+      expect(await verified('far-leaf')).toMatchObject(named);
+    });
+  });
+
+  describe("editing a leaf row's index before it is signed", () => {
+    const { verified, recordSession, recordUnsigned, leafIndexAt, tampering, db } = insiderLedger();
+
+    /**
+     * Attack: before the signer gets to it, move a leaf row far past the tree, leaving its index without a
+     * row. The tree's size was the highest index a row claimed, so signing failed (verify: 500); taken from
+     * the tree's nodes alone, it would have the signer sign a leaf no row names. It signs up to that leaf
+     * and no further: the event is named, and so is every one recorded after it, until the row is put back.
+     */
+    it('signs no further than a leaf without its row, and names the events past it', async () => {
+      let events: readonly RecordedEvent[] = [];
+      let gap = 0n;
+      await tampering(async () => {
+        events = await recordUnsigned('moved-leaf');
+        gap = await leafIndexAt(events[1].position);
+        await db().query('UPDATE log_leaves SET leaf_index = $2 WHERE position = $1', [
+          events[1].position.toString(),
+          FAR_PAST_THE_TREE.toString(),
+        ]);
+      });
+      expect(await verified('moved-leaf')).toMatchObject({
+        ok: false,
+        checkpoint: { treeSize: gap.toString() },
+        firstBroken: {
+          stream: 'session-moved-leaf',
+          revision: '1',
+          position: events[1].position.toString(),
+          reason: 'not_in_checkpoint',
+          actual: `leaf ${FAR_PAST_THE_TREE}`,
+        },
+      });
+
+      const after = await recordSession('after-moved-leaf');
+      expect(await verified('after-moved-leaf')).toMatchObject({
+        ok: false,
+        checkpoint: { treeSize: gap.toString() },
+        firstBroken: {
+          stream: 'session-after-moved-leaf',
+          revision: '0',
+          position: after[0].position.toString(),
+          reason: 'not_in_checkpoint',
+        },
+      });
+
+      await db().query('UPDATE log_leaves SET leaf_index = $2 WHERE position = $1', [
+        events[1].position.toString(),
+        gap.toString(),
+      ]);
+      expect(await verified('after-moved-leaf')).toMatchObject({ ok: true });
+      expect(await verified('moved-leaf')).toMatchObject({ ok: true });
+    });
+  });
+
+  describe("editing the last leaf row's index before it is signed", () => {
+    const { verified, recordUnsigned, tampering, db } = insiderLedger();
+
+    /**
+     * Attack: give the last event's leaf row, not signed yet, a negative index. Verify asked for a checkpoint
+     * holding the leaves up to that event's, read as -1: it got the last one signed, which held none of the
+     * session, and named the session's first, untouched event.
+     */
+    it('names the edited event, not the unsigned ones before it', async () => {
+      let events: readonly RecordedEvent[] = [];
+      await tampering(async () => {
+        events = await recordUnsigned('negative-last-leaf');
+        await db().query('UPDATE log_leaves SET leaf_index = -1 WHERE position = $1', [
+          events.at(-1)!.position.toString(),
+        ]);
+      });
+      expect(await verified('negative-last-leaf')).toMatchObject({
+        ok: false,
+        firstBroken: {
+          stream: 'session-negative-last-leaf',
+          revision: String(events.length - 1),
+          position: events.at(-1)!.position.toString(),
+          reason: 'not_in_checkpoint',
+          actual: 'leaf -1',
+        },
       });
     });
   });

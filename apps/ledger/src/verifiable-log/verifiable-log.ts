@@ -23,6 +23,7 @@ import type { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
   checkpointAt,
   fetchRangeNodes,
+  firstLeafWithoutRow,
   insertCheckpoint,
   leafIndexesAtPositions,
   treeHead,
@@ -67,16 +68,21 @@ export class VerifiableLog {
   }
 
   /**
-   * Signs the tree as it stands, unless the latest checkpoint already covers it. One signer at a time
-   * across instances.
+   * Signs the tree as it stands (up to its first leaf without a row), unless the latest checkpoint already
+   * covers it. One signer at a time across instances.
    */
   signLatest(): Promise<StoredCheckpoint> {
     return inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
       const latest = await checkpointAt(client);
       const remembered = await this.memory.recall();
-      const { size } = await treeHead(client);
-      if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return latest;
+      const rememberedSize = remembered?.checkpoint.treeSize ?? 0n;
+      const signedSize = latest && latest.treeSize > rememberedSize ? latest.treeSize : rememberedSize;
+      // Never a tree with gaps: the tree as built, only as far as every leaf since the last checkpoint has its
+      // row. A leaf whose row was moved away (edited) holds signing back there until the row is put back; the
+      // leaves before it, and every one signed, still prove their events.
+      const size = await firstLeafWithoutRow(client, signedSize, (await treeHead(client)).size);
+      if (latest && latest.treeSize === size && rememberedSize <= size) return latest;
       const rootHash = treeRoot(size, await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]));
       // The database's last checkpoint, and the last one this instance remembers signing (the database's
       // may have been deleted): the tree must extend both.
@@ -151,10 +157,15 @@ export class VerifiableLog {
     return latest && (await this.leafCount(position)) <= latest.treeSize ? latest : this.signLatest();
   }
 
-  /** How many leaves the tree holds up to and including `position`. */
+  /**
+   * How many leaves the tree holds up to and including `position`: one past the leaf of the last event at or
+   * below it (the consumer numbers events in position order). A row edited to claim an index past the tree
+   * only has the tree signed as far as it honestly goes; a negative index is no leaf and is passed over.
+   */
   private async leafCount(position: bigint): Promise<bigint> {
     const { rows } = await this.pool.query<{ leaves: string | null }>(
-      'SELECT max(leaf_index) + 1 AS leaves FROM log_leaves WHERE position <= $1',
+      `SELECT leaf_index + 1 AS leaves FROM log_leaves WHERE position <= $1 AND leaf_index >= 0
+        ORDER BY position DESC LIMIT 1`,
       [position.toString()],
     );
     return BigInt(rows[0]?.leaves ?? 0);
