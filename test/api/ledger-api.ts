@@ -4421,6 +4421,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `not_in_log`: an event is not in the signed log (run verify); `tree_damaged`: the stored tree lacks a node */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the credential is over its rate (`Retry-After`) */
             429: {
                 headers: {
@@ -4646,6 +4655,15 @@ export interface operations {
             };
             /** @description the credential's roles may not call this route, or it may not write here */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `tree_damaged`: the stored tree lacks a node the proof needs */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -250,21 +250,20 @@ describe('the verifiable log against an insider holding the database', () => {
     });
   });
 
-  describe("editing a leaf row's index before it is signed", () => {
-    const { verified, recordSession, recordUnsigned, leafIndexAt, tampering, db } = insiderLedger();
+  describe('editing leaf rows before they are signed', () => {
+    const { verified, asAuditor, recordSession, recordUnsigned, leafIndexAt, tampering, db } = insiderLedger();
 
     /**
-     * Attack: before the signer gets to it, move a leaf row far past the tree, leaving its index without a
-     * row. The tree's size was the highest index a row claimed, so signing failed (verify: 500); taken from
-     * the tree's nodes alone, it would have the signer sign a leaf no row names. It signs up to that leaf
-     * and no further: the event is named, and so is every one recorded after it, until the row is put back.
+     * Attack: before the signer gets to it, move a leaf row far past the tree. The tree's size was the highest
+     * index a row claimed, so signing failed (verify: 500). The tree is signed as the consumer built it, the
+     * leaf's node included: the event is named, and what is recorded after it verifies.
      */
-    it('signs no further than a leaf without its row, and names the events past it', async () => {
+    it('names an event whose unsigned leaf row moved far past the tree, and signs on', async () => {
       let events: readonly RecordedEvent[] = [];
-      let gap = 0n;
+      let leafIndex = 0n;
       await tampering(async () => {
         events = await recordUnsigned('moved-leaf');
-        gap = await leafIndexAt(events[1].position);
+        leafIndex = await leafIndexAt(events[1].position);
         await db().query('UPDATE log_leaves SET leaf_index = $2 WHERE position = $1', [
           events[1].position.toString(),
           FAR_PAST_THE_TREE.toString(),
@@ -272,7 +271,6 @@ describe('the verifiable log against an insider holding the database', () => {
       });
       expect(await verified('moved-leaf')).toMatchObject({
         ok: false,
-        checkpoint: { treeSize: gap.toString() },
         firstBroken: {
           stream: 'session-moved-leaf',
           revision: '1',
@@ -282,24 +280,114 @@ describe('the verifiable log against an insider holding the database', () => {
         },
       });
 
-      const after = await recordSession('after-moved-leaf');
-      expect(await verified('after-moved-leaf')).toMatchObject({
-        ok: false,
-        checkpoint: { treeSize: gap.toString() },
-        firstBroken: {
-          stream: 'session-after-moved-leaf',
-          revision: '0',
-          position: after[0].position.toString(),
-          reason: 'not_in_checkpoint',
-        },
-      });
-
+      await recordSession('after-moved-leaf');
+      const after = await verified('after-moved-leaf');
+      expect(after).toMatchObject({ ok: true });
+      expect(BigInt(after.checkpoint.treeSize)).toBeGreaterThan(leafIndex);
       await db().query('UPDATE log_leaves SET leaf_index = $2 WHERE position = $1', [
         events[1].position.toString(),
-        gap.toString(),
+        leafIndex.toString(),
       ]);
-      expect(await verified('after-moved-leaf')).toMatchObject({ ok: true });
       expect(await verified('moved-leaf')).toMatchObject({ ok: true });
+    });
+
+    /**
+     * Attack: delete an unsigned leaf row. A signer that signed only as far as every leaf had its row stopped
+     * there, and every session recorded after it, in any tenant, failed to verify until the row came back.
+     */
+    it('names the event whose unsigned leaf row was deleted, and no other', async () => {
+      let events: readonly RecordedEvent[] = [];
+      await tampering(async () => {
+        events = await recordUnsigned('deleted-leaf');
+        await db().query('DELETE FROM log_leaves WHERE position = $1', [events[1].position.toString()]);
+      });
+      expect(await verified('deleted-leaf')).toMatchObject({
+        ok: false,
+        firstBroken: { stream: 'session-deleted-leaf', revision: '1', position: events[1].position.toString() },
+      });
+      await recordSession('bystander');
+      expect(await verified('bystander')).toMatchObject({ ok: true });
+      expect((await asAuditor('/v1/sessions/bystander/export')).status).toBe(200);
+    });
+  });
+
+  describe("editing the tree's nodes", () => {
+    const { verified, asAuditor, recordSession, tampering, db } = insiderLedger();
+    const hash = Buffer.alloc(32, 7);
+
+    /**
+     * Attack: add a leaf node far past the tree, and have the Merkle consumer load its tree again (its
+     * checkpoint moved back one, as a restart or a failover would). Had the tree's size been where its leaf
+     * nodes end, the consumer could not load a tree without its edge and stopped (verify: 503), and the proof
+     * routes took a size up to that node for one in the tree (500).
+     */
+    it('neither stops the consumer nor grows the tree for a leaf node far past it', async () => {
+      await recordSession('before-far-node');
+      expect(await verified('before-far-node')).toMatchObject({ ok: true });
+      await tampering(async () => {
+        await db().query('INSERT INTO log_nodes (level, node_index, hash) VALUES (0, $1, $2)', [
+          FAR_PAST_THE_TREE.toString(),
+          hash,
+        ]);
+        await db().query(`UPDATE projection_checkpoints SET position = position - 1 WHERE name = 'merkle-log'`);
+      });
+      await recordSession('after-far-node');
+      expect(await verified('after-far-node')).toMatchObject({ ok: true });
+      expect(await asAuditor(`/v1/log/proof/consistency?from=1&to=${FAR_PAST_THE_TREE - 1n}`)).toMatchObject({
+        status: 422,
+        body: { error: { code: 'beyond_tree' } },
+      });
+    });
+
+    /** Attack: add a leaf node at the largest index PostgreSQL holds. Counting the tree's size past it overflowed: 500. */
+    it('signs and proves on past a leaf node at the largest index', async () => {
+      await tampering(async () => {
+        await db().query('INSERT INTO log_nodes (level, node_index, hash) VALUES (0, $1, $2)', [
+          '9223372036854775807',
+          hash,
+        ]);
+      });
+      const events = await recordSession('after-largest-node');
+      expect(await verified('after-largest-node')).toMatchObject({ ok: true });
+      expect((await asAuditor(`/v1/log/proof/inclusion?position=${events[0].position}`)).status).toBe(200);
+    });
+  });
+
+  describe("deleting a node a signed session's proofs need", () => {
+    const { verified, asAuditor, recordSession, leafIndexAt, tampering, db } = insiderLedger();
+
+    /**
+     * Attack: delete a stored node that every proof of a signed session's first event needs: the subtree
+     * just left of its leaf (the session's own leaves are hashed from its events, so only nodes outside it
+     * count). Computing that proof failed: 500 for verify and export. The event is named, and not proven.
+     */
+    it('names the event whose proof needs the deleted node, and proves nothing of it', async () => {
+      await recordSession('before-deleted-node');
+      const events = await recordSession('deleted-node');
+      expect(await verified('deleted-node')).toMatchObject({ ok: true });
+      const first = await leafIndexAt(events[0].position);
+      let level = 0n;
+      while (((first >> level) & 1n) === 0n) level += 1n;
+      await tampering(async () => {
+        await db().query('DELETE FROM log_nodes WHERE level = $1 AND node_index = $2', [
+          level.toString(),
+          ((first >> level) - 1n).toString(),
+        ]);
+      });
+      expect(await verified('deleted-node')).toMatchObject({
+        ok: false,
+        firstBroken: {
+          stream: 'session-deleted-node',
+          position: events[0].position.toString(),
+          reason: 'not_in_checkpoint',
+          actual: expect.stringMatching(/^no proof/),
+        },
+      });
+      expect(await asAuditor('/v1/sessions/deleted-node/export')).toMatchObject({
+        status: 409,
+        body: { error: { code: 'not_in_log' } },
+      });
+      expect((await asAuditor(`/v1/log/proof/inclusion?position=${events[0].position}`)).status).toBe(404);
     });
   });
 

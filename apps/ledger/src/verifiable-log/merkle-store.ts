@@ -27,41 +27,21 @@ export interface StoredCheckpoint {
 }
 
 /**
- * The tree the consumer has built: its size, where its leaf nodes end (level 0, stored with every perfect
- * subtree, which roots, proofs and the consumer's next leaf are computed from), and the position of its last
- * leaf row's event. Not the highest leaf index a row claims: a row edited to claim one far past the tree
- * would have the consumer number the next leaves from there, and the signer sign leaves that do not exist.
- * (A node added there would leave the consumer without the tree's edge: it stops, rather than number from it.)
+ * The tree the consumer has built: its size and the position of its last leaf's event. Its last leaf is the
+ * highest index with both its row and its leaf node (level 0), which the consumer writes together. A row or
+ * a node alone, edited in to claim an index past the tree, moves neither where the consumer numbers the next
+ * leaves nor what is signed; verify names an event whose row claims such an index. The size is counted here,
+ * not in SQL, so that no claimed index overflows.
  */
 export async function treeHead(db: Queryable): Promise<{ size: bigint; lastPosition: bigint }> {
-  const { rows } = await db.query<{ size: string; position: string | null }>(
-    `SELECT n.node_index + 1 AS size,
-            (SELECT l.position FROM log_leaves l WHERE l.leaf_index <= n.node_index
-              ORDER BY l.leaf_index DESC LIMIT 1) AS position
-       FROM log_nodes n WHERE n.level = 0 ORDER BY n.node_index DESC LIMIT 1`,
+  const { rows } = await db.query<{ leaf_index: string; position: string }>(
+    `SELECT l.leaf_index, l.position FROM log_leaves l
+      WHERE EXISTS (SELECT 1 FROM log_nodes n WHERE n.level = 0 AND n.node_index = l.leaf_index)
+      ORDER BY l.leaf_index DESC LIMIT 1`,
   );
   return rows[0]
-    ? { size: BigInt(rows[0].size), lastPosition: BigInt(rows[0].position ?? 0) }
+    ? { size: BigInt(rows[0].leaf_index) + 1n, lastPosition: BigInt(rows[0].position) }
     : { size: 0n, lastPosition: 0n };
-}
-
-/**
- * The first leaf index from `from` up to `size` that no leaf row holds, or `size` if each has its row: how
- * far the tree can be signed, since a signed leaf must name its event. Reads the rows from `from` on only
- * (the leaves added since the last checkpoint), in one ordered pass.
- */
-export async function firstLeafWithoutRow(db: Queryable, from: bigint, size: bigint): Promise<bigint> {
-  const { rows } = await db.query<{ missing: string | null }>(
-    `SELECT min(previous + 1) AS missing FROM (
-        SELECT i, coalesce(lag(i) OVER (ORDER BY i), $1::bigint - 1) AS previous FROM (
-          SELECT leaf_index AS i FROM log_leaves WHERE leaf_index >= $1 AND leaf_index < $2
-          UNION ALL SELECT $2::bigint
-        ) held
-      ) run
-      WHERE i > previous + 1`,
-    [from.toString(), size.toString()],
-  );
-  return rows[0].missing === null ? size : BigInt(rows[0].missing);
 }
 
 export async function fetchNodes(db: Queryable, nodes: readonly NodeId[]): Promise<NodeLookup> {

@@ -185,7 +185,12 @@ export class StreamVerifier {
       checkpoint.treeSize,
     );
     for (const event of inTree) {
-      const proof = proofs.get(event.position)!;
+      const proof = proofs.get(event.position);
+      if (!proof) {
+        const root = checkpoint.rootHash.toString('base64');
+        breaks.push(chainBreak(event, 'not_in_checkpoint', root, 'no proof: the stored tree lacks a node it needs'));
+        continue;
+      }
       try {
         verifyInclusion(
           leafHash(Buffer.from(event.hash, 'hex')),

@@ -28,7 +28,10 @@ export const VERIFIABLE_LOG_CONTRACT: RouteContracts = {
     summary: 'An NDJSON bundle an auditor verifies offline (`npm run verify`)',
     query: exportQuery,
     responses: { 200: { description: 'manifest, events with proofs, checkpoint', mediaType: 'application/x-ndjson' } },
-    errors: { 404: 'no such session' },
+    errors: {
+      404: 'no such session',
+      409: '`not_in_log`: an event is not in the signed log (run verify); `tree_damaged`: the stored tree lacks a node',
+    },
   },
   'GET /v1/log/checkpoint': {
     summary: 'The latest (or that size’s) signed checkpoint, C2SP tlog-checkpoint text',
@@ -61,6 +64,6 @@ export const VERIFIABLE_LOG_CONTRACT: RouteContracts = {
         schema: z.object({ from: decimal, to: decimal, hashes: z.array(z.string()) }),
       },
     },
-    errors: { 422: '`beyond_tree`' },
+    errors: { 409: '`tree_damaged`: the stored tree lacks a node the proof needs', 422: '`beyond_tree`' },
   },
 };

@@ -23,7 +23,6 @@ import type { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
   checkpointAt,
   fetchRangeNodes,
-  firstLeafWithoutRow,
   insertCheckpoint,
   leafIndexesAtPositions,
   treeHead,
@@ -68,21 +67,16 @@ export class VerifiableLog {
   }
 
   /**
-   * Signs the tree as it stands (up to its first leaf without a row), unless the latest checkpoint already
-   * covers it. One signer at a time across instances.
+   * Signs the tree as it stands, unless the latest checkpoint already covers it. One signer at a time
+   * across instances.
    */
   signLatest(): Promise<StoredCheckpoint> {
     return inTransaction(this.pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
       const latest = await checkpointAt(client);
       const remembered = await this.memory.recall();
-      const rememberedSize = remembered?.checkpoint.treeSize ?? 0n;
-      const signedSize = latest && latest.treeSize > rememberedSize ? latest.treeSize : rememberedSize;
-      // Never a tree with gaps: the tree as built, only as far as every leaf since the last checkpoint has its
-      // row. A leaf whose row was moved away (edited) holds signing back there until the row is put back; the
-      // leaves before it, and every one signed, still prove their events.
-      const size = await firstLeafWithoutRow(client, signedSize, (await treeHead(client)).size);
-      if (latest && latest.treeSize === size && rememberedSize <= size) return latest;
+      const { size } = await treeHead(client);
+      if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return latest;
       const rootHash = treeRoot(size, await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]));
       // The database's last checkpoint, and the last one this instance remembers signing (the database's
       // may have been deleted): the tree must extend both.
@@ -160,15 +154,14 @@ export class VerifiableLog {
   /**
    * How many leaves the tree holds up to and including `position`: one past the leaf of the last event at or
    * below it (the consumer numbers events in position order). A row edited to claim an index past the tree
-   * only has the tree signed as far as it honestly goes; a negative index is no leaf and is passed over.
+   * has the tree signed as far as it goes, no further; a negative index is no leaf and is passed over.
    */
   private async leafCount(position: bigint): Promise<bigint> {
-    const { rows } = await this.pool.query<{ leaves: string | null }>(
-      `SELECT leaf_index + 1 AS leaves FROM log_leaves WHERE position <= $1 AND leaf_index >= 0
-        ORDER BY position DESC LIMIT 1`,
+    const { rows } = await this.pool.query<{ leaf_index: string }>(
+      'SELECT leaf_index FROM log_leaves WHERE position <= $1 AND leaf_index >= 0 ORDER BY position DESC LIMIT 1',
       [position.toString()],
     );
-    return BigInt(rows[0]?.leaves ?? 0);
+    return rows[0] ? BigInt(rows[0].leaf_index) + 1n : 0n;
   }
 
   async treeSize(): Promise<bigint> {
@@ -176,8 +169,8 @@ export class VerifiableLog {
   }
 
   /**
-   * Inclusion proofs of the events at `positions` in the tree of `treeSize` leaves; positions without
-   * a leaf are left out.
+   * Inclusion proofs of the events at `positions` in the tree of `treeSize` leaves; positions without a
+   * leaf in that tree, or whose proof needs a node the stored tree lacks (it was edited), are left out.
    */
   async inclusionProofs(
     positions: readonly bigint[],
@@ -189,29 +182,38 @@ export class VerifiableLog {
     );
     const paths = leaves.map(([, leafIndex]) => inclusionProofRanges(leafIndex, treeSize));
     const lookup = await fetchRangeNodes(db, paths.flat());
-    return new Map(
-      leaves.map(([position, leafIndex], i) => [
-        position,
-        { position, leafIndex, treeSize, hashes: paths[i].map((range) => rangeHash(range, lookup)) },
-      ]),
-    );
+    const proofs = new Map<bigint, InclusionProof>();
+    leaves.forEach(([position, leafIndex], i) => {
+      const hashes = unlessNodeMissing(() => paths[i].map((range) => rangeHash(range, lookup)));
+      if (hashes) proofs.set(position, { position, leafIndex, treeSize, hashes });
+    });
+    return proofs;
   }
 
   /** Whether the tree of `checkpoint` holds every one of `leaves` (leaf hash by index): one pass, no proof each. */
   async includesAll(leaves: ReadonlyMap<bigint, Hash>, checkpoint: Checkpoint): Promise<boolean> {
     const lookup = await fetchRangeNodes(this.pool, rangesAroundLeaves([...leaves.keys()], checkpoint.treeSize));
-    try {
-      return rootWithLeaves(leaves, checkpoint.treeSize, lookup).equals(checkpoint.rootHash);
-    } catch (error) {
-      // A stored node is missing: the tree was tampered with, which the proofs of each event will name.
-      if (error instanceof MerkleProofError) return false;
-      throw error;
-    }
+    // A stored node missing: the tree was edited, which the proofs of each event will name.
+    return (
+      unlessNodeMissing(() => rootWithLeaves(leaves, checkpoint.treeSize, lookup).equals(checkpoint.rootHash)) ?? false
+    );
   }
 
   async consistencyProof(from: bigint, to: bigint): Promise<Hash[]> {
     const ranges: LeafRange[] = consistencyProofRanges(from, to);
     const lookup = await fetchRangeNodes(this.pool, ranges);
-    return ranges.map((range) => rangeHash(range, lookup));
+    const proof = unlessNodeMissing(() => ranges.map((range) => rangeHash(range, lookup)));
+    if (!proof) throw new ApiError(409, 'tree_damaged', 'the stored tree lacks a node this proof needs: it was edited');
+    return proof;
+  }
+}
+
+/** What `compute` gives, or undefined when it needs a node the stored tree lacks (the tree was edited). */
+function unlessNodeMissing<T>(compute: () => T): T | undefined {
+  try {
+    return compute();
+  } catch (error) {
+    if (error instanceof MerkleProofError) return undefined;
+    throw error;
   }
 }
