@@ -2,7 +2,7 @@ import type { EventLog, RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
+import { appendTreeLeaves, rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
 import { eventually, probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
@@ -391,6 +391,34 @@ describe('the verifiable log against an insider holding the database', () => {
     });
   });
 
+  describe("deleting a node every later tree's root or proof from the last checkpoint needs", () => {
+    const { verified, asAuditor, recordSession, tampering, db } = insiderLedger();
+
+    /**
+     * Attack: delete the largest subtree on the last checkpoint's left edge. The signer cannot sign past it (no
+     * root, or no consistency proof), and export answered 500 where verify fell back to the last checkpoint.
+     * Both now take the last checkpoint signed: the events past it are named, and the export refused.
+     */
+    it('names what the last checkpoint does not hold, and refuses the export, instead of 500', async () => {
+      await recordSession('before-edge');
+      expect(await verified('before-edge')).toMatchObject({ ok: true });
+      await tampering(async () => {
+        const { rows } = await db().query<{ size: string }>('SELECT max(tree_size) AS size FROM log_checkpoints');
+        const level = BigInt(rows[0].size).toString(2).length - 1;
+        await db().query('DELETE FROM log_nodes WHERE level = $1 AND node_index = 0', [level]);
+      });
+      const events = await recordSession('after-edge');
+      expect(await verified('after-edge')).toMatchObject({
+        ok: false,
+        firstBroken: { position: events[0].position.toString(), reason: 'not_in_checkpoint' },
+      });
+      expect(await asAuditor('/v1/sessions/after-edge/export')).toMatchObject({
+        status: 409,
+        body: { error: { code: 'not_in_log' } },
+      });
+    });
+  });
+
   describe("editing the last leaf row's index before it is signed", () => {
     const { verified, recordUnsigned, tampering, db } = insiderLedger();
 
@@ -446,6 +474,24 @@ describe('the verifiable log against an insider holding the database', () => {
         );
       });
       expect(await verified('cut-tail')).toMatchObject({ ok: false });
+    });
+
+    // Attack: rewrite a signed session, add the new hashes as new leaves at the end of the tree, and point
+    // the rewritten events' leaf rows at them. The signer signs the grown tree (it extends the last checkpoint),
+    // and nothing checks that a leaf is the only one of its event, nor that leaves follow positions.
+    it.failing('catches a signed session rewritten and its new hashes added as new leaves', async () => {
+      const events = await recordSession('reappended');
+      expect(await verified('reappended')).toMatchObject({ ok: true });
+      await tampering(async () => {
+        const rewritten = await rewriteStreamFrom(db(), events, 1);
+        const indexes = await appendTreeLeaves(db(), rewritten);
+        for (const [i, hash] of rewritten.entries())
+          await db().query(
+            `UPDATE log_leaves SET leaf_index = $2, event_hash = decode($3, 'hex') WHERE position = $1`,
+            [events[1 + i].position.toString(), indexes[i].toString(), hash],
+          );
+      });
+      expect(await verified('reappended')).toMatchObject({ ok: false });
     });
 
     // Attack: relabel log positions so that one more source event falls at or below a fork's fork point.

@@ -19,7 +19,7 @@ import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { streamPagesUpTo } from '../sessions/session-fold.js';
 import { leafIndexesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
-import { LogForkError, VerifiableLog } from './verifiable-log.js';
+import { VerifiableLog } from './verifiable-log.js';
 
 /** A stream as far as the checked object includes it: a fork's source only up to the fork point. */
 export interface IncludedStream {
@@ -247,16 +247,9 @@ export class StreamVerifier {
     return new Map(appended.map((event) => [event.position, event.metadata.hash]));
   }
 
-  /**
-   * A checkpoint covering the events, its signature checked with the service's own key; the last one
-   * signed if the tree contradicts it.
-   */
+  /** A checkpoint covering the events (or the last one signed), its signature checked with the service's own key. */
   private async checkpointFor(position: bigint): Promise<{ stored: { note: string }; checkpoint: Checkpoint }> {
-    const stored = await this.log.checkpointCovering(position).catch(async (error: unknown) => {
-      const latest = error instanceof LogForkError ? await this.log.lastSigned() : undefined;
-      if (!latest) throw error;
-      return latest;
-    });
+    const stored = await this.log.checkpointCovering(position);
     return { stored, checkpoint: openCheckpoint(stored.note, this.verifier) };
   }
 }

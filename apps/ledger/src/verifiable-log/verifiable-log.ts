@@ -30,7 +30,10 @@ import {
   type StoredCheckpoint,
 } from './merkle-store.js';
 
-/** The stored tree does not extend the last signed checkpoint: it was rewritten or rolled back. Nothing is signed. */
+/**
+ * The stored tree cannot be signed: it does not extend the last signed checkpoint (it was rewritten or rolled
+ * back), or it lacks a node, or its size is past what a checkpoint stores (it was edited). Nothing is signed.
+ */
 export class LogForkError extends Error {
   constructor(message: string) {
     super(message);
@@ -46,6 +49,8 @@ export interface InclusionProof {
 }
 
 const SIGNING_LOCK_KEY = 7_318_201_017;
+/** `log_checkpoints.tree_size` is a bigint: a tree this large was edited in, and is not signed. */
+const MAX_TREE_SIZE = 2n ** 63n - 1n;
 /** How long a request waits for the Merkle consumer to reach the events it asks about. */
 const CONSUMER_WAIT_MS = 10_000;
 
@@ -77,7 +82,10 @@ export class VerifiableLog {
       const remembered = await this.memory.recall();
       const { size } = await treeHead(client);
       if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return latest;
-      const rootHash = treeRoot(size, await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]));
+      if (size > MAX_TREE_SIZE) throw new LogForkError(`the tree holds ${size} leaves: more than a checkpoint stores`);
+      const lookup = await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]);
+      const rootHash = unlessNodeMissing(() => treeRoot(size, lookup));
+      if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
       // The database's last checkpoint, and the last one this instance remembers signing (the database's
       // may have been deleted): the tree must extend both.
       if (latest) await this.checkExtends(client, { ...latest, rootHash: this.signedRoot(latest) }, size, rootHash);
@@ -141,14 +149,20 @@ export class VerifiableLog {
 
   /**
    * A signed checkpoint whose tree holds every event up to `position`: waits for the consumer, signs
-   * one if none does.
+   * one if none does. If the stored tree cannot be signed, the last checkpoint signed: verify and export
+   * then name, or refuse, the events it does not hold.
    */
   async checkpointCovering(position: bigint): Promise<StoredCheckpoint> {
     if (!(await this.consumer.waitForPosition(position, CONSUMER_WAIT_MS))) {
       throw new ApiError(503, 'log_behind', 'the Merkle log has not reached these events yet; retry shortly');
     }
     const latest = await checkpointAt(this.pool);
-    return latest && (await this.leafCount(position)) <= latest.treeSize ? latest : this.signLatest();
+    if (latest && (await this.leafCount(position)) <= latest.treeSize) return latest;
+    return this.signLatest().catch(async (error: unknown) => {
+      const signed = error instanceof LogForkError ? await this.lastSigned() : undefined;
+      if (!signed) throw error;
+      return signed;
+    });
   }
 
   /**
