@@ -4,10 +4,11 @@
  * projection's filter, only the fields read models fold, as the rebuild reads them; nothing folded
  * or written): how close the rebuild comes to the speed at which its input arrives. A third row
  * folds the pages read, held in memory, as the projection does (each session's events of a page
- * at once, then its change set), with nothing read or written: the fold's own speed. The log is seeded through the session repository (decide, hash chain,
- * group commit) with SESSIONS sessions of RESPONSES assistant responses shaped like
- * bench:ingest's (reasoning, a tool round, an answer: 209 chunk events each). Runs with the
- * service's V8 flags (`SERVICE_NODE_FLAGS`), as the rebuild runs in the service and the CLI.
+ * at once, then its change set), with nothing read or written: the fold's own speed. The log is
+ * seeded through the session repository (decide, hash chain, group commit) with SESSIONS sessions
+ * of RESPONSES assistant responses shaped like bench:ingest's (reasoning, a tool round, an answer:
+ * 209 chunk events each). Runs with the service's V8 flags (`SERVICE_NODE_FLAGS`), as the rebuild
+ * runs in the service and the CLI.
  *
  *   npm run bench:rebuild   (DATABASE_URL: a scratch database, seeded on the first run, measured as is later)
  */

@@ -1,6 +1,7 @@
-import { chainHash, CompactRange, leafHash, nodeMap, perfectSubtrees } from '#core';
+import { chainHash, CompactRange, leafHash } from '#core';
 import type { RecordedEvent } from '#event-log';
 import type pg from 'pg';
+import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import { chainedEvent } from '../../apps/ledger/src/verifiable-log/stream-verifier.js';
 
 /**
@@ -52,29 +53,12 @@ export async function rebuildTreeNodes(db: pg.Client): Promise<void> {
  * store for it, and no leaf row. Returns the leaves' indexes.
  */
 export async function appendTreeLeaves(db: pg.Client, hashes: readonly string[]): Promise<bigint[]> {
-  const { rows } = await db.query<{ size: string }>(
-    'SELECT coalesce(max(node_index) + 1, 0) AS size FROM log_nodes WHERE level = 0',
+  const { range } = await loadTree(db);
+  const indexes = hashes.map((_, i) => range.treeSize + BigInt(i));
+  const nodes = hashes.flatMap((hash) => range.append(leafHash(Buffer.from(hash, 'hex'))));
+  await db.query(
+    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
+    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
   );
-  const size = BigInt(rows[0].size);
-  const edge = perfectSubtrees({ start: 0n, end: size });
-  const stored = await db.query<{ level: number; node_index: string; hash: Buffer }>(
-    `SELECT level, node_index, hash FROM log_nodes
-      WHERE (level, node_index) IN (SELECT * FROM unnest($1::smallint[], $2::bigint[]))`,
-    [edge.map((node) => node.level), edge.map((node) => node.index.toString())],
-  );
-  const range = CompactRange.of(
-    size,
-    nodeMap(stored.rows.map((row) => [{ level: row.level, index: BigInt(row.node_index) }, row.hash] as const)),
-  );
-  const indexes: bigint[] = [];
-  for (const hash of hashes) {
-    indexes.push(range.treeSize);
-    for (const [node, nodeHash] of range.append(leafHash(Buffer.from(hash, 'hex'))))
-      await db.query('INSERT INTO log_nodes (level, node_index, hash) VALUES ($1, $2, $3)', [
-        node.level,
-        node.index.toString(),
-        nodeHash,
-      ]);
-  }
   return indexes;
 }

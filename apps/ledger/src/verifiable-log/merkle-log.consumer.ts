@@ -1,7 +1,6 @@
 import { CompactRange, leafHash, perfectSubtrees, type Hash, type NodeId } from '#core';
-import type { PoolClient } from 'pg';
 import type { ProjectionDefinition } from '../projections/projection.js';
-import { fetchNodes, insertLeaves, treeHead, type StoredLeaf } from './merkle-store.js';
+import { fetchNodes, insertLeaves, treeHead, type Queryable, type StoredLeaf } from './merkle-store.js';
 
 export const MERKLE_LOG = 'merkle-log';
 
@@ -48,8 +47,9 @@ export function merkleLogConsumer(): ProjectionDefinition {
   };
 }
 
-async function loadTree(client: PoolClient): Promise<{ range: CompactRange; lastPosition: bigint }> {
-  const { size, lastPosition } = await treeHead(client);
+/** The tree as stored: its compact range (the nodes of its right edge) and the position of its last leaf's event. */
+export async function loadTree(db: Queryable): Promise<{ range: CompactRange; lastPosition: bigint }> {
+  const { size, lastPosition } = await treeHead(db);
   const edge = size === 0n ? [] : perfectSubtrees({ start: 0n, end: size });
-  return { range: CompactRange.of(size, await fetchNodes(client, edge)), lastPosition };
+  return { range: CompactRange.of(size, await fetchNodes(db, edge)), lastPosition };
 }

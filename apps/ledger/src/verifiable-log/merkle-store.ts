@@ -1,12 +1,12 @@
 import { nodeMap, nodesForRanges, type Hash, type LeafRange, type NodeId, type NodeLookup } from '#core';
-import type { Pool, PoolClient } from 'pg';
+import type { ClientBase, Pool, PoolClient } from 'pg';
 
 /**
  * The Merkle log's tables (migrations 1763800000006 and 1763800000310): reads and writes shared by
  * the consumer, the signer and the proofs. A leaf row names its stream by number and holds its
  * event hash as bytes; `StoredLeaf` gives them back as the stream id and hex.
  */
-export type Queryable = Pool | PoolClient;
+export type Queryable = Pool | ClientBase;
 
 /** The tables the Merkle log's leaves and nodes take (not its checkpoints, one per signing). */
 export const MERKLE_LOG_TABLES = ['log_leaves', 'log_leaf_streams', 'log_nodes'] as const;
@@ -101,6 +101,11 @@ export async function insertLeaves(
     'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
     [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
   );
+}
+
+/** Whether a leaf row's index lies in the tree of `treeSize` leaves: an edited row can claim any, negative ones too. */
+export function isLeafOf(treeSize: bigint, leafIndex: bigint | undefined): boolean {
+  return leafIndex !== undefined && leafIndex >= 0n && leafIndex < treeSize;
 }
 
 /** The leaf index of each event position that has a leaf: what proofs need, read from the leaf rows alone. */

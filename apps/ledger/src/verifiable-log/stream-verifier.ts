@@ -18,7 +18,7 @@ import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { streamPagesUpTo } from '../sessions/session-fold.js';
-import { leafIndexesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
+import { isLeafOf, leafIndexesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
 import { VerifiableLog } from './verifiable-log.js';
 
 /** A stream as far as the checked object includes it: a fork's source only up to the fork point. */
@@ -162,18 +162,16 @@ export class StreamVerifier {
     );
     // A leaf row's index is the database's word: one outside the tree (negative, or past it: the row was
     // edited) names its event here, and no proof is asked for it.
-    const isInTree = (event: ChainedEvent) => {
+    const inTree: ChainedEvent[] = [];
+    const breaks: ChainBreak[] = [];
+    for (const event of events) {
       const leafIndex = leafIndexes.get(event.position);
-      return leafIndex !== undefined && leafIndex >= 0n && leafIndex < checkpoint.treeSize;
-    };
-    const inTree = events.filter(isInTree);
-    const breaks = events
-      .filter((event) => !isInTree(event))
-      .map((event) => {
-        const leafIndex = leafIndexes.get(event.position);
+      if (isLeafOf(checkpoint.treeSize, leafIndex)) inTree.push(event);
+      else {
         const actual = leafIndex === undefined ? 'none' : `leaf ${leafIndex}`;
-        return chainBreak(event, 'not_in_checkpoint', `a leaf in [0, ${checkpoint.treeSize})`, actual);
-      });
+        breaks.push(chainBreak(event, 'not_in_checkpoint', `a leaf in [0, ${checkpoint.treeSize})`, actual));
+      }
+    }
     const leafHashes = new Map(
       inTree.map((event) => [leafIndexes.get(event.position)!, leafHash(Buffer.from(event.hash, 'hex'))]),
     );
@@ -184,10 +182,10 @@ export class StreamVerifier {
       inTree.map((event) => event.position),
       checkpoint.treeSize,
     );
+    const root = checkpoint.rootHash.toString('base64');
     for (const event of inTree) {
       const proof = proofs.get(event.position);
       if (!proof) {
-        const root = checkpoint.rootHash.toString('base64');
         breaks.push(chainBreak(event, 'not_in_checkpoint', root, 'no proof: the stored tree lacks a node it needs'));
         continue;
       }
@@ -200,9 +198,7 @@ export class StreamVerifier {
           checkpoint.rootHash,
         );
       } catch (error) {
-        breaks.push(
-          chainBreak(event, 'not_in_checkpoint', checkpoint.rootHash.toString('base64'), (error as Error).message),
-        );
+        breaks.push(chainBreak(event, 'not_in_checkpoint', root, (error as Error).message));
       }
     }
     return breaks;

@@ -24,6 +24,7 @@ import {
   checkpointAt,
   fetchRangeNodes,
   insertCheckpoint,
+  isLeafOf,
   leafIndexesAtPositions,
   treeHead,
   type Queryable,
@@ -191,8 +192,8 @@ export class VerifiableLog {
     treeSize: bigint,
     db: Queryable = this.pool,
   ): Promise<Map<bigint, InclusionProof>> {
-    const leaves = [...(await leafIndexesAtPositions(db, positions))].filter(
-      ([, leafIndex]) => leafIndex >= 0n && leafIndex < treeSize,
+    const leaves = [...(await leafIndexesAtPositions(db, positions))].filter(([, leafIndex]) =>
+      isLeafOf(treeSize, leafIndex),
     );
     const paths = leaves.map(([, leafIndex]) => inclusionProofRanges(leafIndex, treeSize));
     const lookup = await fetchRangeNodes(db, paths.flat());
