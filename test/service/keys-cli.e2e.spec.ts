@@ -1,17 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { runCli, type CliRun } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-
-const CLI = path.resolve('dist/apps/ledger/src/cli.js');
-
-interface CliRun {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * `npm run keys` is `node dist/apps/ledger/src/cli.js keys …` (`npm test` builds first): the built
@@ -21,15 +13,8 @@ describe('keys on the command line', () => {
   let ledger: LedgerUnderTest;
   let dataDir: string;
 
-  function cli(...args: string[]): Promise<CliRun> {
-    const database = ledger.database.connectionString;
-    const env = { ...process.env, DATABASE_URL: database, LEDGER_DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
-    return new Promise((resolve) => {
-      execFile(process.execPath, [CLI, 'keys', ...args], { env }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
-      );
-    });
-  }
+  const cli = (...args: string[]): Promise<CliRun> =>
+    runCli(['keys', ...args], ledger.database.connectionString, dataDir);
 
   const get = (route: string, key: string) =>
     fetch(`${ledger.baseUrl}${route}`, { headers: { authorization: `Bearer ${key}` } }).then(

@@ -52,7 +52,7 @@ export async function rebuildTreeNodes(db: pg.Client): Promise<void> {
  * Adds a leaf for each of `hashes` at the end of the stored tree, with the nodes the consumer would
  * store for it, and no leaf row. Returns the leaves' indexes.
  */
-export async function appendTreeLeaves(db: pg.Client, hashes: readonly string[]): Promise<bigint[]> {
+async function appendTreeLeaves(db: pg.Client, hashes: readonly string[]): Promise<bigint[]> {
   const { range } = await loadTree(db);
   const indexes = hashes.map((_, i) => range.treeSize + BigInt(i));
   const nodes = hashes.flatMap((hash) => range.append(leafHash(Buffer.from(hash, 'hex'))));
@@ -60,5 +60,25 @@ export async function appendTreeLeaves(db: pg.Client, hashes: readonly string[])
     'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
     [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
   );
+  return indexes;
+}
+
+/**
+ * Rewrites a signed stream from revision `from` (see `rewriteStreamFrom`), appends the new hashes as new leaves
+ * at the end of the stored tree, and points the rewritten events' leaf rows at them. Returns the new leaves' indexes.
+ */
+export async function reappendRewritten(
+  db: pg.Client,
+  events: readonly RecordedEvent[],
+  from: number,
+): Promise<bigint[]> {
+  const rewritten = await rewriteStreamFrom(db, events, from);
+  const indexes = await appendTreeLeaves(db, rewritten);
+  for (const [i, hash] of rewritten.entries())
+    await db.query(`UPDATE log_leaves SET leaf_index = $2, event_hash = decode($3, 'hex') WHERE position = $1`, [
+      events[from + i].position.toString(),
+      indexes[i].toString(),
+      hash,
+    ]);
   return indexes;
 }

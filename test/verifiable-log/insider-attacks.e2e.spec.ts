@@ -1,8 +1,13 @@
 import type { EventLog, RecordedEvent } from '#event-log';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import pg from 'pg';
+import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { appendTreeLeaves, rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
+import { reappendRewritten, rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
 import { eventually, probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
@@ -77,9 +82,25 @@ function insiderLedger() {
     return events;
   }
 
+  /** `cli.js audit-log` on the ledger's database, with the verifier key pinned from the service. */
+  async function audited(): Promise<{ code: number; report: Record<string, unknown> }> {
+    const key = ledger.app.get(VerifiableLog).key.verifierKey;
+    const run = await runCli(['audit-log', '--key', key], ledger.database.connectionString);
+    expect(run.stderr).toBe('');
+    return { code: run.code, report: JSON.parse(run.stdout) as Record<string, unknown> };
+  }
+
+  /** The file where the signer remembers its last checkpoint (beside the key, not in the database). */
+  function memoryFile(): string {
+    const log = ledger.app.get(VerifiableLog);
+    return path.join(ledger.app.get<LedgerConfig>(LEDGER_CONFIG).dataDir, `log-last-checkpoint-${log.key.keyId}`);
+  }
+
   const request: LedgerUnderTest['request'] = (...args) => ledger.request(...args);
   return {
     verified,
+    audited,
+    memoryFile,
     asAuditor,
     recordSession,
     recordUnsigned,
@@ -449,18 +470,95 @@ describe('the verifiable log against an insider holding the database', () => {
   });
 
   /**
-   * Open findings (see docs/verifiable-log.md, "What verify cannot see"): nothing the signed tree holds
-   * says where a stream ends or which log position an event had, so these edits still verify. Each
-   * test states the attack and passes while it succeeds (`it.failing`); once fixed, drop `.failing`.
+   * Attack: rewrite a signed session, add the new hashes as new leaves at the end of the tree (with the nodes
+   * the consumer would store), and point the rewritten events' leaf rows at them. The grown tree extends every
+   * checkpoint, and the signer signed it: verify answered ok. The signer now checks that the leaves it adds are
+   * the log's next events, refuses, and verify names the rewritten events outside the last checkpoint.
    */
-  describe('open: edits no hash covers', () => {
-    const { verified, recordSession, streamEvents, tampering, request, db } = insiderLedger();
+  describe('a signed session rewritten and its new hashes appended as leaves', () => {
+    const { verified, audited, recordSession, leafIndexAt, tampering, db } = insiderLedger();
+
+    it('is not signed, so verify names the rewritten events, and the log audit the first leaf left behind', async () => {
+      const events = await recordSession('reappended');
+      const before = await verified('reappended');
+      expect(before).toMatchObject({ ok: true });
+      expect(await audited()).toMatchObject({ code: 0, report: { ok: true } });
+      const firstRewrittenLeaf = await leafIndexAt(events[1].position);
+      let firstAppended = 0n;
+      await tampering(async () => {
+        [firstAppended] = await reappendRewritten(db(), events, 1);
+      });
+      const after = (await verified('reappended')) as { checkpoint: { treeSize: string } };
+      expect(after).toMatchObject({
+        ok: false,
+        firstBroken: {
+          stream: 'session-reappended',
+          revision: '1',
+          position: events[1].position.toString(),
+          reason: 'not_in_checkpoint',
+          actual: `leaf ${firstAppended}`,
+        },
+      });
+      expect(BigInt(after.checkpoint.treeSize)).toBe(firstAppended);
+      // The first rewritten event's own leaf, whose row was moved to the appended one.
+      expect(await audited()).toMatchObject({
+        code: 1,
+        report: {
+          ok: false,
+          treeSize: after.checkpoint.treeSize,
+          firstBroken: {
+            leafIndex: String(firstRewrittenLeaf),
+            reason: 'no_leaf_row',
+            expected: `a row for leaf ${firstRewrittenLeaf}`,
+          },
+        },
+      });
+    });
+  });
+
+  describe('a signer memory of an earlier version (the note alone, no position)', () => {
+    const { verified, recordSession, memoryFile, tampering, db } = insiderLedger();
+    const remembered = async () =>
+      JSON.parse(await readFile(memoryFile(), 'utf8')) as { note: string; lastPosition?: string };
+
+    it('is read, and the next signing checks every leaf from the first', async () => {
+      const events = await recordSession('bare-memory');
+      expect(await verified('bare-memory')).toMatchObject({ ok: true });
+      const signed = await remembered();
+      expect(BigInt(signed.lastPosition!)).toBeGreaterThanOrEqual(events.at(-1)!.position);
+      await writeFile(memoryFile(), signed.note);
+      const later = await recordSession('after-bare-memory');
+      expect(await verified('after-bare-memory')).toMatchObject({ ok: true });
+      expect(BigInt((await remembered()).lastPosition!)).toBeGreaterThanOrEqual(later.at(-1)!.position);
+
+      // The rewrite appended anew, with the memory of an earlier version: refused all the same.
+      await tampering(async () => {
+        await writeFile(memoryFile(), (await remembered()).note);
+        await reappendRewritten(db(), events, 1);
+      });
+      expect(await verified('bare-memory')).toMatchObject({
+        ok: false,
+        firstBroken: { position: events[1].position.toString(), reason: 'not_in_checkpoint' },
+      });
+    });
+  });
+
+  /**
+   * What verify of one session cannot see (docs/verifiable-log.md, "What verify cannot see"): nothing the
+   * signed tree holds says where a stream ends or which log position an event had. Verify still answers ok
+   * (`it.failing`: once it does not, drop `.failing`); the log audit, which reads every leaf beside the log,
+   * names each.
+   */
+  describe('open for verify: a stream cut at its end', () => {
+    const { verified, audited, recordSession, tampering, db } = insiderLedger();
+    let last: RecordedEvent;
 
     // Attack: cut a stream's last event, and move its leaf row to another stream.
-    it.failing('catches a stream whose last event was cut along with its leaf row', async () => {
+    beforeAll(async () => {
       const events = await recordSession('cut-tail');
       expect(await verified('cut-tail')).toMatchObject({ ok: true });
-      const last = events.at(-1)!;
+      expect(await audited()).toMatchObject({ code: 0, report: { ok: true } });
+      last = events.at(-1)!;
       await tampering(async () => {
         await db().query('DELETE FROM event_log_events WHERE position = $1', [last.position.toString()]);
         await db().query(
@@ -473,29 +571,26 @@ describe('the verifiable log against an insider holding the database', () => {
           [last.position.toString()],
         );
       });
+    });
+
+    it.failing('is caught by verify', async () => {
       expect(await verified('cut-tail')).toMatchObject({ ok: false });
     });
 
-    // Attack: rewrite a signed session, add the new hashes as new leaves at the end of the tree, and point
-    // the rewritten events' leaf rows at them. The signer signs the grown tree (it extends the last checkpoint),
-    // and nothing checks that a leaf is the only one of its event, nor that leaves follow positions.
-    it.failing('catches a signed session rewritten and its new hashes added as new leaves', async () => {
-      const events = await recordSession('reappended');
-      expect(await verified('reappended')).toMatchObject({ ok: true });
-      await tampering(async () => {
-        const rewritten = await rewriteStreamFrom(db(), events, 1);
-        const indexes = await appendTreeLeaves(db(), rewritten);
-        for (const [i, hash] of rewritten.entries())
-          await db().query(
-            `UPDATE log_leaves SET leaf_index = $2, event_hash = decode($3, 'hex') WHERE position = $1`,
-            [events[1 + i].position.toString(), indexes[i].toString(), hash],
-          );
+    it('is named by the log audit: the cut event is missing from under its leaf', async () => {
+      expect(await audited()).toMatchObject({
+        code: 1,
+        report: { ok: false, firstBroken: { position: last.position.toString(), reason: 'no_event' } },
       });
-      expect(await verified('reappended')).toMatchObject({ ok: false });
     });
+  });
+
+  describe("open for verify: a fork's source prefix grown by relabelled positions", () => {
+    const { verified, audited, recordSession, streamEvents, leafIndexAt, tampering, request, db } = insiderLedger();
+    let movedLeaf: bigint;
 
     // Attack: relabel log positions so that one more source event falls at or below a fork's fork point.
-    it.failing("catches a fork's source prefix grown by relabelled positions", async () => {
+    beforeAll(async () => {
       await recordSession('relabelled-source', 1);
       await recordSession('in-between', 0);
       for (const content of ['two', 'three', 'four']) {
@@ -511,6 +606,7 @@ describe('the verifiable log against an insider holding the database', () => {
       });
       expect(fork.status).toBe(201);
       expect(await verified('relabelled-fork')).toMatchObject({ ok: true, checkedEvents: 1 + 3 });
+      expect(await audited()).toMatchObject({ code: 0, report: { ok: true } });
       expect(between.position).toBeLessThan(forkPoint);
       // The in-between event steps aside; revision 2 takes its position, revision 3 the fork point.
       const moves: [bigint, bigint][] = [
@@ -518,13 +614,24 @@ describe('the verifiable log against an insider holding the database', () => {
         [forkPoint, between.position],
         [source[3].position, forkPoint],
       ];
+      movedLeaf = await leafIndexAt(between.position);
       await tampering(async () => {
         for (const [from, to] of moves) {
           for (const table of ['event_log_events', 'log_leaves'])
             await db().query(`UPDATE ${table} SET position = $2 WHERE position = $1`, [from.toString(), to.toString()]);
         }
       });
+    });
+
+    it.failing('is caught by verify', async () => {
       expect(await verified('relabelled-fork')).toMatchObject({ ok: false });
+    });
+
+    it("is named by the log audit: the moved event's leaf names a position the log does not hold", async () => {
+      expect(await audited()).toMatchObject({
+        code: 1,
+        report: { ok: false, firstBroken: { leafIndex: String(movedLeaf), position: '-1', reason: 'no_event' } },
+      });
     });
   });
 });

@@ -1,5 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { NoteError, openCheckpoint, parseVerifierKey } from '#core';
 import { createEventStoreDbEventLog, createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
 import { ZodError } from 'zod';
@@ -11,12 +13,15 @@ import { ApiKeyStore } from './identity/api-key-store.js';
 import { parseNewKey } from './identity/keys.controller.js';
 import { systemActor } from './identity/principal.js';
 import { rebuildReadModels } from './projections/read-model-projections.js';
+import { auditLog } from './verifiable-log/leaf-audit.js';
+import { checkpointAt } from './verifiable-log/merkle-store.js';
 
 const USAGE = [
   'usage: cli.js rebuild',
   '       cli.js keys create --tenant <t> --roles <a,b> [--name <n>] [--subject <s>] [--expires-at <iso>]',
   '       cli.js keys list [--tenant <t>]',
   '       cli.js keys revoke <key id>',
+  '       cli.js audit-log --key <verifier key, or a file holding it> [--checkpoint <pinned checkpoint file>]',
 ].join('\n');
 
 /** The command-line flag of each field of a new key, so a refusal names what the operator typed. */
@@ -34,15 +39,18 @@ const FLAG_OF_FIELD: Record<string, string> = {
  *   keys create    make an API key, printed once on stdout as JSON (the only place it ever appears)
  *   keys list      the keys, without secrets
  *   keys revoke    revoke a key; every instance refuses it within the key cache's lifetime
+ *   audit-log      check every leaf of a signed checkpoint against the log's events (docs/verifiable-log.md);
+ *                  a JSON report on stdout, exit code 1 when a leaf breaks
  * It can run beside a running service: it reuses the embedded server on the same data folder, and
  * waits for a rebuild the service is running to finish (one at a time, decision 0012). Keys are
  * made by the service's own ApiKeyStore, so creation and revocation are events with the actor
  * `system:cli`.
  */
-async function main(args: readonly string[]): Promise<void> {
+async function main(args: readonly string[]): Promise<number | void> {
   const [command, ...rest] = args;
   if (command === 'rebuild' && rest.length === 0) return withStorage(loadConfig(process.env), rebuild);
   if (command === 'keys') return withStorage(loadConfig(process.env), keysCommand(rest));
+  if (command === 'audit-log') return withStorage(loadConfig(process.env), await auditCommand(rest));
   throw new StartupError(USAGE);
 }
 
@@ -97,6 +105,54 @@ function keysCommand(args: readonly string[]): (pool: pg.Pool, eventLog: EventLo
   throw new StartupError(USAGE);
 }
 
+/**
+ * Reads the pinned key (and checkpoint) before any database is touched. Without a pinned checkpoint, the
+ * database's latest one is audited, its signature checked with the pinned key: whoever holds the database
+ * can delete the newest, so an auditor passes the one they pinned.
+ */
+async function auditCommand(args: readonly string[]): Promise<(pool: pg.Pool, eventLog: EventLog) => Promise<number>> {
+  const { values } = parse(args, { key: { type: 'string' }, checkpoint: { type: 'string' } });
+  if (values.key === undefined)
+    throw new StartupError('--key is required: the verifier key you pinned (GET /v1/log/key)');
+  const keyText = values.key.includes('+') ? values.key : await readFlagFile('--key', values.key);
+  const verifier = asStartupError('--key', () => parseVerifierKey(keyText.trim()));
+  const pinnedNote =
+    values.checkpoint === undefined ? undefined : await readFlagFile('--checkpoint', values.checkpoint);
+  const pinned =
+    pinnedNote === undefined ? undefined : asStartupError('--checkpoint', () => openCheckpoint(pinnedNote, verifier));
+  return async (pool, eventLog) => {
+    const stored = pinned ? undefined : await checkpointAt(pool);
+    if (!pinned && !stored) throw new StartupError('no checkpoint is signed yet');
+    const checkpoint = pinned ?? asStartupError('the latest checkpoint', () => openCheckpoint(stored!.note, verifier));
+    const audit = await auditLog(pool, eventLog, checkpoint);
+    const treeSize = String(checkpoint.treeSize);
+    console.log(
+      JSON.stringify(
+        audit.broken
+          ? { ok: false, treeSize, firstBroken: audit.broken }
+          : { ok: true, treeSize, lastPosition: audit.tree.lastPosition?.toString() ?? null },
+      ),
+    );
+    return audit.broken ? 1 : 0;
+  };
+}
+
+async function readFlagFile(flag: string, file: string): Promise<string> {
+  return readFile(file, 'utf8').catch((error: Error) => {
+    throw new StartupError(`${flag}: ${error.message}`);
+  });
+}
+
+/** A malformed key or note, or a signature that does not check, told as what the operator passed. */
+function asStartupError<T>(what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof NoteError) throw new StartupError(`${what}: ${error.message}`);
+    throw error;
+  }
+}
+
 type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'] & {};
 
 /** Strict flags, and exactly one positional argument when `positional` names it. */
@@ -130,10 +186,10 @@ function newKey(input: Record<string, unknown>): ReturnType<typeof parseNewKey> 
 }
 
 /** The service's storage, as its configuration names it: the log, a pool on the read models, migrated. */
-async function withStorage(
+async function withStorage<T>(
   config: LedgerConfig,
-  work: (pool: pg.Pool, eventLog: EventLog) => Promise<void>,
-): Promise<void> {
+  work: (pool: pg.Pool, eventLog: EventLog) => Promise<T>,
+): Promise<T> {
   const database: EmbeddedDatabase = config.databaseUrl
     ? { connectionString: config.databaseUrl, adopted: true, stop: async () => undefined }
     : await startEmbeddedPostgres({
@@ -146,7 +202,7 @@ async function withStorage(
     : await createPostgresEventLog({ connectionString: database.connectionString });
   try {
     await runMigrations(database.connectionString);
-    await work(pool, eventLog);
+    return await work(pool, eventLog);
   } finally {
     await eventLog.close();
     await pool.end();
@@ -154,8 +210,12 @@ async function withStorage(
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  const known = error instanceof StartupError || error instanceof ApiError;
-  console.error(known ? `block-ledger: ${error.message}` : error);
-  process.exit(1);
-});
+main(process.argv.slice(2)).then(
+  // An exit code set and left to take effect was reset to 0 on the way out (a library's exit hook).
+  (code) => code && process.exit(code),
+  (error: unknown) => {
+    const known = error instanceof StartupError || error instanceof ApiError;
+    console.error(known ? `block-ledger: ${error.message}` : error);
+    process.exit(1);
+  },
+);

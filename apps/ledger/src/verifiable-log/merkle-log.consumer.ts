@@ -1,6 +1,6 @@
-import { CompactRange, leafHash, perfectSubtrees, type Hash, type NodeId } from '#core';
+import { leafHash, type CompactRange, type Hash, type NodeId } from '#core';
 import type { ProjectionDefinition } from '../projections/projection.js';
-import { fetchNodes, insertLeaves, treeHead, type Queryable, type StoredLeaf } from './merkle-store.js';
+import { insertLeaves, storedRange, treeHead, type Queryable, type StoredLeaf } from './merkle-store.js';
 
 export const MERKLE_LOG = 'merkle-log';
 
@@ -50,6 +50,5 @@ export function merkleLogConsumer(): ProjectionDefinition {
 /** The tree as stored: its compact range (the nodes of its right edge) and the position of its last leaf's event. */
 export async function loadTree(db: Queryable): Promise<{ range: CompactRange; lastPosition: bigint }> {
   const { size, lastPosition } = await treeHead(db);
-  const edge = size === 0n ? [] : perfectSubtrees({ start: 0n, end: size });
-  return { range: CompactRange.of(size, await fetchNodes(db, edge)), lastPosition };
+  return { range: await storedRange(db, size), lastPosition };
 }

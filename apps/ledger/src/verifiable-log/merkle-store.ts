@@ -1,4 +1,13 @@
-import { nodeMap, nodesForRanges, type Hash, type LeafRange, type NodeId, type NodeLookup } from '#core';
+import {
+  CompactRange,
+  nodeMap,
+  nodesForRanges,
+  perfectSubtrees,
+  type Hash,
+  type LeafRange,
+  type NodeId,
+  type NodeLookup,
+} from '#core';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 
 /**
@@ -51,6 +60,12 @@ export async function fetchNodes(db: Queryable, nodes: readonly NodeId[]): Promi
     [nodes.map((node) => node.level), nodes.map((node) => node.index.toString())],
   );
   return nodeMap(rows.map((row) => [{ level: row.level, index: BigInt(row.node_index) }, row.hash] as const));
+}
+
+/** The stored tree of `size` leaves as a compact range: the nodes of its right edge. */
+export async function storedRange(db: Queryable, size: bigint): Promise<CompactRange> {
+  const edge = size === 0n ? [] : perfectSubtrees({ start: 0n, end: size });
+  return CompactRange.of(size, await fetchNodes(db, edge));
 }
 
 /** The stored nodes `ranges` need. */
@@ -127,6 +142,25 @@ export async function leavesOfStream(db: Queryable, streamId: string, maxPositio
     [streamId, maxPosition?.toString() ?? null],
   );
   return rows.map(leafOf);
+}
+
+/** The leaf rows from index `start` up to `end` (exclusive), in index order, read `pageSize` at a time. */
+export async function* leafRowsFrom(
+  db: Queryable,
+  start: bigint,
+  end: bigint,
+  pageSize: number,
+): AsyncGenerator<StoredLeaf, void> {
+  for (let from = start; from < end;) {
+    const { rows } = await db.query<LeafRow>(
+      `${SELECT_LEAVES} WHERE l.leaf_index >= $1 AND l.leaf_index < $2 ORDER BY l.leaf_index LIMIT $3`,
+      [from.toString(), end.toString(), pageSize],
+    );
+    const leaves = rows.map(leafOf);
+    yield* leaves;
+    if (leaves.length < pageSize) return;
+    from = leaves.at(-1)!.leafIndex + 1n;
+  }
 }
 
 export async function checkpointAt(db: Queryable, treeSize?: bigint): Promise<StoredCheckpoint | undefined> {

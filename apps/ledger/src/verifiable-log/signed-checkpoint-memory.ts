@@ -1,12 +1,43 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { openCheckpoint, parseVerifierKey, type Checkpoint } from '#core';
 import type { LogSigningKey } from './log-signing-key.js';
+
+export interface RememberedCheckpoint {
+  readonly checkpoint: Checkpoint;
+  readonly note: string;
+  /** The position of the event of the checkpoint's last leaf; none for the empty tree, or a file of an earlier version. */
+  readonly lastPosition?: bigint;
+}
+
+const memoryFile = z.object({
+  note: z.string(),
+  lastPosition: z
+    .string()
+    .regex(/^(0|[1-9][0-9]*)$/)
+    .optional(),
+});
+
+/** The file's JSON, or an earlier version's bare note (a note is never JSON: its first line is the origin). */
+function parseMemory(text: string): { note: string; lastPosition?: bigint } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { note: text };
+  }
+  const { note, lastPosition } = memoryFile.parse(json);
+  return { note, lastPosition: lastPosition === undefined ? undefined : BigInt(lastPosition) };
+}
 
 /**
  * The last checkpoint this instance signed, kept in its data folder beside the key rather than in
  * the database: whoever holds the database could otherwise delete the checkpoints it signed and
- * have it sign a rewritten history. One file per key id, so a new key starts with no memory.
+ * have it sign a rewritten history. One file per key id, so a new key starts with no memory. With the
+ * note it keeps the position of the last leaf's event, from where the signer checks the next leaves
+ * (`auditLeaves`). A file of an earlier version holds the note alone: no position, so the next signing checks
+ * every leaf from the first.
  */
 export class SignedCheckpointMemory {
   private readonly file: string;
@@ -20,19 +51,21 @@ export class SignedCheckpointMemory {
     this.verifier = parseVerifierKey(key.verifierKey);
   }
 
-  async recall(): Promise<{ checkpoint: Checkpoint; note: string } | undefined> {
-    const note = await readFile(this.file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+  async recall(): Promise<RememberedCheckpoint | undefined> {
+    const text = await readFile(this.file, 'utf8').catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return undefined;
       throw error;
     });
-    return note === undefined ? undefined : { checkpoint: openCheckpoint(note, this.verifier), note };
+    if (text === undefined) return undefined;
+    const { note, lastPosition } = parseMemory(text);
+    return { checkpoint: openCheckpoint(note, this.verifier), note, lastPosition };
   }
 
   /** Written before the checkpoint is stored or handed out, and replaced whole (a crash leaves the old one). */
-  async remember(note: string): Promise<void> {
+  async remember(note: string, lastPosition: bigint | undefined): Promise<void> {
     await mkdir(this.dataDir, { recursive: true });
     const partial = `${this.file}.${process.pid}.partial`;
-    await writeFile(partial, note, { mode: 0o600 });
+    await writeFile(partial, JSON.stringify({ note, lastPosition: lastPosition?.toString() }), { mode: 0o600 });
     await rename(partial, this.file);
   }
 }

@@ -39,10 +39,10 @@ const MERKLE_BATCH_INTERVAL_MS = 25;
     },
     {
       provide: VerifiableLog,
-      inject: [PG_POOL, LEDGER_CONFIG, MERKLE_RUNNER],
-      useFactory: async (pool: pg.Pool, config: LedgerConfig, runner: ProjectionRunner) => {
+      inject: [PG_POOL, EVENT_LOG, LEDGER_CONFIG, MERKLE_RUNNER],
+      useFactory: async (pool: pg.Pool, eventLog: EventLog, config: LedgerConfig, runner: ProjectionRunner) => {
         const key = await loadLogSigningKey(config.verifiableLog, config.dataDir);
-        return new VerifiableLog(pool, key, runner, new SignedCheckpointMemory(config.dataDir, key));
+        return new VerifiableLog(pool, eventLog, key, runner, new SignedCheckpointMemory(config.dataDir, key));
       },
     },
   ],

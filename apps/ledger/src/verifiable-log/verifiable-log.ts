@@ -1,4 +1,5 @@
 import {
+  CompactRange,
   consistencyProofRanges,
   inclusionProofRanges,
   MerkleProofError,
@@ -14,18 +15,21 @@ import {
   type Hash,
   type LeafRange,
 } from '#core';
+import type { EventLogReader } from '#event-log';
 import type { Pool } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { ApiError } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
-import type { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
+import { auditLeaves } from './leaf-audit.js';
+import type { RememberedCheckpoint, SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
   checkpointAt,
   fetchRangeNodes,
   insertCheckpoint,
   isLeafOf,
   leafIndexesAtPositions,
+  storedRange,
   treeHead,
   type Queryable,
   type StoredCheckpoint,
@@ -65,6 +69,7 @@ export class VerifiableLog {
 
   constructor(
     private readonly pool: Pool,
+    private readonly eventLog: EventLogReader,
     readonly key: LogSigningKey,
     private readonly consumer: ProjectionRunner,
     private readonly memory: SignedCheckpointMemory,
@@ -91,11 +96,50 @@ export class VerifiableLog {
       // may have been deleted): the tree must extend both.
       if (latest) await this.checkExtends(client, { ...latest, rootHash: this.signedRoot(latest) }, size, rootHash);
       if (remembered) await this.checkExtends(client, remembered.checkpoint, size, rootHash);
+      const lastPosition = await this.checkLeavesAreTheLog(client, remembered, size, rootHash);
       const checkpoint = { treeSize: size, rootHash, keyId: this.key.keyId, note: this.sign(size, rootHash) };
-      await this.memory.remember(checkpoint.note);
+      await this.memory.remember(checkpoint.note, lastPosition);
       await insertCheckpoint(client, checkpoint);
       return checkpoint;
     });
+  }
+
+  /**
+   * Throws a LogForkError unless the leaves added since the checkpoint this instance remembers signing are
+   * the log's next events: the tree of `size` leaves they make with it must have `rootHash`. A tree that only
+   * extends the signed one could hold leaves appended for events already signed, rewritten (docs/verifiable-log.md).
+   * With no position remembered (none signed yet, or a memory of an earlier version), every leaf is checked.
+   * Returns the position of the last leaf's event, which is remembered with the checkpoint.
+   */
+  private async checkLeavesAreTheLog(
+    client: Queryable,
+    remembered: RememberedCheckpoint | undefined,
+    size: bigint,
+    rootHash: Hash,
+  ): Promise<bigint | undefined> {
+    const from =
+      remembered?.lastPosition === undefined
+        ? { range: CompactRange.empty() }
+        : { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
+    const first = from.range.treeSize;
+    const after = from.lastPosition === undefined ? "the log's start" : `position ${from.lastPosition}`;
+    const audit = await auditLeaves(this.eventLog, from, size);
+    if (audit.broken)
+      throw new LogForkError(`the tree holds ${size} leaves: more than the log's events (after ${after})`);
+    if (!audit.tree.range.root().equals(rootHash))
+      throw new LogForkError(`leaves ${first} to ${size - 1n} are not the log's events after ${after}`);
+    return audit.tree.lastPosition;
+  }
+
+  /** The stored right edge of a checkpoint's tree, once it is shown to make the checkpoint's root. */
+  private async signedRange(client: Queryable, checkpoint: Checkpoint): Promise<CompactRange> {
+    const range = await storedRange(client, checkpoint.treeSize).catch((error: unknown) => {
+      if (!(error instanceof MerkleProofError)) throw error;
+      throw new LogForkError(`the stored tree lacks a node of checkpoint ${checkpoint.treeSize}`);
+    });
+    if (!range.root().equals(checkpoint.rootHash))
+      throw new LogForkError(`the stored nodes do not make the root of checkpoint ${checkpoint.treeSize}`);
+    return range;
   }
 
   /** Throws a LogForkError unless the tree of `size` leaves with `rootHash` extends the signed `checkpoint`. */
