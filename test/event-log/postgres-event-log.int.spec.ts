@@ -218,6 +218,18 @@ describe('PostgreSQL reads for projections', () => {
       metadata: { recordedAt: metadata.recordedAt },
     });
   });
+
+  it("reads for the checkpoint signer only each event's place and chain hash", async () => {
+    const streamId = `hashed-${randomUUID()}`;
+    const { events } = await log.append(
+      streamId,
+      [{ id: randomUUID(), type: 'test.hashed', data: { n: 1 }, correlationId: 'c', actor: 'a', tenant: 't' }],
+      NO_STREAM,
+    );
+    const [read] = (await log.readAllHashes({ filter: { streamPrefixes: [streamId] } })).events;
+    const { revision, position, metadata } = events[0];
+    expect(read).toStrictEqual({ streamId, revision, position, metadata: { hash: metadata.hash } });
+  });
 });
 
 describe('PostgreSQL group commit', () => {

@@ -95,7 +95,15 @@ export interface ReadAllOptions {
   readonly filter?: EventFilter;
 }
 
-export interface ReadAllResult<Event extends ProjectionEvent = RecordedEvent> {
+/**
+ * What the Merkle log holds of an event: where it lies and its chain hash. The checkpoint signer reads
+ * the log again for these alone, to check the leaves it signs (decision 0049). A `RecordedEvent` is one too.
+ */
+export interface HashedEvent extends Pick<RecordedEvent, 'streamId' | 'revision' | 'position'> {
+  readonly metadata: Pick<EventMetadata, 'hash'>;
+}
+
+export interface ReadAllResult<Event extends Pick<RecordedEvent, 'position'> = RecordedEvent> {
   readonly events: readonly Event[];
   /** Everything up to here has been considered (filtered-out events included): resume after it. */
   readonly checkpoint: bigint;
@@ -129,6 +137,8 @@ export interface EventLogReader {
   readAll(options?: ReadAllOptions): Promise<ReadAllResult>;
   /** The same read, of what a read model folds alone: a rebuild reads the whole log, and the log then fetches and sends no more. */
   readAllForProjections(options?: ReadAllOptions): Promise<ReadAllResult<ProjectionEvent>>;
+  /** The same read, of each event's place and chain hash alone. */
+  readAllHashes(options?: ReadAllOptions): Promise<ReadAllResult<HashedEvent>>;
   subscribeToAll(options?: SubscribeOptions): Subscription;
   /** The position of the last committed event (0n when the log is empty). */
   headPosition(): Promise<bigint>;

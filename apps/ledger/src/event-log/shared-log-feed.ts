@@ -48,6 +48,7 @@ export function withSharedLogFeed(eventLog: EventLog, onError: (error: Error) =>
     readStream: (streamId, options) => eventLog.readStream(streamId, options),
     readAll: (options) => eventLog.readAll(options),
     readAllForProjections: (options) => eventLog.readAllForProjections(options),
+    readAllHashes: (options) => eventLog.readAllHashes(options),
     headPosition: () => eventLog.headPosition(),
     health: () => eventLog.health(),
     subscribeToAll: (options) => feed.subscribe(options),

@@ -1,5 +1,5 @@
 import { CompactRange, leafHash, type Checkpoint } from '#core';
-import type { EventLogReader, RecordedEvent } from '#event-log';
+import type { EventLogReader, HashedEvent } from '#event-log';
 import { leafRowsFrom, type Queryable, type StoredLeaf } from './merkle-store.js';
 
 /** A tree the audit starts from: its right edge, and the position of its last leaf's event (none: the log's start). */
@@ -40,47 +40,51 @@ export async function auditLeaves(
 ): Promise<LeafAudit> {
   const { range } = from;
   let lastPosition = from.lastPosition;
-  const events = eventsAfter(eventLog, from.lastPosition);
   const rows = db && leafRowsFrom(db, range.treeSize, end, AUDIT_PAGE);
+  const breakAt = (reason: LeafBreakReason, expected: string, actual: string, position?: bigint) => ({
+    broken: { leafIndex: String(range.treeSize), position: position?.toString() ?? null, reason, expected, actual },
+  });
+  const after = () => (lastPosition === undefined ? "the log's start" : `position ${lastPosition}`);
   try {
-    for (let leafIndex = range.treeSize; leafIndex < end; leafIndex++) {
-      const row = rows && (await nextOf(rows));
-      const event = await nextOf(events);
-      const broken = (reason: LeafBreakReason, expected: string, actual: string, position?: bigint) => ({
-        broken: { leafIndex: String(leafIndex), position: position?.toString() ?? null, reason, expected, actual },
-      });
-      const after = lastPosition === undefined ? "the log's start" : `position ${lastPosition}`;
-      if (!event) return broken('no_event', `an event after ${after}`, 'none', row?.position);
-      if (rows) {
-        if (!row || row.leafIndex !== leafIndex)
-          return broken(
-            'no_leaf_row',
-            `a row for leaf ${leafIndex}`,
-            row ? `leaf ${row.leafIndex}` : 'none',
-            event.position,
-          );
-        if (event.position > row.position)
-          return broken(
-            'no_event',
-            `an event at position ${row.position}`,
-            `none: the next after ${after} is at ${event.position}`,
-            row.position,
-          );
-        if (event.position < row.position)
-          return broken(
-            'event_without_leaf',
-            `the event's own leaf`,
-            `leaf ${leafIndex} names position ${row.position}`,
-            event.position,
-          );
-        const mismatch = leafMismatch(row, event);
-        if (mismatch) return broken('leaf_mismatch', mismatch.expected, mismatch.actual, event.position);
+    // Page by page: the signer reads every new event, and a wait per event cost as much as the read.
+    for await (const page of eventPages(eventLog, from.lastPosition, end - range.treeSize)) {
+      for (const event of page) {
+        if (rows) {
+          const row = await nextOf(rows);
+          if (!row || row.leafIndex !== range.treeSize)
+            return breakAt(
+              'no_leaf_row',
+              `a row for leaf ${range.treeSize}`,
+              row ? `leaf ${row.leafIndex}` : 'none',
+              event.position,
+            );
+          if (event.position > row.position)
+            return breakAt(
+              'no_event',
+              `an event at position ${row.position}`,
+              `none: the next after ${after()} is at ${event.position}`,
+              row.position,
+            );
+          if (event.position < row.position)
+            return breakAt(
+              'event_without_leaf',
+              "the event's own leaf",
+              `leaf ${range.treeSize} names position ${row.position}`,
+              event.position,
+            );
+          const mismatch = leafMismatch(row, event);
+          if (mismatch) return breakAt('leaf_mismatch', mismatch.expected, mismatch.actual, event.position);
+        }
+        range.append(leafHash(Buffer.from(event.metadata.hash, 'hex')));
+        lastPosition = event.position;
       }
-      range.append(leafHash(Buffer.from(event.metadata.hash, 'hex')));
-      lastPosition = event.position;
+    }
+    if (range.treeSize < end) {
+      const row = rows && (await nextOf(rows));
+      return breakAt('no_event', `an event after ${after()}`, 'none', row?.position);
     }
   } finally {
-    await Promise.all([events.return(undefined), rows?.return(undefined)]);
+    await rows?.return(undefined);
   }
   return { tree: { range, lastPosition } };
 }
@@ -98,7 +102,7 @@ export async function auditLog(db: Queryable, eventLog: EventLogReader, checkpoi
 }
 
 /** Where a row and the event it names differ: the stream and revision, or the hash. */
-function leafMismatch(row: StoredLeaf, event: RecordedEvent): { expected: string; actual: string } | undefined {
+function leafMismatch(row: StoredLeaf, event: HashedEvent): { expected: string; actual: string } | undefined {
   if (row.streamId !== event.streamId || row.revision !== event.revision)
     return { expected: `${event.streamId}@${event.revision}`, actual: `${row.streamId}@${row.revision}` };
   if (row.eventHash !== event.metadata.hash) return { expected: event.metadata.hash, actual: row.eventHash };
@@ -110,15 +114,18 @@ async function nextOf<T>(iterator: AsyncGenerator<T, void>): Promise<T | undefin
   return next.done ? undefined : next.value;
 }
 
-/** The log's events after `position` (from its start when none), in position order, a page at a time. */
-async function* eventsAfter(
+/** Pages of the log's events after `position` (from its start when none), in position order, `count` events in all. */
+async function* eventPages(
   eventLog: EventLogReader,
   position: bigint | undefined,
-): AsyncGenerator<RecordedEvent, void> {
+  count: bigint,
+): AsyncGenerator<readonly HashedEvent[], void> {
   let fromPosition = position;
-  for (;;) {
-    const page = await eventLog.readAll({ fromPosition, maxCount: AUDIT_PAGE });
-    yield* page.events;
+  for (let left = count; left > 0n;) {
+    const maxCount = Number(left < BigInt(AUDIT_PAGE) ? left : AUDIT_PAGE);
+    const page = await eventLog.readAllHashes({ fromPosition, maxCount });
+    yield page.events;
+    left -= BigInt(page.events.length);
     if (page.caughtUp || page.events.length === 0) return;
     fromPosition = page.checkpoint;
   }

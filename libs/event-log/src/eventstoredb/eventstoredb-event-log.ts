@@ -278,6 +278,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     readAll,
     // Each event's hashes travel inside its stored metadata: there is nothing to leave out.
     readAllForProjections: readAll,
+    readAllHashes: readAll,
     headPosition,
     async health(): Promise<EventLogHealth> {
       return { engine: 'eventstoredb', headPosition: await headPosition() };

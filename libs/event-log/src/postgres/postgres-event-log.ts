@@ -6,6 +6,7 @@ import type {
   EventLog,
   EventLogHealth,
   ExpectedRevision,
+  HashedEvent,
   NewEvent,
   ProjectionEvent,
   ReadAllOptions,
@@ -45,10 +46,13 @@ export interface PostgresEventLogOptions {
   readonly onError?: (error: Error) => void;
 }
 
-interface ProjectionRow {
+interface PlaceColumns {
   position: string;
   stream_id: string;
   revision: string;
+}
+
+interface ProjectionRow extends PlaceColumns {
   type: string;
   data: unknown;
   recorded_at: string;
@@ -75,6 +79,8 @@ interface HashColumns {
  */
 const PROJECTION_COLUMNS = `position, stream_id, revision, type, data,
   to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at`;
+/** What the checkpoint signer reads of each event (`readAllHashes`). */
+const HASH_COLUMNS = 'position, stream_id, revision, hash';
 /**
  * An event's data size as the client will receive it. A compressed value is measured by its text:
  * its stored size can be a ninetieth of what it decodes to. Any other is measured where it lies,
@@ -153,7 +159,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   }
 
   /** A page of the log with the columns given, each row made an event by `toEvent`. */
-  async function readPage<Row extends ProjectionRow, Event extends ProjectionEvent>(
+  async function readPage<Row extends PlaceColumns, Event extends Pick<RecordedEvent, 'position'>>(
     readOptions: ReadAllOptions,
     columns: string,
     toEvent: (row: Row) => Event,
@@ -225,6 +231,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     readStream,
     readAll,
     readAllForProjections: (readOptions = {}) => readPage(readOptions, PROJECTION_COLUMNS, toProjectionEvent),
+    readAllHashes: (readOptions = {}) => readPage(readOptions, HASH_COLUMNS, toHashedEvent),
     headPosition,
     health,
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
@@ -257,6 +264,15 @@ function toProjectionEvent(row: ProjectionRow): ProjectionEvent {
     position: BigInt(row.position),
     data,
     metadata: { recordedAt: row.recorded_at },
+  };
+}
+
+function toHashedEvent(row: PlaceColumns & Pick<HashColumns, 'hash'>): HashedEvent {
+  return {
+    streamId: row.stream_id,
+    revision: BigInt(row.revision),
+    position: BigInt(row.position),
+    metadata: { hash: row.hash },
   };
 }
 

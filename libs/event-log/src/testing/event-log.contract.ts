@@ -7,6 +7,7 @@ import {
   STREAM_EXISTS,
   type EventFilter,
   type EventLog,
+  type HashedEvent,
   type ProjectionEvent,
   type ExpectedRevision,
   type NewEvent,
@@ -570,11 +571,15 @@ export function eventLogContract(
 
       it('refuses a page of fewer than one event, naming maxCount, rather than reading none or all', async () => {
         for (const maxCount of [0, -1, 1.5, Number.NaN])
-          for (const read of [() => log.readAll({ maxCount }), () => log.readAllForProjections({ maxCount })])
+          for (const read of [
+            () => log.readAll({ maxCount }),
+            () => log.readAllForProjections({ maxCount }),
+            () => log.readAllHashes({ maxCount }),
+          ])
             await expect(read()).rejects.toThrow(/^maxCount must be a whole number of 1 or more/);
       });
 
-      it('reads for projections what the full read gives of the same events, page for page', async () => {
+      it('reads for projections, and for the signer, what the full read gives of the same events, page for page', async () => {
         const prefix = uniquePrefix('nh');
         const start = await log.headPosition();
         await log.append(`${prefix}a`, newEvents(3, 'alpha.created'), NO_STREAM);
@@ -589,6 +594,12 @@ export function eventLogContract(
           data,
           recordedAt: metadata.recordedAt,
         });
+        const hashed = ({ streamId, revision, position, metadata }: HashedEvent) => ({
+          streamId,
+          revision,
+          position,
+          hash: metadata.hash,
+        });
         for (const filter of [
           { streamPrefixes: [prefix] },
           { streamPrefixes: [prefix], eventTypePrefixes: ['alpha.'] },
@@ -596,10 +607,17 @@ export function eventLogContract(
           let from = start;
           for (;;) {
             const options = { fromPosition: from, maxCount: 2, filter };
-            const [full, projected] = await Promise.all([log.readAll(options), log.readAllForProjections(options)]);
+            const [full, projected, hashes] = await Promise.all([
+              log.readAll(options),
+              log.readAllForProjections(options),
+              log.readAllHashes(options),
+            ]);
             expect(projected.events.map(folded)).toEqual(full.events.map(folded));
             expect(projected.events.every((event) => typeof event.metadata.recordedAt === 'string')).toBe(true);
             expect([projected.checkpoint, projected.caughtUp]).toEqual([full.checkpoint, full.caughtUp]);
+            expect(hashes.events.map(hashed)).toEqual(full.events.map(hashed));
+            expect(hashes.events.every((event) => /^[0-9a-f]{64}$/.test(event.metadata.hash))).toBe(true);
+            expect([hashes.checkpoint, hashes.caughtUp]).toEqual([full.checkpoint, full.caughtUp]);
             from = full.checkpoint;
             if (full.caughtUp) break;
           }
