@@ -2,7 +2,7 @@ import { chainHash, CompactRange, leafHash } from '#core';
 import type { RecordedEvent } from '#event-log';
 import type pg from 'pg';
 import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
-import { chainedEvent } from '../../apps/ledger/src/verifiable-log/stream-verifier.js';
+import { chainedEvent } from '../../apps/ledger/src/verifiable-log/chained-event.js';
 
 /**
  * What someone holding the database (but not the signing key) does to the verifiable log: edit
@@ -81,4 +81,57 @@ export async function reappendRewritten(
       hash,
     ]);
   return indexes;
+}
+
+/**
+ * Rewrites a signed stream from revision `from` (see `rewriteStreamFrom`) at fresh positions past the log's head,
+ * where the Merkle consumer takes the rewritten events for the log's next ones. The genuine events leave the log
+ * and their leaf rows go to another stream; or, with `decoy`, they stay at their positions under another stream id,
+ * with their leaf rows and their stored hashes. Returns the rewritten events' positions.
+ */
+export async function rewriteAtFreshPositions(
+  db: pg.Client,
+  events: readonly RecordedEvent[],
+  from: number,
+  decoy: boolean,
+): Promise<bigint[]> {
+  const { rows: heads } = await db.query<{ position: string }>('SELECT position FROM event_log_head');
+  const head = BigInt(heads[0].position);
+  const genuine = events.slice(from).map((event) => event.position.toString());
+  const fresh = events.map((event, i) => (i < from ? event : { ...event, position: head + BigInt(i - from + 1) }));
+  const streamId = events[0].streamId;
+  const elsewhere = decoy ? `${streamId}-decoy` : 'elsewhere';
+  if (decoy) {
+    await db.query(
+      `WITH decoy AS (
+         INSERT INTO event_log_streams (stream_id, revision, last_hash)
+         SELECT $2, revision, last_hash FROM event_log_streams WHERE stream_id = $1 RETURNING stream_key)
+       UPDATE event_log_events SET stream_key = (SELECT stream_key FROM decoy) WHERE position = ANY($3::bigint[])`,
+      [streamId, elsewhere, genuine],
+    );
+    await db.query(
+      `INSERT INTO event_log_events (position, stream_key, revision, recorded_at, event_id, envelope_key,
+         schema_version, type, causation_id, prev_hash, hash, data)
+       SELECT $2::bigint + row_number() OVER (ORDER BY e.position), s.stream_key, e.revision, e.recorded_at, e.event_id,
+              e.envelope_key, e.schema_version, e.type, e.causation_id, e.prev_hash, e.hash, e.data
+         FROM event_log_events e, event_log_streams s
+        WHERE e.position = ANY($1::bigint[]) AND s.stream_id = $3`,
+      [genuine, head.toString(), streamId],
+    );
+  } else {
+    for (const [i, event] of fresh.entries())
+      if (i >= from)
+        await db.query('UPDATE event_log_events SET position = $2 WHERE position = $1', [
+          events[i].position.toString(),
+          event.position.toString(),
+        ]);
+  }
+  await db.query(
+    `WITH elsewhere AS (INSERT INTO log_leaf_streams (stream_id) VALUES ($2) RETURNING stream_no)
+     UPDATE log_leaves SET stream_no = (SELECT stream_no FROM elsewhere) WHERE position = ANY($1::bigint[])`,
+    [genuine, elsewhere],
+  );
+  await rewriteStreamFrom(db, fresh, from);
+  await db.query('UPDATE event_log_head SET position = $1', [fresh.at(-1)!.position.toString()]);
+  return fresh.slice(from).map((event) => event.position);
 }

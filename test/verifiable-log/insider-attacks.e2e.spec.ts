@@ -7,7 +7,12 @@ import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-l
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { reappendRewritten, rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
+import {
+  reappendRewritten,
+  rebuildTreeNodes,
+  rewriteAtFreshPositions,
+  rewriteStreamFrom,
+} from '../support/log-tamper.js';
 import { eventually, probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
@@ -69,16 +74,21 @@ function insiderLedger() {
     return BigInt(rows[0].leaf_index);
   }
 
-  /** Inside `tampering` (the signing lock held): a session whose leaves the consumer adds, and no checkpoint covers. */
-  async function recordUnsigned(sessionId: string): Promise<readonly RecordedEvent[]> {
-    const events = await recordSession(sessionId);
+  /** Waits for the Merkle consumer to add the leaves of the events at `positions`. */
+  async function leavesAdded(positions: readonly bigint[]): Promise<void> {
     await eventually('the Merkle consumer added the leaves', async () => {
       const { rows } = await db.query<{ leaves: number }>(
         'SELECT count(*)::int AS leaves FROM log_leaves WHERE position = ANY($1::bigint[])',
-        [events.map((event) => event.position.toString())],
+        [positions.map(String)],
       );
-      return rows[0].leaves === events.length || undefined;
+      return rows[0].leaves === positions.length || undefined;
     });
+  }
+
+  /** Inside `tampering` (the signing lock held): a session whose leaves the consumer adds, and no checkpoint covers. */
+  async function recordUnsigned(sessionId: string): Promise<readonly RecordedEvent[]> {
+    const events = await recordSession(sessionId);
+    await leavesAdded(events.map((event) => event.position));
     return events;
   }
 
@@ -104,11 +114,13 @@ function insiderLedger() {
     asAuditor,
     recordSession,
     recordUnsigned,
+    leavesAdded,
     streamEvents,
     leafIndexAt,
     tampering,
     request,
     db: () => db,
+    signer: () => ledger.app.get(VerifiableLog),
   };
 }
 
@@ -521,7 +533,7 @@ describe('the verifiable log against an insider holding the database', () => {
     const remembered = async () =>
       JSON.parse(await readFile(memoryFile(), 'utf8')) as { note: string; lastPosition?: string };
 
-    it('is read, and the next signing checks every leaf from the first', async () => {
+    it("is read, and the next signing starts from the last signed leaf's proven event", async () => {
       const events = await recordSession('bare-memory');
       expect(await verified('bare-memory')).toMatchObject({ ok: true });
       const signed = await remembered();
@@ -549,6 +561,119 @@ describe('the verifiable log against an insider holding the database', () => {
    * (`it.failing`: once it does not, drop `.failing`); the log audit, which reads every leaf beside the log,
    * names each.
    */
+  /**
+   * An event deleted (or its hash edited) after its leaf was added and before it was signed. Its leaf is no longer
+   * the log's next event, and nothing tells it from a leaf appended for a rewritten event: the signer signs the
+   * leaves before it and stops there, naming it, until the event is restored.
+   */
+  describe('an unsigned event deleted after its leaf was added', () => {
+    const { verified, recordSession, recordUnsigned, tampering, signer, db } = insiderLedger();
+
+    it('signs the leaves before it, names it, and signs nothing past it', async () => {
+      let before: readonly RecordedEvent[] = [];
+      let events: readonly RecordedEvent[] = [];
+      await tampering(async () => {
+        before = await recordUnsigned('unsigned-before');
+        events = await recordUnsigned('deleted-event');
+        await db().query('DELETE FROM event_log_events WHERE position = $1', [events[1].position.toString()]);
+      });
+      const leafOfDeleted = (
+        await db().query<{ leaf_index: string }>('SELECT leaf_index FROM log_leaves WHERE position = $1', [
+          events[1].position.toString(),
+        ])
+      ).rows[0].leaf_index;
+      await expect(signer().signLatest()).rejects.toThrow(
+        `leaf ${leafOfDeleted}, whose row names position ${events[1].position}, is not the log's next event after position ${events[0].position}`,
+      );
+      expect(await verified('unsigned-before')).toMatchObject({ ok: true, checkedEvents: before.length });
+      expect(await verified('deleted-event')).toMatchObject({
+        ok: false,
+        firstBroken: { position: events[1].position.toString(), reason: 'missing_event' },
+      });
+      const after = await recordSession('bystander-after-delete');
+      expect(await verified('bystander-after-delete')).toMatchObject({
+        ok: false,
+        checkpoint: { treeSize: leafOfDeleted },
+        firstBroken: { position: after[0].position.toString(), reason: 'not_in_checkpoint' },
+      });
+    });
+  });
+
+  describe('a signer with no position remembered, over a log with a signed event deleted long ago', () => {
+    const { verified, recordSession, memoryFile, db } = insiderLedger();
+
+    it('starts from the last signed leaf, and signs on', async () => {
+      const events = await recordSession('old-deletion');
+      expect(await verified('old-deletion')).toMatchObject({ ok: true });
+      await db().query('DELETE FROM event_log_events WHERE position = $1', [events[1].position.toString()]);
+      await recordSession('before-upgrade');
+      expect(await verified('before-upgrade')).toMatchObject({ ok: true });
+      // The memory as the version before wrote it: the note alone.
+      const { note } = JSON.parse(await readFile(memoryFile(), 'utf8')) as { note: string };
+      await writeFile(memoryFile(), note);
+      await recordSession('after-upgrade');
+      expect(await verified('after-upgrade')).toMatchObject({ ok: true });
+      expect(await verified('old-deletion')).toMatchObject({
+        ok: false,
+        firstBroken: { position: events[1].position.toString(), reason: 'missing_event' },
+      });
+    });
+  });
+
+  describe("a signer's memory edited into a shape it does not know", () => {
+    const { recordSession, memoryFile, asAuditor } = insiderLedger();
+
+    it("is a server error naming the file, not the caller's bad request", async () => {
+      await recordSession('malformed-memory');
+      const { note } = JSON.parse(await readFile(memoryFile(), 'utf8')) as { note: string };
+      await writeFile(memoryFile(), JSON.stringify({ note, lastPosition: 12 }));
+      await recordSession('after-malformed-memory');
+      const answer = await asAuditor('/v1/sessions/after-malformed-memory/verify');
+      expect(answer.status).toBe(500);
+      expect(JSON.stringify(answer.body)).not.toContain('lastPosition');
+    });
+  });
+
+  /**
+   * The rewrite moved past the head, to fresh positions: the rewritten events are then the log's next events, the
+   * consumer adds their leaves, and the signer signs them. Verify of the session cannot tell; the audit names the
+   * genuine events' leaves, gone from the log, or (kept under another stream id) not chaining in their stream.
+   */
+  for (const decoy of [false, true])
+    describe(`open for verify: a signed session rewritten at fresh positions${decoy ? ', the genuine events kept as a decoy' : ''}`, () => {
+      const { verified, audited, recordSession, leavesAdded, leafIndexAt, tampering, db } = insiderLedger();
+      let genuine: readonly RecordedEvent[] = [];
+      let firstGenuineLeaf: bigint;
+
+      beforeAll(async () => {
+        genuine = await recordSession('fresh-positions');
+        expect(await verified('fresh-positions')).toMatchObject({ ok: true });
+        expect(await audited()).toMatchObject({ code: 0, report: { ok: true } });
+        firstGenuineLeaf = await leafIndexAt(genuine[1].position);
+        let fresh: bigint[] = [];
+        await tampering(async () => {
+          fresh = await rewriteAtFreshPositions(db(), genuine, 1, decoy);
+        });
+        await leavesAdded(fresh);
+      });
+
+      it.failing('is caught by verify', async () => {
+        expect(await verified('fresh-positions')).toMatchObject({ ok: false });
+      });
+
+      it("is named by the log audit at the first genuine event's leaf", async () => {
+        expect(await audited()).toMatchObject({
+          code: 1,
+          report: {
+            ok: false,
+            firstBroken: decoy
+              ? { leafIndex: String(firstGenuineLeaf), reason: 'missing_event', expected: 'revision 0' }
+              : { leafIndex: String(firstGenuineLeaf), reason: 'no_event', position: genuine[1].position.toString() },
+          },
+        });
+      });
+    });
+
   describe('open for verify: a stream cut at its end', () => {
     const { verified, audited, recordSession, tampering, db } = insiderLedger();
     let last: RecordedEvent;

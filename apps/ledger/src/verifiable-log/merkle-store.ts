@@ -144,22 +144,47 @@ export async function leavesOfStream(db: Queryable, streamId: string, maxPositio
   return rows.map(leafOf);
 }
 
-/** The leaf rows from index `start` up to `end` (exclusive), in index order, read `pageSize` at a time. */
-export async function* leafRowsFrom(
+/** The leaf rows from index `start` up to `end` (exclusive), in index order, a page of `pageSize` at a time. */
+export function leafRowPages(
   db: Queryable,
   start: bigint,
   end: bigint,
   pageSize: number,
-): AsyncGenerator<StoredLeaf, void> {
+): AsyncGenerator<StoredLeaf[], void> {
+  const text = `${SELECT_LEAVES} WHERE l.leaf_index >= $1 AND l.leaf_index < $2 ORDER BY l.leaf_index LIMIT $3`;
+  return pagesByIndex(db, text, start, end, pageSize, (row: LeafRow) => leafOf(row));
+}
+
+/** The stored leaf hashes (level-0 nodes) from index `start` up to `end` (exclusive), in index order, a page at a time. */
+export function leafNodePages(
+  db: Queryable,
+  start: bigint,
+  end: bigint,
+  pageSize: number,
+): AsyncGenerator<{ leafIndex: bigint; hash: Hash }[], void> {
+  const text = `SELECT node_index, hash FROM log_nodes
+    WHERE level = 0 AND node_index >= $1 AND node_index < $2 ORDER BY node_index LIMIT $3`;
+  return pagesByIndex(db, text, start, end, pageSize, (row: { node_index: string; hash: Buffer }) => ({
+    leafIndex: BigInt(row.node_index),
+    hash: row.hash,
+  }));
+}
+
+/** Rows of `text` ($1 the first index, $2 the end, $3 the page size) turned into items, page after page, by index. */
+async function* pagesByIndex<Row extends object, Item extends { leafIndex: bigint }>(
+  db: Queryable,
+  text: string,
+  start: bigint,
+  end: bigint,
+  pageSize: number,
+  itemOf: (row: Row) => Item,
+): AsyncGenerator<Item[], void> {
   for (let from = start; from < end;) {
-    const { rows } = await db.query<LeafRow>(
-      `${SELECT_LEAVES} WHERE l.leaf_index >= $1 AND l.leaf_index < $2 ORDER BY l.leaf_index LIMIT $3`,
-      [from.toString(), end.toString(), pageSize],
-    );
-    const leaves = rows.map(leafOf);
-    yield* leaves;
-    if (leaves.length < pageSize) return;
-    from = leaves.at(-1)!.leafIndex + 1n;
+    const { rows } = await db.query<Row>(text, [from.toString(), end.toString(), pageSize]);
+    const items = rows.map(itemOf);
+    if (items.length > 0) yield items;
+    if (items.length < pageSize) return;
+    from = items.at(-1)!.leafIndex + 1n;
   }
 }
 

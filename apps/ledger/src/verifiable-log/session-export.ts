@@ -12,7 +12,8 @@ import { ANY, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import type { Principal } from '../identity/principal.js';
-import { chainedEvent, StreamVerifier } from './stream-verifier.js';
+import { chainedEvent } from './chained-event.js';
+import { StreamVerifier } from './stream-verifier.js';
 import { VerifiableLog } from './verifiable-log.js';
 
 /**

@@ -19,7 +19,7 @@ const memoryFile = z.object({
     .optional(),
 });
 
-/** The file's JSON, or an earlier version's bare note (a note is never JSON: its first line is the origin). */
+/** The file's JSON, or an earlier version's bare note (a note never parses as JSON: its signature lines start with "—"). */
 function parseMemory(text: string): { note: string; lastPosition?: bigint } {
   let json: unknown;
   try {
@@ -57,8 +57,13 @@ export class SignedCheckpointMemory {
       throw error;
     });
     if (text === undefined) return undefined;
-    const { note, lastPosition } = parseMemory(text);
-    return { checkpoint: openCheckpoint(note, this.verifier), note, lastPosition };
+    try {
+      const { note, lastPosition } = parseMemory(text);
+      return { checkpoint: openCheckpoint(note, this.verifier), note, lastPosition };
+    } catch (error) {
+      // The service's own file, edited or damaged: a server error that names it, not the caller's bad request.
+      throw new Error(`the signer's memory ${this.file} cannot be read: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   /** Written before the checkpoint is stored or handed out, and replaced whole (a crash leaves the old one). */

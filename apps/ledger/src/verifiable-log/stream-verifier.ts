@@ -18,6 +18,7 @@ import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
 import { ApiError } from '../http/api-error.js';
 import { streamPagesUpTo } from '../sessions/session-fold.js';
+import { chainedEvent } from './chained-event.js';
 import { isLeafOf, leafIndexesAtPositions, leavesOfStream, type StoredLeaf } from './merkle-store.js';
 import { VerifiableLog } from './verifiable-log.js';
 
@@ -34,18 +35,6 @@ export interface VerifyReport {
   readonly streams: readonly { readonly stream: string; readonly events: number; readonly headHash: string | null }[];
   readonly checkpoint: { readonly treeSize: string; readonly rootHash: string; readonly note: string };
   readonly firstBroken?: ChainBreak;
-}
-
-export function chainedEvent(event: RecordedEvent): ChainedEvent {
-  return {
-    streamId: event.streamId,
-    revision: event.revision,
-    id: event.id,
-    type: event.type,
-    data: event.data,
-    position: event.position,
-    ...event.metadata,
-  };
 }
 
 /**

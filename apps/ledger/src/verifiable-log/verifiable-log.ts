@@ -2,6 +2,7 @@ import {
   CompactRange,
   consistencyProofRanges,
   inclusionProofRanges,
+  leafHash,
   MerkleProofError,
   openCheckpoint,
   parseVerifierKey,
@@ -11,17 +12,18 @@ import {
   signCheckpoint,
   treeRoot,
   verifyConsistency,
+  verifyInclusion,
   type Checkpoint,
   type Hash,
   type LeafRange,
 } from '#core';
 import type { EventLogReader } from '#event-log';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { ApiError } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
-import { auditLeaves } from './leaf-audit.js';
+import { growFromLog, type GrownTree } from './leaf-audit.js';
 import type { RememberedCheckpoint, SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
   checkpointAt,
@@ -29,6 +31,7 @@ import {
   insertCheckpoint,
   isLeafOf,
   leafIndexesAtPositions,
+  leafRowPages,
   storedRange,
   treeHead,
   type Queryable,
@@ -78,61 +81,107 @@ export class VerifiableLog {
   }
 
   /**
-   * Signs the tree as it stands, unless the latest checkpoint already covers it. One signer at a time
-   * across instances.
+   * Signs the tree as it stands, unless the latest checkpoint already covers it, as far as its new leaves are
+   * the log's next events. Where one is not, it signs the leaves before it and throws a LogForkError naming it.
+   * One signer at a time across instances.
    */
-  signLatest(): Promise<StoredCheckpoint> {
-    return inTransaction(this.pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-      const latest = await checkpointAt(client);
-      const remembered = await this.memory.recall();
-      const { size } = await treeHead(client);
-      if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return latest;
-      if (size > MAX_TREE_SIZE) throw new LogForkError(`the tree holds ${size} leaves: more than a checkpoint stores`);
-      const lookup = await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]);
-      const rootHash = unlessNodeMissing(() => treeRoot(size, lookup));
-      if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
-      // The database's last checkpoint, and the last one this instance remembers signing (the database's
-      // may have been deleted): the tree must extend both.
-      if (latest) await this.checkExtends(client, { ...latest, rootHash: this.signedRoot(latest) }, size, rootHash);
-      if (remembered) await this.checkExtends(client, remembered.checkpoint, size, rootHash);
-      const lastPosition = await this.checkLeavesAreTheLog(client, remembered, size, rootHash);
-      const checkpoint = { treeSize: size, rootHash, keyId: this.key.keyId, note: this.sign(size, rootHash) };
-      await this.memory.remember(checkpoint.note, lastPosition);
-      await insertCheckpoint(client, checkpoint);
-      return checkpoint;
-    });
+  async signLatest(): Promise<StoredCheckpoint> {
+    const { checkpoint, refused } = await inTransaction(this.pool, (client) => this.signUnderLock(client));
+    if (refused) throw refused;
+    return checkpoint!;
+  }
+
+  private async signUnderLock(client: PoolClient): Promise<{ checkpoint?: StoredCheckpoint; refused?: LogForkError }> {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+    const latest = await checkpointAt(client);
+    const remembered = await this.memory.recall();
+    const { size } = await treeHead(client);
+    if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size)
+      return { checkpoint: latest };
+    if (size > MAX_TREE_SIZE) throw new LogForkError(`the tree holds ${size} leaves: more than a checkpoint stores`);
+    const rootHash = await this.storedRoot(client, size);
+    if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
+    // The database's last checkpoint, and the last one this instance remembers signing (the database's
+    // may have been deleted): the tree must extend both.
+    if (latest) await this.checkExtends(client, { ...latest, rootHash: this.signedRoot(latest) }, size, rootHash);
+    if (remembered) await this.checkExtends(client, remembered.checkpoint, size, rootHash);
+    // Its new leaves must be the log's next events: a tree that extends the signed one could hold leaves
+    // appended for events already signed, rewritten (decision 0049).
+    const start = await this.checkedStart(client, latest, remembered);
+    const first = start.range.treeSize;
+    const grown = await growFromLog(client, this.eventLog, start, size);
+    const signable = grown.range.treeSize;
+    const refused = signable < size ? await this.strangerLeaf(client, signable, grown.lastPosition) : undefined;
+    // Nothing past what is signed already (a checkpoint is stored once per size).
+    const signed = [latest?.treeSize ?? 0n, remembered?.checkpoint.treeSize ?? 0n].reduce((a, b) => (a > b ? a : b));
+    if (refused && signable <= signed) return { refused };
+    const signableRoot = signable === size ? rootHash : await this.storedRoot(client, signable);
+    if (!signableRoot?.equals(grown.range.root())) {
+      const message = `the stored nodes of leaves ${first} to ${signable - 1n} do not hash to them`;
+      return { refused: new LogForkError(message) };
+    }
+    const note = this.sign(signable, signableRoot);
+    const checkpoint = { treeSize: signable, rootHash: signableRoot, keyId: this.key.keyId, note };
+    await this.memory.remember(note, grown.lastPosition);
+    await insertCheckpoint(client, checkpoint);
+    return { checkpoint, refused };
+  }
+
+  /** The root of the stored tree's first `size` leaves, or undefined when it lacks a node of it. */
+  private async storedRoot(client: Queryable, size: bigint): Promise<Hash | undefined> {
+    const lookup = await fetchRangeNodes(client, size === 0n ? [] : [{ start: 0n, end: size }]);
+    return unlessNodeMissing(() => treeRoot(size, lookup));
   }
 
   /**
-   * Throws a LogForkError unless the leaves added since the checkpoint this instance remembers signing are
-   * the log's next events: the tree of `size` leaves they make with it must have `rootHash`. A tree that only
-   * extends the signed one could hold leaves appended for events already signed, rewritten (docs/verifiable-log.md).
-   * With no position remembered (none signed yet, or a memory of an earlier version), every leaf is checked.
-   * Returns the position of the last leaf's event, which is remembered with the checkpoint.
+   * Where the check of new leaves starts: a signed checkpoint's stored right edge (it must make the signed
+   * root) and the position of its last leaf's event. The checkpoint this instance remembers signing, with the
+   * position it kept outside the database. Without one (a memory of an earlier version, a new instance or key),
+   * the newest checkpoint signed, and the position its last leaf's row names, once the event there is shown to
+   * be that leaf by an inclusion proof.
    */
-  private async checkLeavesAreTheLog(
+  private async checkedStart(
     client: Queryable,
+    latest: StoredCheckpoint | undefined,
     remembered: RememberedCheckpoint | undefined,
-    size: bigint,
-    rootHash: Hash,
-  ): Promise<bigint | undefined> {
-    const from =
-      remembered?.lastPosition === undefined
-        ? { range: CompactRange.empty() }
-        : { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
-    const first = from.range.treeSize;
-    const after = from.lastPosition === undefined ? "the log's start" : `position ${from.lastPosition}`;
-    const audit = await auditLeaves(this.eventLog, from, size);
-    if (audit.broken)
-      throw new LogForkError(`the tree holds ${size} leaves: more than the log's events (after ${after})`);
-    if (!audit.tree.range.root().equals(rootHash))
-      throw new LogForkError(`leaves ${first} to ${size - 1n} are not the log's events after ${after}`);
-    return audit.tree.lastPosition;
+  ): Promise<GrownTree> {
+    if (remembered?.lastPosition !== undefined)
+      return { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
+    const fromDatabase = latest && { treeSize: latest.treeSize, rootHash: this.signedRoot(latest) };
+    const newest =
+      remembered && (!fromDatabase || fromDatabase.treeSize <= remembered.checkpoint.treeSize)
+        ? remembered.checkpoint
+        : fromDatabase;
+    if (!newest || newest.treeSize === 0n) return { range: CompactRange.empty() };
+    return { range: await this.signedRange(client, newest), lastPosition: await this.lastLeafPosition(client, newest) };
+  }
+
+  /** The position of the event that is `checkpoint`'s last leaf: its row's word, proven by the event's hash. */
+  private async lastLeafPosition(client: Queryable, checkpoint: { treeSize: bigint; rootHash: Hash }): Promise<bigint> {
+    const last = checkpoint.treeSize - 1n;
+    const unproven = new LogForkError(
+      `no event is proven to be leaf ${last}, the last of checkpoint ${checkpoint.treeSize}`,
+    );
+    const { value: [row] = [] } = await leafRowPages(client, last, last + 1n, 1).next();
+    if (!row) throw unproven;
+    const [event] = (await this.eventLog.readAllHashes({ fromPosition: row.position - 1n, maxCount: 1 })).events;
+    const proof = (await this.inclusionProofs([row.position], checkpoint.treeSize, client)).get(row.position);
+    if (event?.position !== row.position || proof?.leafIndex !== last) throw unproven;
+    const leaf = leafHash(Buffer.from(event.metadata.hash, 'hex'));
+    try {
+      verifyInclusion(leaf, last, checkpoint.treeSize, proof.hashes, checkpoint.rootHash);
+    } catch (error) {
+      if (error instanceof MerkleProofError) throw unproven;
+      throw error;
+    }
+    return row.position;
   }
 
   /** The stored right edge of a checkpoint's tree, once it is shown to make the checkpoint's root. */
-  private async signedRange(client: Queryable, checkpoint: Checkpoint): Promise<CompactRange> {
+  private async signedRange(
+    client: Queryable,
+    checkpoint: { treeSize: bigint; rootHash: Hash },
+  ): Promise<CompactRange> {
     const range = await storedRange(client, checkpoint.treeSize).catch((error: unknown) => {
       if (!(error instanceof MerkleProofError)) throw error;
       throw new LogForkError(`the stored tree lacks a node of checkpoint ${checkpoint.treeSize}`);
@@ -140,6 +189,14 @@ export class VerifiableLog {
     if (!range.root().equals(checkpoint.rootHash))
       throw new LogForkError(`the stored nodes do not make the root of checkpoint ${checkpoint.treeSize}`);
     return range;
+  }
+
+  /** The refusal naming leaf `leafIndex`, the first that is not the log's next event after `after`. */
+  private async strangerLeaf(client: Queryable, leafIndex: bigint, after: bigint | undefined): Promise<LogForkError> {
+    const { value: [row] = [] } = await leafRowPages(client, leafIndex, leafIndex + 1n, 1).next();
+    const claimed = row ? `, whose row names position ${row.position},` : '';
+    const next = after === undefined ? "the log's first event" : `the log's next event after position ${after}`;
+    return new LogForkError(`leaf ${leafIndex}${claimed} is not ${next}: signing stops before it`);
   }
 
   /** Throws a LogForkError unless the tree of `size` leaves with `rootHash` extends the signed `checkpoint`. */

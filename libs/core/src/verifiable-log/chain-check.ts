@@ -45,18 +45,34 @@ export function chainBreak(event: ChainedEvent, reason: BreakReason, expected: s
  * event's. Undefined when the chain holds.
  */
 export function firstChainBreak(events: readonly ChainedEvent[]): ChainBreak | undefined {
-  let previousHash = GENESIS_HASH;
-  let expectedRevision = 0n;
+  let previous: ChainLink | undefined;
   for (const event of events) {
-    if (event.revision !== expectedRevision) {
-      return chainBreak(event, 'missing_event', `revision ${expectedRevision}`, `revision ${event.revision}`);
-    }
-    if (event.prevHash !== previousHash) return chainBreak(event, 'broken_link', previousHash, event.prevHash);
-    const recomputed = chainHash(event.prevHash, hashedContent(event));
-    if (recomputed !== event.hash) return chainBreak(event, 'hash_mismatch', recomputed, event.hash);
-    previousHash = event.hash;
-    expectedRevision += 1n;
+    const broken = linkBreak(event, previous);
+    if (broken) return broken;
+    previous = event;
   }
+  return undefined;
+}
+
+/** What the next event of a stream chains from. */
+export interface ChainLink {
+  readonly revision: bigint;
+  readonly hash: string;
+}
+
+/**
+ * The break, if any, of `event` as the next of its stream after `previous` (none: it is the first): its
+ * revision follows, it links to the previous stored hash, and its stored hash is its own.
+ */
+export function linkBreak(event: ChainedEvent, previous: ChainLink | undefined): ChainBreak | undefined {
+  const expectedRevision = previous ? previous.revision + 1n : 0n;
+  const previousHash = previous?.hash ?? GENESIS_HASH;
+  if (event.revision !== expectedRevision) {
+    return chainBreak(event, 'missing_event', `revision ${expectedRevision}`, `revision ${event.revision}`);
+  }
+  if (event.prevHash !== previousHash) return chainBreak(event, 'broken_link', previousHash, event.prevHash);
+  const recomputed = chainHash(event.prevHash, hashedContent(event));
+  if (recomputed !== event.hash) return chainBreak(event, 'hash_mismatch', recomputed, event.hash);
   return undefined;
 }
 
