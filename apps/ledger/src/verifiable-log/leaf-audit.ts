@@ -32,37 +32,36 @@ export type LeafAudit = { readonly tree: GrownTree; readonly broken?: undefined 
 const PAGE = 10_000;
 
 /**
- * Grows `from` (mutated) by the log's next events, after `from.lastPosition` in position order, for as long as
- * each one's leaf hash is the stored tree's next leaf, up to `end` leaves. Where it stops short of `end`, the
- * stored leaf is not the log's next event: a leaf appended for an event already signed (a rewrite appended
- * anew), or an event deleted or changed after its leaf was added. The signer signs no further (decision 0049).
- * It reads each event's place and hash alone, and the stored leaf hashes, not the leaf rows: an edited row
- * names its event in verify, and does not stop signing.
+ * Grows `from` (mutated) by the log's next events, after `from.lastPosition` in position order, up to `end`
+ * leaves: the tree those events make, which the signer compares with the stored one (decision 0049). With
+ * `db`, it stops at the first event whose leaf hash is not the stored tree's next leaf, which is where the stored
+ * leaves stop being the log's next events: a leaf appended for an event already signed (a rewrite appended anew),
+ * or an event deleted or changed after its leaf was added. It reads each event's place and hash alone, and the
+ * stored leaf hashes, not the leaf rows: an edited row names its event in verify, and does not stop signing.
  */
 export async function growFromLog(
-  db: Queryable,
   eventLog: EventLogReader,
   from: GrownTree,
   end: bigint,
+  db?: Queryable,
 ): Promise<GrownTree> {
   const { range } = from;
   let lastPosition = from.lastPosition;
-  const nodes = new Cursor(leafNodePages(db, range.treeSize, end, PAGE));
+  const nodes = db && new Cursor(leafNodePages(db, range.treeSize, end, PAGE));
   try {
-    for await (const page of eventPages(
-      (options) => eventLog.readAllHashes(options),
-      from.lastPosition,
-      end - range.treeSize,
-    ))
+    const read = (options: ReadAllOptions) => eventLog.readAllHashes(options);
+    for await (const page of eventPages(read, from.lastPosition, end - range.treeSize))
       for (const event of page) {
         const leaf = leafHash(Buffer.from(event.metadata.hash, 'hex'));
-        const stored = await nodes.take();
-        if (stored?.leafIndex !== range.treeSize || !stored.hash.equals(leaf)) return { range, lastPosition };
+        if (nodes) {
+          const stored = await nodes.take();
+          if (stored?.leafIndex !== range.treeSize || !stored.hash.equals(leaf)) return { range, lastPosition };
+        }
         range.append(leaf);
         lastPosition = event.position;
       }
   } finally {
-    await nodes.close();
+    await nodes?.close();
   }
   return { range, lastPosition };
 }

@@ -109,7 +109,10 @@ export class VerifiableLog {
     // appended for events already signed, rewritten (decision 0049).
     const start = await this.checkedStart(client, latest, remembered);
     const first = start.range.treeSize;
-    const grown = await growFromLog(client, this.eventLog, start, size);
+    let grown = await growFromLog(this.eventLog, start, size);
+    // Not the stored tree: again, leaf by leaf against the stored leaves, to find the first that differs.
+    if (grown.range.treeSize < size || !grown.range.root().equals(rootHash))
+      grown = await growFromLog(this.eventLog, await this.checkedStart(client, latest, remembered), size, client);
     const signable = grown.range.treeSize;
     const refused = signable < size ? await this.strangerLeaf(client, signable, grown.lastPosition) : undefined;
     // Nothing past what is signed already (a checkpoint is stored once per size).
