@@ -74,7 +74,10 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
       await this.log.signLatest();
     } catch (error) {
       if (error instanceof LogForkError)
-        this.logger.error({ err: error }, 'refusing to sign a checkpoint: the stored tree contradicts the log or a signed one');
+        this.logger.error(
+          { err: error },
+          'refusing to sign a checkpoint: the stored tree contradicts the log or a signed one',
+        );
       else this.logger.warn({ err: error }, 'signing a checkpoint failed; retrying at the next interval');
     }
   }
