@@ -1,10 +1,14 @@
+import esdb from '@eventstore/db-client';
+import { jest } from '@jest/globals';
 import type { EventLog, RecordedEvent } from '#event-log';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
-import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
+import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
+import { LogForkError, VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import {
@@ -20,13 +24,22 @@ const SIGNING_LOCK_KEY = 7_318_201_017;
 /** A leaf index far past any tree a test makes. */
 const FAR_PAST_THE_TREE = 10n ** 12n;
 
-/** A ledger of its own (each attack leaves its log broken for good) and what the tests need of it. */
-function insiderLedger() {
+/**
+ * A ledger of its own (each attack leaves its log broken for good) and what the tests need of it. `signing:
+ * 'on demand'` leaves signing to verify and to the test (no interval), `onEventStore` records on the EventStoreDB
+ * wire double.
+ */
+function insiderLedger(options: { signing?: 'on demand'; onEventStore?: boolean } = {}) {
   let ledger: LedgerUnderTest;
   let db: pg.Client;
   let auditor: string;
+  let eventStore: EventStoreDouble | undefined;
   beforeAll(async () => {
-    ledger = await startLedger({ LEDGER_CHECKPOINT_INTERVAL_MS: '200' });
+    eventStore = options.onEventStore ? await startEventStoreDouble() : undefined;
+    ledger = await startLedger({
+      LEDGER_CHECKPOINT_INTERVAL_MS: options.signing === 'on demand' ? '600000' : '200',
+      ...(eventStore && { EVENTSTORE_CONNECTION_STRING: eventStore.connectionString }),
+    });
     db = new pg.Client({ connectionString: ledger.database.connectionString });
     await db.connect();
     auditor = await ledger.credentials.key('insider-auditor', { roles: ['auditor'] });
@@ -34,6 +47,7 @@ function insiderLedger() {
   afterAll(async () => {
     await db?.end();
     await ledger?.close();
+    await eventStore?.stop();
   });
 
   const asAuditor = (route: string) => probe(ledger.baseUrl, 'GET', route, { credential: auditor });
@@ -121,6 +135,7 @@ function insiderLedger() {
     request,
     db: () => db,
     signer: () => ledger.app.get(VerifiableLog),
+    eventLog: () => ledger.app.get<EventLog>(EVENT_LOG),
   };
 }
 
@@ -596,6 +611,100 @@ describe('the verifiable log against an insider holding the database', () => {
         checkpoint: { treeSize: leafOfDeleted },
         firstBroken: { position: after[0].position.toString(), reason: 'not_in_checkpoint' },
       });
+    });
+  });
+
+  /**
+   * Attack (second review): with no position remembered (a new instance or key, the first signing after an
+   * upgrade), rewrite a signed session, append it anew, and add a checkpoint row under another key id whose
+   * root is the grown tree's. The signer took that row's stored root for a signed one and started past the
+   * appended leaves; it then signed them with its own key.
+   */
+  describe('a checkpoint row of another key id, as a start', () => {
+    const { verified, recordSession, recordUnsigned, tampering, signer, memoryFile, db } = insiderLedger({
+      signing: 'on demand',
+    });
+
+    it('is not trusted: the leaves appended for the rewritten session are not signed', async () => {
+      const events = await recordSession('foreign-start');
+      expect(await verified('foreign-start')).toMatchObject({ ok: true });
+      await tampering(async () => {
+        await rm(memoryFile());
+        await reappendRewritten(db(), events, 1);
+        const { range } = await loadTree(db());
+        await db().query(
+          `INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, 'retired-key', 'unsigned')`,
+          [range.treeSize.toString(), range.root()],
+        );
+      });
+      await recordUnsigned('after-foreign-start');
+      await expect(signer().signLatest()).rejects.toBeInstanceOf(LogForkError);
+      await db().query(`DELETE FROM log_checkpoints WHERE key_id = 'retired-key'`);
+      expect(await verified('foreign-start')).toMatchObject({
+        ok: false,
+        firstBroken: { position: events[1].position.toString(), reason: 'not_in_checkpoint' },
+      });
+    });
+  });
+
+  /** Second review: every refused attempt read the whole tail past the stranger leaf, twice, holding the signing lock. */
+  describe('a refused attempt, the log grown past the stranger leaf', () => {
+    const { recordUnsigned, tampering, signer, eventLog, db } = insiderLedger({ signing: 'on demand' });
+
+    it('reads the first new leaf only', async () => {
+      await tampering(async () => {
+        const events = await recordUnsigned('stranger');
+        await db().query('DELETE FROM event_log_events WHERE position = $1', [events[1].position.toString()]);
+      });
+      await expect(signer().signLatest()).rejects.toBeInstanceOf(LogForkError);
+      for (let i = 0; i < 25; i++) await recordUnsigned(`tail-${i}`);
+      const log = eventLog();
+      const readAllHashes = log.readAllHashes.bind(log);
+      let read = 0;
+      const counting = jest.spyOn(log, 'readAllHashes').mockImplementation(async (options) => {
+        const page = await readAllHashes(options);
+        read += page.events.length;
+        return page;
+      });
+      try {
+        await expect(signer().signLatest()).rejects.toBeInstanceOf(LogForkError);
+      } finally {
+        counting.mockRestore();
+      }
+      expect(read).toBe(1);
+    });
+  });
+
+  /**
+   * Second review: with no position remembered, the signer read `$all` from one before the last leaf's position,
+   * which on EventStoreDB is no record's start (a real server refuses it). It reads the last leaf's stream instead.
+   */
+  describe('a signer with no position remembered, on EventStoreDB', () => {
+    const { verified, recordUnsigned, signer, memoryFile, eventLog } = insiderLedger({
+      signing: 'on demand',
+      onEventStore: true,
+    });
+
+    it('reads the log only from positions where an event lies', async () => {
+      await recordUnsigned('esdb-first');
+      expect(await verified('esdb-first')).toMatchObject({ ok: true });
+      await rm(memoryFile());
+      await recordUnsigned('esdb-second');
+      const { events } = await eventLog().readAll();
+      const positions = new Set(events.map((event) => event.position));
+      const readAll = jest.spyOn(esdb.EventStoreDBClient.prototype, 'readAll');
+      try {
+        await signer().signLatest();
+        const from = readAll.mock.calls
+          .map(([options]) => options?.fromPosition)
+          .filter((position) => typeof position === 'object')
+          .map((position) => position.commit);
+        expect(from.length).toBeGreaterThan(0);
+        expect(from.filter((position) => !positions.has(position))).toEqual([]);
+      } finally {
+        readAll.mockRestore();
+      }
+      expect(await verified('esdb-second')).toMatchObject({ ok: true });
     });
   });
 

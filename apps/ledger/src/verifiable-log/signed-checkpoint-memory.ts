@@ -11,13 +11,12 @@ export interface RememberedCheckpoint {
   readonly lastPosition?: bigint;
 }
 
-const memoryFile = z.object({
-  note: z.string(),
-  lastPosition: z
-    .string()
-    .regex(/^(0|[1-9][0-9]*)$/)
-    .optional(),
-});
+/** A log position: a PostgreSQL bigint. */
+const position = z
+  .string()
+  .regex(/^(0|[1-9][0-9]{0,18})$/)
+  .refine((text) => BigInt(text) < 2n ** 63n, 'is past the largest log position');
+const memoryFile = z.object({ note: z.string(), lastPosition: position.optional() });
 
 /** The file's JSON, or an earlier version's bare note (a note never parses as JSON: its signature lines start with "—"). */
 function parseMemory(text: string): { note: string; lastPosition?: bigint } {

@@ -109,10 +109,14 @@ export class VerifiableLog {
     // appended for events already signed, rewritten (decision 0049).
     const start = await this.checkedStart(client, latest, remembered);
     const first = start.range.treeSize;
-    let grown = await growFromLog(this.eventLog, start, size);
-    // Not the stored tree: again, leaf by leaf against the stored leaves, to find the first that differs.
-    if (grown.range.treeSize < size || !grown.range.root().equals(rootHash))
-      grown = await growFromLog(this.eventLog, await this.checkedStart(client, latest, remembered), size, client);
+    // The first new leaf alone against the stored one: in a refused state it is the stranger, and the tail is not read.
+    let grown = await growFromLog(this.eventLog, start, first < size ? first + 1n : size, client);
+    if (grown.range.treeSize > first) {
+      grown = await growFromLog(this.eventLog, grown, size);
+      // Not the stored tree: again, leaf by leaf against the stored leaves, to find the first that differs.
+      if (grown.range.treeSize < size || !grown.range.root().equals(rootHash))
+        grown = await growFromLog(this.eventLog, await this.checkedStart(client, latest, remembered), size, client);
+    }
     const signable = grown.range.treeSize;
     const refused = signable < size ? await this.strangerLeaf(client, signable, grown.lastPosition) : undefined;
     // Nothing past what is signed already (a checkpoint is stored once per size).
@@ -139,9 +143,10 @@ export class VerifiableLog {
   /**
    * Where the check of new leaves starts: a signed checkpoint's stored right edge (it must make the signed
    * root) and the position of its last leaf's event. The checkpoint this instance remembers signing, with the
-   * position it kept outside the database. Without one (a memory of an earlier version, a new instance or key),
-   * the newest checkpoint signed, and the position its last leaf's row names, once the event there is shown to
-   * be that leaf by an inclusion proof.
+   * position it kept outside the database. Without one (a memory of an earlier version, a new instance), the
+   * newest checkpoint signed with this key, and the position its last leaf's row names, once the event there is
+   * proven to be that leaf. Another key's checkpoint is the database's word (its root is not checked): a new key
+   * starts from the first leaf.
    */
   private async checkedStart(
     client: Queryable,
@@ -150,7 +155,8 @@ export class VerifiableLog {
   ): Promise<GrownTree> {
     if (remembered?.lastPosition !== undefined)
       return { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
-    const fromDatabase = latest && { treeSize: latest.treeSize, rootHash: this.signedRoot(latest) };
+    const fromDatabase =
+      latest?.keyId === this.key.keyId ? { treeSize: latest.treeSize, rootHash: this.signedRoot(latest) } : undefined;
     const newest =
       remembered && (!fromDatabase || fromDatabase.treeSize <= remembered.checkpoint.treeSize)
         ? remembered.checkpoint
@@ -167,7 +173,7 @@ export class VerifiableLog {
     );
     const { value: [row] = [] } = await leafRowPages(client, last, last + 1n, 1).next();
     if (!row) throw unproven;
-    const [event] = (await this.eventLog.readAllHashes({ fromPosition: row.position - 1n, maxCount: 1 })).events;
+    const [event] = await this.eventLog.readStream(row.streamId, { fromRevision: row.revision, maxCount: 1 });
     const proof = (await this.inclusionProofs([row.position], checkpoint.treeSize, client)).get(row.position);
     if (event?.position !== row.position || proof?.leafIndex !== last) throw unproven;
     const leaf = leafHash(Buffer.from(event.metadata.hash, 'hex'));
