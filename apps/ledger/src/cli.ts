@@ -211,7 +211,7 @@ async function withStorage<T>(
 }
 
 main(process.argv.slice(2)).then(
-  // An exit code set and left to take effect was reset to 0 on the way out (a library's exit hook).
+  // Exits with the command's code at once: set in `process.exitCode` instead, it came out as 0.
   (code) => code && process.exit(code),
   (error: unknown) => {
     const known = error instanceof StartupError || error instanceof ApiError;

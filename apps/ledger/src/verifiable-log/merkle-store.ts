@@ -12,7 +12,7 @@ import type { ClientBase, Pool, PoolClient } from 'pg';
 
 /**
  * The Merkle log's tables (migrations 1763800000006 and 1763800000310): reads and writes shared by
- * the consumer, the signer and the proofs. A leaf row names its stream by number and holds its
+ * the consumer, the signer, the proofs and the audit. A leaf row names its stream by number and holds its
  * event hash as bytes; `StoredLeaf` gives them back as the stream id and hex.
  */
 export type Queryable = Pool | ClientBase;
@@ -152,7 +152,7 @@ export function leafRowPages(
   pageSize: number,
 ): AsyncGenerator<StoredLeaf[], void> {
   const text = `${SELECT_LEAVES} WHERE l.leaf_index >= $1 AND l.leaf_index < $2 ORDER BY l.leaf_index LIMIT $3`;
-  return pagesByIndex(db, text, start, end, pageSize, (row: LeafRow) => leafOf(row));
+  return pagesByIndex(db, text, start, end, pageSize, leafOf);
 }
 
 /** The stored leaf hashes (level-0 nodes) from index `start` up to `end` (exclusive), in index order, a page at a time. */

@@ -35,8 +35,8 @@ function parseMemory(text: string): { note: string; lastPosition?: bigint } {
  * the database: whoever holds the database could otherwise delete the checkpoints it signed and
  * have it sign a rewritten history. One file per key id, so a new key starts with no memory. With the
  * note it keeps the position of the last leaf's event, from where the signer checks the next leaves
- * (`auditLeaves`). A file of an earlier version holds the note alone: no position, so the next signing checks
- * every leaf from the first.
+ * (decision 0049). A file of an earlier version holds the note alone: the signer then starts from the newest
+ * checkpoint signed with its key.
  */
 export class SignedCheckpointMemory {
   private readonly file: string;
