@@ -1,4 +1,4 @@
-import { chainHash, CompactRange, leafHash } from '#core';
+import { chainHash, CompactRange, leafHash, nodeMap, type Hash, type NodeId } from '#core';
 import type { RecordedEvent } from '#event-log';
 import type pg from 'pg';
 import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
@@ -134,4 +134,34 @@ export async function rewriteAtFreshPositions(
   await rewriteStreamFrom(db, fresh, from);
   await db.query('UPDATE event_log_head SET position = $1', [fresh.at(-1)!.position.toString()]);
   return fresh.slice(from).map((event) => event.position);
+}
+
+/**
+ * An RFC 9162 root does not commit to its tree's size. For a tree of Y = 2^a + r leaves (0 < r < 2^a), the tree of
+ * 2^(a+1) + r leaves whose first subtree is the stored [0, 2^a) node and whose last r leaves are Y's last r leaves
+ * has Y's root and Y's last leaf. This rebuilds the stored tree that way (`half` = 2^a): the leaf rows from 2^a on
+ * move up by 2^a, and every node is replaced.
+ */
+export async function reshapeTreeUnderItsRoot(db: pg.Client, half: bigint): Promise<void> {
+  const level = Math.log2(Number(half));
+  const { rows: opaque } = await db.query<{ hash: Buffer }>(
+    'SELECT hash FROM log_nodes WHERE level = $1 AND node_index = 0',
+    [level],
+  );
+  // Two steps through negative indexes: the primary key holds at every row.
+  await db.query('UPDATE log_leaves SET leaf_index = -leaf_index - 1 - $1 WHERE leaf_index >= $1', [half.toString()]);
+  await db.query('UPDATE log_leaves SET leaf_index = -leaf_index - 1 WHERE leaf_index < 0');
+  const { rows } = await db.query<{ event_hash: Buffer }>(
+    'SELECT event_hash FROM log_leaves WHERE leaf_index >= $1 ORDER BY leaf_index',
+    [(2n * half).toString()],
+  );
+  const opaqueNode = { level: level + 1, index: 0n };
+  const range = CompactRange.of(2n * half, nodeMap([[opaqueNode, opaque[0].hash]]));
+  const nodes: (readonly [NodeId, Hash])[] = [[opaqueNode, opaque[0].hash]];
+  for (const row of rows) nodes.push(...range.append(leafHash(row.event_hash)));
+  await db.query('DELETE FROM log_nodes');
+  await db.query(
+    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
+    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
+  );
 }

@@ -14,6 +14,7 @@ import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import {
   reappendRewritten,
   rebuildTreeNodes,
+  reshapeTreeUnderItsRoot,
   rewriteAtFreshPositions,
   rewriteStreamFrom,
 } from '../support/log-tamper.js';
@@ -644,6 +645,47 @@ describe('the verifiable log against an insider holding the database', () => {
         ok: false,
         firstBroken: { position: events[1].position.toString(), reason: 'not_in_checkpoint' },
       });
+    });
+  });
+
+  /**
+   * Attack (third review): a signer with no position remembered took a database checkpoint of its key with the
+   * root its note signs but the size its row claims. A root does not commit to its size, so a row of a larger size
+   * holding a copy of a genuine note, over a tree reshaped under the same root, made the signer sign a tree that
+   * does not extend its own checkpoint. The size now comes from the note.
+   */
+  describe("a checkpoint row of this key whose size is not its note's", () => {
+    const { recordSession, recordUnsigned, tampering, signer, memoryFile, db } = insiderLedger({
+      signing: 'on demand',
+    });
+
+    it('is not a start: nothing contradicting the signed checkpoint is signed', async () => {
+      await recordSession('genuine', 1);
+      let size = await signer().treeSize();
+      for (let i = 0; (size & (size - 1n)) === 0n; i++) {
+        await recordUnsigned(`filler-${i}`);
+        size = await signer().treeSize();
+      }
+      const genuine = await signer().signLatest();
+      let half = 1n;
+      while (half * 2n < genuine.treeSize) half *= 2n;
+      await recordUnsigned('after-genuine');
+      await tampering(async () => {
+        await rm(memoryFile());
+        await reshapeTreeUnderItsRoot(db(), half);
+        await db().query('INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)', [
+          (genuine.treeSize + half).toString(),
+          genuine.rootHash,
+          genuine.keyId,
+          genuine.note,
+        ]);
+      });
+      await expect(signer().signLatest()).rejects.toBeInstanceOf(LogForkError);
+      const { rows } = await db().query<{ tree_size: string }>(
+        'SELECT tree_size FROM log_checkpoints WHERE tree_size > $1',
+        [(genuine.treeSize + half).toString()],
+      );
+      expect(rows).toEqual([]);
     });
   });
 

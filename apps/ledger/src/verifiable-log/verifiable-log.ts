@@ -4,6 +4,7 @@ import {
   inclusionProofRanges,
   leafHash,
   MerkleProofError,
+  NoteError,
   openCheckpoint,
   parseVerifierKey,
   rangeHash,
@@ -103,7 +104,7 @@ export class VerifiableLog {
     if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
     // The database's last checkpoint, and the last one this instance remembers signing (the database's
     // may have been deleted): the tree must extend both.
-    if (latest) await this.checkExtends(client, { ...latest, rootHash: this.signedRoot(latest) }, size, rootHash);
+    if (latest) await this.checkExtends(client, this.signedCheckpoint(latest), size, rootHash);
     if (remembered) await this.checkExtends(client, remembered.checkpoint, size, rootHash);
     // Its new leaves must be the log's next events: a tree that extends the signed one could hold leaves
     // appended for events already signed, rewritten (decision 0049).
@@ -155,8 +156,7 @@ export class VerifiableLog {
   ): Promise<GrownTree> {
     if (remembered?.lastPosition !== undefined)
       return { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
-    const fromDatabase =
-      latest?.keyId === this.key.keyId ? { treeSize: latest.treeSize, rootHash: this.signedRoot(latest) } : undefined;
+    const fromDatabase = latest?.keyId === this.key.keyId ? this.signedCheckpoint(latest) : undefined;
     const newest =
       remembered && (!fromDatabase || fromDatabase.treeSize <= remembered.checkpoint.treeSize)
         ? remembered.checkpoint
@@ -243,11 +243,19 @@ export class VerifiableLog {
     return { treeSize, rootHash, keyId: this.key.keyId, note: remembered.note };
   }
 
-  /** The root a checkpoint's signature vouches for (our key's), or the stored one for a key since rotated out. */
-  private signedRoot(checkpoint: StoredCheckpoint): Hash {
-    return checkpoint.keyId === this.key.keyId
-      ? openCheckpoint(checkpoint.note, this.verifier).rootHash
-      : checkpoint.rootHash;
+  /**
+   * The size and root a checkpoint's signature vouches for (our key's: the note's, not the row's), or the stored
+   * ones for a key since rotated out.
+   */
+  private signedCheckpoint(checkpoint: StoredCheckpoint): { treeSize: bigint; rootHash: Hash } {
+    if (checkpoint.keyId !== this.key.keyId) return checkpoint;
+    try {
+      const { treeSize, rootHash } = openCheckpoint(checkpoint.note, this.verifier);
+      return { treeSize, rootHash };
+    } catch (error) {
+      if (!(error instanceof NoteError)) throw error;
+      throw new LogForkError(`the checkpoint row of size ${checkpoint.treeSize} holds no note signed with this key`);
+    }
   }
 
   private sign(treeSize: bigint, rootHash: Hash): string {
