@@ -2,6 +2,7 @@ import { chainHash, CompactRange, leafHash, nodeMap, type Hash, type NodeId } fr
 import type { RecordedEvent } from '#event-log';
 import type pg from 'pg';
 import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
+import { insertNodes } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
 import { chainedEvent } from '../../apps/ledger/src/verifiable-log/chained-event.js';
 
 /**
@@ -41,11 +42,13 @@ export async function rebuildTreeNodes(db: pg.Client): Promise<void> {
   );
   const range = CompactRange.empty();
   const nodes = rows.flatMap((row) => range.append(leafHash(Buffer.from(row.event_hash, 'hex'))));
+  await replaceNodes(db, nodes);
+}
+
+/** Every stored node replaced by `nodes`. */
+async function replaceNodes(db: pg.Client, nodes: readonly (readonly [NodeId, Hash])[]): Promise<void> {
   await db.query('DELETE FROM log_nodes');
-  await db.query(
-    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
-    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
-  );
+  await insertNodes(db, nodes);
 }
 
 /**
@@ -56,10 +59,7 @@ async function appendTreeLeaves(db: pg.Client, hashes: readonly string[]): Promi
   const { range } = await loadTree(db);
   const indexes = hashes.map((_, i) => range.treeSize + BigInt(i));
   const nodes = hashes.flatMap((hash) => range.append(leafHash(Buffer.from(hash, 'hex'))));
-  await db.query(
-    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
-    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
-  );
+  await insertNodes(db, nodes);
   return indexes;
 }
 
@@ -159,9 +159,5 @@ export async function reshapeTreeUnderItsRoot(db: pg.Client, half: bigint): Prom
   const range = CompactRange.of(2n * half, nodeMap([[opaqueNode, opaque[0].hash]]));
   const nodes: (readonly [NodeId, Hash])[] = [[opaqueNode, opaque[0].hash]];
   for (const row of rows) nodes.push(...range.append(leafHash(row.event_hash)));
-  await db.query('DELETE FROM log_nodes');
-  await db.query(
-    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
-    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
-  );
+  await replaceNodes(db, nodes);
 }

@@ -112,7 +112,12 @@ export async function insertLeaves(
   });
   if (inserted.rowCount !== leaves.length)
     throw new Error(`the Merkle log stored ${inserted.rowCount} of ${leaves.length} leaves`);
-  await client.query(
+  await insertNodes(client, nodes);
+}
+
+/** Stores `nodes` (subtree hashes by level and index) in one statement. */
+export async function insertNodes(db: Queryable, nodes: readonly (readonly [NodeId, Hash])[]): Promise<void> {
+  await db.query(
     'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
     [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
   );
@@ -153,6 +158,12 @@ export function leafRowPages(
 ): AsyncGenerator<StoredLeaf[], void> {
   const text = `${SELECT_LEAVES} WHERE l.leaf_index >= $1 AND l.leaf_index < $2 ORDER BY l.leaf_index LIMIT $3`;
   return pagesByIndex(db, text, start, end, pageSize, leafOf);
+}
+
+/** The row of leaf `leafIndex`, if one claims it. */
+export async function leafRowAt(db: Queryable, leafIndex: bigint): Promise<StoredLeaf | undefined> {
+  const { rows } = await db.query<LeafRow>(`${SELECT_LEAVES} WHERE l.leaf_index = $1`, [leafIndex.toString()]);
+  return rows[0] && leafOf(rows[0]);
 }
 
 /** The stored leaf hashes (level-0 nodes) from index `start` up to `end` (exclusive), in index order, a page at a time. */

@@ -32,7 +32,7 @@ import {
   insertCheckpoint,
   isLeafOf,
   leafIndexesAtPositions,
-  leafRowPages,
+  leafRowAt,
   storedRange,
   treeHead,
   type Queryable,
@@ -171,7 +171,7 @@ export class VerifiableLog {
     const unproven = new LogForkError(
       `no event is proven to be leaf ${last}, the last of checkpoint ${checkpoint.treeSize}`,
     );
-    const { value: [row] = [] } = await leafRowPages(client, last, last + 1n, 1).next();
+    const row = await leafRowAt(client, last);
     if (!row) throw unproven;
     const [event] = await this.eventLog.readStream(row.streamId, { fromRevision: row.revision, maxCount: 1 });
     const proof = (await this.inclusionProofs([row.position], checkpoint.treeSize, client)).get(row.position);
@@ -202,7 +202,7 @@ export class VerifiableLog {
 
   /** The refusal naming leaf `leafIndex`, the first that is not the log's next event after `after`. */
   private async strangerLeaf(client: Queryable, leafIndex: bigint, after: bigint | undefined): Promise<LogForkError> {
-    const { value: [row] = [] } = await leafRowPages(client, leafIndex, leafIndex + 1n, 1).next();
+    const row = await leafRowAt(client, leafIndex);
     const claimed = row ? `, whose row names position ${row.position},` : '';
     const next = after === undefined ? "the log's first event" : `the log's next event after position ${after}`;
     return new LogForkError(`leaf ${leafIndex}${claimed} is not ${next}: signing stops before it`);
