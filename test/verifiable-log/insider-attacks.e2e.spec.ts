@@ -689,6 +689,48 @@ describe('the verifiable log against an insider holding the database', () => {
     });
   });
 
+  /**
+   * Third review, open until decision 0050: checkpoint rows were read as they stood. A row of this key holding junk
+   * made verify answer 500; a genuine note copied under a larger size was taken to cover every later event, and verify
+   * named them `not_in_checkpoint`. Rows whose note this key does not sign at their size are now passed over.
+   */
+  describe("checkpoint rows of this key that are not this key's checkpoints", () => {
+    const { verified, recordSession, recordUnsigned, tampering, signer, db } = insiderLedger({ signing: 'on demand' });
+    const insertRow = (treeSize: bigint, note: string) =>
+      db().query('INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)', [
+        treeSize.toString(),
+        Buffer.alloc(32, 7),
+        signer().key.keyId,
+        note,
+      ]);
+
+    it('a junk note at the size to sign next is passed over, then replaced by the checkpoint signed there', async () => {
+      await recordSession('before-junk');
+      await signer().signLatest();
+      await tampering(async () => {
+        await recordUnsigned('under-junk');
+        await insertRow(await signer().treeSize(), 'junk');
+      });
+      const report = await verified('under-junk');
+      expect(report).toMatchObject({ ok: true, checkpoint: { treeSize: String(await signer().treeSize()) } });
+      const { rows } = await db().query<{ note: string }>('SELECT note FROM log_checkpoints WHERE tree_size = $1', [
+        report.checkpoint.treeSize,
+      ]);
+      expect(rows).toEqual([{ note: report.checkpoint.note }]);
+    });
+
+    it('a genuine note copied under a larger size covers nothing past its own size', async () => {
+      const genuine = await signer().signLatest();
+      await insertRow(genuine.treeSize + 1000n, genuine.note);
+      await recordUnsigned('after-copy');
+      expect(await verified('after-copy')).toMatchObject({
+        ok: true,
+        checkpoint: { treeSize: String(await signer().treeSize()) },
+      });
+      expect((await signer().checkpoint())?.treeSize).toBe(await signer().treeSize());
+    });
+  });
+
   /** Second review: every refused attempt read the whole tail past the stranger leaf, twice, holding the signing lock. */
   describe('a refused attempt, the log grown past the stranger leaf', () => {
     const { recordUnsigned, tampering, signer, eventLog, db } = insiderLedger({ signing: 'on demand' });

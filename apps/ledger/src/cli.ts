@@ -14,7 +14,7 @@ import { parseNewKey } from './identity/keys.controller.js';
 import { systemActor } from './identity/principal.js';
 import { rebuildReadModels } from './projections/read-model-projections.js';
 import { auditLog } from './verifiable-log/leaf-audit.js';
-import { checkpointAt } from './verifiable-log/merkle-store.js';
+import { signedCheckpointAt } from './verifiable-log/merkle-store.js';
 
 const USAGE = [
   'usage: cli.js rebuild',
@@ -107,8 +107,8 @@ function keysCommand(args: readonly string[]): (pool: pg.Pool, eventLog: EventLo
 
 /**
  * Reads the pinned key (and checkpoint) before any database is touched. Without a pinned checkpoint, the
- * database's latest one is audited, its signature checked with the pinned key: whoever holds the database
- * can delete the newest, so an auditor passes the one they pinned.
+ * newest one stored that the pinned key signed is audited: whoever holds the database can delete the newest,
+ * so an auditor passes the one they pinned.
  */
 async function auditCommand(args: readonly string[]): Promise<(pool: pg.Pool, eventLog: EventLog) => Promise<number>> {
   const { values } = parse(args, { key: { type: 'string' }, checkpoint: { type: 'string' } });
@@ -121,9 +121,8 @@ async function auditCommand(args: readonly string[]): Promise<(pool: pg.Pool, ev
   const pinned =
     pinnedNote === undefined ? undefined : asStartupError('--checkpoint', () => openCheckpoint(pinnedNote, verifier));
   return async (pool, eventLog) => {
-    const stored = pinned ? undefined : await checkpointAt(pool);
-    if (!pinned && !stored) throw new StartupError('no checkpoint is signed yet');
-    const checkpoint = pinned ?? asStartupError('the latest checkpoint', () => openCheckpoint(stored!.note, verifier));
+    const checkpoint = pinned ?? (await signedCheckpointAt(pool, verifier));
+    if (!checkpoint) throw new StartupError('no checkpoint signed with --key is stored');
     const audit = await auditLog(pool, eventLog, checkpoint);
     const treeSize = String(checkpoint.treeSize);
     console.log(

@@ -6,6 +6,7 @@ import { Identity1763800000005 } from '../identity/1763800000005-identity.migrat
 import { KeyChangeNotify1763800000280 } from '../identity/1763800000280-key-change-notify.migration.js';
 import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
 import { CompactMerkleLeaves1763800000310 } from '../verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
+import { CheckpointsPerKey1763800000320 } from '../verifiable-log/1763800000320-checkpoints-per-key.migration.js';
 import { MessageLastSeq1763800000020 } from '../sessions/read-models/1763800000020-message-last-seq.migration.js';
 import { ToolCallRequestedPosition1763800000021 } from '../governance/read-models/1763800000021-tool-call-requested-position.migration.js';
 import { SessionList1763800000022 } from '../sessions/read-models/1763800000022-session-list.migration.js';
@@ -29,6 +30,7 @@ export const migrations = [
   KeyChangeNotify1763800000280,
   TextSearchByWords1763800000300,
   CompactMerkleLeaves1763800000310,
+  CheckpointsPerKey1763800000320,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

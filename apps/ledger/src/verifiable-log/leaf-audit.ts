@@ -1,4 +1,4 @@
-import { CompactRange, leafHash, linkBreak, type BreakReason, type ChainLink, type Checkpoint } from '#core';
+import { CompactRange, leafHash, linkBreak, type BreakReason, type ChainLink, type Hash } from '#core';
 import type { EventLogReader, HashedEvent, ReadAllOptions, ReadAllResult, RecordedEvent } from '#event-log';
 import { leafNodePages, leafRowPages, type Queryable, type StoredLeaf } from './merkle-store.js';
 import { chainedEvent } from './chained-event.js';
@@ -78,7 +78,11 @@ export async function growFromLog(
  * leaf hashes make the checkpoint's root. So every event up to the checkpoint has exactly one leaf, in position
  * order, none is passed over, and none is another stream's event relabelled. Returns the first break.
  */
-export async function auditLog(db: Queryable, eventLog: EventLogReader, checkpoint: Checkpoint): Promise<LeafAudit> {
+export async function auditLog(
+  db: Queryable,
+  eventLog: EventLogReader,
+  checkpoint: { treeSize: bigint; rootHash: Hash },
+): Promise<LeafAudit> {
   const range = CompactRange.empty();
   let lastPosition: bigint | undefined;
   const chains = new Map<string, ChainLink>();

@@ -1,12 +1,15 @@
 import {
   CompactRange,
+  NoteError,
   nodeMap,
+  openCheckpoint,
   nodesForRanges,
   perfectSubtrees,
   type Hash,
   type LeafRange,
   type NodeId,
   type NodeLookup,
+  type NoteVerifier,
 } from '#core';
 import type { ClientBase, Pool, PoolClient } from 'pg';
 
@@ -199,24 +202,77 @@ async function* pagesByIndex<Row extends object, Item extends { leafIndex: bigin
   }
 }
 
-export async function checkpointAt(db: Queryable, treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
-  const { rows } = await db.query<{ tree_size: string; root_hash: Buffer; key_id: string; note: string }>(
-    treeSize === undefined
-      ? 'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints ORDER BY tree_size DESC LIMIT 1'
-      : 'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE tree_size = $1',
-    treeSize === undefined ? [] : [treeSize.toString()],
-  );
-  const row = rows[0];
-  return row && { treeSize: BigInt(row.tree_size), rootHash: row.root_hash, keyId: row.key_id, note: row.note };
+type CheckpointRow = { tree_size: string; root_hash: Buffer; key_id: string; note: string };
+const checkpointOf = (row: CheckpointRow): StoredCheckpoint => ({
+  treeSize: BigInt(row.tree_size),
+  rootHash: row.root_hash,
+  keyId: row.key_id,
+  note: row.note,
+});
+/** `log_checkpoints.tree_size` is a bigint: a tree larger than this was edited in, and is not signed. */
+export const MAX_TREE_SIZE = 2n ** 63n - 1n;
+/** Rows read per query while junk rows are passed over. */
+const CHECKPOINT_PAGE = 100;
+
+/**
+ * The newest checkpoint signed with `verifier`'s key (at `treeSize` when given): the newest row of its key id whose
+ * note the key opens at the size the row is stored under, with the size and root the note signs. A row is the
+ * database's word: one holding junk, or a genuine note copied under another size, is passed over (decision 0050).
+ */
+export async function signedCheckpointAt(
+  db: Queryable,
+  verifier: NoteVerifier,
+  treeSize?: bigint,
+): Promise<StoredCheckpoint | undefined> {
+  for (let below: bigint | undefined; ;) {
+    const { rows } = await db.query<CheckpointRow>(
+      treeSize !== undefined
+        ? 'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id = $1 AND tree_size = $2'
+        : `SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id = $1 AND tree_size < $2
+            ORDER BY tree_size DESC LIMIT ${CHECKPOINT_PAGE}`,
+      [verifier.keyId, (treeSize ?? below ?? MAX_TREE_SIZE).toString()],
+    );
+    for (const row of rows) {
+      const signed = openedAtItsSize(checkpointOf(row), verifier);
+      if (signed) return signed;
+    }
+    if (treeSize !== undefined || rows.length < CHECKPOINT_PAGE) return undefined;
+    below = BigInt(rows.at(-1)!.tree_size);
+  }
 }
 
-export async function insertCheckpoint(client: PoolClient, checkpoint: StoredCheckpoint): Promise<void> {
-  await client.query('INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)', [
-    checkpoint.treeSize.toString(),
-    checkpoint.rootHash,
-    checkpoint.keyId,
-    checkpoint.note,
-  ]);
+function openedAtItsSize(row: StoredCheckpoint, verifier: NoteVerifier): StoredCheckpoint | undefined {
+  try {
+    const { treeSize, rootHash } = openCheckpoint(row.note, verifier);
+    return treeSize === row.treeSize ? { ...row, rootHash } : undefined;
+  } catch (error) {
+    if (error instanceof NoteError) return undefined;
+    throw error;
+  }
+}
+
+/** The newest checkpoint row of another key (one rotated out): the database's word, its note not opened. */
+export async function newestCheckpointOfAnotherKey(
+  db: Queryable,
+  keyId: string,
+): Promise<StoredCheckpoint | undefined> {
+  const { rows } = await db.query<CheckpointRow>(
+    'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id <> $1 ORDER BY tree_size DESC LIMIT 1',
+    [keyId],
+  );
+  return rows[0] && checkpointOf(rows[0]);
+}
+
+/**
+ * Stores a checkpoint just signed. A row of its key and size already there is not a checkpoint the key signed (the
+ * signer starts from the newest that is, and signs no size below it): it is replaced.
+ */
+export async function storeCheckpoint(client: PoolClient, checkpoint: StoredCheckpoint): Promise<void> {
+  await client.query(
+    `INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (key_id, tree_size) DO UPDATE SET root_hash = excluded.root_hash, note = excluded.note, signed_at = now()`,
+    [checkpoint.treeSize.toString(), checkpoint.rootHash, checkpoint.keyId, checkpoint.note],
+  );
 }
 
 type LeafRow = { leaf_index: string; position: string; stream_id: string; revision: string; event_hash: string };

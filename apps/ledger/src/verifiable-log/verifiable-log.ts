@@ -4,8 +4,6 @@ import {
   inclusionProofRanges,
   leafHash,
   MerkleProofError,
-  NoteError,
-  openCheckpoint,
   parseVerifierKey,
   rangeHash,
   rangesAroundLeaves,
@@ -27,12 +25,14 @@ import type { LogSigningKey } from './log-signing-key.js';
 import { growFromLog, type GrownTree } from './leaf-audit.js';
 import type { RememberedCheckpoint, SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
-  checkpointAt,
   fetchRangeNodes,
-  insertCheckpoint,
   isLeafOf,
   leafIndexesAtPositions,
   leafRowAt,
+  MAX_TREE_SIZE,
+  newestCheckpointOfAnotherKey,
+  signedCheckpointAt,
+  storeCheckpoint,
   storedRange,
   treeHead,
   type Queryable,
@@ -58,8 +58,6 @@ export interface InclusionProof {
 }
 
 const SIGNING_LOCK_KEY = 7_318_201_017;
-/** `log_checkpoints.tree_size` is a bigint: a tree this large was edited in, and is not signed. */
-const MAX_TREE_SIZE = 2n ** 63n - 1n;
 /** How long a request waits for the Merkle consumer to reach the events it asks about. */
 const CONSUMER_WAIT_MS = 10_000;
 
@@ -94,21 +92,22 @@ export class VerifiableLog {
 
   private async signUnderLock(client: PoolClient): Promise<{ checkpoint?: StoredCheckpoint; refused?: LogForkError }> {
     await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-    const latest = await checkpointAt(client);
+    const own = await signedCheckpointAt(client, this.verifier);
+    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId);
     const remembered = await this.memory.recall();
     const { size } = await treeHead(client);
-    if (latest && latest.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size)
-      return { checkpoint: latest };
+    if (own && own.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return { checkpoint: own };
     if (size > MAX_TREE_SIZE) throw new LogForkError(`the tree holds ${size} leaves: more than a checkpoint stores`);
     const rootHash = await this.storedRoot(client, size);
     if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
-    // The database's last checkpoint, and the last one this instance remembers signing (the database's
-    // may have been deleted): the tree must extend both.
-    if (latest) await this.checkExtends(client, this.signedCheckpoint(latest), size, rootHash);
-    if (remembered) await this.checkExtends(client, remembered.checkpoint, size, rootHash);
+    // The last checkpoint of this key in the database, the last one this instance remembers signing (the
+    // database's may have been deleted), and the last of a key rotated out (the database's word): the tree must
+    // extend them all.
+    for (const signed of [own, remembered?.checkpoint, rotatedOut])
+      if (signed) await this.checkExtends(client, signed, size, rootHash);
     // Its new leaves must be the log's next events: a tree that extends the signed one could hold leaves
     // appended for events already signed, rewritten (decision 0049).
-    const start = await this.checkedStart(client, latest, remembered);
+    const start = await this.checkedStart(client, own, remembered);
     const first = start.range.treeSize;
     // The first new leaf alone against the stored one: in a refused state it is the stranger, and the tail is not read.
     let grown = await growFromLog(this.eventLog, start, first < size ? first + 1n : size, client);
@@ -116,12 +115,12 @@ export class VerifiableLog {
       grown = await growFromLog(this.eventLog, grown, size);
       // Not the stored tree: again, leaf by leaf against the stored leaves, to find the first that differs.
       if (grown.range.treeSize < size || !grown.range.root().equals(rootHash))
-        grown = await growFromLog(this.eventLog, await this.checkedStart(client, latest, remembered), size, client);
+        grown = await growFromLog(this.eventLog, await this.checkedStart(client, own, remembered), size, client);
     }
     const signable = grown.range.treeSize;
     const refused = signable < size ? await this.strangerLeaf(client, signable, grown.lastPosition) : undefined;
-    // Nothing past what is signed already (a checkpoint is stored once per size).
-    const signed = [latest?.treeSize ?? 0n, remembered?.checkpoint.treeSize ?? 0n].reduce((a, b) => (a > b ? a : b));
+    // Nothing this key has signed already is signed again.
+    const signed = [own?.treeSize ?? 0n, remembered?.checkpoint.treeSize ?? 0n].reduce((a, b) => (a > b ? a : b));
     if (refused && signable <= signed) return { refused };
     const signableRoot = signable === size ? rootHash : await this.storedRoot(client, signable);
     if (!signableRoot?.equals(grown.range.root())) {
@@ -131,7 +130,7 @@ export class VerifiableLog {
     const note = this.sign(signable, signableRoot);
     const checkpoint = { treeSize: signable, rootHash: signableRoot, keyId: this.key.keyId, note };
     await this.memory.remember(note, grown.lastPosition);
-    await insertCheckpoint(client, checkpoint);
+    await storeCheckpoint(client, checkpoint);
     return { checkpoint, refused };
   }
 
@@ -151,16 +150,12 @@ export class VerifiableLog {
    */
   private async checkedStart(
     client: Queryable,
-    latest: StoredCheckpoint | undefined,
+    own: StoredCheckpoint | undefined,
     remembered: RememberedCheckpoint | undefined,
   ): Promise<GrownTree> {
     if (remembered?.lastPosition !== undefined)
       return { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
-    const fromDatabase = latest?.keyId === this.key.keyId ? this.signedCheckpoint(latest) : undefined;
-    const newest =
-      remembered && (!fromDatabase || fromDatabase.treeSize <= remembered.checkpoint.treeSize)
-        ? remembered.checkpoint
-        : fromDatabase;
+    const newest = remembered && (!own || own.treeSize <= remembered.checkpoint.treeSize) ? remembered.checkpoint : own;
     if (!newest || newest.treeSize === 0n) return { range: CompactRange.empty() };
     return { range: await this.signedRange(client, newest), lastPosition: await this.lastLeafPosition(client, newest) };
   }
@@ -232,38 +227,24 @@ export class VerifiableLog {
   }
 
   /**
-   * The newest checkpoint signed: the database's, or the one this instance remembers if the database
+   * The newest checkpoint this key signed: the database's, or the one this instance remembers if the database
    * lost it.
    */
   async lastSigned(): Promise<StoredCheckpoint | undefined> {
-    const latest = await checkpointAt(this.pool);
+    const stored = await signedCheckpointAt(this.pool, this.verifier);
     const remembered = await this.memory.recall();
-    if (!remembered || (latest && latest.treeSize >= remembered.checkpoint.treeSize)) return latest;
+    if (!remembered || (stored && stored.treeSize >= remembered.checkpoint.treeSize)) return stored;
     const { treeSize, rootHash } = remembered.checkpoint;
     return { treeSize, rootHash, keyId: this.key.keyId, note: remembered.note };
-  }
-
-  /**
-   * The size and root a checkpoint's signature vouches for (our key's: the note's, not the row's), or the stored
-   * ones for a key since rotated out.
-   */
-  private signedCheckpoint(checkpoint: StoredCheckpoint): { treeSize: bigint; rootHash: Hash } {
-    if (checkpoint.keyId !== this.key.keyId) return checkpoint;
-    try {
-      const { treeSize, rootHash } = openCheckpoint(checkpoint.note, this.verifier);
-      return { treeSize, rootHash };
-    } catch (error) {
-      if (!(error instanceof NoteError)) throw error;
-      throw new LogForkError(`the checkpoint row of size ${checkpoint.treeSize} holds no note signed with this key`);
-    }
   }
 
   private sign(treeSize: bigint, rootHash: Hash): string {
     return signCheckpoint({ origin: this.key.signer.name, treeSize, rootHash }, this.key.signer);
   }
 
+  /** A checkpoint this key signed: the newest, or the one of `treeSize` leaves. */
   checkpoint(treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
-    return checkpointAt(this.pool, treeSize);
+    return signedCheckpointAt(this.pool, this.verifier, treeSize);
   }
 
   /**
@@ -275,7 +256,7 @@ export class VerifiableLog {
     if (!(await this.consumer.waitForPosition(position, CONSUMER_WAIT_MS))) {
       throw new ApiError(503, 'log_behind', 'the Merkle log has not reached these events yet; retry shortly');
     }
-    const latest = await checkpointAt(this.pool);
+    const latest = await this.checkpoint();
     if (latest && (await this.leafCount(position)) <= latest.treeSize) return latest;
     return this.signLatest().catch(async (error: unknown) => {
       const signed = error instanceof LogForkError ? await this.lastSigned() : undefined;
