@@ -35,6 +35,17 @@ export async function rewriteStreamFrom(
   return hashes;
 }
 
+/** `rewriteStreamFrom`, with the rewritten events' leaf rows and every stored node made to agree: only the root tells. */
+export async function rewriteWithLeaves(db: pg.Client, events: readonly RecordedEvent[], from: number): Promise<void> {
+  const rewritten = await rewriteStreamFrom(db, events, from);
+  for (const [i, hash] of rewritten.entries())
+    await db.query(`UPDATE log_leaves SET event_hash = decode($2, 'hex') WHERE position = $1`, [
+      events[from + i].position.toString(),
+      hash,
+    ]);
+  await rebuildTreeNodes(db);
+}
+
 /** Rebuilds every stored subtree hash from the leaf table as it now stands. */
 export async function rebuildTreeNodes(db: pg.Client): Promise<void> {
   const { rows } = await db.query<{ event_hash: string }>(

@@ -1,22 +1,24 @@
 import esdb from '@eventstore/db-client';
 import { jest } from '@jest/globals';
+import { parseVerifierKey } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
-import { LogForkError, VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
+import { LogForkError } from '../../apps/ledger/src/verifiable-log/log-fork-error.js';
+import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import {
   reappendRewritten,
-  rebuildTreeNodes,
   reshapeTreeUnderItsRoot,
   rewriteAtFreshPositions,
   rewriteStreamFrom,
+  rewriteWithLeaves,
 } from '../support/log-tamper.js';
 import { eventually, probe } from '../support/probe.js';
 
@@ -158,14 +160,7 @@ describe('the verifiable log against an insider holding the database', () => {
       expect(await verified('erased')).toMatchObject({ ok: true });
 
       await tampering(async () => {
-        const rewritten = await rewriteStreamFrom(db(), events, 1);
-        for (const [i, hash] of rewritten.entries()) {
-          await db().query(`UPDATE log_leaves SET event_hash = decode($2, 'hex') WHERE position = $1`, [
-            events[1 + i].position.toString(),
-            hash,
-          ]);
-        }
-        await rebuildTreeNodes(db());
+        await rewriteWithLeaves(db(), events, 1);
         await db().query('DELETE FROM log_checkpoints');
       });
       // Proven against the checkpoint the service remembers; the proofs come from the rebuilt tree, so the
@@ -695,7 +690,9 @@ describe('the verifiable log against an insider holding the database', () => {
    * named them `not_in_checkpoint`. Rows whose note this key does not sign at their size are now passed over.
    */
   describe("checkpoint rows of this key that are not this key's checkpoints", () => {
-    const { verified, recordSession, recordUnsigned, tampering, signer, db } = insiderLedger({ signing: 'on demand' });
+    const { verified, recordSession, recordUnsigned, tampering, signer, db, asAuditor } = insiderLedger({
+      signing: 'on demand',
+    });
     const insertRow = (treeSize: bigint, note: string) =>
       db().query('INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, $3, $4)', [
         treeSize.toString(),
@@ -728,6 +725,37 @@ describe('the verifiable log against an insider holding the database', () => {
         checkpoint: { treeSize: String(await signer().treeSize()) },
       });
       expect((await signer().checkpoint())?.treeSize).toBe(await signer().treeSize());
+    });
+
+    /**
+     * Review of decision 0050: rows passed over one by one, with no bound, each costing a signature check, held
+     * every read and every signing for seconds. Past 1,000 such rows the table counts as flooded.
+     */
+    it('a flood of them stops signing, and reads fall back on the checkpoint the signer remembers', async () => {
+      const genuine = await signer().signLatest();
+      const { name, keyId } = parseVerifierKey(signer().key.verifierKey);
+      const forgedSignature = Buffer.concat([Buffer.from(keyId, 'hex'), Buffer.alloc(64)]).toString('base64');
+      await db().query(
+        `INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note)
+         SELECT size, $2, $3, format(E'%s\n%s\n%s\n\n— %s %s\n', $4::text, size, $5::text, $4::text, $6::text)
+           FROM generate_series($1::bigint + 10000, $1::bigint + 11100) AS size`,
+        [
+          genuine.treeSize.toString(),
+          genuine.rootHash,
+          keyId,
+          name,
+          genuine.rootHash.toString('base64'),
+          forgedSignature,
+        ],
+      );
+      await recordUnsigned('after-flood');
+      await expect(signer().signLatest()).rejects.toThrow(/hold no checkpoint it signed/);
+      expect(await verified('after-flood')).toMatchObject({
+        ok: false,
+        checkpoint: { treeSize: genuine.treeSize.toString() },
+        firstBroken: { reason: 'not_in_checkpoint' },
+      });
+      expect((await asAuditor('/v1/log/checkpoint')).body).toBe(genuine.note);
     });
   });
 

@@ -1,62 +1,113 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { openCheckpoint, parseVerifierKey } from '#core';
-import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import type { EventLog, RecordedEvent } from '#event-log';
+import pg from 'pg';
+import { LEDGER_CONFIG, loadConfig, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
+import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { rewriteWithLeaves } from '../support/log-tamper.js';
 import { probe } from '../support/probe.js';
 
+/** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
+const SIGNING_LOCK_KEY = 7_318_201_017;
+
 /**
- * The signing key rotated (decision 0050): an instance with a new key on the database the old key signed, the
- * tree not grown since. Before, the new key could not store a checkpoint of the size the old one last signed, and
- * verify opened the old key's checkpoint with the new key: a 500 until the tree grew.
+ * A ledger whose signing key is then rotated (decision 0050): a second instance on the same database with a new
+ * key, generated in a data folder of its own, or set by `LEDGER_SIGNING_KEY` beside the old key's data folder (whose
+ * memory of its last checkpoint stays there). Signing is on demand (verify, or the test).
  */
-describe('a signing key rotated over a signed log', () => {
+function rotation(dataFolder: 'new' | 'kept') {
   let ledger: LedgerUnderTest;
-  let rotated: INestApplication;
-  let rotatedUrl: string;
-  let rotatedDataDir: string;
+  let db: pg.Client;
   let auditor: string;
+  let rotated: INestApplication | undefined;
+  let rotatedUrl = '';
+  const folders: string[] = [];
   beforeAll(async () => {
     ledger = await startLedger({ LEDGER_CHECKPOINT_INTERVAL_MS: '600000' });
+    db = new pg.Client({ connectionString: ledger.database.connectionString });
+    await db.connect();
     auditor = await ledger.credentials.key('rotation-auditor', { roles: ['auditor'] });
-    expect((await ledger.request('POST', '/v1/sessions', { id: 'before-rotation' })).status).toBe(201);
-    const created = await ledger.request('POST', '/v1/sessions/before-rotation/messages', {
-      role: 'user',
-      content: 'signed with the old key',
-    });
-    expect(created.status).toBe(201);
-    // A data folder of its own: a new key is generated there on the first start.
-    rotatedDataDir = await mkdtemp(path.join(tmpdir(), 'rotated-key-'));
-    const config = loadConfig({
-      LOG_LEVEL: 'silent',
-      LEDGER_DATA_DIR: rotatedDataDir,
-      LEDGER_CHECKPOINT_INTERVAL_MS: '600000',
-    });
-    rotated = await createLedgerApp({ config, connectionString: ledger.database.connectionString });
-    await rotated.listen(0, '127.0.0.1');
-    rotatedUrl = (await rotated.getUrl()).replace('[::1]', '127.0.0.1');
   });
   afterAll(async () => {
     await rotated?.close();
+    await db?.end();
     await ledger?.close();
-    await rm(rotatedDataDir, { recursive: true, force: true });
+    for (const folder of folders) await rm(folder, { recursive: true, force: true });
   });
+
+  async function record(sessionId: string): Promise<readonly RecordedEvent[]> {
+    expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
+    for (const content of ['one', 'two']) {
+      const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content });
+      expect(created.status).toBe(201);
+    }
+    return ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
+  }
+
+  /** Starts the instance with the new key (it signs once as it starts); its base URL. */
+  async function rotate(): Promise<string> {
+    const folder = await mkdtemp(path.join(tmpdir(), 'rotated-key-'));
+    folders.push(folder);
+    const keyFile = path.join(folder, 'new-signing-key.pem');
+    const pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' });
+    await writeFile(keyFile, pem, { mode: 0o600 });
+    const config = loadConfig({
+      LOG_LEVEL: 'silent',
+      LEDGER_CHECKPOINT_INTERVAL_MS: '600000',
+      ...(dataFolder === 'new'
+        ? { LEDGER_DATA_DIR: folder }
+        : { LEDGER_DATA_DIR: ledger.app.get<LedgerConfig>(LEDGER_CONFIG).dataDir, LEDGER_SIGNING_KEY: keyFile }),
+    });
+    await rotated?.close();
+    rotated = await createLedgerApp({ config, connectionString: ledger.database.connectionString });
+    await rotated.listen(0, '127.0.0.1');
+    rotatedUrl = (await rotated.getUrl()).replace('[::1]', '127.0.0.1');
+    return rotatedUrl;
+  }
+
+  async function tampering(change: () => Promise<void>): Promise<void> {
+    await db.query('BEGIN');
+    await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+    await change();
+    await db.query('COMMIT');
+  }
 
   const get = (baseUrl: string, route: string) => probe(baseUrl, 'GET', route, { credential: auditor });
   const verifierOf = async (baseUrl: string) => parseVerifierKey((await get(baseUrl, '/v1/log/key')).body as string);
+  return {
+    record,
+    rotate,
+    tampering,
+    get,
+    verifierOf,
+    ledger: () => ledger,
+    db: () => db,
+    rotatedUrl: () => rotatedUrl,
+  };
+}
+
+describe('a signing key rotated over a signed log, in a new data folder', () => {
+  const { record, rotate, get, verifierOf, ledger, db, rotatedUrl } = rotation('new');
 
   it('verifies against a checkpoint of the new key at the size the old key signed, and serves each its own', async () => {
-    const old = await get(ledger.baseUrl, '/v1/sessions/before-rotation/verify');
+    await record('before-rotation');
+    const old = await get(ledger().baseUrl, '/v1/sessions/before-rotation/verify');
     expect(old.body).toMatchObject({ ok: true });
-    const oldCheckpoint = openCheckpoint(old.body.checkpoint.note, await verifierOf(ledger.baseUrl));
+    const oldKey = await verifierOf(ledger().baseUrl);
+    const oldCheckpoint = openCheckpoint(old.body.checkpoint.note, oldKey);
 
-    const [oldKey, newKey] = [await verifierOf(ledger.baseUrl), await verifierOf(rotatedUrl)];
+    await rotate();
+    const newKey = await verifierOf(rotatedUrl());
     expect(newKey.keyId).not.toBe(oldKey.keyId);
-    const after = await get(rotatedUrl, '/v1/sessions/before-rotation/verify');
+    const after = await get(rotatedUrl(), '/v1/sessions/before-rotation/verify');
     expect(after.status).toBe(200);
     expect(after.body).toMatchObject({ ok: true });
     const newCheckpoint = openCheckpoint(after.body.checkpoint.note, newKey);
@@ -65,8 +116,8 @@ describe('a signing key rotated over a signed log', () => {
 
     // Each instance serves the checkpoints its own key signed, newest or by size.
     for (const [baseUrl, key] of [
-      [ledger.baseUrl, oldKey],
-      [rotatedUrl, newKey],
+      [ledger().baseUrl, oldKey],
+      [rotatedUrl(), newKey],
     ] as const) {
       for (const route of ['/v1/log/checkpoint', `/v1/log/checkpoint?treeSize=${oldCheckpoint.treeSize}`]) {
         const served = await get(baseUrl, route);
@@ -77,11 +128,76 @@ describe('a signing key rotated over a signed log', () => {
   });
 
   it('is audited on the command line with either key pinned', async () => {
-    for (const baseUrl of [ledger.baseUrl, rotatedUrl]) {
+    for (const baseUrl of [ledger().baseUrl, rotatedUrl()]) {
       const key = ((await get(baseUrl, '/v1/log/key')).body as string).trim();
-      const run = await runCli(['audit-log', '--key', key], ledger.database.connectionString);
+      const run = await runCli(['audit-log', '--key', key], ledger().database.connectionString);
       expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
       expect(JSON.parse(run.stdout)).toMatchObject({ ok: true });
     }
+  });
+
+  /** Review of decision 0050: any refusal before a new key's first checkpoint answered verify with a 500. */
+  it("answers 503 while the new key can sign nothing (another key's row past the tree)", async () => {
+    await db().query(
+      `INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES (1000000, $1, 'ffffffff', 'junk')`,
+      [Buffer.alloc(32)],
+    );
+    await record('after-the-row');
+    await expect(ledger().app.get(VerifiableLog).signLatest()).rejects.toThrow(/rolled back/);
+    const answer = await get(await rotate(), '/v1/sessions/after-the-row/verify');
+    expect(answer).toMatchObject({ status: 503, body: { error: { code: 'log_unsigned' } } });
+  });
+});
+
+/**
+ * Open (review of decision 0050): a new key in a new data folder has nothing but the database's word for what the old
+ * key signed. With the old key's rows deleted, it checks the log from the first leaf, and a session rewritten with
+ * its chain, leaves and nodes passes that check: it is signed. A witness holding the old key's checkpoint sees the
+ * new key's first checkpoint fail the consistency proof from it.
+ */
+describe('open: a history rewritten under a key rotated out, its rows deleted, then a new key in a new data folder', () => {
+  const { record, rotate, tampering, get, ledger, db } = rotation('new');
+
+  it.failing('is refused by the new key', async () => {
+    const events = await record('rewritten');
+    expect((await get(ledger().baseUrl, '/v1/sessions/rewritten/verify')).body).toMatchObject({ ok: true });
+    await tampering(async () => {
+      await rewriteWithLeaves(db(), events, 1);
+      await db().query('DELETE FROM log_checkpoints');
+    });
+    expect((await get(await rotate(), '/v1/sessions/rewritten/verify')).status).toBe(503);
+  });
+});
+
+describe('a signing key rotated in the same data folder, over a history rewritten and its rows deleted', () => {
+  const { record, rotate, tampering, get, ledger, db } = rotation('kept');
+
+  it('is refused: the tree must extend what the old key remembers signing, kept in the folder', async () => {
+    const events = await record('rewritten');
+    expect((await get(ledger().baseUrl, '/v1/sessions/rewritten/verify')).body).toMatchObject({ ok: true });
+    await tampering(async () => {
+      await rewriteWithLeaves(db(), events, 1);
+      await db().query('DELETE FROM log_checkpoints');
+    });
+    expect((await get(await rotate(), '/v1/sessions/rewritten/verify')).status).toBe(503);
+    const { rows } = await db().query<{ count: string }>('SELECT count(*) FROM log_checkpoints');
+    expect(rows[0].count).toBe('0');
+  });
+});
+
+describe('a signing key rotated in the same data folder, over a signed event deleted long ago', () => {
+  const { record, rotate, get, verifierOf, ledger, db } = rotation('kept');
+
+  it("starts from the old key's last checkpoint, not the first leaf, and signs on", async () => {
+    const events = await record('old-deletion');
+    expect((await get(ledger().baseUrl, '/v1/sessions/old-deletion/verify')).body).toMatchObject({ ok: true });
+    await db().query('DELETE FROM event_log_events WHERE position = $1', [events[1].position.toString()]);
+    await record('later');
+    const rotatedUrl = await rotate();
+    const answer = await get(rotatedUrl, '/v1/sessions/later/verify');
+    expect(answer.body).toMatchObject({ ok: true });
+    expect(openCheckpoint(answer.body.checkpoint.note, await verifierOf(rotatedUrl)).treeSize).toBe(
+      await ledger().app.get(VerifiableLog).treeSize(),
+    );
   });
 });

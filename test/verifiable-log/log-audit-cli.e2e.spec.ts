@@ -9,7 +9,7 @@ import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { rebuildTreeNodes, rewriteStreamFrom } from '../support/log-tamper.js';
+import { rewriteWithLeaves } from '../support/log-tamper.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
 const SIGNING_LOCK_KEY = 7_318_201_017;
@@ -119,13 +119,7 @@ describe('the log audit on the command line', () => {
     // Rewrite a signed session, its leaf rows and every stored node: rows, nodes and events agree, the root does not.
     await db.query('BEGIN');
     await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-    const rewritten = await rewriteStreamFrom(db, events, 1);
-    for (const [i, hash] of rewritten.entries())
-      await db.query(`UPDATE log_leaves SET event_hash = decode($2, 'hex') WHERE position = $1`, [
-        events[1 + i].position.toString(),
-        hash,
-      ]);
-    await rebuildTreeNodes(db);
+    await rewriteWithLeaves(db, events, 1);
     await db.query('COMMIT');
 
     const run = await audit('--key', log().key.verifierKey, '--checkpoint', pinned.file);

@@ -12,6 +12,7 @@ import {
   type NoteVerifier,
 } from '#core';
 import type { ClientBase, Pool, PoolClient } from 'pg';
+import { LogForkError } from './log-fork-error.js';
 
 /**
  * The Merkle log's tables (migrations 1763800000006 and 1763800000310): reads and writes shared by
@@ -211,37 +212,51 @@ const checkpointOf = (row: CheckpointRow): StoredCheckpoint => ({
 });
 /** `log_checkpoints.tree_size` is a bigint: a tree larger than this was edited in, and is not signed. */
 export const MAX_TREE_SIZE = 2n ** 63n - 1n;
-/** Rows read per query while junk rows are passed over. */
+/** Rows read per query while rows that are not checkpoints are passed over. */
 const CHECKPOINT_PAGE = 100;
+/** Past this many rows of a key in a row that are not its checkpoints, the table was flooded: reading stops. */
+const MAX_ROWS_PASSED_OVER = 1_000;
 
 /**
  * The newest checkpoint signed with `verifier`'s key (at `treeSize` when given): the newest row of its key id whose
  * note the key opens at the size the row is stored under, with the size and root the note signs. A row is the
  * database's word: one holding junk, or a genuine note copied under another size, is passed over (decision 0050).
+ * Throws a LogForkError past 1,000 such rows, each costing a signature check at most.
  */
 export async function signedCheckpointAt(
   db: Queryable,
   verifier: NoteVerifier,
   treeSize?: bigint,
 ): Promise<StoredCheckpoint | undefined> {
-  for (let below: bigint | undefined; ;) {
+  let passedOver = 0;
+  for (let below = MAX_TREE_SIZE; passedOver < MAX_ROWS_PASSED_OVER;) {
     const { rows } = await db.query<CheckpointRow>(
       treeSize !== undefined
         ? 'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id = $1 AND tree_size = $2'
         : `SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id = $1 AND tree_size < $2
             ORDER BY tree_size DESC LIMIT ${CHECKPOINT_PAGE}`,
-      [verifier.keyId, (treeSize ?? below ?? MAX_TREE_SIZE).toString()],
+      [verifier.keyId, (treeSize ?? below).toString()],
     );
     for (const row of rows) {
       const signed = openedAtItsSize(checkpointOf(row), verifier);
       if (signed) return signed;
     }
     if (treeSize !== undefined || rows.length < CHECKPOINT_PAGE) return undefined;
+    passedOver += rows.length;
     below = BigInt(rows.at(-1)!.tree_size);
   }
+  throw new LogForkError(
+    `the newest ${MAX_ROWS_PASSED_OVER} checkpoint rows of key ${verifier.keyId} hold no checkpoint it signed`,
+  );
 }
 
+/**
+ * The row as the checkpoint its note signs, if the key signed it at the row's size. The shape this service signs
+ * (origin, size, root, one signature line) is checked first: a row that is not one costs no signature check.
+ */
 function openedAtItsSize(row: StoredCheckpoint, verifier: NoteVerifier): StoredCheckpoint | undefined {
+  const lines = row.note.split('\n');
+  if (lines.length !== 6 || lines[1] !== row.treeSize.toString()) return undefined;
   try {
     const { treeSize, rootHash } = openCheckpoint(row.note, verifier);
     return treeSize === row.treeSize ? { ...row, rootHash } : undefined;
@@ -251,14 +266,19 @@ function openedAtItsSize(row: StoredCheckpoint, verifier: NoteVerifier): StoredC
   }
 }
 
-/** The newest checkpoint row of another key (one rotated out): the database's word, its note not opened. */
+/**
+ * The newest checkpoint row of another key (one rotated out) from `atLeast` leaves on: the database's word, its
+ * note not opened. Rows below this key's newest checkpoint were checked when it was signed.
+ */
 export async function newestCheckpointOfAnotherKey(
   db: Queryable,
   keyId: string,
+  atLeast: bigint,
 ): Promise<StoredCheckpoint | undefined> {
   const { rows } = await db.query<CheckpointRow>(
-    'SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id <> $1 ORDER BY tree_size DESC LIMIT 1',
-    [keyId],
+    `SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id <> $1 AND tree_size >= $2
+      ORDER BY tree_size DESC LIMIT 1`,
+    [keyId, atLeast.toString()],
   );
   return rows[0] && checkpointOf(rows[0]);
 }

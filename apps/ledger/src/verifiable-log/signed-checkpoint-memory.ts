@@ -1,7 +1,7 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { openCheckpoint, parseVerifierKey, type Checkpoint } from '#core';
+import { openCheckpoint, parseVerifierKey, statedCheckpoint, type Checkpoint } from '#core';
 import type { LogSigningKey } from './log-signing-key.js';
 
 export interface RememberedCheckpoint {
@@ -30,11 +30,31 @@ function parseMemory(text: string): { note: string; lastPosition?: bigint } {
   return { note, lastPosition: lastPosition === undefined ? undefined : BigInt(lastPosition) };
 }
 
+const MEMORY_FILE = /^log-last-checkpoint-[0-9a-f]{8}$/;
+
+async function readMemory(
+  file: string,
+  checkpointOf: (note: string) => Checkpoint,
+): Promise<RememberedCheckpoint | undefined> {
+  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (text === undefined) return undefined;
+  try {
+    const { note, lastPosition } = parseMemory(text);
+    return { checkpoint: checkpointOf(note), note, lastPosition };
+  } catch (error) {
+    // The service's own file, edited or damaged: a server error that names it, not the caller's bad request.
+    throw new Error(`the signer's memory ${file} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 /**
  * The last checkpoint this instance signed, kept in its data folder beside the key rather than in
  * the database: whoever holds the database could otherwise delete the checkpoints it signed and
- * have it sign a rewritten history. One file per key id, so a new key starts with no memory. With the
- * note it keeps the position of the last leaf's event, from where the signer checks the next leaves
+ * have it sign a rewritten history. One file per key id: a new key starts with no memory of its own, and with
+ * what the keys before it in the folder remember (decision 0050). With the note it keeps the position of the last leaf's event, from where the signer checks the next leaves
  * (decision 0049). A file of an earlier version holds the note alone: the signer then starts from the newest
  * checkpoint signed with its key.
  */
@@ -51,18 +71,24 @@ export class SignedCheckpointMemory {
   }
 
   async recall(): Promise<RememberedCheckpoint | undefined> {
-    const text = await readFile(this.file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
+    return readMemory(this.file, (note) => openCheckpoint(note, this.verifier));
+  }
+
+  /**
+   * What the keys rotated out of this data folder remember signing last: their files stay beside the new key's.
+   * Their notes are taken as the folder holds them (the old keys are gone), as trusted as the folder.
+   */
+  async recallRotatedOut(): Promise<RememberedCheckpoint[]> {
+    const own = path.basename(this.file);
+    const names = await readdir(this.dataDir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
       throw error;
     });
-    if (text === undefined) return undefined;
-    try {
-      const { note, lastPosition } = parseMemory(text);
-      return { checkpoint: openCheckpoint(note, this.verifier), note, lastPosition };
-    } catch (error) {
-      // The service's own file, edited or damaged: a server error that names it, not the caller's bad request.
-      throw new Error(`the signer's memory ${this.file} cannot be read: ${(error as Error).message}`, { cause: error });
-    }
+    const files = names.filter((name) => MEMORY_FILE.test(name) && name !== own);
+    const recalled = await Promise.all(
+      files.map((name) => readMemory(path.join(this.dataDir, name), statedCheckpoint)),
+    );
+    return recalled.filter((memory) => memory !== undefined);
   }
 
   /** Written before the checkpoint is stored or handed out, and replaced whole (a crash leaves the old one). */

@@ -23,6 +23,7 @@ import type { ProjectionRunner } from '../projections/projection-runner.js';
 import { ApiError } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
 import { growFromLog, type GrownTree } from './leaf-audit.js';
+import { LogForkError } from './log-fork-error.js';
 import type { RememberedCheckpoint, SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
   fetchRangeNodes,
@@ -39,17 +40,6 @@ import {
   type StoredCheckpoint,
 } from './merkle-store.js';
 
-/**
- * The stored tree cannot be signed: it does not extend the last signed checkpoint (it was rewritten or rolled
- * back), or it lacks a node, or its size is past what a checkpoint stores (it was edited). Nothing is signed.
- */
-export class LogForkError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'LogForkError';
-  }
-}
-
 export interface InclusionProof {
   readonly position: bigint;
   readonly leafIndex: bigint;
@@ -60,6 +50,13 @@ export interface InclusionProof {
 const SIGNING_LOCK_KEY = 7_318_201_017;
 /** How long a request waits for the Merkle consumer to reach the events it asks about. */
 const CONSUMER_WAIT_MS = 10_000;
+
+/** The signed checkpoints the check of new leaves may start from. */
+interface StartCandidates {
+  readonly own: StoredCheckpoint | undefined;
+  readonly remembered: RememberedCheckpoint | undefined;
+  readonly predecessors: readonly RememberedCheckpoint[];
+}
 
 /**
  * The signed Merkle log (decision 0017): signs checkpoints of the tree the consumer keeps, and
@@ -93,21 +90,23 @@ export class VerifiableLog {
   private async signUnderLock(client: PoolClient): Promise<{ checkpoint?: StoredCheckpoint; refused?: LogForkError }> {
     await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
     const own = await signedCheckpointAt(client, this.verifier);
-    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId);
     const remembered = await this.memory.recall();
     const { size } = await treeHead(client);
     if (own && own.treeSize === size && (remembered?.checkpoint.treeSize ?? 0n) <= size) return { checkpoint: own };
     if (size > MAX_TREE_SIZE) throw new LogForkError(`the tree holds ${size} leaves: more than a checkpoint stores`);
     const rootHash = await this.storedRoot(client, size);
     if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
+    const predecessors = await this.memory.recallRotatedOut();
+    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n);
     // The last checkpoint of this key in the database, the last one this instance remembers signing (the
-    // database's may have been deleted), and the last of a key rotated out (the database's word): the tree must
-    // extend them all.
-    for (const signed of [own, remembered?.checkpoint, rotatedOut])
+    // database's may have been deleted), the last ones the keys before it in this data folder remember, and the
+    // database's last of another key (its word): the tree must extend them all.
+    for (const signed of [own, remembered?.checkpoint, ...predecessors.map(({ checkpoint }) => checkpoint), rotatedOut])
       if (signed) await this.checkExtends(client, signed, size, rootHash);
     // Its new leaves must be the log's next events: a tree that extends the signed one could hold leaves
     // appended for events already signed, rewritten (decision 0049).
-    const start = await this.checkedStart(client, own, remembered);
+    const startFrom = { own, remembered, predecessors };
+    const start = await this.checkedStart(client, startFrom);
     const first = start.range.treeSize;
     // The first new leaf alone against the stored one: in a refused state it is the stranger, and the tail is not read.
     let grown = await growFromLog(this.eventLog, start, first < size ? first + 1n : size, client);
@@ -115,7 +114,7 @@ export class VerifiableLog {
       grown = await growFromLog(this.eventLog, grown, size);
       // Not the stored tree: again, leaf by leaf against the stored leaves, to find the first that differs.
       if (grown.range.treeSize < size || !grown.range.root().equals(rootHash))
-        grown = await growFromLog(this.eventLog, await this.checkedStart(client, own, remembered), size, client);
+        grown = await growFromLog(this.eventLog, await this.checkedStart(client, startFrom), size, client);
     }
     const signable = grown.range.treeSize;
     const refused = signable < size ? await this.strangerLeaf(client, signable, grown.lastPosition) : undefined;
@@ -144,18 +143,26 @@ export class VerifiableLog {
    * Where the check of new leaves starts: a signed checkpoint's stored right edge (it must make the signed
    * root) and the position of its last leaf's event. The checkpoint this instance remembers signing, with the
    * position it kept outside the database. Without one (a memory of an earlier version, a new instance), the
-   * newest checkpoint signed with this key, and the position its last leaf's row names, once the event there is
-   * proven to be that leaf. Another key's checkpoint is the database's word (its root is not checked): a new key
-   * starts from the first leaf.
+   * newest of: what a key rotated out of this data folder remembers, with its position; the newest checkpoint
+   * signed with this key, and the position its last leaf's row names, once the event there is proven to be that
+   * leaf. Another key's checkpoint in the database is its word (its root is not checked): a new key in a new
+   * data folder starts from the first leaf.
    */
   private async checkedStart(
     client: Queryable,
-    own: StoredCheckpoint | undefined,
-    remembered: RememberedCheckpoint | undefined,
+    { own, remembered, predecessors }: StartCandidates,
   ): Promise<GrownTree> {
     if (remembered?.lastPosition !== undefined)
       return { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
     const newest = remembered && (!own || own.treeSize <= remembered.checkpoint.treeSize) ? remembered.checkpoint : own;
+    const predecessor = predecessors
+      .filter(({ lastPosition }) => lastPosition !== undefined)
+      .reduce<RememberedCheckpoint | undefined>(
+        (best, next) => (!best || next.checkpoint.treeSize > best.checkpoint.treeSize ? next : best),
+        undefined,
+      );
+    if (predecessor && predecessor.checkpoint.treeSize >= (newest?.treeSize ?? 0n))
+      return { range: await this.signedRange(client, predecessor.checkpoint), lastPosition: predecessor.lastPosition };
     if (!newest || newest.treeSize === 0n) return { range: CompactRange.empty() };
     return { range: await this.signedRange(client, newest), lastPosition: await this.lastLeafPosition(client, newest) };
   }
@@ -228,10 +235,10 @@ export class VerifiableLog {
 
   /**
    * The newest checkpoint this key signed: the database's, or the one this instance remembers if the database
-   * lost it.
+   * lost it (or its rows of this key were flooded with rows that are not checkpoints).
    */
   async lastSigned(): Promise<StoredCheckpoint | undefined> {
-    const stored = await signedCheckpointAt(this.pool, this.verifier);
+    const stored = await signedCheckpointAt(this.pool, this.verifier).catch(unlessFork);
     const remembered = await this.memory.recall();
     if (!remembered || (stored && stored.treeSize >= remembered.checkpoint.treeSize)) return stored;
     const { treeSize, rootHash } = remembered.checkpoint;
@@ -244,7 +251,7 @@ export class VerifiableLog {
 
   /** A checkpoint this key signed: the newest, or the one of `treeSize` leaves. */
   checkpoint(treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
-    return signedCheckpointAt(this.pool, this.verifier, treeSize);
+    return treeSize === undefined ? this.lastSigned() : signedCheckpointAt(this.pool, this.verifier, treeSize);
   }
 
   /**
@@ -259,8 +266,10 @@ export class VerifiableLog {
     const latest = await this.checkpoint();
     if (latest && (await this.leafCount(position)) <= latest.treeSize) return latest;
     return this.signLatest().catch(async (error: unknown) => {
-      const signed = error instanceof LogForkError ? await this.lastSigned() : undefined;
-      if (!signed) throw error;
+      if (!(error instanceof LogForkError)) throw error;
+      const signed = await this.lastSigned();
+      if (!signed)
+        throw new ApiError(503, 'log_unsigned', "no checkpoint of the service's key can be signed yet: see its log");
       return signed;
     });
   }
@@ -320,6 +329,12 @@ export class VerifiableLog {
     if (!proof) throw new ApiError(409, 'tree_damaged', 'the stored tree lacks a node this proof needs: it was edited');
     return proof;
   }
+}
+
+/** Undefined for a LogForkError: a read that finds no checkpoint in the database falls back on the signer's memory. */
+function unlessFork(error: unknown): undefined {
+  if (error instanceof LogForkError) return undefined;
+  throw error;
 }
 
 /** What `compute` gives, or undefined when it needs a node the stored tree lacks (the tree was edited). */

@@ -85,18 +85,23 @@ export function signNote(text: string, signer: NoteSigner): string {
   return `${text}\n${SIGNATURE_PREFIX}${signer.name} ${Buffer.concat([keyId, signature]).toString('base64')}\n`;
 }
 
+/** A signed note's text and signature lines, its form checked; no signature is checked. */
+export function splitNote(note: string): { text: string; signatureLines: string[] } {
+  const split = note.lastIndexOf('\n\n');
+  if (split < 0 || !note.endsWith('\n')) throw new NoteError('a signed note is text, a blank line and signature lines');
+  const text = note.slice(0, split + 1);
+  checkNoteText(text);
+  return { text, signatureLines: note.slice(split + 2, -1).split('\n') };
+}
+
 /**
  * The text of `note` once `verifier`'s signature on it checks; throws why not. Signatures of other
  * keys are ignored.
  */
 export function openNote(note: string, verifier: NoteVerifier): string {
-  const split = note.lastIndexOf('\n\n');
-  if (split < 0 || !note.endsWith('\n')) throw new NoteError('a signed note is text, a blank line and signature lines');
-  const text = note.slice(0, split + 1);
-  checkNoteText(text);
-  const lines = note.slice(split + 2, -1).split('\n');
+  const { text, signatureLines } = splitNote(note);
   let known = false;
-  for (const line of lines) {
+  for (const line of signatureLines) {
     if (!line.startsWith(SIGNATURE_PREFIX)) throw new NoteError('a signature line starts with an em dash and a space');
     const [name, encoded, extra] = line.slice(SIGNATURE_PREFIX.length).split(' ');
     if (!name || !encoded || extra !== undefined) throw new NoteError('a signature line is "— <name> <signature>"');
