@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { openCheckpoint, signCheckpoint } from './checkpoint.js';
+import { openCheckpoint, signCheckpoint, statedCheckpoint } from './checkpoint.js';
 import { openNote, parseVerifierKey, signNote, verifierKeyOf } from './signed-note.js';
 
 const signerNamed = (name: string) => ({ name, privateKey: generateKeyPairSync('ed25519').privateKey });
@@ -47,5 +47,15 @@ describe('C2SP checkpoints', () => {
     const other = signerNamed('ledger.example/log');
     const resigned = signCheckpoint({ origin: other.name, treeSize: 42n, rootHash }, other);
     expect(() => openCheckpoint(resigned, parseVerifierKey(verifierKeyOf(signer)))).toThrow(/no signature/);
+  });
+
+  it('states what a note says with no key at hand, and refuses what is not a checkpoint note', () => {
+    const signer = signerNamed('ledger.example/log');
+    const rootHash = Buffer.alloc(32, 9);
+    const note = signCheckpoint({ origin: signer.name, treeSize: 7n, rootHash }, signer);
+    expect(statedCheckpoint(note)).toEqual({ origin: signer.name, treeSize: 7n, rootHash });
+    expect(() => statedCheckpoint(note.replace('\n\n', '\n'))).toThrow(/a blank line/);
+    expect(() => statedCheckpoint(note.replace('\n7\n', '\n07\n'))).toThrow(/not a decimal/);
+    expect(() => statedCheckpoint(note.replace(rootHash.toString('base64'), 'AAAA'))).toThrow(/base64 SHA-256/);
   });
 });
