@@ -842,16 +842,20 @@ describe('the verifiable log against an insider holding the database', () => {
   });
 
   describe("a signer's memory edited into a shape it does not know", () => {
-    const { recordSession, memoryFile, asAuditor } = insiderLedger();
+    const { verified, recordSession, memoryFile, asAuditor } = insiderLedger();
 
     it("is a server error naming the file, not the caller's bad request", async () => {
       await recordSession('malformed-memory');
+      expect(await verified('malformed-memory')).toMatchObject({ ok: true });
       const { note } = JSON.parse(await readFile(memoryFile(), 'utf8')) as { note: string };
       await writeFile(memoryFile(), JSON.stringify({ note, lastPosition: 12 }));
       await recordSession('after-malformed-memory');
       const answer = await asAuditor('/v1/sessions/after-malformed-memory/verify');
       expect(answer.status).toBe(500);
       expect(JSON.stringify(answer.body)).not.toContain('lastPosition');
+      // What is signed is still served and verified: the memory is read only to sign (second review of 0050).
+      expect(await verified('malformed-memory')).toMatchObject({ ok: true });
+      expect((await asAuditor('/v1/log/checkpoint')).status).toBe(200);
     });
   });
 

@@ -90,6 +90,7 @@ function rotation(dataFolder: 'new' | 'kept') {
     verifierOf,
     ledger: () => ledger,
     db: () => db,
+    dataDir: () => ledger.app.get<LedgerConfig>(LEDGER_CONFIG).dataDir,
     rotatedUrl: () => rotatedUrl,
   };
 }
@@ -137,13 +138,15 @@ describe('a signing key rotated over a signed log, in a new data folder', () => 
   });
 
   /** Review of decision 0050: any refusal before a new key's first checkpoint answered verify with a 500. */
-  it("answers 503 while the new key can sign nothing (another key's row past the tree)", async () => {
-    await db().query(
-      `INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES (1000000, $1, 'ffffffff', 'junk')`,
-      [Buffer.alloc(32)],
-    );
+  it("answers 503 while the new key can sign nothing (another key's row that the tree does not extend)", async () => {
     await record('after-the-row');
-    await expect(ledger().app.get(VerifiableLog).signLatest()).rejects.toThrow(/rolled back/);
+    await db().query(
+      `INSERT INTO log_checkpoints (tree_size, root_hash, key_id, note) VALUES ($1, $2, 'ffffffff', 'junk')`,
+      [(await ledger().app.get(VerifiableLog).treeSize()).toString(), Buffer.alloc(32)],
+    );
+    await expect(ledger().app.get(VerifiableLog).signLatest()).rejects.toThrow(
+      /does not extend checkpoint \d+ \(the database's row of key ffffffff\)/,
+    );
     const answer = await get(await rotate(), '/v1/sessions/after-the-row/verify');
     expect(answer).toMatchObject({ status: 503, body: { error: { code: 'log_unsigned' } } });
   });
@@ -199,5 +202,54 @@ describe('a signing key rotated in the same data folder, over a signed event del
     expect(openCheckpoint(answer.body.checkpoint.note, await verifierOf(rotatedUrl)).treeSize).toBe(
       await ledger().app.get(VerifiableLog).treeSize(),
     );
+  });
+});
+
+/** Second review of decision 0050: what operators leave in a data folder that holds more than one key's memory. */
+describe('the memory files of rotated keys, as operators leave them', () => {
+  const { record, rotate, get, ledger, db, dataDir } = rotation('kept');
+  const signer = () => ledger().app.get(VerifiableLog);
+
+  it('one that cannot be read stops signing and is named; verify answers from what was signed', async () => {
+    await record('before-damage');
+    const signed = await signer().signLatest();
+    const damaged = path.join(dataDir(), 'log-last-checkpoint-00000000');
+    await writeFile(damaged, '');
+    await record('after-damage');
+    await expect(signer().signLatest()).rejects.toThrow(/log-last-checkpoint-00000000 cannot be read/);
+    expect((await get(ledger().baseUrl, '/v1/sessions/after-damage/verify')).body).toMatchObject({
+      ok: false,
+      checkpoint: { treeSize: signed.treeSize.toString() },
+      firstBroken: { reason: 'not_in_checkpoint' },
+    });
+    await rm(damaged);
+    expect((await get(ledger().baseUrl, '/v1/sessions/after-damage/verify')).body).toMatchObject({ ok: true });
+  });
+
+  it('one of another deployment stops signing, and is named: its key, or the tree it does not extend', async () => {
+    const copied = path.join(dataDir(), 'log-last-checkpoint-0badc0de');
+    const note = (keyId: string) =>
+      `block-ledger/staging\n2\n${Buffer.alloc(32, 3).toString('base64')}\n\n— block-ledger/staging ${Buffer.from(`${keyId}${'00'.repeat(64)}`, 'hex').toString('base64')}\n`;
+    await writeFile(copied, JSON.stringify({ note: note('00000000'), lastPosition: '2' }));
+    await record('beside-the-copy');
+    await expect(signer().signLatest()).rejects.toThrow(/log-last-checkpoint-0badc0de.*no signature of key 0badc0de/);
+    await writeFile(copied, JSON.stringify({ note: note('0badc0de'), lastPosition: '2' }));
+    await expect(signer().signLatest()).rejects.toThrow(
+      /does not extend checkpoint 2 \(remembered in .*log-last-checkpoint-0badc0de\)/,
+    );
+    await rm(copied);
+    expect((await get(ledger().baseUrl, '/v1/sessions/beside-the-copy/verify')).body).toMatchObject({ ok: true });
+  });
+
+  it('the newest position any key kept in the folder is where a key starts: A, then B, then A again', async () => {
+    await record('a-signed');
+    await signer().signLatest();
+    const keyB = await rotate();
+    const bSigned = await record('b-signed');
+    expect((await get(keyB, '/v1/sessions/b-signed/verify')).body).toMatchObject({ ok: true });
+    await db().query('DELETE FROM event_log_events WHERE position = $1', [bSigned[1].position.toString()]);
+    await record('later');
+    expect((await get(keyB, '/v1/sessions/later/verify')).body).toMatchObject({ ok: true });
+    expect((await get(ledger().baseUrl, '/v1/sessions/later/verify')).body).toMatchObject({ ok: true });
   });
 });

@@ -1,10 +1,13 @@
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { openCheckpoint, parseVerifierKey, statedCheckpoint, type Checkpoint } from '#core';
+import { NoteError, openCheckpoint, parseVerifierKey, signatureKeyIds, statedCheckpoint, type Checkpoint } from '#core';
+import { LogForkError } from './log-fork-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
 
 export interface RememberedCheckpoint {
+  /** Where it is kept: named when it bounds what is signed. */
+  readonly file: string;
   readonly checkpoint: Checkpoint;
   readonly note: string;
   /** The position of the event of the checkpoint's last leaf; none for the empty tree, or a file of an earlier version. */
@@ -30,24 +33,33 @@ function parseMemory(text: string): { note: string; lastPosition?: bigint } {
   return { note, lastPosition: lastPosition === undefined ? undefined : BigInt(lastPosition) };
 }
 
-const MEMORY_FILE = /^log-last-checkpoint-[0-9a-f]{8}$/;
+const MEMORY_FILE = /^log-last-checkpoint-([0-9a-f]{8})$/;
 
+/** The memory in `file`, or none; an error naming the file when it cannot be read or holds no checkpoint. */
 async function readMemory(
   file: string,
   checkpointOf: (note: string) => Checkpoint,
 ): Promise<RememberedCheckpoint | undefined> {
-  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
-  if (text === undefined) return undefined;
   try {
+    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (text === undefined) return undefined;
     const { note, lastPosition } = parseMemory(text);
-    return { checkpoint: checkpointOf(note), note, lastPosition };
+    return { file, checkpoint: checkpointOf(note), note, lastPosition };
   } catch (error) {
     // The service's own file, edited or damaged: a server error that names it, not the caller's bad request.
     throw new Error(`the signer's memory ${file} cannot be read: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** The checkpoint a rotated-out key's note states, once the note carries a signature line of that key. */
+function statedBy(keyId: string): (note: string) => Checkpoint {
+  return (note) => {
+    if (!signatureKeyIds(note).includes(keyId)) throw new NoteError(`its note carries no signature of key ${keyId}`);
+    return statedCheckpoint(note);
+  };
 }
 
 /**
@@ -76,17 +88,28 @@ export class SignedCheckpointMemory {
 
   /**
    * What the keys rotated out of this data folder remember signing last: their files stay beside the new key's.
-   * Their notes are taken as the folder holds them (the old keys are gone), as trusted as the folder.
+   * Their notes are taken as the folder holds them (the old keys are gone), as trusted as the folder, once each
+   * carries a signature line of the key its file names. One that cannot be read stops signing (a LogForkError
+   * naming it): it may be the only bound on what the database shows.
    */
   async recallRotatedOut(): Promise<RememberedCheckpoint[]> {
-    const own = path.basename(this.file);
     const names = await readdir(this.dataDir).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return [];
       throw error;
     });
-    const files = names.filter((name) => MEMORY_FILE.test(name) && name !== own);
+    const own = path.basename(this.file);
     const recalled = await Promise.all(
-      files.map((name) => readMemory(path.join(this.dataDir, name), statedCheckpoint)),
+      names
+        .filter((name) => name !== own)
+        .flatMap((name) => {
+          const keyId = MEMORY_FILE.exec(name)?.[1];
+          if (!keyId) return [];
+          return [
+            readMemory(path.join(this.dataDir, name), statedBy(keyId)).catch((error: Error) => {
+              throw new LogForkError(error.message);
+            }),
+          ];
+        }),
     );
     return recalled.filter((memory) => memory !== undefined);
   }

@@ -51,6 +51,12 @@ const SIGNING_LOCK_KEY = 7_318_201_017;
 /** How long a request waits for the Merkle consumer to reach the events it asks about. */
 const CONSUMER_WAIT_MS = 10_000;
 
+/** A signed checkpoint the tree must extend, and where it comes from when that is not the database's row of this key. */
+interface SignedBound {
+  readonly checkpoint: { readonly treeSize: bigint; readonly rootHash: Hash };
+  readonly whose?: string;
+}
+
 /** The signed checkpoints the check of new leaves may start from. */
 interface StartCandidates {
   readonly own: StoredCheckpoint | undefined;
@@ -97,12 +103,17 @@ export class VerifiableLog {
     const rootHash = await this.storedRoot(client, size);
     if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
     const predecessors = await this.memory.recallRotatedOut();
-    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n);
+    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n, size);
     // The last checkpoint of this key in the database, the last one this instance remembers signing (the
     // database's may have been deleted), the last ones the keys before it in this data folder remember, and the
-    // database's last of another key (its word): the tree must extend them all.
-    for (const signed of [own, remembered?.checkpoint, ...predecessors.map(({ checkpoint }) => checkpoint), rotatedOut])
-      if (signed) await this.checkExtends(client, signed, size, rootHash);
+    // database's last of another key within the tree (its word): the tree must extend them all.
+    const bounds: SignedBound[] = [
+      ...(own ? [{ checkpoint: own }] : []),
+      ...(remembered ? [{ checkpoint: remembered.checkpoint, whose: `remembered in ${remembered.file}` }] : []),
+      ...predecessors.map(({ checkpoint, file }) => ({ checkpoint, whose: `remembered in ${file}` })),
+      ...(rotatedOut ? [{ checkpoint: rotatedOut, whose: `the database's row of key ${rotatedOut.keyId}` }] : []),
+    ];
+    for (const bound of bounds) await this.checkExtends(client, bound, size, rootHash);
     // Its new leaves must be the log's next events: a tree that extends the signed one could hold leaves
     // appended for events already signed, rewritten (decision 0049).
     const startFrom = { own, remembered, predecessors };
@@ -141,28 +152,25 @@ export class VerifiableLog {
 
   /**
    * Where the check of new leaves starts: a signed checkpoint's stored right edge (it must make the signed
-   * root) and the position of its last leaf's event. The checkpoint this instance remembers signing, with the
-   * position it kept outside the database. Without one (a memory of an earlier version, a new instance), the
-   * newest of: what a key rotated out of this data folder remembers, with its position; the newest checkpoint
-   * signed with this key, and the position its last leaf's row names, once the event there is proven to be that
-   * leaf. Another key's checkpoint in the database is its word (its root is not checked): a new key in a new
-   * data folder starts from the first leaf.
+   * root) and the position of its last leaf's event. The newest checkpoint remembered in the data folder with its
+   * position, by this key or one rotated out: the position was kept outside the database. Without one (memories of
+   * an earlier version, a new instance), the newest checkpoint signed with this key, and the position its last
+   * leaf's row names, once the event there is proven to be that leaf. Another key's checkpoint in the database is
+   * its word (its root is not checked): a new key in a new data folder starts from the first leaf.
    */
   private async checkedStart(
     client: Queryable,
     { own, remembered, predecessors }: StartCandidates,
   ): Promise<GrownTree> {
-    if (remembered?.lastPosition !== undefined)
-      return { range: await this.signedRange(client, remembered.checkpoint), lastPosition: remembered.lastPosition };
-    const newest = remembered && (!own || own.treeSize <= remembered.checkpoint.treeSize) ? remembered.checkpoint : own;
-    const predecessor = predecessors
-      .filter(({ lastPosition }) => lastPosition !== undefined)
+    const positioned = [remembered, ...predecessors]
+      .filter((memory) => memory?.lastPosition !== undefined)
       .reduce<RememberedCheckpoint | undefined>(
-        (best, next) => (!best || next.checkpoint.treeSize > best.checkpoint.treeSize ? next : best),
+        (best, next) => (!best || next!.checkpoint.treeSize > best.checkpoint.treeSize ? next : best),
         undefined,
       );
-    if (predecessor && predecessor.checkpoint.treeSize >= (newest?.treeSize ?? 0n))
-      return { range: await this.signedRange(client, predecessor.checkpoint), lastPosition: predecessor.lastPosition };
+    if (positioned)
+      return { range: await this.signedRange(client, positioned.checkpoint), lastPosition: positioned.lastPosition };
+    const newest = remembered && (!own || own.treeSize <= remembered.checkpoint.treeSize) ? remembered.checkpoint : own;
     if (!newest || newest.treeSize === 0n) return { range: CompactRange.empty() };
     return { range: await this.signedRange(client, newest), lastPosition: await this.lastLeafPosition(client, newest) };
   }
@@ -213,13 +221,14 @@ export class VerifiableLog {
   /** Throws a LogForkError unless the tree of `size` leaves with `rootHash` extends the signed `checkpoint`. */
   private async checkExtends(
     client: Queryable,
-    checkpoint: { treeSize: bigint; rootHash: Hash },
+    { checkpoint, whose }: SignedBound,
     size: bigint,
     rootHash: Hash,
   ): Promise<void> {
     const from = checkpoint.treeSize;
+    const named = `checkpoint ${from}${whose ? ` (${whose})` : ''}`;
     if (from > size) {
-      throw new LogForkError(`the tree holds ${size} leaves but checkpoint ${from} was signed: it was rolled back`);
+      throw new LogForkError(`the tree holds ${size} leaves but ${named} was signed: it was rolled back`);
     }
     if (from === 0n) return;
     try {
@@ -229,7 +238,7 @@ export class VerifiableLog {
       verifyConsistency(from, size, proof, checkpoint.rootHash, rootHash);
     } catch (error) {
       if (!(error instanceof MerkleProofError)) throw error;
-      throw new LogForkError(`the tree does not extend checkpoint ${from}: ${error.message}`);
+      throw new LogForkError(`the tree does not extend ${named}: ${error.message}`);
     }
   }
 
@@ -238,9 +247,18 @@ export class VerifiableLog {
    * lost it (or its rows of this key were flooded with rows that are not checkpoints).
    */
   async lastSigned(): Promise<StoredCheckpoint | undefined> {
-    const stored = await signedCheckpointAt(this.pool, this.verifier).catch(unlessFork);
+    const stored = await this.newestStored();
+    const remembered = await this.remembered();
+    return !remembered || (stored && stored.treeSize >= remembered.treeSize) ? stored : remembered;
+  }
+
+  private newestStored(): Promise<StoredCheckpoint | undefined> {
+    return signedCheckpointAt(this.pool, this.verifier).catch(unlessFork);
+  }
+
+  private async remembered(): Promise<StoredCheckpoint | undefined> {
     const remembered = await this.memory.recall();
-    if (!remembered || (stored && stored.treeSize >= remembered.checkpoint.treeSize)) return stored;
+    if (!remembered) return undefined;
     const { treeSize, rootHash } = remembered.checkpoint;
     return { treeSize, rootHash, keyId: this.key.keyId, note: remembered.note };
   }
@@ -249,9 +267,13 @@ export class VerifiableLog {
     return signCheckpoint({ origin: this.key.signer.name, treeSize, rootHash }, this.key.signer);
   }
 
-  /** A checkpoint this key signed: the newest, or the one of `treeSize` leaves. */
-  checkpoint(treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
-    return treeSize === undefined ? this.lastSigned() : signedCheckpointAt(this.pool, this.verifier, treeSize);
+  /**
+   * A checkpoint this key signed: the one of `treeSize` leaves, or the newest the database holds (the one this
+   * instance remembers when it holds none: the memory is not read while the database answers).
+   */
+  async checkpoint(treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
+    if (treeSize !== undefined) return signedCheckpointAt(this.pool, this.verifier, treeSize);
+    return (await this.newestStored()) ?? (await this.remembered());
   }
 
   /**

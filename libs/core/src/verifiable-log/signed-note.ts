@@ -94,6 +94,16 @@ export function splitNote(note: string): { text: string; signatureLines: string[
   return { text, signatureLines: note.slice(split + 2, -1).split('\n') };
 }
 
+/** The key ids (8 hex digits) of a signed note's signature lines, in order; no signature is checked. */
+export function signatureKeyIds(note: string): string[] {
+  return splitNote(note).signatureLines.map((line) => {
+    const [, encoded] = line.slice(SIGNATURE_PREFIX.length).split(' ');
+    return Buffer.from(encoded ?? '', 'base64')
+      .subarray(0, 4)
+      .toString('hex');
+  });
+}
+
 /**
  * The text of `note` once `verifier`'s signature on it checks; throws why not. Signatures of other
  * keys are ignored.
