@@ -66,9 +66,9 @@ function statedBy(keyId: string): (note: string) => Checkpoint {
  * The last checkpoint this instance signed, kept in its data folder beside the key rather than in
  * the database: whoever holds the database could otherwise delete the checkpoints it signed and
  * have it sign a rewritten history. One file per key id: a new key starts with no memory of its own, and with
- * what the keys before it in the folder remember (decision 0050). With the note it keeps the position of the last leaf's event, from where the signer checks the next leaves
- * (decision 0049). A file of an earlier version holds the note alone: the signer then starts from the newest
- * checkpoint signed with its key.
+ * what the keys before it in the folder remember (decision 0050). With the note it keeps the position of the last
+ * leaf's event, from where the signer checks the next leaves (decision 0049). A file of an earlier version holds
+ * the note alone: the signer then starts from the newest checkpoint signed with its key.
  */
 export class SignedCheckpointMemory {
   private readonly file: string;

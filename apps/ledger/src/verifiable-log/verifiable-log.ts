@@ -163,9 +163,9 @@ export class VerifiableLog {
     { own, remembered, predecessors }: StartCandidates,
   ): Promise<GrownTree> {
     const positioned = [remembered, ...predecessors]
-      .filter((memory) => memory?.lastPosition !== undefined)
+      .filter((memory): memory is RememberedCheckpoint => memory?.lastPosition !== undefined)
       .reduce<RememberedCheckpoint | undefined>(
-        (best, next) => (!best || next!.checkpoint.treeSize > best.checkpoint.treeSize ? next : best),
+        (best, next) => (!best || next.checkpoint.treeSize > best.checkpoint.treeSize ? next : best),
         undefined,
       );
     if (positioned)

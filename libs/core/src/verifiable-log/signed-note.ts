@@ -85,23 +85,37 @@ export function signNote(text: string, signer: NoteSigner): string {
   return `${text}\n${SIGNATURE_PREFIX}${signer.name} ${Buffer.concat([keyId, signature]).toString('base64')}\n`;
 }
 
-/** A signed note's text and signature lines, its form checked; no signature is checked. */
-export function splitNote(note: string): { text: string; signatureLines: string[] } {
+interface NoteSignature {
+  readonly name: string;
+  /** The key id (4 bytes), then the signature. */
+  readonly signature: Buffer;
+}
+
+/** A signed note's text and signatures, its form checked; no signature is checked. */
+export function splitNote(note: string): { text: string; signatures: NoteSignature[] } {
   const split = note.lastIndexOf('\n\n');
   if (split < 0 || !note.endsWith('\n')) throw new NoteError('a signed note is text, a blank line and signature lines');
   const text = note.slice(0, split + 1);
   checkNoteText(text);
-  return { text, signatureLines: note.slice(split + 2, -1).split('\n') };
+  return {
+    text,
+    signatures: note
+      .slice(split + 2, -1)
+      .split('\n')
+      .map(signatureOf),
+  };
 }
 
-/** The key ids (8 hex digits) of a signed note's signature lines, in order; no signature is checked. */
+function signatureOf(line: string): NoteSignature {
+  if (!line.startsWith(SIGNATURE_PREFIX)) throw new NoteError('a signature line starts with an em dash and a space');
+  const [name, encoded, extra] = line.slice(SIGNATURE_PREFIX.length).split(' ');
+  if (!name || !encoded || extra !== undefined) throw new NoteError('a signature line is "— <name> <signature>"');
+  return { name, signature: Buffer.from(encoded, 'base64') };
+}
+
+/** The key ids (8 hex digits) of a signed note's signatures, in order; no signature is checked. */
 export function signatureKeyIds(note: string): string[] {
-  return splitNote(note).signatureLines.map((line) => {
-    const [, encoded] = line.slice(SIGNATURE_PREFIX.length).split(' ');
-    return Buffer.from(encoded ?? '', 'base64')
-      .subarray(0, 4)
-      .toString('hex');
-  });
+  return splitNote(note).signatures.map(({ signature }) => signature.subarray(0, 4).toString('hex'));
 }
 
 /**
@@ -109,13 +123,9 @@ export function signatureKeyIds(note: string): string[] {
  * keys are ignored.
  */
 export function openNote(note: string, verifier: NoteVerifier): string {
-  const { text, signatureLines } = splitNote(note);
+  const { text, signatures } = splitNote(note);
   let known = false;
-  for (const line of signatureLines) {
-    if (!line.startsWith(SIGNATURE_PREFIX)) throw new NoteError('a signature line starts with an em dash and a space');
-    const [name, encoded, extra] = line.slice(SIGNATURE_PREFIX.length).split(' ');
-    if (!name || !encoded || extra !== undefined) throw new NoteError('a signature line is "— <name> <signature>"');
-    const signature = Buffer.from(encoded, 'base64');
+  for (const { name, signature } of signatures) {
     if (name !== verifier.name || signature.length < 4 || signature.subarray(0, 4).toString('hex') !== verifier.keyId)
       continue;
     known = true;
