@@ -727,6 +727,16 @@ describe('the verifiable log against an insider holding the database', () => {
       expect((await signer().checkpoint())?.treeSize).toBe(await signer().treeSize());
     });
 
+    /** Third review of decision 0050: the routes served the database's newest, older than the one signed since. */
+    it('the newest rows deleted: the routes serve the newest checkpoint this process signed', async () => {
+      await recordUnsigned('before-deletion');
+      const older = await signer().signLatest();
+      await recordUnsigned('deleted-checkpoint');
+      const newest = await signer().signLatest();
+      await db().query('DELETE FROM log_checkpoints WHERE tree_size > $1', [older.treeSize.toString()]);
+      expect((await asAuditor('/v1/log/checkpoint')).body).toBe(newest.note);
+    });
+
     /**
      * Review of decision 0050: rows passed over one by one, with no bound, each costing a signature check, held
      * every read and every signing for seconds. Past 1,000 such rows the table counts as flooded.

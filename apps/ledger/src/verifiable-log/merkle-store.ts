@@ -267,20 +267,18 @@ function openedAtItsSize(row: StoredCheckpoint, verifier: NoteVerifier): StoredC
 }
 
 /**
- * The newest checkpoint row of another key (one rotated out) of `atLeast` to `atMost` leaves: the database's word,
- * its note not opened. Rows below this key's newest checkpoint were checked when it was signed; a row past the
- * stored tree is no checkpoint of it, and is checked once the tree reaches its size.
+ * The newest checkpoint row of another key (one rotated out) from `atLeast` leaves on: the database's word, its note
+ * not opened. Rows below this key's newest checkpoint were checked when it was signed.
  */
 export async function newestCheckpointOfAnotherKey(
   db: Queryable,
   keyId: string,
   atLeast: bigint,
-  atMost: bigint,
 ): Promise<StoredCheckpoint | undefined> {
   const { rows } = await db.query<CheckpointRow>(
-    `SELECT tree_size, root_hash, key_id, note FROM log_checkpoints
-      WHERE key_id <> $1 AND tree_size BETWEEN $2 AND $3 ORDER BY tree_size DESC LIMIT 1`,
-    [keyId, atLeast.toString(), atMost.toString()],
+    `SELECT tree_size, root_hash, key_id, note FROM log_checkpoints WHERE key_id <> $1 AND tree_size >= $2
+      ORDER BY tree_size DESC LIMIT 1`,
+    [keyId, atLeast.toString()],
   );
   return rows[0] && checkpointOf(rows[0]);
 }

@@ -73,6 +73,7 @@ function statedBy(keyId: string): (note: string) => Checkpoint {
 export class SignedCheckpointMemory {
   private readonly file: string;
   private readonly verifier;
+  private known: RememberedCheckpoint | undefined;
 
   constructor(
     private readonly dataDir: string,
@@ -82,8 +83,14 @@ export class SignedCheckpointMemory {
     this.verifier = parseVerifierKey(key.verifierKey);
   }
 
+  /** The memory as this process last wrote or read it: no file read. */
+  get lastKnown(): RememberedCheckpoint | undefined {
+    return this.known;
+  }
+
   async recall(): Promise<RememberedCheckpoint | undefined> {
-    return readMemory(this.file, (note) => openCheckpoint(note, this.verifier));
+    this.known = await readMemory(this.file, (note) => openCheckpoint(note, this.verifier));
+    return this.known;
   }
 
   /**
@@ -120,5 +127,6 @@ export class SignedCheckpointMemory {
     const partial = `${this.file}.${process.pid}.partial`;
     await writeFile(partial, JSON.stringify({ note, lastPosition: lastPosition?.toString() }), { mode: 0o600 });
     await rename(partial, this.file);
+    this.known = { file: this.file, checkpoint: statedCheckpoint(note), note, lastPosition };
   }
 }

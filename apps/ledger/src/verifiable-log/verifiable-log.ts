@@ -103,10 +103,10 @@ export class VerifiableLog {
     const rootHash = await this.storedRoot(client, size);
     if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
     const predecessors = await this.memory.recallRotatedOut();
-    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n, size);
+    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n);
     // The last checkpoint of this key in the database, the last one this instance remembers signing (the
     // database's may have been deleted), the last ones the keys before it in this data folder remember, and the
-    // database's last of another key within the tree (its word): the tree must extend them all.
+    // database's last of another key (its word): the tree must extend them all.
     const bounds: SignedBound[] = [
       ...(own ? [{ checkpoint: own }] : []),
       ...(remembered ? [{ checkpoint: remembered.checkpoint, whose: `remembered in ${remembered.file}` }] : []),
@@ -258,9 +258,11 @@ export class VerifiableLog {
 
   private async remembered(): Promise<StoredCheckpoint | undefined> {
     const remembered = await this.memory.recall();
-    if (!remembered) return undefined;
-    const { treeSize, rootHash } = remembered.checkpoint;
-    return { treeSize, rootHash, keyId: this.key.keyId, note: remembered.note };
+    return remembered && this.asStored(remembered);
+  }
+
+  private asStored({ checkpoint: { treeSize, rootHash }, note }: RememberedCheckpoint): StoredCheckpoint {
+    return { treeSize, rootHash, keyId: this.key.keyId, note };
   }
 
   private sign(treeSize: bigint, rootHash: Hash): string {
@@ -268,12 +270,16 @@ export class VerifiableLog {
   }
 
   /**
-   * A checkpoint this key signed: the one of `treeSize` leaves, or the newest the database holds (the one this
-   * instance remembers when it holds none: the memory is not read while the database answers).
+   * A checkpoint this key signed: the one of `treeSize` leaves, or the newest, the database's or the last this
+   * process signed or recalled, whichever is newer (the database may have lost its newest rows). The memory file is
+   * read only when neither gives one: a damaged file stops signing, not the answers about what is signed.
    */
   async checkpoint(treeSize?: bigint): Promise<StoredCheckpoint | undefined> {
     if (treeSize !== undefined) return signedCheckpointAt(this.pool, this.verifier, treeSize);
-    return (await this.newestStored()) ?? (await this.remembered());
+    const stored = await this.newestStored();
+    const known = this.memory.lastKnown && this.asStored(this.memory.lastKnown);
+    if (!stored || !known) return stored ?? known ?? (await this.remembered());
+    return known.treeSize > stored.treeSize ? known : stored;
   }
 
   /**
