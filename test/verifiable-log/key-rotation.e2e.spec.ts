@@ -153,6 +153,31 @@ describe('a signing key rotated over a signed log, in a new data folder', () => 
 });
 
 /**
+ * A new key's first signing checks the log from its first leaf, under the signing lock, before start-up went on:
+ * on a long log the instance did not listen until it was done. Here another holder of the lock stands for that long
+ * check: the instance starts, and records, while it waits.
+ */
+describe('a new key whose first signing waits for the signing lock', () => {
+  const { rotate, tampering, get, ledger, rotatedUrl } = rotation('new');
+
+  it('does not hold back the start: the instance records while the signing waits', async () => {
+    const producer = await ledger().credentials.key('rotation-producer');
+    let started = '';
+    await tampering(async () => {
+      started = await rotate();
+      const created = await probe(started, 'POST', '/v1/sessions', {
+        credential: producer,
+        body: { id: 'while-signing' },
+      });
+      expect(created.status).toBe(201);
+    });
+    expect(rotatedUrl()).toBe(started);
+    const answer = await get(started, '/v1/sessions/while-signing/verify');
+    expect(answer.body).toMatchObject({ ok: true });
+  });
+});
+
+/**
  * A session rewritten with its chain, leaves and nodes under the old key's checkpoint, the old key's rows deleted,
  * then the new key started. In the same data folder the old key's memory bounds it: refused. Open (review of
  * decision 0050): in a new data folder it has nothing but the database's word for what the old key signed, checks

@@ -19,6 +19,8 @@ import { StreamVerifier } from './stream-verifier.js';
 const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
 /** The Merkle log takes the log in batches at most this often: verify waits for it, nothing else does. */
 const MERKLE_BATCH_INTERVAL_MS = 25;
+/** How long start-up waits for its first signing. */
+const START_WAIT_MS = 2_000;
 
 /**
  * The verifiable log: the Merkle consumer, the checkpoint signer (at least every
@@ -61,13 +63,18 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    // A checkpoint exists from the first start on (of the empty tree, on a new log).
-    await this.signLatest();
+    // A checkpoint exists from the first start on (of the empty tree, on a new log). A signing that checks much
+    // of the log first (a new key, an instance back after long) goes on beside the service, which does not wait
+    // for it past START_WAIT_MS: recording must not.
+    const first = this.signInTurn();
+    await Promise.race([first, new Promise((resolve) => setTimeout(resolve, START_WAIT_MS).unref())]);
     this.runner.start();
-    this.timer = setInterval(() => {
-      // One signing at a time: a slow one is not overtaken by the next tick.
-      this.signing ??= this.signLatest().finally(() => (this.signing = undefined));
-    }, this.config.verifiableLog.checkpointIntervalMs);
+    this.timer = setInterval(() => void this.signInTurn(), this.config.verifiableLog.checkpointIntervalMs);
+  }
+
+  /** One signing at a time: a slow one is not overtaken by the next tick. */
+  private signInTurn(): Promise<void> {
+    return (this.signing ??= this.signLatest().finally(() => (this.signing = undefined)));
   }
 
   private async signLatest(): Promise<void> {
