@@ -13,7 +13,7 @@ import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-l
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { rewriteWithLeaves } from '../support/log-tamper.js';
-import { probe } from '../support/probe.js';
+import { eventually, probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
 const SIGNING_LOCK_KEY = 7_318_201_017;
@@ -43,13 +43,22 @@ function rotation(dataFolder: 'new' | 'kept') {
     for (const folder of folders) await rm(folder, { recursive: true, force: true });
   });
 
+  /** A session of three events, once the Merkle consumer has added their leaves (a signing then sees them). */
   async function record(sessionId: string): Promise<readonly RecordedEvent[]> {
     expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
     for (const content of ['one', 'two']) {
       const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content });
       expect(created.status).toBe(201);
     }
-    return ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
+    const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
+    await eventually('the Merkle consumer added the leaves', async () => {
+      const { rows } = await db.query<{ leaves: number }>(
+        'SELECT count(*)::int AS leaves FROM log_leaves WHERE position = ANY($1::bigint[])',
+        [events.map((event) => event.position.toString())],
+      );
+      return rows[0].leaves === events.length || undefined;
+    });
+    return events;
   }
 
   /** Starts the instance with the new key (it signs once as it starts); its base URL. */
