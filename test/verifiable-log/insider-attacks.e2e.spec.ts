@@ -20,7 +20,8 @@ import {
   rewriteStreamFrom,
   rewriteWithLeaves,
 } from '../support/log-tamper.js';
-import { eventually, probe } from '../support/probe.js';
+import { leavesAdded as leavesAddedTo } from '../support/merkle-leaves.js';
+import { probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
 const SIGNING_LOCK_KEY = 7_318_201_017;
@@ -92,15 +93,7 @@ function insiderLedger(options: { signing?: 'on demand'; onEventStore?: boolean 
   }
 
   /** Waits for the Merkle consumer to add the leaves of the events at `positions`. */
-  async function leavesAdded(positions: readonly bigint[]): Promise<void> {
-    await eventually('the Merkle consumer added the leaves', async () => {
-      const { rows } = await db.query<{ leaves: number }>(
-        'SELECT count(*)::int AS leaves FROM log_leaves WHERE position = ANY($1::bigint[])',
-        [positions.map(String)],
-      );
-      return rows[0].leaves === positions.length || undefined;
-    });
-  }
+  const leavesAdded = (positions: readonly bigint[]) => leavesAddedTo(db, positions);
 
   /** Inside `tampering` (the signing lock held): a session whose leaves the consumer adds, and no checkpoint covers. */
   async function recordUnsigned(sessionId: string): Promise<readonly RecordedEvent[]> {

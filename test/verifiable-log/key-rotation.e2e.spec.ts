@@ -13,7 +13,8 @@ import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-l
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { rewriteWithLeaves } from '../support/log-tamper.js';
-import { eventually, probe } from '../support/probe.js';
+import { leavesAdded } from '../support/merkle-leaves.js';
+import { probe } from '../support/probe.js';
 
 /** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
 const SIGNING_LOCK_KEY = 7_318_201_017;
@@ -51,13 +52,10 @@ function rotation(dataFolder: 'new' | 'kept') {
       expect(created.status).toBe(201);
     }
     const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
-    await eventually('the Merkle consumer added the leaves', async () => {
-      const { rows } = await db.query<{ leaves: number }>(
-        'SELECT count(*)::int AS leaves FROM log_leaves WHERE position = ANY($1::bigint[])',
-        [events.map((event) => event.position.toString())],
-      );
-      return rows[0].leaves === events.length || undefined;
-    });
+    await leavesAdded(
+      db,
+      events.map((event) => event.position),
+    );
     return events;
   }
 
