@@ -165,7 +165,7 @@ describe('a signing key rotated over a signed log, in a new data folder', () => 
  * check: the instance starts, and records, while it waits.
  */
 describe('a new key whose first signing waits for the signing lock', () => {
-  const { rotate, tampering, get, ledger, rotatedUrl } = rotation('new');
+  const { rotate, tampering, get, verifierOf, ledger } = rotation('new');
 
   it('does not hold back the start: the instance records while the signing waits', async () => {
     const producer = await ledger().credentials.key('rotation-producer');
@@ -177,10 +177,12 @@ describe('a new key whose first signing waits for the signing lock', () => {
         body: { id: 'while-signing' },
       });
       expect(created.status).toBe(201);
+      // The new key has signed nothing yet: its first signing is still waiting for the lock.
+      expect((await get(started, '/v1/log/checkpoint')).status).toBe(404);
     });
-    expect(rotatedUrl()).toBe(started);
     const answer = await get(started, '/v1/sessions/while-signing/verify');
     expect(answer.body).toMatchObject({ ok: true });
+    expect(openCheckpoint(answer.body.checkpoint.note, await verifierOf(started)).treeSize).toBeGreaterThan(0n);
   });
 });
 

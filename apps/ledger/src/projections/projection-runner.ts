@@ -240,7 +240,7 @@ function lockKeyOf(name: string): bigint {
 }
 
 /** What `promise` gives, or `undefined` if it has not settled within `ms` (it goes on; await it again). */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   if (ms <= 0) return undefined;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { PG_POOL } from '../database/database.module.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
-import { ProjectionRunner } from '../projections/projection-runner.js';
+import { ProjectionRunner, within } from '../projections/projection-runner.js';
 import { LogController } from './log.controller.js';
 import { loadLogSigningKey } from './log-signing-key.js';
 import { merkleLogConsumer } from './merkle-log.consumer.js';
@@ -66,8 +66,7 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
     // A checkpoint exists from the first start on (of the empty tree, on a new log). A signing that checks much
     // of the log first (a new key, an instance back after long) goes on beside the service, which does not wait
     // for it past START_WAIT_MS: recording must not.
-    const first = this.signInTurn();
-    await Promise.race([first, new Promise((resolve) => setTimeout(resolve, START_WAIT_MS).unref())]);
+    await within(this.signInTurn(), START_WAIT_MS);
     this.runner.start();
     this.timer = setInterval(() => void this.signInTurn(), this.config.verifiableLog.checkpointIntervalMs);
   }
