@@ -244,6 +244,8 @@ describe('verifying sessions and tool calls against a tampered database', () => 
   // With fresh hashes the chain holds: the Merkle log's leaf differs; with the leaves rewritten too, the signed root.
   it('catches a stream rewritten with fresh hashes, and with its leaves rewritten as well', async () => {
     await recordSession('rewritten');
+    // Signed first: rewritten before the Merkle consumer took the genuine events, the leaves would hold the new hashes.
+    expect(await verified('/v1/sessions/rewritten/verify')).toMatchObject({ ok: true });
     const events = await streamEvents('session-rewritten');
     const rewritten = await rewriteStreamFrom(db, events, 1);
     const first = events[1].position.toString();
