@@ -199,15 +199,21 @@ describe('PostgreSQL reads for projections', () => {
     await database.drop();
   });
 
-  it('reads for projections only what a read model folds, each field as stored', async () => {
-    const streamId = `projected-${randomUUID()}`;
+  /** One event appended to a stream of its own, as the append returned it. */
+  async function appendedAlone(kind: string) {
+    const streamId = `${kind}-${randomUUID()}`;
     const { events } = await log.append(
       streamId,
-      [{ id: randomUUID(), type: 'test.projected', data: { n: 1 }, correlationId: 'c', actor: 'a', tenant: 't' }],
+      [{ id: randomUUID(), type: `test.${kind}`, data: { n: 1 }, correlationId: 'c', actor: 'a', tenant: 't' }],
       NO_STREAM,
     );
+    return { streamId, event: events[0] };
+  }
+
+  it('reads for projections only what a read model folds, each field as stored', async () => {
+    const { streamId, event } = await appendedAlone('projected');
     const [read] = (await log.readAllForProjections({ filter: { streamPrefixes: [streamId] } })).events;
-    const { type, revision, position, data, metadata } = events[0];
+    const { type, revision, position, data, metadata } = event;
     // Nothing more: each column a rebuild does not fold costs PostgreSQL and the driver per row (decision 0048).
     expect(read).toStrictEqual({
       type,
@@ -220,14 +226,9 @@ describe('PostgreSQL reads for projections', () => {
   });
 
   it("reads for the checkpoint signer only each event's place and chain hash", async () => {
-    const streamId = `hashed-${randomUUID()}`;
-    const { events } = await log.append(
-      streamId,
-      [{ id: randomUUID(), type: 'test.hashed', data: { n: 1 }, correlationId: 'c', actor: 'a', tenant: 't' }],
-      NO_STREAM,
-    );
+    const { streamId, event } = await appendedAlone('hashed');
     const [read] = (await log.readAllHashes({ filter: { streamPrefixes: [streamId] } })).events;
-    const { revision, position, metadata } = events[0];
+    const { revision, position, metadata } = event;
     expect(read).toStrictEqual({ streamId, revision, position, metadata: { hash: metadata.hash } });
   });
 });
