@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -270,6 +271,25 @@ describe('the memory files of rotated keys, as operators leave them', () => {
     });
     await rm(damaged);
     expect((await get(ledger().baseUrl, '/v1/sessions/after-damage/verify')).body).toMatchObject({ ok: true });
+  });
+
+  it('a FIFO or an outsized file in its place is named at once: it does not hold the signing lock', async () => {
+    await record('beside-a-fifo');
+    const planted = path.join(dataDir(), 'log-last-checkpoint-0000f1f0');
+    execFileSync('mkfifo', [planted]);
+    try {
+      await expect(signer().signLatest()).rejects.toThrow(
+        /log-last-checkpoint-0000f1f0 cannot be read: it is not a regular file/,
+      );
+    } finally {
+      await rm(planted);
+    }
+    await writeFile(planted, 'x'.repeat(100_000));
+    await expect(signer().signLatest()).rejects.toThrow(
+      /log-last-checkpoint-0000f1f0 cannot be read: it holds 100000 bytes/,
+    );
+    await rm(planted);
+    expect((await get(ledger().baseUrl, '/v1/sessions/beside-a-fifo/verify')).body).toMatchObject({ ok: true });
   });
 
   it('one of another deployment stops signing, and is named: its key, or the tree it does not extend', async () => {

@@ -81,6 +81,8 @@ export class ApiErrorFilter implements ExceptionFilter {
       return;
     }
     if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="block-ledger"');
+    // Every 503 the service gives is for now: a part behind or busy, a peer out of reach.
+    if (status === 503 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', '1');
     // The gateway's clients are provider SDKs: they read errors in their provider's shape.
     const shape = errorShapeOf(reply.request.routeOptions.url ?? path);
     void reply.status(status).send(shape ? providerErrorBody(shape, { status, ...body }) : { error: body });

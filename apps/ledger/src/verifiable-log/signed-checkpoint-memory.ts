@@ -1,4 +1,5 @@
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { NoteError, openCheckpoint, parseVerifierKey, signatureKeyIds, statedCheckpoint, type Checkpoint } from '#core';
@@ -35,16 +36,36 @@ function parseMemory(text: string): { note: string; lastPosition?: bigint } {
 
 const MEMORY_FILE = /^log-last-checkpoint-([0-9a-f]{8})$/;
 
+/** A memory holds one note: a few hundred bytes. */
+const MAX_MEMORY_BYTES = 64 * 1024;
+
+/**
+ * The text of a regular file of at most MAX_MEMORY_BYTES, or undefined when there is none. Opened without blocking
+ * and checked before it is read: a FIFO or a device put in its place would hold the signing lock for good.
+ */
+async function readSmallFile(file: string): Promise<string | undefined> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (!handle) return undefined;
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw new Error('it is not a regular file');
+    if (stats.size > MAX_MEMORY_BYTES) throw new Error(`it holds ${stats.size} bytes, more than a memory does`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
 /** The memory in `file`, or none; an error naming the file when it cannot be read or holds no checkpoint. */
 async function readMemory(
   file: string,
   checkpointOf: (note: string) => Checkpoint,
 ): Promise<RememberedCheckpoint | undefined> {
   try {
-    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    });
+    const text = await readSmallFile(file);
     if (text === undefined) return undefined;
     const { note, lastPosition } = parseMemory(text);
     return { file, checkpoint: checkpointOf(note), note, lastPosition };

@@ -19,7 +19,7 @@ import {
 import type { EventLogReader } from '#event-log';
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../database/transaction.js';
-import type { ProjectionRunner } from '../projections/projection-runner.js';
+import { within, type ProjectionRunner } from '../projections/projection-runner.js';
 import { ApiError } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
 import { growFromLog, type GrownTree } from './leaf-audit.js';
@@ -50,6 +50,11 @@ export interface InclusionProof {
 const SIGNING_LOCK_KEY = 7_318_201_017;
 /** How long a request waits for the Merkle consumer to reach the events it asks about. */
 const CONSUMER_WAIT_MS = 10_000;
+/**
+ * How long a request waits for a checkpoint to be signed. A signing takes milliseconds; one that checks much of
+ * the log (a new key, an instance back after long) holds the signing lock for minutes, and requests stop waiting.
+ */
+const SIGNING_WAIT_MS = 5_000;
 
 /** A signed checkpoint the tree must extend, and where it comes from when that is not the database's row of this key. */
 interface SignedBound {
@@ -71,6 +76,9 @@ interface StartCandidates {
  */
 export class VerifiableLog {
   private readonly verifier;
+  /** The signing under way in this process, and the one after it that every caller arriving meanwhile shares. */
+  private signing: Promise<StoredCheckpoint> | undefined;
+  private nextSigning: Promise<StoredCheckpoint> | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -85,12 +93,32 @@ export class VerifiableLog {
   /**
    * Signs the tree as it stands, unless the latest checkpoint already covers it, as far as its new leaves are
    * the log's next events. Where one is not, it signs the leaves before it and throws a LogForkError naming it.
-   * One signer at a time across instances.
+   * One signer at a time across instances. In this process a call shares the next signing to start: the one under
+   * way may have read the tree before the call, and every caller waiting for the lock would hold a connection.
    */
-  async signLatest(): Promise<StoredCheckpoint> {
-    const { checkpoint, refused } = await inTransaction(this.pool, (client) => this.signUnderLock(client));
-    if (refused) throw refused;
-    return checkpoint!;
+  signLatest(): Promise<StoredCheckpoint> {
+    if (this.nextSigning) return this.nextSigning;
+    if (!this.signing) return this.startSigning();
+    this.nextSigning = this.signing.then(ignored, ignored).then(() => {
+      this.nextSigning = undefined;
+      return this.startSigning();
+    });
+    return this.nextSigning;
+  }
+
+  private startSigning(): Promise<StoredCheckpoint> {
+    const signing = inTransaction(this.pool, (client) => this.signUnderLock(client))
+      .then(({ checkpoint, refused }) => {
+        if (refused) throw refused;
+        return checkpoint!;
+      })
+      .finally(() => {
+        if (this.signing === signing) this.signing = undefined;
+      });
+    // Handled here too: a request that stopped waiting for it (SIGNING_WAIT_MS) leaves no unhandled rejection.
+    signing.catch(ignored);
+    this.signing = signing;
+    return signing;
   }
 
   private async signUnderLock(client: PoolClient): Promise<{ checkpoint?: StoredCheckpoint; refused?: LogForkError }> {
@@ -284,8 +312,8 @@ export class VerifiableLog {
 
   /**
    * A signed checkpoint whose tree holds every event up to `position`: waits for the consumer, signs
-   * one if none does. If the stored tree cannot be signed, the last checkpoint signed: verify and export
-   * then name, or refuse, the events it does not hold.
+   * one if none does, waiting at most SIGNING_WAIT_MS for it. If the stored tree cannot be signed, the last
+   * checkpoint signed: verify and export then name, or refuse, the events it does not hold.
    */
   async checkpointCovering(position: bigint): Promise<StoredCheckpoint> {
     if (!(await this.consumer.waitForPosition(position, CONSUMER_WAIT_MS))) {
@@ -293,13 +321,19 @@ export class VerifiableLog {
     }
     const latest = await this.checkpoint();
     if (latest && (await this.leafCount(position)) <= latest.treeSize) return latest;
-    return this.signLatest().catch(async (error: unknown) => {
+    const signing = this.signLatest().catch(async (error: unknown) => {
       if (!(error instanceof LogForkError)) throw error;
       const signed = await this.lastSigned();
       if (!signed)
         throw new ApiError(503, 'log_unsigned', "no checkpoint of the service's key can be signed yet: see its log");
       return signed;
     });
+    const signed = await within(signing, SIGNING_WAIT_MS);
+    if (!signed) {
+      signing.catch(ignored);
+      throw new ApiError(503, 'log_signing', 'a checkpoint is being signed and takes long; retry shortly');
+    }
+    return signed;
   }
 
   /**
@@ -358,6 +392,9 @@ export class VerifiableLog {
     return proof;
   }
 }
+
+/** For a promise whose outcome another caller takes care of. */
+function ignored(): void {}
 
 /** Undefined for a LogForkError: a read that finds no checkpoint in the database falls back on the signer's memory. */
 function unlessFork(error: unknown): undefined {
