@@ -15,6 +15,12 @@ import { systemActor } from './identity/principal.js';
 import { rebuildReadModels } from './projections/read-model-projections.js';
 import { auditLog } from './verifiable-log/leaf-audit.js';
 import { signedCheckpointAt } from './verifiable-log/merkle-store.js';
+import { ProjectionRunner, ProjectionRunningError } from './projections/projection-runner.js';
+import { loadLogSigningKey } from './verifiable-log/log-signing-key.js';
+import { LogForkError } from './verifiable-log/log-fork-error.js';
+import { merkleLogConsumer } from './verifiable-log/merkle-log.consumer.js';
+import { SignedCheckpointMemory } from './verifiable-log/signed-checkpoint-memory.js';
+import { VerifiableLog } from './verifiable-log/verifiable-log.js';
 
 const USAGE = [
   'usage: cli.js rebuild',
@@ -22,6 +28,7 @@ const USAGE = [
   '       cli.js keys list [--tenant <t>]',
   '       cli.js keys revoke <key id>',
   '       cli.js audit-log --key <verifier key, or a file holding it> [--checkpoint <pinned checkpoint file>]',
+  '       cli.js log-repair',
 ].join('\n');
 
 /** The command-line flag of each field of a new key, so a refusal names what the operator typed. */
@@ -41,6 +48,9 @@ const FLAG_OF_FIELD: Record<string, string> = {
  *   keys revoke    revoke a key; every instance refuses it within the key cache's lifetime
  *   audit-log      check every leaf of a signed checkpoint against the log's events (docs/verifiable-log.md);
  *                  a JSON report on stdout, exit code 1 when a leaf breaks
+ *   log-repair     with every instance stopped: drop the Merkle tree's unsigned leaves from the first that is not
+ *                  the log's next event (an event deleted before it was signed stops signing there), so that they
+ *                  are added again from the log; a JSON report on stdout. It never drops a signed leaf.
  * It can run beside a running service: it reuses the embedded server on the same data folder, and
  * waits for a rebuild the service is running to finish (one at a time, decision 0012). Keys are
  * made by the service's own ApiKeyStore, so creation and revocation are events with the actor
@@ -51,6 +61,10 @@ async function main(args: readonly string[]): Promise<number | void> {
   if (command === 'rebuild' && rest.length === 0) return withStorage(loadConfig(process.env), rebuild);
   if (command === 'keys') return withStorage(loadConfig(process.env), keysCommand(rest));
   if (command === 'audit-log') return withStorage(loadConfig(process.env), await auditCommand(rest));
+  if (command === 'log-repair' && rest.length === 0) {
+    const config = loadConfig(process.env);
+    return withStorage(config, logRepair(config));
+  }
   throw new StartupError(USAGE);
 }
 
@@ -133,6 +147,33 @@ async function auditCommand(args: readonly string[]): Promise<(pool: pg.Pool, ev
       ),
     );
     return audit.broken ? 1 : 0;
+  };
+}
+
+/** The service's own signer, on its key and data folder (neither made here), asked to drop what it cannot sign. */
+function logRepair(config: LedgerConfig): (pool: pg.Pool, eventLog: EventLog) => Promise<void> {
+  return async (pool, eventLog) => {
+    const key = await loadLogSigningKey(config.verifiableLog, config.dataDir, { generate: false });
+    const memory = new SignedCheckpointMemory(config.dataDir, key);
+    const log = new VerifiableLog(
+      pool,
+      eventLog,
+      key,
+      new ProjectionRunner(pool, eventLog, merkleLogConsumer()),
+      memory,
+    );
+    const { treeSize, dropped, firstDropped } = await log.dropUnprovenLeaves().catch((error: unknown) => {
+      if (error instanceof LogForkError || error instanceof ProjectionRunningError)
+        throw new StartupError(error.message);
+      throw error;
+    });
+    const first = firstDropped && {
+      leafIndex: String(firstDropped.leafIndex),
+      position: firstDropped.position?.toString() ?? null,
+    };
+    console.log(
+      JSON.stringify({ treeSize: String(treeSize), dropped: String(dropped), ...(first && { firstDropped: first }) }),
+    );
   };
 }
 

@@ -4,6 +4,14 @@ import { createHash } from 'node:crypto';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
 
+/** An operator's repair found an instance running the projection. */
+export class ProjectionRunningError extends Error {
+  constructor(name: string) {
+    super(`an instance is running ${name}: stop every instance of the service first`);
+    this.name = 'ProjectionRunningError';
+  }
+}
+
 /** Another runner moved the checkpoint under us: a second instance is running the projection. */
 export class CheckpointMovedError extends Error {
   constructor(name: string, expected: bigint) {
@@ -95,6 +103,38 @@ export class ProjectionRunner {
       [this.definition.name],
     );
     return rows[0] ? BigInt(rows[0].position) : 0n;
+  }
+
+  /**
+   * For an operator's repair, every instance stopped: runs `work` in a transaction while this process holds the
+   * projection's lead (a ProjectionRunningError when an instance has it), and sets the stored checkpoint to the
+   * position `work` gives, if any. The next runner to lead starts from it.
+   */
+  async rewound<T>(work: (client: PoolClient) => Promise<{ position?: bigint; result: T }>): Promise<T> {
+    const lockKey = lockKeyOf(this.definition.name).toString();
+    const lock = await this.pool.connect();
+    try {
+      const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [
+        lockKey,
+      ]);
+      if (!rows[0].leader) throw new ProjectionRunningError(this.definition.name);
+      try {
+        return await inTransaction(this.pool, async (client) => {
+          const { position, result } = await work(client);
+          if (position !== undefined)
+            await client.query(
+              `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)
+               ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
+              [this.definition.name, position.toString()],
+            );
+          return result;
+        });
+      } finally {
+        await lock.query('SELECT pg_advisory_unlock($1::bigint)', [lockKey]);
+      }
+    } finally {
+      lock.release();
+    }
   }
 
   private async run(): Promise<void> {

@@ -17,14 +17,19 @@ export interface LogSigningKey {
 
 /**
  * The checkpoint signing key: `LEDGER_SIGNING_KEY`, or the one generated into the data folder on
- * the first start (mode 0600, never overwritten). Instances sharing a database must share the
- * key file: each signs with its own key otherwise, and auditors pin one.
+ * the first start (mode 0600, never overwritten; with `generate: false`, as a repair loads it, none
+ * is made). Instances sharing a database must share the key file: each signs with its own key
+ * otherwise, and auditors pin one.
  */
-export async function loadLogSigningKey(config: VerifiableLogConfig, dataDir: string): Promise<LogSigningKey> {
+export async function loadLogSigningKey(
+  config: VerifiableLogConfig,
+  dataDir: string,
+  { generate = true } = {},
+): Promise<LogSigningKey> {
   const file = config.signingKeyFile ?? path.join(dataDir, GENERATED_KEY_FILE);
   // A generated key is the data folder's: a problem with it is named by LEDGER_DATA_DIR.
   const variable = config.signingKeyFile ? 'LEDGER_SIGNING_KEY' : 'LEDGER_DATA_DIR';
-  if (!config.signingKeyFile) await generateKeyUnlessPresent(file, dataDir);
+  if (!config.signingKeyFile && generate) await generateKeyUnlessPresent(file, dataDir);
   const pem = readConfigFile(variable, file);
   let privateKey;
   try {

@@ -170,6 +170,21 @@ export async function leafRowAt(db: Queryable, leafIndex: bigint): Promise<Store
   return rows[0] && leafOf(rows[0]);
 }
 
+/**
+ * Removes the stored tree's leaves `from` up to `end` (exclusive): their rows, and every node whose subtree holds
+ * one of them. Nodes and rows outside the tree (edited in past it) stay as they are.
+ */
+export async function dropLeaves(client: PoolClient, from: bigint, end: bigint): Promise<void> {
+  const range = [from.toString(), end.toString()];
+  await client.query('DELETE FROM log_leaves WHERE leaf_index >= $1 AND leaf_index < $2', range);
+  // A node of level l and index i holds leaves i·2^l to (i + 1)·2^l - 1; numeric, so that no edited index overflows.
+  await client.query(
+    `DELETE FROM log_nodes
+      WHERE (node_index + 1)::numeric * power(2::numeric, level) > $1 AND node_index::numeric * power(2::numeric, level) < $2`,
+    range,
+  );
+}
+
 /** The stored leaf hashes (level-0 nodes) from index `start` up to `end` (exclusive), in index order, a page at a time. */
 export function leafNodePages(
   db: Queryable,

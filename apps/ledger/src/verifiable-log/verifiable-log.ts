@@ -26,6 +26,7 @@ import { growFromLog, type GrownTree } from './leaf-audit.js';
 import { LogForkError } from './log-fork-error.js';
 import type { RememberedCheckpoint, SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import {
+  dropLeaves,
   fetchRangeNodes,
   isLeafOf,
   leafIndexesAtPositions,
@@ -60,6 +61,13 @@ const SIGNING_WAIT_MS = 5_000;
 interface SignedBound {
   readonly checkpoint: { readonly treeSize: bigint; readonly rootHash: Hash };
   readonly whose?: string;
+}
+
+/** What a repair dropped: leaves `treeSize - dropped` to `treeSize - 1`; the first, and the position its row names. */
+export interface DroppedLeaves {
+  readonly treeSize: bigint;
+  readonly dropped: bigint;
+  readonly firstDropped?: { readonly leafIndex: bigint; readonly position: bigint | undefined };
 }
 
 /** The signed checkpoints the check of new leaves may start from. */
@@ -130,17 +138,7 @@ export class VerifiableLog {
     if (size > MAX_TREE_SIZE) throw new LogForkError(`the tree holds ${size} leaves: more than a checkpoint stores`);
     const rootHash = await this.storedRoot(client, size);
     if (!rootHash) throw new LogForkError(`the stored tree of ${size} leaves lacks a node of its root`);
-    const predecessors = await this.memory.recallRotatedOut();
-    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n);
-    // The last checkpoint of this key in the database, the last one this instance remembers signing (the
-    // database's may have been deleted), the last ones the keys before it in this data folder remember, and the
-    // database's last of another key (its word): the tree must extend them all.
-    const bounds: SignedBound[] = [
-      ...(own ? [{ checkpoint: own }] : []),
-      ...(remembered ? [{ checkpoint: remembered.checkpoint, whose: `remembered in ${remembered.file}` }] : []),
-      ...predecessors.map(({ checkpoint, file }) => ({ checkpoint, whose: `remembered in ${file}` })),
-      ...(rotatedOut ? [{ checkpoint: rotatedOut, whose: `the database's row of key ${rotatedOut.keyId}` }] : []),
-    ];
+    const { bounds, predecessors } = await this.signedBounds(client, own, remembered);
     for (const bound of bounds) await this.checkExtends(client, bound, size, rootHash);
     // Its new leaves must be the log's next events: a tree that extends the signed one could hold leaves
     // appended for events already signed, rewritten (decision 0049).
@@ -170,6 +168,63 @@ export class VerifiableLog {
     await this.memory.remember(note, grown.lastPosition);
     await storeCheckpoint(client, checkpoint);
     return { checkpoint, refused };
+  }
+
+  /**
+   * The signed checkpoints a tree must extend: the last of this key in the database, the last one this instance
+   * remembers signing (the database's may have been deleted), the last ones the keys before it in this data
+   * folder remember, and the database's last of another key (its word).
+   */
+  private async signedBounds(
+    client: Queryable,
+    own: StoredCheckpoint | undefined,
+    remembered: RememberedCheckpoint | undefined,
+  ): Promise<{ bounds: SignedBound[]; predecessors: RememberedCheckpoint[] }> {
+    const predecessors = await this.memory.recallRotatedOut();
+    const rotatedOut = await newestCheckpointOfAnotherKey(client, this.key.keyId, own?.treeSize ?? 0n);
+    const bounds: SignedBound[] = [
+      ...(own ? [{ checkpoint: own }] : []),
+      ...(remembered ? [{ checkpoint: remembered.checkpoint, whose: `remembered in ${remembered.file}` }] : []),
+      ...predecessors.map(({ checkpoint, file }) => ({ checkpoint, whose: `remembered in ${file}` })),
+      ...(rotatedOut ? [{ checkpoint: rotatedOut, whose: `the database's row of key ${rotatedOut.keyId}` }] : []),
+    ];
+    return { bounds, predecessors };
+  }
+
+  /**
+   * An operator's repair (`cli.js log-repair`, every instance stopped). An event deleted or changed after its leaf
+   * was added and before it was signed stops signing at that leaf for good. This drops the stored tree's leaves from
+   * the first one that is not the log's next event, and rewinds the Merkle consumer to the last leaf kept: it adds the
+   * log's events again from there, and signing goes on. It never drops a signed leaf: a stranger inside a checkpoint
+   * of this key, or of any it knows of, is refused (LogForkError), as is a tree that does not extend them.
+   */
+  async dropUnprovenLeaves(): Promise<DroppedLeaves> {
+    return this.consumer.rewound<DroppedLeaves>(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+      const own = await signedCheckpointAt(client, this.verifier);
+      const remembered = await this.memory.recall();
+      const { size } = await treeHead(client);
+      const { bounds, predecessors } = await this.signedBounds(client, own, remembered);
+      const start = await this.checkedStart(client, { own, remembered, predecessors });
+      const grown = await growFromLog(this.eventLog, start, size, client);
+      const kept = grown.range.treeSize;
+      if (kept === size) return { result: { treeSize: size, dropped: 0n } };
+      for (const { checkpoint, whose } of bounds)
+        if (checkpoint.treeSize > kept) {
+          const stranger = await this.strangerLeaf(client, kept, grown.lastPosition);
+          const signer = whose ?? "this key's, in the database";
+          throw new LogForkError(
+            `${stranger.message}; checkpoint ${checkpoint.treeSize} (${signer}) signed it, and a repair drops no signed leaf`,
+          );
+        }
+      const rootHash = await this.storedRoot(client, kept);
+      if (!rootHash?.equals(grown.range.root()))
+        throw new LogForkError(`the stored nodes of the first ${kept} leaves do not hash to them`);
+      for (const bound of bounds) await this.checkExtends(client, bound, kept, rootHash);
+      const firstDropped = { leafIndex: kept, position: (await leafRowAt(client, kept))?.position };
+      await dropLeaves(client, kept, size);
+      return { position: grown.lastPosition ?? 0n, result: { treeSize: size, dropped: size - kept, firstDropped } };
+    });
   }
 
   /** The root of the stored tree's first `size` leaves, or undefined when it lacks a node of it. */

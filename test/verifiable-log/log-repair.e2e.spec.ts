@@ -1,0 +1,218 @@
+import { copyFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import type { EventLog, RecordedEvent } from '#event-log';
+import pg from 'pg';
+import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
+import { LogForkError } from '../../apps/ledger/src/verifiable-log/log-fork-error.js';
+import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
+import { runCli } from '../support/ledger-cli.js';
+import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
+import { leavesAdded } from '../support/merkle-leaves.js';
+import { probe } from '../support/probe.js';
+
+/** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
+const SIGNING_LOCK_KEY = 7_318_201_017;
+
+/**
+ * `cli.js log-repair` (decision 0051). An event deleted after its leaf was added, before it was signed, stops signing
+ * at that leaf for good: no checkpoint covers any later event. With every instance stopped, the repair drops the
+ * leaves from that one on and rewinds the Merkle consumer, which adds the log's events again as they now are. It
+ * never drops a signed leaf.
+ */
+function repairedLedger() {
+  let ledger: LedgerUnderTest;
+  let restarted: INestApplication | undefined;
+  let db: pg.Client;
+  let auditor: string;
+  let config: LedgerConfig;
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_CHECKPOINT_INTERVAL_MS: '600000' });
+    config = ledger.app.get<LedgerConfig>(LEDGER_CONFIG);
+    db = new pg.Client({ connectionString: ledger.database.connectionString });
+    await db.connect();
+    auditor = await ledger.credentials.key('repair-auditor', { roles: ['auditor'] });
+  });
+  let stopped = false;
+  afterAll(async () => {
+    await db?.end();
+    if (!stopped) return ledger?.close();
+    await restarted?.close();
+    await ledger.database.drop();
+    await rm(config.dataDir, { recursive: true, force: true });
+  });
+
+  async function record(sessionId: string): Promise<readonly RecordedEvent[]> {
+    expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
+    for (const content of ['one', 'two']) {
+      const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content });
+      expect(created.status).toBe(201);
+    }
+    const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
+    await leavesAdded(
+      db,
+      events.map((event) => event.position),
+    );
+    return events;
+  }
+
+  async function tampering(change: () => Promise<void>): Promise<void> {
+    await db.query('BEGIN');
+    await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+    await change();
+    await db.query('COMMIT');
+  }
+
+  async function leafCount(): Promise<number> {
+    return (await db.query<{ leaves: number }>('SELECT count(*)::int AS leaves FROM log_leaves')).rows[0].leaves;
+  }
+
+  const repair = () => runCli(['log-repair'], ledger.database.connectionString, config.dataDir);
+
+  /** Stops the service (the repair refuses while an instance runs) and runs the repair. */
+  async function repairedWhileStopped(): Promise<{ code: number; stdout: string; stderr: string }> {
+    await ledger.app.close();
+    stopped = true;
+    return repair();
+  }
+
+  /** Starts the service again on the same database and data folder. */
+  async function restart(): Promise<void> {
+    restarted = await createLedgerApp({ config, connectionString: ledger.database.connectionString });
+    await restarted.listen(0, '127.0.0.1');
+  }
+
+  async function verifiedAfterRestart(sessionId: string) {
+    const baseUrl = (await restarted!.getUrl()).replace('[::1]', '127.0.0.1');
+    const answer = await probe(baseUrl, 'GET', `/v1/sessions/${sessionId}/verify`, { credential: auditor });
+    expect(answer.status).toBe(200);
+    return answer.body;
+  }
+
+  return {
+    record,
+    tampering,
+    leafCount,
+    repair,
+    repairedWhileStopped,
+    restart,
+    verifiedAfterRestart,
+    db: () => db,
+    signer: () => ledger.app.get(VerifiableLog),
+    memoryFile: () => path.join(config.dataDir, `log-last-checkpoint-${ledger.app.get(VerifiableLog).key.keyId}`),
+    audited: async () => {
+      const verifierKey = restarted!.get(VerifiableLog).key.verifierKey;
+      const run = await runCli(['audit-log', '--key', verifierKey], ledger.database.connectionString);
+      return { code: run.code, report: JSON.parse(run.stdout) as Record<string, unknown> };
+    },
+  };
+}
+
+describe('cli.js log-repair after an unsigned event was deleted', () => {
+  const {
+    record,
+    tampering,
+    leafCount,
+    repair,
+    repairedWhileStopped,
+    restart,
+    verifiedAfterRestart,
+    audited,
+    db,
+    signer,
+  } = repairedLedger();
+  let kept: readonly RecordedEvent[];
+  let damaged: readonly RecordedEvent[];
+  let later: readonly RecordedEvent[];
+  let strangerLeaf: bigint;
+
+  beforeAll(async () => {
+    kept = await record('kept');
+    await signer().signLatest();
+    await tampering(async () => {
+      damaged = await record('damaged');
+      await db().query('DELETE FROM event_log_events WHERE position = $1', [damaged[1].position.toString()]);
+    });
+    later = await record('later');
+    await expect(signer().signLatest()).rejects.toBeInstanceOf(LogForkError);
+    strangerLeaf = (await signer().lastSigned())!.treeSize;
+  });
+
+  it('is refused while an instance runs, and changes nothing', async () => {
+    const leaves = await leafCount();
+    const run = await repair();
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('an instance is running merkle-log: stop every instance of the service first');
+    expect(run.stdout).toBe('');
+    expect(await leafCount()).toBe(leaves);
+  });
+
+  it('drops the leaves from the deleted event on; they are added again from the log, and signing goes on', async () => {
+    const leaves = BigInt(await leafCount());
+    const run = await repairedWhileStopped();
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({
+      treeSize: String(leaves),
+      dropped: String(leaves - strangerLeaf),
+      firstDropped: { leafIndex: String(strangerLeaf), position: String(damaged[1].position) },
+    });
+    expect(await leafCount()).toBe(Number(strangerLeaf));
+    // Nothing more to drop: a second run changes nothing.
+    expect(JSON.parse((await repair()).stdout)).toEqual({ treeSize: String(strangerLeaf), dropped: '0' });
+
+    await restart();
+    expect(await verifiedAfterRestart('later')).toMatchObject({ ok: true, checkedEvents: later.length });
+    expect(await verifiedAfterRestart('kept')).toMatchObject({ ok: true, checkedEvents: kept.length });
+    // The deletion is not hidden: the session it was cut from breaks where its chain does.
+    const cut = await verifiedAfterRestart('damaged');
+    expect(cut).toMatchObject({
+      ok: false,
+      firstBroken: { position: damaged[2].position.toString(), reason: 'missing_event' },
+    });
+    // Every event but the deleted one has its leaf again, signed; the audit of the whole log names the cut too.
+    expect(await leafCount()).toBe(Number(leaves) - 1);
+    expect(await audited()).toMatchObject({
+      code: 1,
+      report: {
+        ok: false,
+        treeSize: String(leaves - 1n),
+        firstBroken: {
+          leafIndex: String(strangerLeaf),
+          position: damaged[2].position.toString(),
+          reason: 'missing_event',
+        },
+      },
+    });
+  });
+});
+
+describe('cli.js log-repair over a signed leaf that is not the log', () => {
+  const { record, tampering, leafCount, repairedWhileStopped, db, signer, memoryFile } = repairedLedger();
+
+  it('refuses, naming the checkpoint that signed it, and drops nothing', async () => {
+    await record('first');
+    await signer().signLatest();
+    const olderMemory = `${memoryFile()}.older`;
+    await copyFile(memoryFile(), olderMemory);
+    const signed = await record('signed-then-deleted');
+    const newest = await signer().signLatest();
+    // Whoever holds the data folder puts the older memory back; whoever holds the database deletes a signed event.
+    await copyFile(olderMemory, memoryFile());
+    await rm(olderMemory);
+    await tampering(async () => {
+      await db().query('DELETE FROM event_log_events WHERE position = $1', [signed[1].position.toString()]);
+    });
+    const leaves = await leafCount();
+    const run = await repairedWhileStopped();
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `checkpoint ${newest.treeSize} \\(this key's, in the database\\) signed it, and a repair drops no signed leaf`,
+      ),
+    );
+    expect(run.stdout).toBe('');
+    expect(await leafCount()).toBe(leaves);
+  });
+});
