@@ -20,11 +20,9 @@ import {
   rewriteStreamFrom,
   rewriteWithLeaves,
 } from '../support/log-tamper.js';
-import { leavesAdded as leavesAddedTo } from '../support/merkle-leaves.js';
+import { leavesAdded as leavesAddedTo, underSigningLock } from '../support/merkle-leaves.js';
 import { probe } from '../support/probe.js';
 
-/** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
-const SIGNING_LOCK_KEY = 7_318_201_017;
 /** A leaf index far past any tree a test makes. */
 const FAR_PAST_THE_TREE = 10n ** 12n;
 
@@ -77,12 +75,7 @@ function insiderLedger(options: { signing?: 'on demand'; onEventStore?: boolean 
   const streamEvents = (streamId: string): Promise<readonly RecordedEvent[]> =>
     ledger.app.get<EventLog>(EVENT_LOG).readStream(streamId);
 
-  async function tampering(change: () => Promise<void>): Promise<void> {
-    await db.query('BEGIN');
-    await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-    await change();
-    await db.query('COMMIT');
-  }
+  const tampering = (change: () => Promise<void>) => underSigningLock(db, change);
 
   /** The leaf index the leaf row of the event at `position` claims. */
   async function leafIndexAt(position: bigint): Promise<bigint> {

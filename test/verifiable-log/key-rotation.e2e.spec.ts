@@ -5,20 +5,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { openCheckpoint, parseVerifierKey } from '#core';
-import type { EventLog, RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { LEDGER_CONFIG, loadConfig, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
 import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { rewriteWithLeaves } from '../support/log-tamper.js';
-import { leavesAdded } from '../support/merkle-leaves.js';
+import { recordedWithLeaves, underSigningLock } from '../support/merkle-leaves.js';
 import { probe } from '../support/probe.js';
-
-/** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
-const SIGNING_LOCK_KEY = 7_318_201_017;
 
 /**
  * A ledger whose signing key is then rotated (decision 0050): a second instance on the same database with a new
@@ -46,19 +41,7 @@ function rotation(dataFolder: 'new' | 'kept') {
   });
 
   /** A session of three events, once the Merkle consumer has added their leaves (a signing then sees them). */
-  async function record(sessionId: string): Promise<readonly RecordedEvent[]> {
-    expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
-    for (const content of ['one', 'two']) {
-      const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content });
-      expect(created.status).toBe(201);
-    }
-    const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
-    await leavesAdded(
-      db,
-      events.map((event) => event.position),
-    );
-    return events;
-  }
+  const record = (sessionId: string) => recordedWithLeaves(ledger, db, sessionId);
 
   /** Starts the instance with the new key (it signs once as it starts); its base URL. */
   async function rotate(): Promise<string> {
@@ -81,12 +64,7 @@ function rotation(dataFolder: 'new' | 'kept') {
     return rotatedUrl;
   }
 
-  async function tampering(change: () => Promise<void>): Promise<void> {
-    await db.query('BEGIN');
-    await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-    await change();
-    await db.query('COMMIT');
-  }
+  const tampering = (change: () => Promise<void>) => underSigningLock(db, change);
 
   const get = (baseUrl: string, route: string) => probe(baseUrl, 'GET', route, { credential: auditor });
   const verifierOf = async (baseUrl: string) => parseVerifierKey((await get(baseUrl, '/v1/log/key')).body as string);

@@ -10,9 +10,7 @@ import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-l
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { rewriteWithLeaves } from '../support/log-tamper.js';
-
-/** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
-const SIGNING_LOCK_KEY = 7_318_201_017;
+import { underSigningLock } from '../support/merkle-leaves.js';
 
 /**
  * `cli.js audit-log`: every leaf of a signed checkpoint against the log's events, with a verifier key (and
@@ -117,10 +115,7 @@ describe('the log audit on the command line', () => {
     const pinned = await pinCheckpoint('d.checkpoint');
     const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream('session-rewritten-whole');
     // Rewrite a signed session, its leaf rows and every stored node: rows, nodes and events agree, the root does not.
-    await db.query('BEGIN');
-    await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-    await rewriteWithLeaves(db, events, 1);
-    await db.query('COMMIT');
+    await underSigningLock(db, () => rewriteWithLeaves(db, events, 1));
 
     const run = await audit('--key', log().key.verifierKey, '--checkpoint', pinned.file);
     expect(run).toMatchObject({ code: 1, stderr: '' });

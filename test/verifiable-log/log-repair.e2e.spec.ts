@@ -1,20 +1,16 @@
 import { copyFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import type { EventLog, RecordedEvent } from '#event-log';
+import type { RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
 import { LogForkError } from '../../apps/ledger/src/verifiable-log/log-fork-error.js';
 import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { leavesAdded } from '../support/merkle-leaves.js';
+import { recordedWithLeaves, underSigningLock } from '../support/merkle-leaves.js';
 import { probe } from '../support/probe.js';
-
-/** The signing lock the service takes: held while tampering, the signer sees all of it or none. */
-const SIGNING_LOCK_KEY = 7_318_201_017;
 
 /**
  * `cli.js log-repair` (decision 0051). An event deleted after its leaf was added, before it was signed, stops signing
@@ -44,26 +40,8 @@ function repairedLedger() {
     await rm(config.dataDir, { recursive: true, force: true });
   });
 
-  async function record(sessionId: string): Promise<readonly RecordedEvent[]> {
-    expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
-    for (const content of ['one', 'two']) {
-      const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content });
-      expect(created.status).toBe(201);
-    }
-    const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
-    await leavesAdded(
-      db,
-      events.map((event) => event.position),
-    );
-    return events;
-  }
-
-  async function tampering(change: () => Promise<void>): Promise<void> {
-    await db.query('BEGIN');
-    await db.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-    await change();
-    await db.query('COMMIT');
-  }
+  const record = (sessionId: string) => recordedWithLeaves(ledger, db, sessionId);
+  const tampering = (change: () => Promise<void>) => underSigningLock(db, change);
 
   async function leafCount(): Promise<number> {
     return (await db.query<{ leaves: number }>('SELECT count(*)::int AS leaves FROM log_leaves')).rows[0].leaves;

@@ -1,12 +1,7 @@
-import type { EventLog } from '#event-log';
 import pg from 'pg';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { leavesAdded } from '../support/merkle-leaves.js';
+import { recordedWithLeaves, SIGNING_LOCK_KEY } from '../support/merkle-leaves.js';
 import { probe, type Probed } from '../support/probe.js';
-
-/** The signing lock the service takes. */
-const SIGNING_LOCK_KEY = 7_318_201_017;
 
 /**
  * Verify and export need a checkpoint covering the events they prove, and sign one when none does. Another signer
@@ -34,16 +29,7 @@ describe('verify while another signer holds the signing lock', () => {
   const asAuditor = (route: string) => probe(ledger.baseUrl, 'GET', route, { credential: auditor });
 
   /** A session of two events, once their leaves are added: no checkpoint covers them until one is signed. */
-  async function recordUnsigned(sessionId: string): Promise<void> {
-    expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
-    const created = await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, { role: 'user', content: 'hi' });
-    expect(created.status).toBe(201);
-    const events = await ledger.app.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
-    await leavesAdded(
-      db,
-      events.map((event) => event.position),
-    );
-  }
+  const recordUnsigned = (sessionId: string) => recordedWithLeaves(ledger, db, sessionId, ['hi']);
 
   /** The service's backends waiting for an advisory lock. */
   async function waitingForTheLock(): Promise<number> {
