@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
@@ -251,7 +251,7 @@ describe('the memory files of rotated keys, as operators leave them', () => {
     expect((await get(ledger().baseUrl, '/v1/sessions/after-damage/verify')).body).toMatchObject({ ok: true });
   });
 
-  it('a FIFO or an outsized file in its place is named at once: it does not hold the signing lock', async () => {
+  it('a FIFO, a symbolic link or an outsized file in its place is named at once: it does not hold the signing lock', async () => {
     await record('beside-a-fifo');
     const planted = path.join(dataDir(), 'log-last-checkpoint-0000f1f0');
     execFileSync('mkfifo', [planted]);
@@ -262,9 +262,15 @@ describe('the memory files of rotated keys, as operators leave them', () => {
     } finally {
       await rm(planted);
     }
+    // A symbolic link, as to /proc/self/pagemap (a "regular file" that states no size and reads on for gigabytes).
+    await symlink('/proc/self/pagemap', planted);
+    await expect(signer().signLatest()).rejects.toThrow(
+      /log-last-checkpoint-0000f1f0 cannot be read: it is a symbolic link/,
+    );
+    await rm(planted);
     await writeFile(planted, 'x'.repeat(100_000));
     await expect(signer().signLatest()).rejects.toThrow(
-      /log-last-checkpoint-0000f1f0 cannot be read: it holds 100000 bytes/,
+      /log-last-checkpoint-0000f1f0 cannot be read: it holds more than 65536 bytes/,
     );
     await rm(planted);
     expect((await get(ledger().baseUrl, '/v1/sessions/beside-a-fifo/verify')).body).toMatchObject({ ok: true });

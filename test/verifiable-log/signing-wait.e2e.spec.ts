@@ -1,7 +1,18 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import type { EventLog } from '#event-log';
 import pg from 'pg';
+import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
-import { recordedWithLeaves, SIGNING_LOCK_KEY } from '../support/merkle-leaves.js';
-import { probe, type Probed } from '../support/probe.js';
+import { leavesAdded, recordedWithLeaves, SIGNING_LOCK_KEY } from '../support/merkle-leaves.js';
+import { eventually, probe, type Probed } from '../support/probe.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { registerCredentials, TestCredentials } from '../support/test-credentials.js';
+import { CuttableProxy } from '../support/cuttable-proxy.js';
 
 /**
  * Verify and export need a checkpoint covering the events they prove, and sign one when none does. Another signer
@@ -96,4 +107,97 @@ describe('verify while another signer holds the signing lock', () => {
       expect(answer.body.ok).toBe(true);
     }
   });
+});
+
+/**
+ * Found by the attack review of decision 0051: with one signing shared by every caller, a signing stuck on a
+ * half-open connection stopped every later verify (503 log_signing) and every periodic checkpoint for as long as
+ * the process ran. The next signing now starts beside one that has run SIGNING_LOCK_WAIT_MS (10 s).
+ */
+describe('a signing stuck on a half-open connection', () => {
+  let database: TestDatabase;
+  let proxy: CuttableProxy;
+  let app: INestApplication | undefined;
+  let dataDir: string;
+  let direct: pg.Client;
+  let holder: pg.Client;
+  let baseUrl: string;
+  let credential: string;
+  let first: Promise<Probed> | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const target = new URL(database.connectionString);
+    const started = await CuttableProxy.start(target.hostname, Number(target.port));
+    proxy = started.proxy;
+    const proxied = new URL(database.connectionString);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(started.port);
+    dataDir = await mkdtemp(path.join(tmpdir(), 'stuck-signing-'));
+    const config = loadConfig({
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      LEDGER_DATA_DIR: dataDir,
+      LEDGER_CHECKPOINT_INTERVAL_MS: '600000',
+    });
+    app = await createLedgerApp({ config, connectionString: proxied.toString() });
+    await app.listen(0, '127.0.0.1');
+    baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    const credentials = registerCredentials(await TestCredentials.fromDataDir(baseUrl, dataDir));
+    credential = await credentials.key('stuck-client');
+    direct = new pg.Client({ connectionString: database.connectionString });
+    holder = new pg.Client({ connectionString: database.connectionString });
+    await Promise.all([direct.connect(), holder.connect()]);
+  });
+  afterAll(async () => {
+    // Every proxied socket destroyed: the stuck client errors, and the app can close.
+    await proxy?.close();
+    await first?.catch(() => undefined);
+    await app?.close();
+    await holder?.end();
+    await direct?.end();
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const call = (method: string, route: string, body?: unknown) =>
+    probe(baseUrl, method, route, { credential, ...(body === undefined ? {} : { body }) });
+
+  async function record(sessionId: string): Promise<void> {
+    expect((await call('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
+    const events = await app!.get<EventLog>(EVENT_LOG).readStream(`session-${sessionId}`);
+    await leavesAdded(
+      direct,
+      events.map((event) => event.position),
+    );
+  }
+
+  it('does not hold up the next signing: verify signs again on a working connection', async () => {
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+    await record('before-the-cut');
+    first = call('GET', '/v1/sessions/before-the-cut/verify');
+    const waiter = await eventually('a signing waits for the lock', async () => {
+      const { rows } = await direct.query<{ pid: number; client_port: number }>(
+        `SELECT a.pid, a.client_port FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+          WHERE l.locktype = 'advisory' AND NOT l.granted`,
+      );
+      return rows[0];
+    });
+    // The database side of that connection goes away (a failover, a crash of its backend); the service's does not.
+    proxy.cut(waiter.client_port);
+    await direct.query('SELECT pg_terminate_backend($1)', [waiter.pid]);
+    await holder.query('COMMIT');
+
+    await record('after-the-cut');
+    const answers: Probed[] = [];
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const answer = await call('GET', '/v1/sessions/after-the-cut/verify');
+      answers.push(answer);
+      if (answer.status === 200) break;
+      expect(answer.body.error.code).toBe('log_signing');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    expect(answers.at(-1)!.status).toBe(200);
+    expect(answers.at(-1)!.body).toMatchObject({ ok: true });
+  }, 60_000);
 });

@@ -69,6 +69,8 @@ const environment = z
     LEDGER_LOG_ORIGIN: z
       .string()
       .regex(/^[^\s+]+$/, 'must hold no spaces and no "+"')
+      // Each note holds it twice, and the signer's memory of a note is at most 64 KiB.
+      .max(1_024)
       .optional(),
     LEDGER_CHECKPOINT_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

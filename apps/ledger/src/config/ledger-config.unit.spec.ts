@@ -117,3 +117,14 @@ describe('console configuration', () => {
     expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
   });
 });
+
+describe('the checkpoint origin', () => {
+  it('takes up to 1,024 characters: each note holds it twice, and a signer memory is at most 64 KiB', () => {
+    expect(loadConfig({ LEDGER_LOG_ORIGIN: `ledger.test/${'o'.repeat(1_012)}` }).verifiableLog.origin).toHaveLength(
+      1_024,
+    );
+    expect(() => loadConfig({ LEDGER_LOG_ORIGIN: `ledger.test/${'o'.repeat(1_013)}` })).toThrow(
+      /environment variable LEDGER_LOG_ORIGIN /,
+    );
+  });
+});

@@ -18,7 +18,13 @@ export class DatabaseModule implements OnApplicationShutdown {
           provide: PG_POOL,
           inject: [Logger],
           useFactory: (logger: Logger) => {
-            const pool = new pg.Pool({ connectionString, max: 6 });
+            // Keep-alive probes find a connection whose server side is gone (a failover, a host lost) in minutes.
+            const pool = new pg.Pool({
+              connectionString,
+              max: 6,
+              keepAlive: true,
+              keepAliveInitialDelayMillis: 10_000,
+            });
             // A connection can drop (a restart of PostgreSQL), idle in the pool or checked out between two
             // queries; without a listener that would crash the process. The next query on it fails instead.
             const dropped = (error: Error) => logger.warn({ err: error }, 'a database connection failed');

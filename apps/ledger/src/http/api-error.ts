@@ -19,6 +19,13 @@ export class ApiError extends Error {
   }
 }
 
+/** A 503 for something behind or busy for now: sent with `Retry-After`. */
+export class RetryLater extends ApiError {
+  constructor(code: string, message: string, field?: string) {
+    super(503, code, message, field);
+  }
+}
+
 const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   session_not_found: 404,
   message_not_found: 404,
@@ -81,8 +88,7 @@ export class ApiErrorFilter implements ExceptionFilter {
       return;
     }
     if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="block-ledger"');
-    // Every 503 the service gives is for now: a part behind or busy, a peer out of reach.
-    if (status === 503 && !reply.hasHeader('Retry-After')) reply.header('Retry-After', '1');
+    if (error instanceof RetryLater) reply.header('Retry-After', '1');
     // The gateway's clients are provider SDKs: they read errors in their provider's shape.
     const shape = errorShapeOf(reply.request.routeOptions.url ?? path);
     void reply.status(status).send(shape ? providerErrorBody(shape, { status, ...body }) : { error: body });

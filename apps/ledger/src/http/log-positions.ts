@@ -1,5 +1,5 @@
 import type { EventLogReader } from '#event-log';
-import { ApiError } from './api-error.js';
+import { ApiError, RetryLater } from './api-error.js';
 
 /**
  * One rule for a position the log has not reached, wherever a request names one (`?at`, `from`,
@@ -29,8 +29,7 @@ export async function reachReadModels(
 ): Promise<void> {
   if (target === undefined || (await projection.waitForPosition(target, READ_MODEL_WAIT_MS))) return;
   await refuseBeyondHead(eventLog, minPosition, 'minPosition');
-  throw new ApiError(
-    503,
+  throw new RetryLater(
     'projection_behind',
     `the read models have not reached position ${target} within ${READ_MODEL_WAIT_MS} ms; retry later`,
     target === minPosition ? 'minPosition' : undefined,

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { EVENT_LOG } from '../event-log/event-log.module.js';
-import { ApiError } from '../http/api-error.js';
+import { ApiError, RetryLater } from '../http/api-error.js';
 import { refuseBeyondHead } from '../http/log-positions.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
@@ -74,7 +74,7 @@ export class LiveController implements BeforeApplicationShutdown {
       // A client coming from an instance that was ahead waits until this one has caught up.
       if (from !== undefined && !(await this.hub.reach(from, CATCH_UP_TIMEOUT_MS))) {
         const message = `this instance has not reached position ${from} within ${CATCH_UP_TIMEOUT_MS} ms; retry`;
-        throw new ApiError(503, 'live_feed_behind', message, 'Last-Event-ID');
+        throw new RetryLater('live_feed_behind', message, 'Last-Event-ID');
       }
       const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => {
         stream = this.open(response, from, principal.tenant, () => {

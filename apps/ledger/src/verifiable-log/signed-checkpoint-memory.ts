@@ -39,21 +39,33 @@ const MEMORY_FILE = /^log-last-checkpoint-([0-9a-f]{8})$/;
 /** A memory holds one note: a few hundred bytes. */
 const MAX_MEMORY_BYTES = 64 * 1024;
 
+/** Opened as a memory is: not through a symbolic link, never blocking, never as a terminal. */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+
 /**
- * The text of a regular file of at most MAX_MEMORY_BYTES, or undefined when there is none. Opened without blocking
- * and checked before it is read: a FIFO or a device put in its place would hold the signing lock for good.
+ * The text of a regular file of at most MAX_MEMORY_BYTES, or undefined when there is none. Checked before it is
+ * read, and read no further than the bound: a FIFO or a device put in its place would hold the signing lock for
+ * good, and a file growing, or one of /proc (which states no size), could fill the process's memory.
  */
 async function readSmallFile(file: string): Promise<string | undefined> {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch((error: NodeJS.ErrnoException) => {
+  const handle = await open(file, OPEN_FLAGS).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
+    if (error.code === 'ELOOP') throw new Error('it is a symbolic link');
     throw error;
   });
   if (!handle) return undefined;
   try {
-    const stats = await handle.stat();
-    if (!stats.isFile()) throw new Error('it is not a regular file');
-    if (stats.size > MAX_MEMORY_BYTES) throw new Error(`it holds ${stats.size} bytes, more than a memory does`);
-    return await handle.readFile('utf8');
+    if (!(await handle.stat()).isFile()) throw new Error('it is not a regular file');
+    const buffer = Buffer.alloc(MAX_MEMORY_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length);
+      length += bytesRead;
+      if (bytesRead === 0 || length === buffer.length) break;
+    }
+    if (length > MAX_MEMORY_BYTES)
+      throw new Error(`it holds more than ${MAX_MEMORY_BYTES} bytes, more than a memory does`);
+    return buffer.toString('utf8', 0, length);
   } finally {
     await handle.close();
   }
@@ -110,8 +122,11 @@ export class SignedCheckpointMemory {
   }
 
   async recall(): Promise<RememberedCheckpoint | undefined> {
-    this.known = await readMemory(this.file, (note) => openCheckpoint(note, this.verifier));
-    return this.known;
+    const recalled = await readMemory(this.file, (note) => openCheckpoint(note, this.verifier));
+    // A read racing a signing's write can find the note before it: what this process knows only moves on.
+    if (!this.known || (recalled && recalled.checkpoint.treeSize >= this.known.checkpoint.treeSize))
+      this.known = recalled;
+    return recalled;
   }
 
   /**

@@ -10,7 +10,7 @@ import { LogController } from './log.controller.js';
 import { loadLogSigningKey } from './log-signing-key.js';
 import { merkleLogConsumer } from './merkle-log.consumer.js';
 import { LogForkError } from './log-fork-error.js';
-import { VerifiableLog } from './verifiable-log.js';
+import { SigningBusyError, VerifiableLog } from './verifiable-log.js';
 import { VerifyController } from './verify.controller.js';
 import { SessionExporter } from './session-export.js';
 import { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
@@ -85,6 +85,8 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
           { err: error },
           'refusing to sign a checkpoint: the stored tree contradicts the log or a signed one',
         );
+      else if (error instanceof SigningBusyError)
+        this.logger.log('another signer holds the signing lock; signing at the next interval');
       else this.logger.warn({ err: error }, 'signing a checkpoint failed; retrying at the next interval');
     }
   }

@@ -17,10 +17,10 @@ import {
   type LeafRange,
 } from '#core';
 import type { EventLogReader } from '#event-log';
-import type { Pool, PoolClient } from 'pg';
+import pg, { type Pool, type PoolClient } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import { within, type ProjectionRunner } from '../projections/projection-runner.js';
-import { ApiError } from '../http/api-error.js';
+import { ApiError, RetryLater } from '../http/api-error.js';
 import type { LogSigningKey } from './log-signing-key.js';
 import { growFromLog, type GrownTree } from './leaf-audit.js';
 import { LogForkError } from './log-fork-error.js';
@@ -56,6 +56,20 @@ const CONSUMER_WAIT_MS = 10_000;
  * the log (a new key, an instance back after long) holds the signing lock for minutes, and requests stop waiting.
  */
 const SIGNING_WAIT_MS = 5_000;
+/**
+ * How long a signing waits for the signing lock (`lock_timeout`), and how long it runs before the next one in this
+ * process starts beside it: one running longer checks much of the log, or waits on a connection that died unseen.
+ */
+const SIGNING_LOCK_WAIT_MS = 10_000;
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/** Another signer held the signing lock for longer than SIGNING_LOCK_WAIT_MS: the signing was not tried. */
+export class SigningBusyError extends Error {
+  constructor() {
+    super(`another signer held the signing lock for ${SIGNING_LOCK_WAIT_MS} ms`);
+    this.name = 'SigningBusyError';
+  }
+}
 
 /** A signed checkpoint the tree must extend, and where it comes from when that is not the database's row of this key. */
 interface SignedBound {
@@ -85,7 +99,7 @@ interface StartCandidates {
 export class VerifiableLog {
   private readonly verifier;
   /** The signing under way in this process, and the one after it that every caller arriving meanwhile shares. */
-  private signing: Promise<StoredCheckpoint> | undefined;
+  private signing: { readonly done: Promise<StoredCheckpoint>; readonly startedAt: number } | undefined;
   private nextSigning: Promise<StoredCheckpoint> | undefined;
 
   constructor(
@@ -101,13 +115,18 @@ export class VerifiableLog {
   /**
    * Signs the tree as it stands, unless the latest checkpoint already covers it, as far as its new leaves are
    * the log's next events. Where one is not, it signs the leaves before it and throws a LogForkError naming it.
-   * One signer at a time across instances. In this process a call shares the next signing to start: the one under
-   * way may have read the tree before the call, and every caller waiting for the lock would hold a connection.
+   * One signer at a time across instances; a SigningBusyError when another holds the lock past SIGNING_LOCK_WAIT_MS.
+   * In this process a call shares the next signing to start: the one under way may have read the tree before the
+   * call, and every caller waiting for the lock would hold a connection. The next starts when the one under way ends,
+   * or has run SIGNING_LOCK_WAIT_MS: so at most two of the process's connections wait for the lock, and a signing
+   * stuck on a dead connection holds up no other.
    */
   signLatest(): Promise<StoredCheckpoint> {
     if (this.nextSigning) return this.nextSigning;
-    if (!this.signing) return this.startSigning();
-    this.nextSigning = this.signing.then(ignored, ignored).then(() => {
+    const current = this.signing;
+    if (!current) return this.startSigning();
+    const overtakeInMs = current.startedAt + SIGNING_LOCK_WAIT_MS - Date.now();
+    this.nextSigning = within(current.done.then(ignored, ignored), overtakeInMs).then(() => {
       this.nextSigning = undefined;
       return this.startSigning();
     });
@@ -115,21 +134,26 @@ export class VerifiableLog {
   }
 
   private startSigning(): Promise<StoredCheckpoint> {
-    const signing = inTransaction(this.pool, (client) => this.signUnderLock(client))
+    const done = inTransaction(this.pool, (client) => this.signUnderLock(client))
       .then(({ checkpoint, refused }) => {
         if (refused) throw refused;
         return checkpoint!;
       })
+      .catch((error: unknown) => {
+        if (error instanceof pg.DatabaseError && error.code === LOCK_NOT_AVAILABLE) throw new SigningBusyError();
+        throw error;
+      })
       .finally(() => {
-        if (this.signing === signing) this.signing = undefined;
+        if (this.signing?.done === done) this.signing = undefined;
       });
     // Handled here too: a request that stopped waiting for it (SIGNING_WAIT_MS) leaves no unhandled rejection.
-    signing.catch(ignored);
-    this.signing = signing;
-    return signing;
+    done.catch(ignored);
+    this.signing = { done, startedAt: Date.now() };
+    return done;
   }
 
   private async signUnderLock(client: PoolClient): Promise<{ checkpoint?: StoredCheckpoint; refused?: LogForkError }> {
+    await client.query(`SELECT set_config('lock_timeout', $1, true)`, [`${SIGNING_LOCK_WAIT_MS}ms`]);
     await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
     const own = await signedCheckpointAt(client, this.verifier);
     const remembered = await this.memory.recall();
@@ -372,7 +396,7 @@ export class VerifiableLog {
    */
   async checkpointCovering(position: bigint): Promise<StoredCheckpoint> {
     if (!(await this.consumer.waitForPosition(position, CONSUMER_WAIT_MS))) {
-      throw new ApiError(503, 'log_behind', 'the Merkle log has not reached these events yet; retry shortly');
+      throw new RetryLater('log_behind', 'the Merkle log has not reached these events yet; retry shortly');
     }
     const latest = await this.checkpoint();
     if (latest && (await this.leafCount(position)) <= latest.treeSize) return latest;
@@ -383,10 +407,13 @@ export class VerifiableLog {
         throw new ApiError(503, 'log_unsigned', "no checkpoint of the service's key can be signed yet: see its log");
       return signed;
     });
-    const signed = await within(signing, SIGNING_WAIT_MS);
+    const signed = await within(signing, SIGNING_WAIT_MS).catch((error: unknown) => {
+      if (error instanceof SigningBusyError) return undefined;
+      throw error;
+    });
     if (!signed) {
       signing.catch(ignored);
-      throw new ApiError(503, 'log_signing', 'a checkpoint is being signed and takes long; retry shortly');
+      throw new RetryLater('log_signing', 'a checkpoint is being signed and takes long; retry shortly');
     }
     return signed;
   }
