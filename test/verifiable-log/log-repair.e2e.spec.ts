@@ -1,4 +1,4 @@
-import { copyFile, rm } from 'node:fs/promises';
+import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import type { RecordedEvent } from '#event-log';
@@ -6,7 +6,9 @@ import pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
 import { LogForkError } from '../../apps/ledger/src/verifiable-log/log-fork-error.js';
+import type { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
 import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
+import { MERKLE_RUNNER } from '../../apps/ledger/src/verifiable-log/verifiable-log.module.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { recordedWithLeaves, underSigningLock } from '../support/merkle-leaves.js';
@@ -79,6 +81,7 @@ function repairedLedger() {
     verifiedAfterRestart,
     db: () => db,
     signer: () => ledger.app.get(VerifiableLog),
+    runner: () => ledger.app.get<ProjectionRunner>(MERKLE_RUNNER),
     memoryFile: () => path.join(config.dataDir, `log-last-checkpoint-${ledger.app.get(VerifiableLog).key.keyId}`),
     audited: async () => {
       const verifierKey = restarted!.get(VerifiableLog).key.verifierKey;
@@ -100,6 +103,7 @@ describe('cli.js log-repair after an unsigned event was deleted', () => {
     audited,
     db,
     signer,
+    runner,
   } = repairedLedger();
   let kept: readonly RecordedEvent[];
   let damaged: readonly RecordedEvent[];
@@ -118,11 +122,13 @@ describe('cli.js log-repair after an unsigned event was deleted', () => {
     strangerLeaf = (await signer().lastSigned())!.treeSize;
   });
 
-  it('is refused while an instance runs, and changes nothing', async () => {
+  it('is refused while an instance runs, even one not leading the Merkle consumer, and changes nothing', async () => {
     const leaves = await leafCount();
+    // Its consumer stopped: the consumer's lead is free, but the instance's commits could still be fed to it.
+    await runner().stop();
     const run = await repair();
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain('an instance is running merkle-log: stop every instance of the service first');
+    expect(run.stderr).toContain('an instance is running the service: stop every instance of the service first');
     expect(run.stdout).toBe('');
     expect(await leafCount()).toBe(leaves);
   });
@@ -134,7 +140,13 @@ describe('cli.js log-repair after an unsigned event was deleted', () => {
     expect(JSON.parse(run.stdout)).toEqual({
       treeSize: String(leaves),
       dropped: String(leaves - strangerLeaf),
-      firstDropped: { leafIndex: String(strangerLeaf), position: String(damaged[1].position) },
+      firstDropped: {
+        leafIndex: String(strangerLeaf),
+        position: String(damaged[1].position),
+        stream: 'session-damaged',
+        revision: '1',
+        eventHash: damaged[1].metadata.hash,
+      },
     });
     expect(await leafCount()).toBe(Number(strangerLeaf));
     // Nothing more to drop: a second run changes nothing.
@@ -192,5 +204,82 @@ describe('cli.js log-repair over a signed leaf that is not the log', () => {
     );
     expect(run.stdout).toBe('');
     expect(await leafCount()).toBe(leaves);
+  });
+});
+
+/** Found by the attack review of the repair (decision 0051). */
+describe('cli.js log-repair against what an insider leaves', () => {
+  describe('a signer memory whose position was moved forward', () => {
+    const { record, leafCount, repairedWhileStopped, signer, memoryFile } = repairedLedger();
+
+    it('is refused, naming the memory, and drops nothing: the events it would skip keep their leaves', async () => {
+      await record('before');
+      await signer().signLatest();
+      const skipped = await record('skipped');
+      await record('after');
+      const memory = JSON.parse(await readFile(memoryFile(), 'utf8')) as { note: string };
+      await writeFile(memoryFile(), JSON.stringify({ ...memory, lastPosition: String(skipped.at(-1)!.position) }));
+      await expect(signer().signLatest()).rejects.toBeInstanceOf(LogForkError);
+      const leaves = await leafCount();
+      const run = await repairedWhileStopped();
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(
+        /is the event at position \d+, not at \d+ where the check from the signed checkpoint reached: is the signer's memory edited\?/,
+      );
+      expect(await leafCount()).toBe(leaves);
+    });
+  });
+
+  describe('a tree rolled back below its signed checkpoint', () => {
+    const { record, tampering, leafCount, repairedWhileStopped, signer, db } = repairedLedger();
+
+    it('is refused: a repair does not undo a rollback', async () => {
+      await record('signed');
+      const signed = await signer().signLatest();
+      await tampering(async () => {
+        await db().query('DELETE FROM log_leaves WHERE leaf_index >= $1', [String(signed.treeSize - 2n)]);
+      });
+      const leaves = await leafCount();
+      const run = await repairedWhileStopped();
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        `but checkpoint ${signed.treeSize} (this key's, in the database) was signed: it was rolled back`,
+      );
+      expect(await leafCount()).toBe(leaves);
+    });
+  });
+
+  describe('rows and nodes edited in at the ends of the leaf index', () => {
+    const { record, tampering, leafCount, repairedWhileStopped, restart, verifiedAfterRestart, signer, db } =
+      repairedLedger();
+    const LAST_INDEX = String(2n ** 63n - 1n);
+
+    it('are dropped with the unsigned leaves, and signing goes on', async () => {
+      const kept = await record('kept');
+      const signed = await signer().signLatest();
+      await tampering(async () => {
+        const junk = Buffer.alloc(32, 7);
+        await db().query(
+          `INSERT INTO log_leaves (leaf_index, position, stream_no, revision, event_hash)
+           SELECT $1, $1, stream_no, 0, $2 FROM log_leaf_streams LIMIT 1`,
+          [LAST_INDEX, junk],
+        );
+        await db().query(
+          'INSERT INTO log_nodes (level, node_index, hash) VALUES (0, $1, $2), (-63, $1, $2), (32767, 1, $2), (0, -1, $2)',
+          [LAST_INDEX, junk],
+        );
+      });
+      await expect(signer().signLatest()).rejects.toThrow(/more than a checkpoint stores/);
+      const run = await repairedWhileStopped();
+      expect(run.stderr).toBe('');
+      // The tree's size is the highest index with a row and a node; no row claims the first index dropped.
+      expect(JSON.parse(run.stdout)).toEqual({
+        treeSize: String(2n ** 63n),
+        dropped: String(2n ** 63n - signed.treeSize),
+      });
+      expect(await leafCount()).toBe(Number(signed.treeSize));
+      await restart();
+      expect(await verifiedAfterRestart('kept')).toMatchObject({ ok: true, checkedEvents: kept.length });
+    });
   });
 });

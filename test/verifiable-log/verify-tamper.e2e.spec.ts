@@ -211,35 +211,64 @@ describe('verifying sessions and tool calls against a tampered database', () => 
     const posted = await ledger.request('POST', '/v1/sessions/unenveloped/messages', message, undefined, 'producer-1');
     expect(posted.status).toBe(201);
     const events = await streamEvents('session-unenveloped');
-    await db.query(
-      `DELETE FROM event_log_envelopes
-        WHERE envelope_key = (SELECT envelope_key FROM event_log_events WHERE position = $1)`,
-      [events[0].position.toString()],
-    );
-    expect(await ledger.app.get<EventLog>(EVENT_LOG).readStream('session-unenveloped')).toEqual([]);
-    expect(await verified('/v1/sessions/unenveloped/verify')).toMatchObject({
-      ok: false,
-      firstBroken: {
-        stream: 'session-unenveloped',
-        revision: '0',
-        position: events[0].position.toString(),
-        reason: 'missing_event',
-      },
+    await withEnvelopeDeleted(events[0].position, async () => {
+      expect(await ledger.app.get<EventLog>(EVENT_LOG).readStream('session-unenveloped')).toEqual([]);
+      expect(await verified('/v1/sessions/unenveloped/verify')).toMatchObject({
+        ok: false,
+        firstBroken: {
+          stream: 'session-unenveloped',
+          revision: '0',
+          position: events[0].position.toString(),
+          reason: 'missing_event',
+        },
+      });
     });
 
     // A tool call's events are the saga's, in an envelope of their own.
     const toolCallId = await recordSession('unenveloped-call');
     const [requested] = await streamEvents(`toolcall-${toolCallId}`);
-    await db.query(
-      `DELETE FROM event_log_envelopes
-        WHERE envelope_key = (SELECT envelope_key FROM event_log_events WHERE position = $1)`,
-      [requested.position.toString()],
-    );
-    expect(await verified(`/v1/tool-calls/${toolCallId}/verify`)).toMatchObject({
-      ok: false,
-      firstBroken: { stream: `toolcall-${toolCallId}`, revision: '0', reason: 'missing_event' },
+    await withEnvelopeDeleted(requested.position, async () => {
+      expect(await verified(`/v1/tool-calls/${toolCallId}/verify`)).toMatchObject({
+        ok: false,
+        firstBroken: { stream: `toolcall-${toolCallId}`, revision: '0', reason: 'missing_event' },
+      });
     });
   });
+
+  /**
+   * Runs `check` with the envelope row of the event at `position` deleted, then gives its events their envelope
+   * back. The row is shared: events the saga appended in it after the last signing are hidden too, unsigned, and
+   * would stop signing for the tests after this one. A saga event appended meanwhile made a new row of the same
+   * fields: the hidden events then name that one.
+   */
+  async function withEnvelopeDeleted(position: bigint, check: () => Promise<void>): Promise<void> {
+    const { rows } = await db.query<{
+      envelope_key: number;
+      tenant: string;
+      actor: string;
+      correlation_id: string | null;
+    }>(
+      `DELETE FROM event_log_envelopes
+        WHERE envelope_key = (SELECT envelope_key FROM event_log_events WHERE position = $1) RETURNING *`,
+      [position.toString()],
+    );
+    try {
+      await check();
+    } finally {
+      const [{ envelope_key: key, tenant, actor, correlation_id: correlationId }] = rows;
+      await db.query(
+        `INSERT INTO event_log_envelopes (envelope_key, tenant, actor, correlation_id) OVERRIDING SYSTEM VALUE
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+        [key, tenant, actor, correlationId],
+      );
+      await db.query(
+        `UPDATE event_log_events SET envelope_key = v.envelope_key FROM event_log_envelopes v
+          WHERE event_log_events.envelope_key = $1 AND v.tenant = $2 AND v.actor = $3
+            AND v.correlation_id IS NOT DISTINCT FROM $4::text AND v.envelope_key <> $1`,
+        [key, tenant, actor, correlationId],
+      );
+    }
+  }
 
   // With fresh hashes the chain holds: the Merkle log's leaf differs; with the leaves rewritten too, the signed root.
   it('catches a stream rewritten with fresh hashes, and with its leaves rewritten as well', async () => {

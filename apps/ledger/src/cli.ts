@@ -167,9 +167,13 @@ function logRepair(config: LedgerConfig): (pool: pg.Pool, eventLog: EventLog) =>
         throw new StartupError(error.message);
       throw error;
     });
+    // The first leaf dropped, as its row names it: the event signing stopped at, deleted or changed.
     const first = firstDropped && {
       leafIndex: String(firstDropped.leafIndex),
-      position: firstDropped.position?.toString() ?? null,
+      position: String(firstDropped.position),
+      stream: firstDropped.streamId,
+      revision: String(firstDropped.revision),
+      eventHash: firstDropped.eventHash,
     };
     console.log(
       JSON.stringify({ treeSize: String(treeSize), dropped: String(dropped), ...(first && { firstDropped: first }) }),

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { inTransaction } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
 
-/** An operator's repair found an instance running the projection. */
+/** An operator's repair found an instance running the projection (or, `name` the service, any instance running). */
 export class ProjectionRunningError extends Error {
   constructor(name: string) {
     super(`an instance is running ${name}: stop every instance of the service first`);

@@ -171,18 +171,15 @@ export async function leafRowAt(db: Queryable, leafIndex: bigint): Promise<Store
 }
 
 /**
- * Removes the stored tree's leaves `from` up to `end` (exclusive): their rows, and every node whose subtree holds
- * one of them. Nodes and rows outside the tree (edited in past it) stay as they are.
+ * Removes the stored leaves from index `from` on: their rows, and every node whose subtree holds one of them, edited
+ * ones past the tree too (one where the consumer adds a leaf would stop it).
  */
-export async function dropLeaves(client: PoolClient, from: bigint, end: bigint): Promise<void> {
-  const range = [from.toString(), end.toString()];
-  await client.query('DELETE FROM log_leaves WHERE leaf_index >= $1 AND leaf_index < $2', range);
-  // A node of level l and index i holds leaves i·2^l to (i + 1)·2^l - 1; numeric, so that no edited index overflows.
-  await client.query(
-    `DELETE FROM log_nodes
-      WHERE (node_index + 1)::numeric * power(2::numeric, level) > $1 AND node_index::numeric * power(2::numeric, level) < $2`,
-    range,
-  );
+export async function dropLeaves(client: PoolClient, from: bigint): Promise<void> {
+  await client.query('DELETE FROM log_leaves WHERE leaf_index >= $1', [from.toString()]);
+  // A node of level l and index i holds leaves i·2^l to (i + 1)·2^l - 1; in numeric, so that no edited index overflows.
+  await client.query('DELETE FROM log_nodes WHERE (node_index::numeric + 1) * power(2::numeric, level) > $1', [
+    from.toString(),
+  ]);
 }
 
 /** The stored leaf hashes (level-0 nodes) from index `start` up to `end` (exclusive), in index order, a page at a time. */

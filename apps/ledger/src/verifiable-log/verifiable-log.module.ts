@@ -9,6 +9,7 @@ import { ProjectionRunner, within } from '../projections/projection-runner.js';
 import { LogController } from './log.controller.js';
 import { loadLogSigningKey } from './log-signing-key.js';
 import { merkleLogConsumer } from './merkle-log.consumer.js';
+import { InstanceLock } from './instance-lock.js';
 import { LogForkError } from './log-fork-error.js';
 import { SigningBusyError, VerifiableLog } from './verifiable-log.js';
 import { VerifyController } from './verify.controller.js';
@@ -16,7 +17,7 @@ import { SessionExporter } from './session-export.js';
 import { SignedCheckpointMemory } from './signed-checkpoint-memory.js';
 import { StreamVerifier } from './stream-verifier.js';
 
-const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
+export const MERKLE_RUNNER = Symbol('MERKLE_RUNNER');
 /** The Merkle log takes the log in batches at most this often: verify waits for it, nothing else does. */
 const MERKLE_BATCH_INTERVAL_MS = 25;
 /** How long start-up waits for its first signing. */
@@ -54,18 +55,26 @@ const START_WAIT_MS = 2_000;
 export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private timer: NodeJS.Timeout | undefined;
   private signing: Promise<void> | undefined;
+  private readonly instanceLock: InstanceLock;
 
   constructor(
     @Inject(MERKLE_RUNNER) private readonly runner: ProjectionRunner,
     @Inject(VerifiableLog) private readonly log: VerifiableLog,
     @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
     @Inject(Logger) private readonly logger: Logger,
-  ) {}
+    @Inject(PG_POOL) pool: pg.Pool,
+  ) {
+    this.instanceLock = new InstanceLock(pool.options.connectionString, (error) =>
+      this.logger.warn({ err: error }, 'the instance lock was lost; taking it again'),
+    );
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     // A checkpoint exists from the first start on (of the empty tree, on a new log). A signing that checks much
     // of the log first (a new key, an instance back after long) goes on beside the service, which does not wait
     // for it past START_WAIT_MS: recording must not.
+    // Before the consumer starts: a repair (`cli.js log-repair`) runs only while no instance does.
+    await this.instanceLock.take();
     await within(this.signInTurn(), START_WAIT_MS);
     this.runner.start();
     this.timer = setInterval(() => void this.signInTurn(), this.config.verifiableLog.checkpointIntervalMs);
@@ -95,5 +104,6 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
     clearInterval(this.timer);
     await this.signing;
     await this.runner.stop();
+    await this.instanceLock.release();
   }
 }

@@ -39,7 +39,9 @@ import {
   treeHead,
   type Queryable,
   type StoredCheckpoint,
+  type StoredLeaf,
 } from './merkle-store.js';
+import { withNoInstanceRunning } from './instance-lock.js';
 
 export interface InclusionProof {
   readonly position: bigint;
@@ -77,11 +79,14 @@ interface SignedBound {
   readonly whose?: string;
 }
 
-/** What a repair dropped: leaves `treeSize - dropped` to `treeSize - 1`; the first, and the position its row names. */
+/**
+ * What a repair dropped: leaves `treeSize - dropped` to `treeSize - 1`, and the first of them as its row names it
+ * (the database's word: the event it names is the one signing stopped at, deleted or changed).
+ */
 export interface DroppedLeaves {
   readonly treeSize: bigint;
   readonly dropped: bigint;
-  readonly firstDropped?: { readonly leafIndex: bigint; readonly position: bigint | undefined };
+  readonly firstDropped?: StoredLeaf;
 }
 
 /** The signed checkpoints the check of new leaves may start from. */
@@ -218,37 +223,55 @@ export class VerifiableLog {
   /**
    * An operator's repair (`cli.js log-repair`, every instance stopped). An event deleted or changed after its leaf
    * was added and before it was signed stops signing at that leaf for good. This drops the stored tree's leaves from
-   * the first one that is not the log's next event, and rewinds the Merkle consumer to the last leaf kept: it adds the
-   * log's events again from there, and signing goes on. It never drops a signed leaf: a stranger inside a checkpoint
-   * of this key, or of any it knows of, is refused (LogForkError), as is a tree that does not extend them.
+   * the first one that is not the log's next event, and rewinds the Merkle consumer to the event of the last leaf
+   * kept, proven by its inclusion in the kept tree: it adds the log's events again from there, and signing goes on.
+   * It never drops a signed leaf: a stranger inside a checkpoint of this key, or of any it knows of, is refused
+   * (LogForkError), as is a tree rolled back below one, or that does not extend them.
    */
   async dropUnprovenLeaves(): Promise<DroppedLeaves> {
-    return this.consumer.rewound<DroppedLeaves>(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
-      const own = await signedCheckpointAt(client, this.verifier);
-      const remembered = await this.memory.recall();
-      const { size } = await treeHead(client);
-      const { bounds, predecessors } = await this.signedBounds(client, own, remembered);
-      const start = await this.checkedStart(client, { own, remembered, predecessors });
-      const grown = await growFromLog(this.eventLog, start, size, client);
-      const kept = grown.range.treeSize;
-      if (kept === size) return { result: { treeSize: size, dropped: 0n } };
-      for (const { checkpoint, whose } of bounds)
-        if (checkpoint.treeSize > kept) {
-          const stranger = await this.strangerLeaf(client, kept, grown.lastPosition);
-          const signer = whose ?? "this key's, in the database";
+    return withNoInstanceRunning(this.pool, () =>
+      this.consumer.rewound<DroppedLeaves>(async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [SIGNING_LOCK_KEY]);
+        const own = await signedCheckpointAt(client, this.verifier);
+        const remembered = await this.memory.recall();
+        const { size } = await treeHead(client);
+        const { bounds, predecessors } = await this.signedBounds(client, own, remembered);
+        for (const { checkpoint, whose } of bounds)
+          if (checkpoint.treeSize > size) {
+            const signer = whose ?? "this key's, in the database";
+            throw new LogForkError(
+              `the tree holds ${size} leaves but checkpoint ${checkpoint.treeSize} (${signer}) was signed: it was rolled back, and a repair does not undo that`,
+            );
+          }
+        const start = await this.checkedStart(client, { own, remembered, predecessors });
+        const end = size > MAX_TREE_SIZE ? MAX_TREE_SIZE : size;
+        const grown = await growFromLog(this.eventLog, start, end, client);
+        const kept = grown.range.treeSize;
+        if (kept === size) return { result: { treeSize: size, dropped: 0n } };
+        for (const { checkpoint, whose } of bounds)
+          if (checkpoint.treeSize > kept) {
+            const stranger = await this.strangerLeaf(client, kept, grown.lastPosition);
+            const signer = whose ?? "this key's, in the database";
+            throw new LogForkError(
+              `${stranger.message}; checkpoint ${checkpoint.treeSize} (${signer}) signed it, and a repair drops no signed leaf`,
+            );
+          }
+        const rootHash = await this.storedRoot(client, kept);
+        if (!rootHash?.equals(grown.range.root()))
+          throw new LogForkError(`the stored nodes of the first ${kept} leaves do not hash to them`);
+        for (const bound of bounds) await this.checkExtends(client, bound, kept, rootHash);
+        // Where the consumer resumes: the event of the last leaf kept, as its row names it and its inclusion proves,
+        // and where the check of the leaves reached (a position remembered in the data folder is not signed).
+        const resumeAt = kept === 0n ? 0n : await this.lastLeafPosition(client, { treeSize: kept, rootHash });
+        if (resumeAt !== (grown.lastPosition ?? 0n))
           throw new LogForkError(
-            `${stranger.message}; checkpoint ${checkpoint.treeSize} (${signer}) signed it, and a repair drops no signed leaf`,
+            `the last leaf kept, ${kept - 1n}, is the event at position ${resumeAt}, not at ${grown.lastPosition} where the check from the signed checkpoint reached: is the signer's memory edited?`,
           );
-        }
-      const rootHash = await this.storedRoot(client, kept);
-      if (!rootHash?.equals(grown.range.root()))
-        throw new LogForkError(`the stored nodes of the first ${kept} leaves do not hash to them`);
-      for (const bound of bounds) await this.checkExtends(client, bound, kept, rootHash);
-      const firstDropped = { leafIndex: kept, position: (await leafRowAt(client, kept))?.position };
-      await dropLeaves(client, kept, size);
-      return { position: grown.lastPosition ?? 0n, result: { treeSize: size, dropped: size - kept, firstDropped } };
-    });
+        const firstDropped = await leafRowAt(client, kept);
+        await dropLeaves(client, kept);
+        return { position: resumeAt, result: { treeSize: size, dropped: size - kept, firstDropped } };
+      }),
+    );
   }
 
   /** The root of the stored tree's first `size` leaves, or undefined when it lacks a node of it. */
