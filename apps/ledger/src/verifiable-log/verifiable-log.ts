@@ -236,25 +236,20 @@ export class VerifiableLog {
         const remembered = await this.memory.recall();
         const { size } = await treeHead(client);
         const { bounds, predecessors } = await this.signedBounds(client, own, remembered);
-        for (const { checkpoint, whose } of bounds)
-          if (checkpoint.treeSize > size) {
-            const signer = whose ?? "this key's, in the database";
+        for (const bound of bounds)
+          if (bound.checkpoint.treeSize > size)
             throw new LogForkError(
-              `the tree holds ${size} leaves but checkpoint ${checkpoint.treeSize} (${signer}) was signed: it was rolled back, and a repair does not undo that`,
+              `the tree holds ${size} leaves but ${named(bound)} was signed: it was rolled back, and a repair does not undo that`,
             );
-          }
         const start = await this.checkedStart(client, { own, remembered, predecessors });
         const end = size > MAX_TREE_SIZE ? MAX_TREE_SIZE : size;
         const grown = await growFromLog(this.eventLog, start, end, client);
         const kept = grown.range.treeSize;
         if (kept === size) return { result: { treeSize: size, dropped: 0n } };
-        for (const { checkpoint, whose } of bounds)
-          if (checkpoint.treeSize > kept) {
+        for (const bound of bounds)
+          if (bound.checkpoint.treeSize > kept) {
             const stranger = await this.strangerLeaf(client, kept, grown.lastPosition);
-            const signer = whose ?? "this key's, in the database";
-            throw new LogForkError(
-              `${stranger.message}; checkpoint ${checkpoint.treeSize} (${signer}) signed it, and a repair drops no signed leaf`,
-            );
+            throw new LogForkError(`${stranger.message}; ${named(bound)} signed it, and a repair drops no signed leaf`);
           }
         const rootHash = await this.storedRoot(client, kept);
         if (!rootHash?.equals(grown.range.root()))
@@ -349,16 +344,11 @@ export class VerifiableLog {
   }
 
   /** Throws a LogForkError unless the tree of `size` leaves with `rootHash` extends the signed `checkpoint`. */
-  private async checkExtends(
-    client: Queryable,
-    { checkpoint, whose }: SignedBound,
-    size: bigint,
-    rootHash: Hash,
-  ): Promise<void> {
+  private async checkExtends(client: Queryable, bound: SignedBound, size: bigint, rootHash: Hash): Promise<void> {
+    const { checkpoint } = bound;
     const from = checkpoint.treeSize;
-    const named = `checkpoint ${from}${whose ? ` (${whose})` : ''}`;
     if (from > size) {
-      throw new LogForkError(`the tree holds ${size} leaves but ${named} was signed: it was rolled back`);
+      throw new LogForkError(`the tree holds ${size} leaves but ${named(bound)} was signed: it was rolled back`);
     }
     if (from === 0n) return;
     try {
@@ -368,7 +358,7 @@ export class VerifiableLog {
       verifyConsistency(from, size, proof, checkpoint.rootHash, rootHash);
     } catch (error) {
       if (!(error instanceof MerkleProofError)) throw error;
-      throw new LogForkError(`the tree does not extend ${named}: ${error.message}`);
+      throw new LogForkError(`the tree does not extend ${named(bound)}: ${error.message}`);
     }
   }
 
@@ -496,6 +486,11 @@ export class VerifiableLog {
     if (!proof) throw new ApiError(409, 'tree_damaged', 'the stored tree lacks a node this proof needs: it was edited');
     return proof;
   }
+}
+
+/** A signed bound as errors name it: its size, and whose word it is. */
+function named({ checkpoint, whose }: SignedBound): string {
+  return `checkpoint ${checkpoint.treeSize} (${whose ?? "this key's, in the database"})`;
 }
 
 /** For a promise whose outcome another caller takes care of. */
