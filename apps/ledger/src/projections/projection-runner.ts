@@ -1,7 +1,7 @@
 import type { EventLog, Subscription } from '#event-log';
 import type { Pool, PoolClient } from 'pg';
 import { createHash } from 'node:crypto';
-import { inTransaction } from '../database/transaction.js';
+import { inTransaction, whileHolding } from '../database/transaction.js';
 import type { ProjectionDefinition } from './projection.js';
 
 /** An operator's repair found an instance running the projection (or, `name` the service, any instance running). */
@@ -111,30 +111,23 @@ export class ProjectionRunner {
    * position `work` gives, if any. The next runner to lead starts from it.
    */
   async rewound<T>(work: (client: PoolClient) => Promise<{ position?: bigint; result: T }>): Promise<T> {
-    const lockKey = lockKeyOf(this.definition.name).toString();
-    const lock = await this.pool.connect();
-    try {
-      const { rows } = await lock.query<{ leader: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS leader', [
-        lockKey,
-      ]);
-      if (!rows[0].leader) throw new ProjectionRunningError(this.definition.name);
-      try {
-        return await inTransaction(this.pool, async (client) => {
+    const { name } = this.definition;
+    return whileHolding(
+      this.pool,
+      lockKeyOf(name).toString(),
+      () => new ProjectionRunningError(name),
+      () =>
+        inTransaction(this.pool, async (client) => {
           const { position, result } = await work(client);
           if (position !== undefined)
             await client.query(
               `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)
-               ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
-              [this.definition.name, position.toString()],
+             ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
+              [name, position.toString()],
             );
           return result;
-        });
-      } finally {
-        await lock.query('SELECT pg_advisory_unlock($1::bigint)', [lockKey]);
-      }
-    } finally {
-      lock.release();
-    }
+        }),
+    );
   }
 
   private async run(): Promise<void> {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { whileHolding } from '../database/transaction.js';
 import { ProjectionRunningError } from '../projections/projection-runner.js';
 
 /** Held shared by every running instance; `cli.js log-repair` takes it alone (decision 0051). */
@@ -50,19 +51,7 @@ export class InstanceLock {
 }
 
 /** Runs `work` while no instance runs: the instance lock taken alone, or a ProjectionRunningError. */
-export async function withNoInstanceRunning<T>(pool: pg.Pool, work: () => Promise<T>): Promise<T> {
-  const lock = await pool.connect();
-  try {
-    const { rows } = await lock.query<{ alone: boolean }>('SELECT pg_try_advisory_lock($1) AS alone', [
-      INSTANCE_LOCK_KEY,
-    ]);
-    if (!rows[0].alone) throw new ProjectionRunningError('the service');
-    try {
-      return await work();
-    } finally {
-      await lock.query('SELECT pg_advisory_unlock($1)', [INSTANCE_LOCK_KEY]);
-    }
-  } finally {
-    lock.release();
-  }
+export function withNoInstanceRunning<T>(pool: pg.Pool, work: () => Promise<T>): Promise<T> {
+  const refused = () => new ProjectionRunningError('the service');
+  return whileHolding(pool, String(INSTANCE_LOCK_KEY), refused, work);
 }
