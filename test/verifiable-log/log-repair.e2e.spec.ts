@@ -80,6 +80,8 @@ function repairedLedger() {
     restart,
     verifiedAfterRestart,
     db: () => db,
+    /** A new session, its events not waited for. */
+    created: (sessionId: string) => ledger.request('POST', '/v1/sessions', { id: sessionId }),
     signer: () => ledger.app.get(VerifiableLog),
     runner: () => ledger.app.get<ProjectionRunner>(MERKLE_RUNNER),
     memoryFile: () => path.join(config.dataDir, `log-last-checkpoint-${ledger.app.get(VerifiableLog).key.keyId}`),
@@ -140,6 +142,7 @@ describe('cli.js log-repair after an unsigned event was deleted', () => {
     expect(JSON.parse(run.stdout)).toEqual({
       treeSize: String(leaves),
       dropped: String(leaves - strangerLeaf),
+      removed: expect.any(Number),
       firstDropped: {
         leafIndex: String(strangerLeaf),
         position: String(damaged[1].position),
@@ -150,7 +153,7 @@ describe('cli.js log-repair after an unsigned event was deleted', () => {
     });
     expect(await leafCount()).toBe(Number(strangerLeaf));
     // Nothing more to drop: a second run changes nothing.
-    expect(JSON.parse((await repair()).stdout)).toEqual({ treeSize: String(strangerLeaf), dropped: '0' });
+    expect(JSON.parse((await repair()).stdout)).toEqual({ treeSize: String(strangerLeaf), dropped: '0', removed: 0 });
 
     await restart();
     expect(await verifiedAfterRestart('later')).toMatchObject({ ok: true, checkedEvents: later.length });
@@ -276,10 +279,34 @@ describe('cli.js log-repair against what an insider leaves', () => {
       expect(JSON.parse(run.stdout)).toEqual({
         treeSize: String(2n ** 63n),
         dropped: String(2n ** 63n - signed.treeSize),
+        removed: 5,
       });
       expect(await leafCount()).toBe(Number(signed.treeSize));
       await restart();
       expect(await verifiedAfterRestart('kept')).toMatchObject({ ok: true, checkedEvents: kept.length });
+    });
+  });
+
+  describe("a leaf row edited in far past the tree, claiming the log's next event", () => {
+    const { record, tampering, created, repairedWhileStopped, restart, verifiedAfterRestart, signer, db } =
+      repairedLedger();
+
+    it('stopped the consumer at that event; the repair removes it, and the event gets its leaf', async () => {
+      await record('kept');
+      const signed = await signer().signLatest();
+      await tampering(async () => {
+        await db().query(
+          `INSERT INTO log_leaves (leaf_index, position, stream_no, revision, event_hash)
+           SELECT 1000000000000, position + 1, (SELECT min(stream_no) FROM log_leaf_streams), 0, $1 FROM event_log_head`,
+          [Buffer.alloc(32, 9)],
+        );
+      });
+      expect((await created('blocked')).status).toBe(201);
+      const run = await repairedWhileStopped();
+      expect(run.stderr).toBe('');
+      expect(JSON.parse(run.stdout)).toEqual({ treeSize: String(signed.treeSize), dropped: '0', removed: 1 });
+      await restart();
+      expect(await verifiedAfterRestart('blocked')).toMatchObject({ ok: true, checkedEvents: 1 });
     });
   });
 });

@@ -162,7 +162,7 @@ function logRepair(config: LedgerConfig): (pool: pg.Pool, eventLog: EventLog) =>
       new ProjectionRunner(pool, eventLog, merkleLogConsumer()),
       memory,
     );
-    const { treeSize, dropped, firstDropped } = await log.dropUnprovenLeaves().catch((error: unknown) => {
+    const { treeSize, dropped, removed, firstDropped } = await log.dropUnprovenLeaves().catch((error: unknown) => {
       if (error instanceof LogForkError || error instanceof ProjectionRunningError)
         throw new StartupError(error.message);
       throw error;
@@ -176,7 +176,12 @@ function logRepair(config: LedgerConfig): (pool: pg.Pool, eventLog: EventLog) =>
       eventHash: firstDropped.eventHash,
     };
     console.log(
-      JSON.stringify({ treeSize: String(treeSize), dropped: String(dropped), ...(first && { firstDropped: first }) }),
+      JSON.stringify({
+        treeSize: String(treeSize),
+        dropped: String(dropped),
+        removed,
+        ...(first && { firstDropped: first }),
+      }),
     );
   };
 }

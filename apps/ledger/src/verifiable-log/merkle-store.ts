@@ -171,15 +171,19 @@ export async function leafRowAt(db: Queryable, leafIndex: bigint): Promise<Store
 }
 
 /**
- * Removes the stored leaves from index `from` on: their rows, and every node whose subtree holds one of them, edited
- * ones past the tree too (one where the consumer adds a leaf would stop it).
+ * Removes the stored leaves from index `from` on, and what no tree holds: their rows and rows of negative index,
+ * every node whose subtree holds one of them, and nodes of no level or index a tree has. One edited in where the
+ * consumer adds a leaf would stop it. The number of rows and nodes removed.
  */
-export async function dropLeaves(client: PoolClient, from: bigint): Promise<void> {
-  await client.query('DELETE FROM log_leaves WHERE leaf_index >= $1', [from.toString()]);
+export async function dropLeaves(client: PoolClient, from: bigint): Promise<number> {
+  const rows = await client.query('DELETE FROM log_leaves WHERE leaf_index >= $1 OR leaf_index < 0', [from.toString()]);
   // A node of level l and index i holds leaves i·2^l to (i + 1)·2^l - 1; in numeric, so that no edited index overflows.
-  await client.query('DELETE FROM log_nodes WHERE (node_index::numeric + 1) * power(2::numeric, level) > $1', [
-    from.toString(),
-  ]);
+  const nodes = await client.query(
+    `DELETE FROM log_nodes
+      WHERE level NOT BETWEEN 0 AND 63 OR node_index < 0 OR (node_index::numeric + 1) * power(2::numeric, level) > $1`,
+    [from.toString()],
+  );
+  return (rows.rowCount ?? 0) + (nodes.rowCount ?? 0);
 }
 
 /** The stored leaf hashes (level-0 nodes) from index `start` up to `end` (exclusive), in index order, a page at a time. */

@@ -1,5 +1,6 @@
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, readdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { NoteError, openCheckpoint, parseVerifierKey, signatureKeyIds, statedCheckpoint, type Checkpoint } from '#core';
@@ -41,6 +42,8 @@ const MAX_MEMORY_BYTES = 64 * 1024;
 
 /** Opened as a memory is: not through a symbolic link, never blocking, never as a terminal. */
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
+/** A memory's new file: made by this open, not through a symbolic link. */
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /**
  * The text of a regular file of at most MAX_MEMORY_BYTES, or undefined when there is none. Checked before it is
@@ -107,6 +110,7 @@ export class SignedCheckpointMemory {
   private readonly file: string;
   private readonly verifier;
   private known: RememberedCheckpoint | undefined;
+  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly dataDir: string,
@@ -157,12 +161,31 @@ export class SignedCheckpointMemory {
     return recalled.filter((memory) => memory !== undefined);
   }
 
-  /** Written before the checkpoint is stored or handed out, and replaced whole (a crash leaves the old one). */
-  async remember(note: string, lastPosition: bigint | undefined): Promise<void> {
+  /**
+   * Written before the checkpoint is stored or handed out, and replaced whole (a crash leaves the old one). One write
+   * at a time in this process, and never over a larger tree this process knows: a signing overtaken by the next
+   * (decision 0051) may finish after it.
+   */
+  remember(note: string, lastPosition: bigint | undefined): Promise<void> {
+    const written = this.writing.then(() => this.write(note, lastPosition));
+    this.writing = written.catch(() => undefined);
+    return written;
+  }
+
+  private async write(note: string, lastPosition: bigint | undefined): Promise<void> {
+    const checkpoint = statedCheckpoint(note);
+    if (this.known && this.known.checkpoint.treeSize > checkpoint.treeSize) return;
     await mkdir(this.dataDir, { recursive: true });
-    const partial = `${this.file}.${process.pid}.partial`;
-    await writeFile(partial, JSON.stringify({ note, lastPosition: lastPosition?.toString() }), { mode: 0o600 });
+    // A name of its own, made here and never followed through a link: the folder's holder cannot aim the write.
+    const partial = `${this.file}.${process.pid}.${randomUUID()}.partial`;
+    const handle = await open(partial, WRITE_FLAGS, 0o600);
+    try {
+      await handle.writeFile(JSON.stringify({ note, lastPosition: lastPosition?.toString() }));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await rename(partial, this.file);
-    this.known = { file: this.file, checkpoint: statedCheckpoint(note), note, lastPosition };
+    this.known = { file: this.file, checkpoint, note, lastPosition };
   }
 }

@@ -86,6 +86,8 @@ interface SignedBound {
 export interface DroppedLeaves {
   readonly treeSize: bigint;
   readonly dropped: bigint;
+  /** Rows and nodes removed: the dropped leaves' and those edited in outside any tree. */
+  readonly removed: number;
   readonly firstDropped?: StoredLeaf;
 }
 
@@ -226,7 +228,8 @@ export class VerifiableLog {
    * the first one that is not the log's next event, and rewinds the Merkle consumer to the event of the last leaf
    * kept, proven by its inclusion in the kept tree: it adds the log's events again from there, and signing goes on.
    * It never drops a signed leaf: a stranger inside a checkpoint of this key, or of any it knows of, is refused
-   * (LogForkError), as is a tree rolled back below one, or that does not extend them.
+   * (LogForkError), as is a tree rolled back below one, or that does not extend them. Rows and nodes edited in
+   * outside any tree go too: one where the consumer adds its next leaf stops it.
    */
   async dropUnprovenLeaves(): Promise<DroppedLeaves> {
     return withNoInstanceRunning(this.pool, () =>
@@ -245,7 +248,6 @@ export class VerifiableLog {
         const end = size > MAX_TREE_SIZE ? MAX_TREE_SIZE : size;
         const grown = await growFromLog(this.eventLog, start, end, client);
         const kept = grown.range.treeSize;
-        if (kept === size) return { result: { treeSize: size, dropped: 0n } };
         for (const bound of bounds)
           if (bound.checkpoint.treeSize > kept) {
             const stranger = await this.strangerLeaf(client, kept, grown.lastPosition);
@@ -262,9 +264,9 @@ export class VerifiableLog {
           throw new LogForkError(
             `the last leaf kept, ${kept - 1n}, is the event at position ${resumeAt}, not at ${grown.lastPosition} where the check from the signed checkpoint reached: is the signer's memory edited?`,
           );
-        const firstDropped = await leafRowAt(client, kept);
-        await dropLeaves(client, kept);
-        return { position: resumeAt, result: { treeSize: size, dropped: size - kept, firstDropped } };
+        const firstDropped = kept < size ? await leafRowAt(client, kept) : undefined;
+        const removed = await dropLeaves(client, kept);
+        return { position: resumeAt, result: { treeSize: size, dropped: size - kept, removed, firstDropped } };
       }),
     );
   }
