@@ -72,19 +72,15 @@ describe('the instance lock on a connection cut half-open (a failover, a NAT tha
   let db: pg.Client;
   beforeAll(async () => {
     database = await createTestDatabase();
-    const target = new URL(database.connectionString);
-    const started = await CuttableProxy.start(target.hostname, Number(target.port));
-    proxy = started.proxy;
-    const proxied = new URL(database.connectionString);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(started.port);
+    const proxied = await CuttableProxy.before(database.connectionString);
+    proxy = proxied.proxy;
     dataDir = await mkdtemp(path.join(tmpdir(), 'instance-lock-'));
     const config = loadConfig({
       LOG_LEVEL: 'silent',
       LEDGER_DATA_DIR: dataDir,
       LEDGER_CHECKPOINT_INTERVAL_MS: '600000',
     });
-    app = await createLedgerApp({ config, connectionString: proxied.toString() });
+    app = await createLedgerApp({ config, connectionString: proxied.connectionString });
     await app.listen(0, '127.0.0.1');
     db = new pg.Client({ connectionString: database.connectionString });
     await db.connect();

@@ -127,19 +127,15 @@ describe('a signing stuck on a half-open connection', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const target = new URL(database.connectionString);
-    const started = await CuttableProxy.start(target.hostname, Number(target.port));
-    proxy = started.proxy;
-    const proxied = new URL(database.connectionString);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(started.port);
+    const proxied = await CuttableProxy.before(database.connectionString);
+    proxy = proxied.proxy;
     dataDir = await mkdtemp(path.join(tmpdir(), 'stuck-signing-'));
     const config = loadConfig({
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       LEDGER_DATA_DIR: dataDir,
       LEDGER_CHECKPOINT_INTERVAL_MS: '600000',
     });
-    app = await createLedgerApp({ config, connectionString: proxied.toString() });
+    app = await createLedgerApp({ config, connectionString: proxied.connectionString });
     await app.listen(0, '127.0.0.1');
     baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     const credentials = registerCredentials(await TestCredentials.fromDataDir(baseUrl, dataDir));

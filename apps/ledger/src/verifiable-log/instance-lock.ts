@@ -4,17 +4,29 @@ import { ProjectionRunningError, within } from '../projections/projection-runner
 
 /** Held shared by every running instance; `cli.js log-repair` takes it alone (decision 0051). */
 const INSTANCE_LOCK_KEY = 7_318_201_018;
-/** How often the lock's connection is checked, and how long a lost one waits before the share is taken again. */
-const CHECK_INTERVAL_MS = 5_000;
+/** How long the lock's connection may take to answer, and how often a held one is checked. */
+const ANSWER_MS = 5_000;
+/** Between two tries for the share, and before a lost one is taken again. */
+const RETRY_MS = 1_000;
+
+/** What the instance lock tells the service's log. */
+export interface InstanceLockEvents {
+  lost(error: Error): void;
+  /** A repair holds the lock: the instance waits for it (once per wait). */
+  waiting(): void;
+}
 
 /**
  * This instance's share of the instance lock, on a connection of its own for the instance's lifetime. While any
- * instance runs, a repair is refused, and an instance starting while a repair runs waits for it. The connection is
- * checked every CHECK_INTERVAL_MS (a half-open one frees the share on the server's side unseen): a lost one is ended
- * and the share taken again on a new one, by one loop at a time.
+ * instance runs, a repair is refused, and an instance starting while a repair runs waits for it. The share is
+ * tried for, not queued for, so a wait holds no backend in a lock queue. A held connection is checked every
+ * ANSWER_MS (a half-open one frees the share on the server's side unseen); a lost one is discarded and the share
+ * taken again on a new connection, by one loop at a time. Connections are discarded by destroying their socket:
+ * an end waits for the server's goodbye, which a lost connection never sends.
  */
 export class InstanceLock {
-  private client: pg.Client | undefined;
+  private held: pg.Client | undefined;
+  private attempt: pg.Client | undefined;
   private check: NodeJS.Timeout | undefined;
   private retaking: Promise<void> | undefined;
   private checking = false;
@@ -22,7 +34,7 @@ export class InstanceLock {
 
   constructor(
     private readonly connectionString: string | undefined,
-    private readonly onLost: (error: Error) => void,
+    private readonly events: InstanceLockEvents,
   ) {}
 
   /** Takes the share, waiting while a repair holds the lock. */
@@ -30,34 +42,49 @@ export class InstanceLock {
     const client = new pg.Client({
       connectionString: this.connectionString,
       keepAlive: true,
-      keepAliveInitialDelayMillis: CHECK_INTERVAL_MS,
+      keepAliveInitialDelayMillis: ANSWER_MS,
+      connectionTimeoutMillis: ANSWER_MS,
     });
     client.on('error', (error) => this.lost(client, error));
-    this.client = client;
+    this.attempt = client;
     try {
       await client.connect();
-      await client.query('SELECT pg_advisory_lock_shared($1)', [INSTANCE_LOCK_KEY]);
+      for (let tries = 0; !(await this.triedForShare(client)); tries += 1) {
+        if (tries === 0) this.events.waiting();
+        await sleep(RETRY_MS);
+      }
     } catch (error) {
-      this.client = undefined;
-      await client.end().catch(() => undefined);
+      discard(client);
       throw error;
+    } finally {
+      if (this.attempt === client) this.attempt = undefined;
     }
-    if (this.released) return void (await client.end().catch(() => undefined));
-    this.check ??= setInterval(() => void this.checked(), CHECK_INTERVAL_MS).unref();
+    if (this.released) return discard(client);
+    this.held = client;
+    this.check ??= setInterval(() => void this.checked(), ANSWER_MS).unref();
   }
 
-  /** The connection answers within CHECK_INTERVAL_MS, or it is lost. */
+  private async triedForShare(client: pg.Client): Promise<boolean> {
+    if (this.released) throw new Error('the instance lock was released');
+    const tried = client.query<{ held: boolean }>('SELECT pg_try_advisory_lock_shared($1) AS held', [
+      INSTANCE_LOCK_KEY,
+    ]);
+    const answer = await within(tried, ANSWER_MS);
+    if (!answer) throw new Error(`the database did not answer in ${ANSWER_MS} ms`);
+    return answer.rows[0].held;
+  }
+
+  /** The held connection answers within ANSWER_MS, or it is lost. */
   private async checked(): Promise<void> {
-    const client = this.client;
+    const client = this.held;
     if (!client || this.checking) return;
     this.checking = true;
     try {
       const answered = await within(
         client.query('SELECT 1').then(() => true),
-        CHECK_INTERVAL_MS,
+        ANSWER_MS,
       );
-      if (!answered)
-        this.lost(client, new Error(`the instance lock's connection did not answer in ${CHECK_INTERVAL_MS} ms`));
+      if (!answered) this.lost(client, new Error(`the instance lock's connection did not answer in ${ANSWER_MS} ms`));
     } catch (error) {
       this.lost(client, error as Error);
     } finally {
@@ -65,23 +92,23 @@ export class InstanceLock {
     }
   }
 
-  /** Ends a lost connection once, and starts the one loop that takes the share again. */
+  /** Discards a lost held connection once, and starts the one loop that takes the share again. */
   private lost(client: pg.Client, error: Error): void {
-    if (this.released || client !== this.client) return;
-    this.client = undefined;
-    this.onLost(error);
-    void client.end().catch(() => undefined);
+    if (this.released || client !== this.held) return;
+    this.held = undefined;
+    this.events.lost(error);
+    discard(client);
     this.retaking ??= this.retake().finally(() => (this.retaking = undefined));
   }
 
   private async retake(): Promise<void> {
     while (!this.released) {
-      await new Promise((resolve) => setTimeout(resolve, CHECK_INTERVAL_MS / 5));
+      await sleep(RETRY_MS);
       if (this.released) return;
       try {
         return await this.take();
       } catch (error) {
-        this.onLost(error as Error);
+        if (!this.released) this.events.lost(error as Error);
       }
     }
   }
@@ -89,9 +116,18 @@ export class InstanceLock {
   async release(): Promise<void> {
     this.released = true;
     clearInterval(this.check);
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+    if (this.attempt) discard(this.attempt);
+    const held = this.held;
+    this.held = undefined;
+    // A held connection ends gracefully (the share is freed at once), or is discarded if it does not answer.
+    if (
+      held &&
+      !(await within(
+        held.end().then(() => true),
+        RETRY_MS,
+      ))
+    )
+      discard(held);
     await this.retaking;
   }
 }
@@ -101,3 +137,10 @@ export function withNoInstanceRunning<T>(pool: pg.Pool, work: () => Promise<T>):
   const refused = () => new ProjectionRunningError('the service');
   return whileHolding(pool, String(INSTANCE_LOCK_KEY), refused, work);
 }
+
+/** Closes the connection's socket without waiting for the server: its backend ends, and the share with it. */
+function discard(client: pg.Client): void {
+  (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, rename } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { NoteError, openCheckpoint, parseVerifierKey, signatureKeyIds, statedCheckpoint, type Checkpoint } from '#core';
@@ -180,12 +180,17 @@ export class SignedCheckpointMemory {
     const partial = `${this.file}.${process.pid}.${randomUUID()}.partial`;
     const handle = await open(partial, WRITE_FLAGS, 0o600);
     try {
-      await handle.writeFile(JSON.stringify({ note, lastPosition: lastPosition?.toString() }));
-      await handle.sync();
-    } finally {
-      await handle.close();
+      try {
+        await handle.writeFile(JSON.stringify({ note, lastPosition: lastPosition?.toString() }));
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(partial, this.file);
+    } catch (error) {
+      await unlink(partial).catch(() => undefined);
+      throw error;
     }
-    await rename(partial, this.file);
     this.known = { file: this.file, checkpoint, note, lastPosition };
   }
 }

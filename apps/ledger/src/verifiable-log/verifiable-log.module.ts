@@ -64,17 +64,18 @@ export class VerifiableLogModule implements OnApplicationBootstrap, BeforeApplic
     @Inject(Logger) private readonly logger: Logger,
     @Inject(PG_POOL) pool: pg.Pool,
   ) {
-    this.instanceLock = new InstanceLock(pool.options.connectionString, (error) =>
-      this.logger.warn({ err: error }, 'the instance lock was lost; taking it again'),
-    );
+    this.instanceLock = new InstanceLock(pool.options.connectionString, {
+      lost: (error) => this.logger.warn({ err: error }, 'the instance lock was lost; taking it again'),
+      waiting: () => this.logger.warn('a repair (cli.js log-repair) holds the instance lock; waiting for it'),
+    });
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    // Before the consumer starts: a repair (`cli.js log-repair`) runs only while no instance does.
+    await this.instanceLock.take();
     // A checkpoint exists from the first start on (of the empty tree, on a new log). A signing that checks much
     // of the log first (a new key, an instance back after long) goes on beside the service, which does not wait
     // for it past START_WAIT_MS: recording must not.
-    // Before the consumer starts: a repair (`cli.js log-repair`) runs only while no instance does.
-    await this.instanceLock.take();
     await within(this.signInTurn(), START_WAIT_MS);
     this.runner.start();
     this.timer = setInterval(() => void this.signInTurn(), this.config.verifiableLog.checkpointIntervalMs);

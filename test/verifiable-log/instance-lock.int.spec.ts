@@ -1,0 +1,122 @@
+import pg from 'pg';
+import { InstanceLock } from '../../apps/ledger/src/verifiable-log/instance-lock.js';
+import { CuttableProxy } from '../support/cuttable-proxy.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/**
+ * The instance lock through the faults of a network (third attack review of decision 0051): a connection cut
+ * half-open at shutdown, a server that stops answering for a while, a repair holding the lock, a server refusing
+ * connections. Each time the instance holds exactly one share again, and none once released.
+ */
+const KEY = 7318201018;
+const LOCKS = `SELECT a.pid, a.client_port, l.granted FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+  WHERE l.locktype = 'advisory' AND l.mode = 'ShareLock'
+    AND ((l.classid::bigint << 32) | l.objid::bigint) = ${KEY}
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** 'settled' if `promise` settles within `ms`, else 'hung'. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<'settled' | 'hung'> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(resolve, ms, 'hung')));
+  try {
+    return await Promise.race([
+      promise.then(
+        () => 'settled' as const,
+        () => 'settled' as const,
+      ),
+      hung,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('the instance lock through network faults', () => {
+  let database: TestDatabase;
+  let proxy: CuttableProxy;
+  let proxied: string;
+  let db: pg.Client;
+  const lost: Error[] = [];
+  let waits = 0;
+  const events = { lost: (error: Error) => lost.push(error), waiting: () => (waits += 1) };
+
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    ({ proxy, connectionString: proxied } = await CuttableProxy.before(database.connectionString));
+    db = new pg.Client({ connectionString: database.connectionString });
+    await db.connect();
+    lost.length = 0;
+    waits = 0;
+  });
+  afterEach(async () => {
+    await proxy.close();
+    await db.end();
+    await database.drop();
+  });
+
+  const locks = async () => (await db.query<{ pid: number; client_port: number; granted: boolean }>(LOCKS)).rows;
+
+  it('is released at shutdown even when its connection was just cut half-open', async () => {
+    const lock = new InstanceLock(proxied, events);
+    await lock.take();
+    const [held] = await locks();
+    proxy.cut(held.client_port);
+    expect(await settlesWithin(lock.release(), 3_000)).toBe('settled');
+  }, 20_000);
+
+  it('is taken again once a server that stopped answering answers, and then released', async () => {
+    const lock = new InstanceLock(proxied, events);
+    await lock.take();
+    const [held] = await locks();
+    proxy.mode = 'mute';
+    await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
+    await sleep(8_000);
+    proxy.mode = 'forward';
+    proxy.endMuted();
+    await sleep(3_000);
+    expect((await locks()).filter((row) => row.granted)).toHaveLength(1);
+    expect(await settlesWithin(lock.release(), 3_000)).toBe('settled');
+    await sleep(500);
+    expect(await locks()).toEqual([]);
+  }, 30_000);
+
+  it('waits for a repair holding the lock without queueing a backend, says so once, and takes the share after', async () => {
+    const lock = new InstanceLock(database.connectionString, events);
+    await lock.take();
+    const [held] = await locks();
+    const repair = new pg.Client({ connectionString: database.connectionString });
+    await repair.connect();
+    try {
+      await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
+      await repair.query('SELECT pg_advisory_lock($1)', [KEY]);
+      await sleep(8_000);
+      expect(await locks()).toEqual([]);
+      expect(waits).toBe(1);
+      await repair.query('SELECT pg_advisory_unlock($1)', [KEY]);
+      await sleep(2_000);
+      expect((await locks()).filter((row) => row.granted)).toHaveLength(1);
+    } finally {
+      await repair.end();
+      await lock.release();
+    }
+    await sleep(500);
+    expect(await locks()).toEqual([]);
+  }, 30_000);
+
+  it('is taken again after the server refused connections for a while: one share, none after release', async () => {
+    const lock = new InstanceLock(proxied, events);
+    await lock.take();
+    const [held] = await locks();
+    proxy.mode = 'refuse';
+    await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
+    await sleep(4_000);
+    proxy.mode = 'forward';
+    await sleep(3_000);
+    expect(await locks()).toEqual([expect.objectContaining({ granted: true })]);
+    expect(await settlesWithin(lock.release(), 3_000)).toBe('settled');
+    await sleep(500);
+    expect(await locks()).toEqual([]);
+  }, 30_000);
+});
