@@ -14,6 +14,11 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
 import { registerCredentials, TestCredentials } from '../support/test-credentials.js';
 import { CuttableProxy } from '../support/cuttable-proxy.js';
 
+/** The backends of the current database waiting for the signing lock, and their sessions. */
+const SIGNING_LOCK_WAITS = `FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+  WHERE l.locktype = 'advisory' AND NOT l.granted AND ((l.classid::bigint << 32) | l.objid::bigint) = ${SIGNING_LOCK_KEY}
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+
 /**
  * Verify and export need a checkpoint covering the events they prove, and sign one when none does. Another signer
  * can hold the signing lock for minutes (a new key, or an instance back after long, checks every event since its
@@ -42,11 +47,9 @@ describe('verify while another signer holds the signing lock', () => {
   /** A session of two events, once their leaves are added: no checkpoint covers them until one is signed. */
   const recordUnsigned = (sessionId: string) => recordedWithLeaves(ledger, db, sessionId, ['hi']);
 
-  /** The service's backends waiting for an advisory lock. */
+  /** The service's backends waiting for the signing lock (in this test's database: suites run side by side). */
   async function waitingForTheLock(): Promise<number> {
-    const { rows } = await db.query<{ waiting: number }>(
-      `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
-    );
+    const { rows } = await db.query<{ waiting: number }>(`SELECT count(*)::int AS waiting ${SIGNING_LOCK_WAITS}`);
     return rows[0].waiting;
   }
 
@@ -174,8 +177,7 @@ describe('a signing stuck on a half-open connection', () => {
     first = call('GET', '/v1/sessions/before-the-cut/verify');
     const waiter = await eventually('a signing waits for the lock', async () => {
       const { rows } = await direct.query<{ pid: number; client_port: number }>(
-        `SELECT a.pid, a.client_port FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-          WHERE l.locktype = 'advisory' AND NOT l.granted`,
+        `SELECT a.pid, a.client_port ${SIGNING_LOCK_WAITS}`,
       );
       return rows[0];
     });
