@@ -278,8 +278,9 @@ describe('the memory files of rotated keys, as operators leave them', () => {
 
   it('one of another deployment stops signing, and is named: its key, or the tree it does not extend', async () => {
     const copied = path.join(dataDir(), 'log-last-checkpoint-0badc0de');
+    const signature = (keyId: string) => Buffer.from(`${keyId}${'00'.repeat(64)}`, 'hex').toString('base64');
     const note = (keyId: string) =>
-      `block-ledger/staging\n2\n${Buffer.alloc(32, 3).toString('base64')}\n\n— block-ledger/staging ${Buffer.from(`${keyId}${'00'.repeat(64)}`, 'hex').toString('base64')}\n`;
+      `block-ledger/staging\n2\n${Buffer.alloc(32, 3).toString('base64')}\n\n— block-ledger/staging ${signature(keyId)}\n`;
     await writeFile(copied, JSON.stringify({ note: note('00000000'), lastPosition: '2' }));
     await record('beside-the-copy');
     await expect(signer().signLatest()).rejects.toThrow(/log-last-checkpoint-0badc0de.*no signature of key 0badc0de/);

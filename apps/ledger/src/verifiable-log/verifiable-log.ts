@@ -153,8 +153,6 @@ export class VerifiableLog {
       .finally(() => {
         if (this.signing?.done === done) this.signing = undefined;
       });
-    // Handled here too: a request that stopped waiting for it (SIGNING_WAIT_MS) leaves no unhandled rejection.
-    done.catch(ignored);
     this.signing = { done, startedAt: Date.now() };
     return done;
   }
@@ -262,7 +260,8 @@ export class VerifiableLog {
         const resumeAt = kept === 0n ? 0n : await this.lastLeafPosition(client, { treeSize: kept, rootHash });
         if (resumeAt !== (grown.lastPosition ?? 0n))
           throw new LogForkError(
-            `the last leaf kept, ${kept - 1n}, is the event at position ${resumeAt}, not at ${grown.lastPosition} where the check from the signed checkpoint reached: is the signer's memory edited?`,
+            `the last leaf kept, ${kept - 1n}, is the event at position ${resumeAt}, not at ${grown.lastPosition} ` +
+              "where the check from the signed checkpoint reached: is the signer's memory edited?",
           );
         const firstDropped = kept < size ? await leafRowAt(client, kept) : undefined;
         const removed = await dropLeaves(client, kept);
@@ -426,10 +425,8 @@ export class VerifiableLog {
       if (error instanceof SigningBusyError) return undefined;
       throw error;
     });
-    if (!signed) {
-      signing.catch(ignored);
-      throw new RetryLater('log_signing', 'a checkpoint is being signed and takes long; retry shortly');
-    }
+    // A request that stops waiting leaves the signing's outcome handled: within() raced it.
+    if (!signed) throw new RetryLater('log_signing', 'a checkpoint is being signed and takes long; retry shortly');
     return signed;
   }
 
