@@ -123,6 +123,12 @@ describe('tool-call governance end to end over HTTP', () => {
       decision: { approved: true, by: 'policy' },
       execution: { result: { isError: false, content: [{ type: 'text', text: 'hello from the ledger' }] } },
     });
+    // On PostgreSQL the result and the completion are one append (decision 0052): one commit, so one
+    // recorded time and adjacent positions, the block update after them. Appended apart, the result's
+    // block update would lie between the two.
+    const [succeeded, done] = toolCall.events.slice(-2);
+    expect(done.position).toBe(succeeded.position + 1);
+    expect(done.recordedAt).toBe(succeeded.recordedAt);
     // Each step names who recorded it and chains to the one before.
     expect(toolCall.events[0]).toMatchObject({ actor: 'system:governance-saga', revision: 0 });
     toolCall.events

@@ -166,6 +166,8 @@ export interface EventLogWriter {
    * that is the truth first and make the later ones derivable from it (decision 0027).
    */
   appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
+  /** Whether `appendMany` stores all parts or none (PostgreSQL), so a caller may put steps that follow each other in one append. */
+  readonly appendsManyAtomically: boolean;
 }
 
 /** What an operator needs to see: where the log stands, and what could stall its subscribers. */

@@ -45,6 +45,7 @@ export function withSharedLogFeed(eventLog: EventLog, onError: (error: Error) =>
   return {
     append: (streamId, events, expected) => eventLog.append(streamId, events, expected),
     appendMany: (appends) => eventLog.appendMany(appends),
+    appendsManyAtomically: eventLog.appendsManyAtomically,
     readStream: (streamId, options) => eventLog.readStream(streamId, options),
     readAll: (options) => eventLog.readAll(options),
     readAllForProjections: (options) => eventLog.readAllForProjections(options),

@@ -129,8 +129,9 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
    * guardian verdict at hand, an automatic decision, the start) is decided in memory, and the
    * steps so far are stored in one append, with the block update for where they leave the call,
    * only before something that waits: the model's review, a person, the MCP call (so the start is
-   * durable before the call is made), the completion (so the result is on the block first). Each
-   * step moves the call's status, so a run that does not settle is a bug, retried like a failure.
+   * durable before the call is made), and, where the log stores an append's parts one at a time,
+   * the completion (so the result is on the block first). Each step moves the call's status, so a
+   * run that does not settle is a bug, retried like a failure.
    */
   private async runSteps(ref: ToolCallRef, request: GovernedRequest | undefined): Promise<void> {
     const { toolCallId } = ref;
@@ -145,7 +146,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       const next: SagaStep | { kind: 'request' } =
         state.status === 'absent' ? { kind: 'request' } : nextSagaStep(state);
       if (next.kind === 'request' && !request) return;
-      if (waitsOutside(next, state, this.parts) && draft.decided.length > 0) {
+      if (this.waitsOutside(next, state) && draft.decided.length > 0) {
         await this.flush(draft);
         draft = await this.toolCalls.draft(ref);
         continue;
@@ -169,6 +170,8 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     const shown = draft.steps.findLast((step) => blockCommand(step) !== undefined) ?? draft.state;
     const state = await this.toolCalls.record(draft, (part) => this.storeWithBlock(shown, draft.ref.tenant, part));
     if (state) this.seen(draft.ref.toolCallId, state);
+    if (state?.status === 'completed' && draft.stored.status !== 'completed')
+      this.metrics.toolCallCompleted(state.outcome!);
     return state;
   }
 
@@ -258,16 +261,16 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
           as,
         );
       case 'complete': {
-        if (await this.flush(this.toolCalls.decide(draft, { type: 'complete' }, as)))
-          this.metrics.toolCallCompleted(state.outcome!);
+        await this.flush(this.toolCalls.decide(draft, { type: 'complete' }, as));
         return this.toolCalls.draft(draft.ref);
       }
     }
   }
 
   /**
-   * Records what the execution gave, with its block update. The tool ran, so a result the log
-   * refuses to store is never a known failure: it is recorded as failed with an unknown outcome.
+   * Records what the execution gave, with its block update (and the completion, where one append
+   * stores both at once). The tool ran, so a result the log refuses to store is never a known
+   * failure: it is recorded as failed with an unknown outcome.
    * A failure the log refuses is left unrecorded, and the next run finds the call in doubt, with
    * the same unknown outcome. Another writer first (another instance): decided again on the log.
    */
@@ -280,16 +283,49 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
     let draft = executing;
     for (let attempt = 1; draft.state.status === 'executing' && attempt <= MAX_RESULT_ATTEMPTS; attempt += 1) {
       try {
-        await this.flush(this.toolCalls.decide(draft, outcome, as));
+        await this.flush(this.withResult(draft, outcome, as));
       } catch (error) {
         if (!outcome.ok || error instanceof ToolCallError) throw error;
         this.logger.warn({ err: error, toolCallId }, 'tool result not stored; recorded as an unknown outcome');
         const unstored = { error: RESULT_NOT_STORED, durationMs: outcome.durationMs, unknownOutcome: true };
-        await this.flush(this.toolCalls.decide(draft, { type: 'record_result', ok: false, ...unstored }, as));
+        await this.flush(this.withResult(draft, { type: 'record_result', ok: false, ...unstored }, as));
       }
       draft = await this.toolCalls.draft(executing.ref);
     }
     return draft;
+  }
+
+  /**
+   * The draft with the result decided, and its completion too where the log stores an append's parts all or none:
+   * the result is then on the block in the same commit as the completion (decision 0052).
+   */
+  private withResult(draft: ToolCallDraft, outcome: RecordResult, as: ToolCallActor): ToolCallDraft {
+    const recorded = this.toolCalls.decide(draft, outcome, as);
+    return this.eventLog.appendsManyAtomically ? this.toolCalls.decide(recorded, { type: 'complete' }, as) : recorded;
+  }
+
+  /**
+   * Whether the next step waits for something outside the process (so the steps drafted so far are
+   * stored first): a person, the model's review when no verdict is at hand, the MCP call, or, where
+   * the log stores an append's parts one at a time, the completion, which follows the result on the block.
+   */
+  private waitsOutside(next: SagaStep | { kind: 'request' }, state: ToolCallState): boolean {
+    switch (next.kind) {
+      case 'request':
+      case 'screen':
+      case 'execution_in_doubt':
+      case 'execute':
+        return false;
+      case 'review': {
+        const { tool, arguments: args } = (state as OpenToolCall).request;
+        return !this.parts.guardian.reviewAtOnce(tool, args, (state as OpenToolCall).firewall!.policyVersion);
+      }
+      case 'complete':
+        return !this.eventLog.appendsManyAtomically;
+      case 'await_decision':
+      case 'done':
+        return true;
+    }
   }
 
   /**
@@ -365,30 +401,6 @@ function blockCommand(state: ToolCallState) {
   if (!shown || state.status === 'absent') return undefined;
   const { messageId, toolCallId } = state.request;
   return { type: 'update_tool_call' as const, eventId: shown.eventId, messageId, toolCallId, ...shown.update };
-}
-
-/**
- * Whether the next step waits for something outside the process (so the steps drafted so far are
- * stored first): a person, the model's review when no verdict is at hand, the MCP call, or the
- * completion, which follows the result on the block.
- */
-function waitsOutside(next: SagaStep | { kind: 'request' }, state: ToolCallState, parts: GovernanceParts): boolean {
-  switch (next.kind) {
-    case 'request':
-    case 'screen':
-    case 'execution_in_doubt':
-      return false;
-    case 'review': {
-      const { tool, arguments: args } = (state as OpenToolCall).request;
-      return !parts.guardian.reviewAtOnce(tool, args, (state as OpenToolCall).firewall!.policyVersion);
-    }
-    case 'execute':
-      return false;
-    case 'await_decision':
-    case 'complete':
-    case 'done':
-      return true;
-  }
 }
 
 /** A timeout or a dropped connection leaves open whether the server ran the tool; a refusal before the call does not. */

@@ -274,6 +274,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         results.push(await appendPrepared(streamId, events, expectedRevision));
       return results;
     },
+    appendsManyAtomically: false,
     readStream,
     readAll,
     // Each event's hashes travel inside its stored metadata: there is nothing to leave out.

@@ -228,6 +228,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     },
     appendMany: async (appends: readonly StreamAppend[]): Promise<AppendResult[]> =>
       await writer.append(prepareAppends(appends)),
+    appendsManyAtomically: true,
     readStream,
     readAll,
     readAllForProjections: (readOptions = {}) => readPage(readOptions, PROJECTION_COLUMNS, toProjectionEvent),
