@@ -10,6 +10,8 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
  * with events it ignores, on which connection its batches commit, what a batch commits when its
  * checkpoint moved under it, and when `react` hears a batch.
  */
+type Form = 'transaction' | 'statement';
+
 describe('projection runner', () => {
   let database: TestDatabase;
   let eventLog: EventLog;
@@ -35,40 +37,67 @@ describe('projection runner', () => {
 
   const event = () => ({ id: randomUUID(), type: 'test.event', data: {} });
 
-  /** A projection of the events of streams starting with `kept-<name>`: one row per event. */
-  function definition(name: string, hooks: Partial<Pick<ProjectionDefinition, 'react' | 'handle' | 'writesFor'>> = {}) {
-    const projection: ProjectionDefinition = {
+  interface Hooks extends Partial<Pick<ProjectionDefinition, 'react' | 'writesFor'>> {
+    /** Runs on each batch before its rows are written. */
+    readonly before?: (events: readonly RecordedEvent[]) => Promise<void>;
+  }
+
+  /**
+   * A projection of the events of streams starting with `kept-<name>`: one row per event, written in the batch's
+   * transaction (`transaction`) or given as one statement the runner moves the checkpoint in (`statement`).
+   */
+  function definition(name: string, hooks: Hooks = {}, form: Form = 'transaction'): ProjectionDefinition {
+    const rowsOf = async (events: readonly RecordedEvent[]) => {
+      await hooks.before?.(events);
+      return {
+        name: 'runner-rows-write',
+        text: 'INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
+        values: [name, events.map((recorded) => recorded.position.toString())],
+      };
+    };
+    const common = {
       name,
       version: 1,
       filter: { streamPrefixes: [`kept-${name}`] },
       reset: () => undefined,
-      async handle(events, context) {
-        await hooks.handle?.(events, context);
-        await context.client.query('INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])', [
-          name,
-          events.map((recorded) => recorded.position.toString()),
-        ]);
-      },
       ...(hooks.react ? { react: hooks.react } : {}),
       ...(hooks.writesFor ? { writesFor: hooks.writesFor } : {}),
     };
-    return projection;
+    if (form === 'statement') return { ...common, writes: rowsOf };
+    return {
+      ...common,
+      async handle(events, { client }) {
+        const { text, values } = await rowsOf(events);
+        await client.query(text, values);
+      },
+    };
   }
 
   function start(
     projection: ProjectionDefinition,
     {
       poolSize = 2,
+      onQuery,
       ...options
     }: {
       poolSize?: number;
       idleCheckpointMs?: number;
       batchIntervalMs?: number;
       onError?: (error: Error) => void;
+      /** Hears the text of each query the runner sends, on any of its connections. */
+      onQuery?: (text: string) => void;
     } = {},
   ) {
     const pool = new pg.Pool({ connectionString: database.connectionString, max: poolSize });
     pools.push(pool);
+    if (onQuery)
+      pool.on('connect', (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as { query: unknown }).query = (config: string | { text: string }, ...rest: unknown[]) => {
+          onQuery(typeof config === 'string' ? config : config.text);
+          return query(config, ...rest);
+        };
+      });
     const runner = new ProjectionRunner(pool, eventLog, projection, { retryDelayMs: 20, ...options });
     runner.start();
     opened.push(runner);
@@ -151,68 +180,104 @@ describe('projection runner', () => {
     }
   });
 
-  it('commits its batches and checkpoints on the connection that holds its lead: it runs on a pool of one', async () => {
-    // Watched from outside: the runner's own pool has no connection to spare for its reads.
-    start(definition('single'), { poolSize: 1, idleCheckpointMs: 50 });
-    const appended = await eventLog.append('kept-single-1', [event(), event()], NO_STREAM);
-    const ignored = await eventLog.append('other-single', [event()], NO_STREAM);
-    await eventually(async () => (await stored('single')) === ignored.position, 'the idle checkpoint is stored');
-    expect(await rows('single')).toEqual(appended.events.map((recorded) => recorded.position));
-  });
+  describe.each(['transaction', 'statement'] as const)('with its batch written as a %s', (form) => {
+    it('commits its batches and checkpoints on the connection that holds its lead: it runs on a pool of one', async () => {
+      // Watched from outside: the runner's own pool has no connection to spare for its reads.
+      start(definition(`single-${form}`, {}, form), { poolSize: 1, idleCheckpointMs: 50 });
+      const appended = await eventLog.append(`kept-single-${form}-1`, [event(), event()], NO_STREAM);
+      const ignored = await eventLog.append(`other-single-${form}`, [event()], NO_STREAM);
+      await eventually(
+        async () => (await stored(`single-${form}`)) === ignored.position,
+        'the idle checkpoint is stored',
+      );
+      expect(await rows(`single-${form}`)).toEqual(appended.events.map((recorded) => recorded.position));
+    });
 
-  it('a batch whose checkpoint another runner moved meanwhile commits none of its rows, and the runner follows the moved checkpoint', async () => {
-    const errors: Error[] = [];
-    let moves = 1;
-    // While the first batch is handled, its checkpoint moves past that batch, as another runner (or a rebuild) would move it.
-    start(
-      definition('moved', {
-        handle: async (events) => {
-          if (moves-- > 0)
-            await sql.query('UPDATE projection_checkpoints SET position = $2 WHERE name = $1', [
-              'moved',
-              events.at(-1)!.position.toString(),
-            ]);
-        },
-      }),
-      { onError: (error) => errors.push(error) },
-    );
-    const first = await eventLog.append('kept-moved-1', [event(), event()], NO_STREAM);
-    await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
-    expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
-    expect(await stored('moved')).toBe(first.position);
-    // The runner starts again from where the checkpoint was moved: the first batch's rows are written by no one.
-    const second = await eventLog.append('kept-moved-1', [event()], ANY);
-    await eventually(async () => (await stored('moved')) === second.position, 'the next batch commits');
-    expect(await rows('moved')).toEqual([second.position]);
-  });
+    it('a batch whose checkpoint another runner moved meanwhile commits none of its rows, and the runner follows the moved checkpoint', async () => {
+      const errors: Error[] = [];
+      let moves = 1;
+      // While the first batch is handled, its checkpoint moves past that batch, as another runner (or a rebuild) would move it.
+      start(
+        definition(
+          `moved-${form}`,
+          {
+            before: async (events) => {
+              if (moves-- > 0)
+                await sql.query('UPDATE projection_checkpoints SET position = $2 WHERE name = $1', [
+                  `moved-${form}`,
+                  events.at(-1)!.position.toString(),
+                ]);
+            },
+          },
+          form,
+        ),
+        { onError: (error) => errors.push(error) },
+      );
+      const first = await eventLog.append(`kept-moved-${form}-1`, [event(), event()], NO_STREAM);
+      await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
+      expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
+      expect(await stored(`moved-${form}`)).toBe(first.position);
+      // The runner starts again from where the checkpoint was moved: the first batch's rows are written by no one.
+      const second = await eventLog.append(`kept-moved-${form}-1`, [event()], ANY);
+      await eventually(async () => (await stored(`moved-${form}`)) === second.position, 'the next batch commits');
+      expect(await rows(`moved-${form}`)).toEqual([second.position]);
+    });
 
-  it('react hears a batch before its transaction, and again after that transaction failed; the rows are written once', async () => {
-    const heard: { what: 'react' | 'handle'; positions: bigint[] }[] = [];
-    const positionsOf = (events: readonly RecordedEvent[]) => events.map((recorded) => recorded.position);
-    let failures = 1;
-    start(
-      definition('react', {
-        react: (events) => void heard.push({ what: 'react', positions: positionsOf(events) }),
-        handle: (events) => {
-          heard.push({ what: 'handle', positions: positionsOf(events) });
-          if (failures-- > 0) return Promise.reject(new Error('the first transaction fails'));
-          return Promise.resolve();
-        },
-      }),
-    );
-    const appended = await eventLog.append('kept-react-1', [event(), event()], NO_STREAM);
-    const positions = appended.events.map((recorded) => recorded.position);
-    await eventually(async () => (await rows('react')).length === 2, 'the batch is written after the retry');
-    expect(await rows('react')).toEqual(positions);
-    const heardAll = (what: 'react' | 'handle') =>
-      heard.filter((entry) => entry.what === what).flatMap((entry) => entry.positions);
-    // Each event reached react once per attempt, each time before handle saw it.
-    expect(heardAll('react')).toEqual([...positions, ...positions]);
-    expect(heardAll('handle')).toEqual([...positions, ...positions]);
-    expect(heard[0].what).toBe('react');
-    expect(heard.findIndex((entry) => entry.what === 'react' && entry !== heard[0])).toBeLessThan(
-      heard.findLastIndex((entry) => entry.what === 'handle'),
-    );
+    it('react hears a batch before its transaction, and again after that transaction failed; the rows are written once', async () => {
+      const heard: { what: 'react' | 'handle'; positions: bigint[] }[] = [];
+      const positionsOf = (events: readonly RecordedEvent[]) => events.map((recorded) => recorded.position);
+      let failures = 1;
+      start(
+        definition(
+          `react-${form}`,
+          {
+            react: (events) => void heard.push({ what: 'react', positions: positionsOf(events) }),
+            before: (events) => {
+              heard.push({ what: 'handle', positions: positionsOf(events) });
+              if (failures-- > 0) return Promise.reject(new Error('the first transaction fails'));
+              return Promise.resolve();
+            },
+          },
+          form,
+        ),
+      );
+      const appended = await eventLog.append(`kept-react-${form}-1`, [event(), event()], NO_STREAM);
+      const positions = appended.events.map((recorded) => recorded.position);
+      await eventually(async () => (await rows(`react-${form}`)).length === 2, 'the batch is written after the retry');
+      expect(await rows(`react-${form}`)).toEqual(positions);
+      const heardAll = (what: 'react' | 'handle') =>
+        heard.filter((entry) => entry.what === what).flatMap((entry) => entry.positions);
+      // Each event reached react once per attempt, each time before handle saw it.
+      expect(heardAll('react')).toEqual([...positions, ...positions]);
+      expect(heardAll('handle')).toEqual([...positions, ...positions]);
+      expect(heard[0].what).toBe('react');
+      expect(heard.findIndex((entry) => entry.what === 'react' && entry !== heard[0])).toBeLessThan(
+        heard.findLastIndex((entry) => entry.what === 'handle'),
+      );
+    });
+
+    it('commits each batch, its rows and its checkpoint, in the round trips of its form', async () => {
+      const sent: string[] = [];
+      const runner = start(definition(`trips-${form}`, {}, form), { onQuery: (text) => sent.push(text) });
+      const first = await eventLog.append(`kept-trips-${form}-1`, [event()], NO_STREAM);
+      expect(await runner.waitForPosition(first.position, 10_000)).toBe(true);
+      sent.length = 0;
+      for (let index = 0; index < 2; index += 1) {
+        const { position } = await eventLog.append(`kept-trips-${form}-1`, [event()], ANY);
+        expect(await runner.waitForPosition(position, 10_000)).toBe(true);
+      }
+      const batch =
+        form === 'statement'
+          ? [expect.stringMatching(/^WITH projection_checkpoint AS \(\s*UPDATE projection_checkpoints/)]
+          : [
+              'BEGIN',
+              expect.stringMatching(/^INSERT INTO runner_rows/),
+              expect.stringMatching(/^UPDATE projection_checkpoints/),
+              'COMMIT',
+            ];
+      expect(sent).toEqual([...batch, ...batch]);
+      expect(await rows(`trips-${form}`)).toHaveLength(3);
+    });
   });
 
   it('a batch with no event it writes for is not handled and commits nothing; react still hears it', async () => {
@@ -222,7 +287,7 @@ describe('projection runner', () => {
       definition('writes', {
         writesFor: (recorded) => recorded.type === 'test.event',
         react: (events) => void reacted.push(...events.map((recorded) => recorded.type)),
-        handle: (events) => Promise.resolve(void handled.push(...events.map((recorded) => recorded.type))),
+        before: (events) => Promise.resolve(void handled.push(...events.map((recorded) => recorded.type))),
       }),
       { idleCheckpointMs: 600_000 },
     );
@@ -240,7 +305,7 @@ describe('projection runner', () => {
     const intervalMs = 200;
     const handledAt: number[] = [];
     const runner = start(
-      definition('interval', { handle: () => Promise.resolve(void handledAt.push(performance.now())) }),
+      definition('interval', { before: () => Promise.resolve(void handledAt.push(performance.now())) }),
       { batchIntervalMs: intervalMs },
     );
     const appended: bigint[] = [];

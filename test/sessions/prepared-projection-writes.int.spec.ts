@@ -3,6 +3,7 @@ import type { EventLog } from '#event-log';
 import type pg from 'pg';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
+import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
 import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
@@ -44,7 +45,7 @@ describe('prepared projection writes across a rebuild', () => {
     try {
       for (const client of clients)
         await inTransaction(client, (held) =>
-          blockReadModelsProjection().handle(events, { client: held, eventLog: log }),
+          handleBatch(blockReadModelsProjection(), events, { client: held, eventLog: log }),
         );
     } finally {
       for (const client of clients) client.release();

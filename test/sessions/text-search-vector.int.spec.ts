@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { rebuildProjection } from '../../apps/ledger/src/projections/rebuild.js';
+import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import { BLOCK_READ_MODEL_TABLES } from '../../apps/ledger/src/sessions/read-models/block-read-model-tables.js';
 import { type SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
@@ -43,7 +44,7 @@ describe('text search vector of a streaming block', () => {
     if (events.length === 0) return;
     const client = await pool.connect();
     try {
-      await inTransaction(client, (held) => definition.handle(events, { client: held, eventLog: log }));
+      await inTransaction(client, (held) => handleBatch(definition, events, { client: held, eventLog: log }));
     } finally {
       client.release();
     }

@@ -3,6 +3,7 @@ import { leafHash } from '#core';
 import { createPostgresEventLog, type RecordedEvent } from '#event-log';
 import pg from 'pg';
 import { runMigrations } from '../../apps/ledger/src/database/migrations.js';
+import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { CompactMerkleLeaves1763800000310 } from '../../apps/ledger/src/verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
 import { merkleLogConsumer } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import {
@@ -211,7 +212,7 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
       };
       const client = await pool.connect();
       try {
-        await expect(merkleLogConsumer().handle([event], { client, eventLog })).rejects.toThrow(/malformed hash/);
+        await expect(handleBatch(merkleLogConsumer(), [event], { client, eventLog })).rejects.toThrow(/malformed hash/);
       } finally {
         client.release();
       }

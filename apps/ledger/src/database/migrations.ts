@@ -7,6 +7,7 @@ import { KeyChangeNotify1763800000280 } from '../identity/1763800000280-key-chan
 import { VerifiableLog1763800000006 } from '../verifiable-log/1763800000006-verifiable-log.migration.js';
 import { CompactMerkleLeaves1763800000310 } from '../verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
 import { CheckpointsPerKey1763800000320 } from '../verifiable-log/1763800000320-checkpoints-per-key.migration.js';
+import { CheckpointMoved1763800000330 } from '../projections/1763800000330-checkpoint-moved.migration.js';
 import { MessageLastSeq1763800000020 } from '../sessions/read-models/1763800000020-message-last-seq.migration.js';
 import { ToolCallRequestedPosition1763800000021 } from '../governance/read-models/1763800000021-tool-call-requested-position.migration.js';
 import { SessionList1763800000022 } from '../sessions/read-models/1763800000022-session-list.migration.js';
@@ -31,6 +32,7 @@ export const migrations = [
   TextSearchByWords1763800000300,
   CompactMerkleLeaves1763800000310,
   CheckpointsPerKey1763800000320,
+  CheckpointMoved1763800000330,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

@@ -41,20 +41,27 @@ export function governanceSagaConsumer(
     },
     // The store changes only when a call is requested (in a session's chunk) or completed.
     writesFor: (event) => event.type === 'chunk.mcp_tool_pending' || event.type === 'toolcall.completed',
-    async handle(events, { client }) {
-      const opened = events.flatMap((event) => governedRequests(event, serves));
-      if (opened.length > 0) {
-        await client.query(
-          `INSERT INTO governance_saga_open (tool_call_id, request) SELECT r.id, r.request FROM jsonb_to_recordset($1::jsonb) AS r(id text, request jsonb)
-           ON CONFLICT (tool_call_id) DO NOTHING`,
-          [JSON.stringify(opened.map((request) => ({ id: request.toolCallId, request })))],
-        );
-      }
-      const completed = events
-        .filter((event) => event.type === 'toolcall.completed')
-        .map((event) => parseToolCallStreamId(event.streamId)!.id);
-      if (completed.length > 0)
-        await client.query('DELETE FROM governance_saga_open WHERE tool_call_id = ANY($1::text[])', [completed]);
+    // Opened and completed in one statement, which sees the store as it was before it: a call completed in the
+    // batch that requests it is never opened.
+    writes(events) {
+      const completed = new Set(
+        events
+          .filter((event) => event.type === 'toolcall.completed')
+          .map((event) => parseToolCallStreamId(event.streamId)!.id),
+      );
+      const opened = events
+        .flatMap((event) => governedRequests(event, serves))
+        .filter((request) => !completed.has(request.toolCallId));
+      if (opened.length === 0 && completed.size === 0) return Promise.resolve(undefined);
+      return Promise.resolve({
+        name: 'governance-saga-store',
+        text: `WITH opened AS (
+            INSERT INTO governance_saga_open (tool_call_id, request)
+            SELECT r.id, r.request FROM jsonb_to_recordset($1::jsonb) AS r(id text, request jsonb)
+            ON CONFLICT (tool_call_id) DO NOTHING)
+          DELETE FROM governance_saga_open WHERE tool_call_id = ANY($2::text[])`,
+        values: [JSON.stringify(opened.map((request) => ({ id: request.toolCallId, request }))), [...completed]],
+      });
     },
   };
 }

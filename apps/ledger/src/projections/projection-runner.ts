@@ -1,8 +1,8 @@
-import type { EventLog, Subscription } from '#event-log';
-import type { Pool, PoolClient } from 'pg';
+import type { EventLog, RecordedEvent, Subscription } from '#event-log';
+import pg, { type Pool, type PoolClient, type QueryConfig } from 'pg';
 import { createHash } from 'node:crypto';
 import { inTransaction, whileHolding } from '../database/transaction.js';
-import type { ProjectionDefinition } from './projection.js';
+import type { BatchStatement, ProjectionDefinition } from './projection.js';
 
 /** An operator's repair found an instance running the projection (or, `name` the service, any instance running). */
 export class ProjectionRunningError extends Error {
@@ -205,11 +205,7 @@ export class ProjectionRunner {
         const batch = result.value;
         if (batch.checkpoint === reached) continue;
         if (batch.events.length > 0) this.definition.react?.(batch.events);
-        if (batch.events.some(writesFor)) {
-          await inTransaction(lock, async (client) => {
-            await this.definition.handle(batch.events, { client, eventLog: this.eventLog });
-            await this.storeCheckpoint(client, stored, batch.checkpoint);
-          });
+        if (batch.events.some(writesFor) && (await this.commitBatch(lock, batch.events, stored, batch.checkpoint))) {
           lastBatchAt = performance.now();
           stored = batch.checkpoint;
         } else if (reached === stored) unstoredSince = performance.now();
@@ -221,6 +217,34 @@ export class ProjectionRunner {
       this.definition.reset();
       throw error;
     }
+  }
+
+  /**
+   * Folds the batch and commits its rows with the checkpoint's move from `from` to `to`: in one statement when the
+   * projection gives one, else in a transaction. False when the projection had nothing to write (nothing committed).
+   */
+  private async commitBatch(
+    lock: PoolClient,
+    events: readonly RecordedEvent[],
+    from: bigint,
+    to: bigint,
+  ): Promise<boolean> {
+    const { definition, eventLog } = this;
+    if (!definition.writes) {
+      await inTransaction(lock, async (client) => {
+        await definition.handle(events, { client, eventLog });
+        await this.storeCheckpoint(client, from, to);
+      });
+      return true;
+    }
+    const statement = await definition.writes(events, eventLog);
+    if (!statement) return false;
+    await lock.query(withCheckpointMove(statement, definition.name, from, to)).catch((error: unknown) => {
+      throw error instanceof pg.DatabaseError && error.code === CHECKPOINT_MOVED
+        ? new CheckpointMovedError(definition.name, from)
+        : error;
+    });
+    return true;
   }
 
   /** Moves the stored checkpoint from `from` to `to`, by compare-and-set. */
@@ -266,6 +290,32 @@ export class ProjectionRunner {
     if (error && !this.stopped) this.options.onError?.(error);
     if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs ?? 1_000));
   }
+}
+
+/** SQLSTATE of `projection_checkpoint_moved`'s refusal (migration 1763800000330). */
+const CHECKPOINT_MOVED = 'BLCKP';
+
+/**
+ * The batch's statement with the checkpoint's compare-and-set as a data-modifying CTE ahead of it, which
+ * PostgreSQL always runs: one statement, so one transaction and one round trip. A checkpoint no longer at `from`
+ * raises, and the batch's rows roll back with it. The row exists: the runner made it when it took the lead,
+ * and only migrations delete one.
+ */
+function withCheckpointMove(statement: BatchStatement, name: string, from: bigint, to: bigint): QueryConfig {
+  const at = statement.values.length;
+  const move = `projection_checkpoint AS (
+    UPDATE projection_checkpoints SET position = projection_checkpoint_moved(name, position, $${at + 2}, $${at + 3}),
+      updated_at = now()
+     WHERE name = $${at + 1})`;
+  const leadingWith = /^\s*WITH\s/i;
+  const text = leadingWith.test(statement.text)
+    ? statement.text.replace(leadingWith, `WITH ${move},\n`)
+    : `WITH ${move}\n${statement.text}`;
+  return {
+    name: `${statement.name}:checkpointed`,
+    text,
+    values: [...statement.values, name, from.toString(), to.toString()],
+  };
 }
 
 function lockKeyOf(name: string): bigint {

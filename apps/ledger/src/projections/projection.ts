@@ -8,20 +8,21 @@ export interface ProjectionContext {
 }
 
 /**
- * What a projection is, apart from how it runs: the same definition serves the live runner and
- * rebuilds. `handle` folds a batch and writes each changed row once, idempotently (rows carry
- * the position they reflect). `reset` forgets in-memory state after a failed batch. `Event` is
- * what it reads of each event: a read model folds a `ProjectionEvent`, so its rebuild reads no more.
+ * A batch's writes as one statement (an INSERT, UPDATE or DELETE, or a WITH of them), prepared under
+ * `name` on each connection (decision 0038). The runner moves the checkpoint inside it (decision 0052).
  */
-export interface ProjectionDefinition<Event extends ProjectionEvent = RecordedEvent> {
+export interface BatchStatement {
+  readonly name: string;
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
+interface ProjectionBase<Event extends ProjectionEvent> {
   readonly name: string;
   readonly version: number;
   readonly filter: EventFilter;
-  // Function-typed members, not methods: TypeScript then checks `Event` strictly, so a projection
-  // that reads more of an event cannot be passed where a `ProjectionEvent` is all it gets (a rebuild).
-  readonly handle: (events: readonly Event[], context: ProjectionContext) => Promise<void>;
   /**
-   * Whether `handle` writes anything for this event (every event it is given, by default). A batch
+   * Whether the projection writes anything for this event (every event it is given, by default). A batch
    * with no such event is not handled and commits nothing; its checkpoint is stored later.
    */
   readonly writesFor?: (event: Event) => boolean;
@@ -33,4 +34,42 @@ export interface ProjectionDefinition<Event extends ProjectionEvent = RecordedEv
   reset(): void;
   /** A consumer with work in flight outside its transaction (the governance saga) picks it up again here, when its runner takes the lead. */
   resume?(): Promise<void>;
+}
+
+// Function-typed members, not methods: TypeScript then checks `Event` strictly, so a projection that
+// reads more of an event cannot be passed where a `ProjectionEvent` is all it gets (a rebuild).
+
+/** Writes through the context's client, in the transaction that moves its checkpoint: several statements, reads, checks. */
+interface HandledProjection<Event extends ProjectionEvent> extends ProjectionBase<Event> {
+  readonly handle: (events: readonly Event[], context: ProjectionContext) => Promise<void>;
+  readonly writes?: undefined;
+}
+
+/**
+ * Gives a batch's writes as one statement, or none when nothing changed: the runner runs it with the
+ * checkpoint's move as one statement, a round trip per batch where a transaction takes four.
+ */
+interface StatementProjection<Event extends ProjectionEvent> extends ProjectionBase<Event> {
+  readonly writes: (events: readonly Event[], eventLog: EventLogReader) => Promise<BatchStatement | undefined>;
+  readonly handle?: undefined;
+}
+
+/**
+ * What a projection is, apart from how it runs: the same definition serves the live runner and
+ * rebuilds. It folds a batch and writes each changed row once, idempotently (rows carry the
+ * position they reflect). `reset` forgets in-memory state after a failed batch. `Event` is what it
+ * reads of each event: a read model folds a `ProjectionEvent`, so its rebuild reads no more.
+ */
+export type ProjectionDefinition<Event extends ProjectionEvent = RecordedEvent> =
+  HandledProjection<Event> | StatementProjection<Event>;
+
+/** Folds a batch and writes it on the context's client, in the caller's transaction (a rebuild's), whichever form the projection has. */
+export async function handleBatch<Event extends ProjectionEvent>(
+  definition: ProjectionDefinition<Event>,
+  events: readonly Event[],
+  context: ProjectionContext,
+): Promise<void> {
+  if (!definition.writes) return definition.handle(events, context);
+  const statement = await definition.writes(events, context.eventLog);
+  if (statement) await context.client.query({ ...statement, values: [...statement.values] });
 }

@@ -40,7 +40,7 @@ export function toolCallsProjection(): ProjectionDefinition<ProjectionEvent> {
     version: 1,
     filter: { streamPrefixes: [TOOLCALL_STREAM_PREFIX] },
     reset: () => calls.clear(),
-    async handle(events, { client, eventLog }) {
+    async writes(events, eventLog) {
       const byCall = new Map<string, ProjectionEvent[]>();
       for (const event of events) {
         const own = byCall.get(event.streamId);
@@ -91,8 +91,8 @@ export function toolCallsProjection(): ProjectionDefinition<ProjectionEvent> {
           position: last.position.toString(),
         });
       }
-      if (rows.length === 0) return;
-      await client.query({
+      if (rows.length === 0) return undefined;
+      return {
         name: 'tool-calls-write',
         text: `INSERT INTO tool_calls (tenant, id, session_id, message_id, tool_id, server, tool_name, arguments,
           arguments_sha256, requested_by, status, outcome, firewall, guardian, approval, decision, execution,
@@ -108,7 +108,7 @@ export function toolCallsProjection(): ProjectionDefinition<ProjectionEvent> {
              position = excluded.position
          WHERE tool_calls.position <= excluded.position`,
         values: [JSON.stringify(rows)],
-      });
+      };
     },
   };
 }

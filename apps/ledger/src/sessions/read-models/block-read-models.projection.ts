@@ -12,8 +12,7 @@ import {
   type SessionTally,
 } from '#core';
 import type { EventLogReader, ProjectionEvent } from '#event-log';
-import type { PoolClient } from 'pg';
-import type { ProjectionDefinition } from '../../projections/projection.js';
+import type { BatchStatement, ProjectionDefinition } from '../../projections/projection.js';
 import { foldSessionEvents } from '../session-fold.js';
 import { blockToRow, type BlockRowValues } from './block-rows.js';
 
@@ -34,7 +33,7 @@ export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEven
     version: 1,
     filter: { streamPrefixes: [SESSION_STREAM_PREFIX] },
     reset: () => sessions.clear(),
-    async handle(events, { client, eventLog }) {
+    async writes(events, eventLog) {
       // Sessions are independent: each one's events of the batch are folded in one go, in order.
       const byStream = new Map<string, ProjectionEvent[]>();
       for (const event of events) {
@@ -58,11 +57,11 @@ export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEven
         const lastActivityAt = own.at(-1)!.metadata.recordedAt;
         changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, changed, summary, lastActivityAt });
       }
-      await writeChanges(client, changes);
       for (const [oldest] of sessions) {
         if (sessions.size <= MAX_CACHED_SESSIONS) break;
         sessions.delete(oldest);
       }
+      return changesStatement(changes);
     },
   };
 }
@@ -110,7 +109,8 @@ const SEARCH_VECTOR = `CASE
   END || setweight(to_tsvector('simple',
     substr(r.block_text, r.search_finished_chars + 1, r.searched_chars - r.search_finished_chars)), 'A')`;
 
-async function writeChanges(client: PoolClient, changes: readonly Change[]): Promise<void> {
+/** The batch's changed rows as one statement; none when nothing changed. */
+function changesStatement(changes: readonly Change[]): BatchStatement | undefined {
   const sessionRows: object[] = [];
   const messageRows: object[] = [];
   const blockRows: BlockRowValues[] = [];
@@ -159,13 +159,13 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
     }
     for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });
   }
-  if (sessionRows.length === 0) return;
+  if (sessionRows.length === 0) return undefined;
   // One statement, one round trip: the sub-statements touch disjoint rows (a block is either still
   // displayed, so upserted, or removed), and each row is written once per batch. The tables come in
   // the order a rebuild's swap locks them (sessions, messages, message_blocks), so the two never deadlock.
   // Named: each connection sends and plans it once (decision 0038). PostgreSQL parses it again after a
   // rebuild's swap, or under the rebuild's search_path, so it always writes the tables its names resolve to.
-  await client.query({
+  return {
     name: 'block-read-models-write',
     text: `WITH session_rows AS (
        INSERT INTO sessions (tenant, id, title, metadata, created_at, selected_root_id, forked_from, model, status,
@@ -216,5 +216,5 @@ async function writeChanges(client: PoolClient, changes: readonly Change[]): Pro
          position = excluded.position, search = excluded.search, search_finished_chars = excluded.search_finished_chars
        WHERE message_blocks.position <= excluded.position`,
     values: [removedBlocks, sessionRows, messageRows, blockRows].map((rows) => JSON.stringify(rows)),
-  });
+  };
 }
