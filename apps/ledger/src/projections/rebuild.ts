@@ -147,7 +147,7 @@ async function rebuildIntoScratchSchema(
     // first once prepared), so a swap waiting for one table while it holds another could deadlock with it: the swap
     // waits a bounded time, lets go of every table, and tries again.
     const giveUpAt = performance.now() + SWAP_LOCK_GIVE_UP_MS;
-    for (let swapped = false; !swapped; ) {
+    for (let swapped = false; !swapped;) {
       try {
         await inTransaction(pool, async (client) => {
           await client.query(`SET LOCAL lock_timeout = ${SWAP_LOCK_WAIT_MS}`);
