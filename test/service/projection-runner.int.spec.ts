@@ -223,6 +223,24 @@ describe('projection runner', () => {
       expect(await rows(`moved-${form}`)).toEqual([second.position]);
     });
 
+    it('a batch whose checkpoint row was deleted meanwhile commits none of its rows', async () => {
+      const errors: Error[] = [];
+      const name = `deleted-${form}`;
+      let batches = 0;
+      // The second batch finds its checkpoint row gone.
+      const before = async () => {
+        if ((batches += 1) === 2) await sql.query('DELETE FROM projection_checkpoints WHERE name = $1', [name]);
+      };
+      const runner = start(definition(name, { before }, form), { onError: (error) => errors.push(error) });
+      const first = await eventLog.append(`kept-${name}-1`, [event()], NO_STREAM);
+      expect(await runner.waitForPosition(first.position, 10_000)).toBe(true);
+      await eventLog.append(`kept-${name}-1`, [event()], ANY);
+      await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
+      await runner.stop();
+      expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
+      expect(await rows(name)).toEqual([first.position]);
+    });
+
     it('react hears a batch before its transaction, and again after that transaction failed; the rows are written once', async () => {
       const heard: { what: 'react' | 'handle'; positions: bigint[] }[] = [];
       const positionsOf = (events: readonly RecordedEvent[]) => events.map((recorded) => recorded.position);

@@ -296,17 +296,21 @@ export class ProjectionRunner {
 const CHECKPOINT_MOVED = 'BLCKP';
 
 /**
- * The batch's statement with the checkpoint's compare-and-set as a data-modifying CTE ahead of it, which
- * PostgreSQL always runs: one statement, so one transaction and one round trip. A checkpoint no longer at `from`
- * raises, and the batch's rows roll back with it. The row exists: the runner made it when it took the lead,
- * and only migrations delete one.
+ * The batch's statement with the checkpoint's compare-and-set as data-modifying CTEs ahead of it, which PostgreSQL
+ * always runs: one statement, so one transaction and one round trip. A checkpoint no longer at `from`, or no longer
+ * there, raises, and the batch's rows roll back with it.
  */
 function withCheckpointMove(statement: BatchStatement, name: string, from: bigint, to: bigint): QueryConfig {
   const at = statement.values.length;
+  const [nameParam, fromParam, toParam] = [`$${at + 1}`, `$${at + 2}::bigint`, `$${at + 3}::bigint`];
   const move = `projection_checkpoint AS (
-    UPDATE projection_checkpoints SET position = projection_checkpoint_moved(name, position, $${at + 2}, $${at + 3}),
+    UPDATE projection_checkpoints SET position = projection_checkpoint_moved(name, position, ${fromParam}, ${toParam}),
       updated_at = now()
-     WHERE name = $${at + 1})`;
+     WHERE name = ${nameParam}
+  ), projection_checkpoint_missing AS (
+    INSERT INTO projection_checkpoints (name, position)
+    SELECT ${nameParam}, projection_checkpoint_moved(${nameParam}, NULL, ${fromParam}, ${toParam})
+     WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoints WHERE name = ${nameParam}))`;
   const leadingWith = /^\s*WITH\s/i;
   const text = leadingWith.test(statement.text)
     ? statement.text.replace(leadingWith, `WITH ${move},\n`)
