@@ -15,9 +15,12 @@
 import path from 'node:path';
 import pg from 'pg';
 import { loadMcpServers, McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
-import { call, governanceFixture, PRODUCER, requestTool } from '../../test/support/governance-fixture.js';
+import { governedToolCallId } from '#core';
+import { governanceFixture, PRODUCER, toolRequestChunks } from '../../test/support/governance-fixture.js';
 import { connectSse } from '../../test/support/sse-client.js';
-import { registerCredentials, TestCredentials } from '../../test/support/test-credentials.js';
+import { credentialsOf, registerCredentials, TestCredentials } from '../../test/support/test-credentials.js';
+import { post } from '../support/bench-http.js';
+import { parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
 import {
   formatRate,
   formatRatio,
@@ -46,6 +49,31 @@ async function commits(connectionString: string): Promise<number> {
       'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()',
     );
     return Number(rows[0].xact_commit);
+  } finally {
+    await sql.end();
+  }
+}
+
+interface Cpu {
+  readonly service: number;
+  readonly postgres: number;
+  readonly bench: number;
+}
+
+/** CPU used so far, in ms: the service process, PostgreSQL (server and backends), this process. */
+async function cpuOf(servicePid: number, connectionString: string): Promise<Cpu> {
+  const sql = new pg.Client({ connectionString });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const postmaster = (await parentPid(rows[0].pid))!;
+    const { user, system } = process.cpuUsage();
+    const ticksMs = 10;
+    return {
+      service: (await processTicks(servicePid)) * ticksMs,
+      postgres: (await processTreeTicks(postmaster)) * ticksMs,
+      bench: (user + system) / 1_000,
+    };
   } finally {
     await sql.end();
   }
@@ -83,9 +111,22 @@ async function main(): Promise<void> {
       ),
     );
 
+    // The producers post with undici's `request`, which costs the bench a fraction of what `fetch` does: the
+    // bench shares the two cores with the service.
+    const key = await credentialsOf(ledger.url).key(PRODUCER);
+    /** A producer's turn that hands one tool call to the ledger; the call is timed from its chunk POST. */
+    const requestTool = async (sessionId: string, toolId: string) => {
+      const messages = `${ledger.url}/v1/sessions/${sessionId}/messages`;
+      await post(messages, { role: 'user', content: `please run ${tool.name}` }, key);
+      const { id: messageId } = await post(messages, { role: 'assistant', model: 'test-model' }, key);
+      const chunksSentAt = performance.now();
+      await post(`${messages}/${messageId}/chunks`, toolRequestChunks(toolId, tool, args), key);
+      return { toolCallId: governedToolCallId('default', sessionId, messageId, toolId), chunksSentAt };
+    };
+
     /** One producer: a session watched live; each call is timed from its chunk POST to its result on the feed. */
     const producer = async (calls: number, latencies: number[]) => {
-      const { id: sessionId } = (await call(ledger.url, 'POST', '/v1/sessions', {}, PRODUCER)).body;
+      const { id: sessionId } = await post(`${ledger.url}/v1/sessions`, {}, key);
       const succeeded = new Set<string>();
       const waiting = new Map<string, () => void>();
       const live = connectSse(`${ledger.url}/v1/sessions/${sessionId}/live`, {
@@ -97,7 +138,7 @@ async function main(): Promise<void> {
       });
       await live.opened;
       for (let index = 0; index < calls; index += 1) {
-        const { toolCallId, chunksSentAt } = await requestTool(ledger.url, sessionId, `call_${index}`, tool, args);
+        const { toolCallId, chunksSentAt } = await requestTool(sessionId, `call_${index}`);
         if (!succeeded.has(toolCallId)) await new Promise<void>((resolve) => waiting.set(toolCallId, resolve));
         latencies.push(performance.now() - chunksSentAt);
       }
@@ -108,9 +149,11 @@ async function main(): Promise<void> {
     const commitsBefore = await commits(database.connectionString);
     await producer(SEQUENTIAL, governedLatencies);
     const commitsPerCall = ((await commits(database.connectionString)) - commitsBefore) / SEQUENTIAL;
+    const cpuBefore = await cpuOf(ledger.pid, database.connectionString);
     const governedConcurrentMs = await timed(() =>
       Promise.all(Array.from({ length: CONCURRENT }, () => producer(PER_PRODUCER, []))),
     );
+    const cpuAfter = await cpuOf(ledger.pid, database.connectionString);
 
     const ms = (value: number) => value.toFixed(1);
     printTable(
@@ -138,6 +181,12 @@ async function main(): Promise<void> {
     );
     // Everything a call brings about: the producer's three POSTs, the saga's appends, the consumers' batches.
     console.log(`PostgreSQL transactions per governed call (one caller): ${commitsPerCall.toFixed(1)}`);
+    // The two cores are shared by all of them: at the row's 300 calls/s, 6.7 ms of CPU per call in all.
+    const perCall = (key: keyof Cpu) => ((cpuAfter[key] - cpuBefore[key]) / (CONCURRENT * PER_PRODUCER)).toFixed(2);
+    console.log(
+      `CPU per governed call (${CONCURRENT} callers), ms: service ${perCall('service')}, PostgreSQL ${perCall('postgres')}, ` +
+        `this bench (producers, watchers, its HTTP clients) ${perCall('bench')}`,
+    );
   } finally {
     await direct.close();
     await ledger.stop();

@@ -104,7 +104,31 @@ export async function governanceFixture({
   };
 }
 
-/** A producer's turn that hands one tool call to the ledger: an assistant message whose chunks announce it with `mcp_tool_pending`. */
+/** The chunks that announce one tool call to the ledger: the response starts, and the call is pending with `mcp_tool_pending`. */
+export function toolRequestChunks(toolId: string, tool: { server: string; name: string }, args: unknown) {
+  return [
+    { seq: 1, type: 'llm_response_created' },
+    {
+      seq: 2,
+      type: 'mcp_tool_pending',
+      responses: [
+        {
+          id: toolId,
+          tool: {
+            id: `${tool.server}-${tool.name}`,
+            name: tool.name,
+            serverName: tool.server,
+            serverId: tool.server,
+          },
+          arguments: args,
+          status: 'pending',
+        },
+      ],
+    },
+  ];
+}
+
+/** A producer's turn that hands one tool call to the ledger: an assistant message whose chunks announce it (`toolRequestChunks`). */
 export async function requestTool(
   baseUrl: string,
   sessionId: string,
@@ -122,26 +146,7 @@ export async function requestTool(
     baseUrl,
     'POST',
     `/v1/sessions/${sessionId}/messages/${messageId}/chunks`,
-    [
-      { seq: 1, type: 'llm_response_created' },
-      {
-        seq: 2,
-        type: 'mcp_tool_pending',
-        responses: [
-          {
-            id: toolId,
-            tool: {
-              id: `${tool.server}-${tool.name}`,
-              name: tool.name,
-              serverName: tool.server,
-              serverId: tool.server,
-            },
-            arguments: args,
-            status: 'pending',
-          },
-        ],
-      },
-    ],
+    toolRequestChunks(toolId, tool, args),
     who,
   );
   if (posted.status !== 200) throw new Error(`chunks refused: ${JSON.stringify(posted.body)}`);
