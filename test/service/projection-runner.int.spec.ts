@@ -40,6 +40,8 @@ describe('projection runner', () => {
   interface Hooks extends Partial<Pick<ProjectionDefinition, 'react' | 'writesFor'>> {
     /** Runs on each batch before its rows are written. */
     readonly before?: (events: readonly RecordedEvent[]) => Promise<void>;
+    /** The statement's text, instead of the plain insert (taking the same parameters). */
+    readonly text?: string;
   }
 
   /**
@@ -50,8 +52,8 @@ describe('projection runner', () => {
     const rowsOf = async (events: readonly RecordedEvent[]) => {
       await hooks.before?.(events);
       return {
-        name: 'runner-rows-write',
-        text: 'INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
+        name: hooks.text === undefined ? 'runner-rows-write' : `runner-rows-${name}`,
+        text: hooks.text ?? 'INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
         values: [name, events.map((recorded) => recorded.position.toString())],
       };
     };
@@ -317,6 +319,27 @@ describe('projection runner', () => {
     expect(handled).toEqual(['test.event']);
     expect(await stored('writes')).toBe(first.position);
     expect(await rows('writes')).toEqual([first.position]);
+  });
+
+  it.each([
+    ['a leading comment', '-- rows\nINSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])'],
+    [
+      'WITH RECURSIVE',
+      'WITH RECURSIVE r(n) AS (SELECT 1) INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
+    ],
+    [
+      'a CTE of the checkpoint move',
+      'WITH projection_checkpoint AS (SELECT 1) INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
+    ],
+  ])('refuses a batch statement with %s, naming it, and writes nothing', async (shape, text) => {
+    const errors: Error[] = [];
+    const name = `shape-${shape.replace(/\W/g, '-')}`;
+    const runner = start(definition(name, { text }, 'statement'), { onError: (error) => errors.push(error) });
+    await eventLog.append(`kept-${name}-1`, [event()], NO_STREAM);
+    await eventually(async () => errors.length > 0, 'the batch is refused');
+    await runner.stop();
+    expect(errors[0].message).toContain(`projection statement runner-rows-${name}: it must start with WITH`);
+    expect(await rows(name)).toEqual([]);
   });
 
   it('with a batch interval, batches are at least that far apart and every event is handled once', async () => {

@@ -9,9 +9,9 @@ import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-
 /**
  * A rebuild's swap locks the live tables one after the other. A runner's write locks the same tables in an
  * order of PostgreSQL's choosing: once prepared, its target (`message_blocks`) first. Holding `sessions` while
- * it waits for `message_blocks`, the swap would deadlock with a write holding `message_blocks` and waiting for
- * `sessions`, and PostgreSQL would cancel one of the two after a second. The swap waits a bounded time instead,
- * lets go, and tries again.
+ * it waits for `message_blocks`, the swap closes a deadlock with a write holding `message_blocks` and waiting
+ * for `sessions`. PostgreSQL ends it after `deadlock_timeout` (a second) by failing the lock of the one that
+ * waited longest, the swap. The swap then lets go of its tables and takes them again.
  */
 describe('a rebuild swap beside a write that holds a table it needs', () => {
   let fixture: SessionLogDatabase;
@@ -51,7 +51,7 @@ describe('a rebuild swap beside a write that holds a table it needs', () => {
       if (tries > 500) throw new Error('the swap never waited for message_blocks');
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    // The write goes on to the next table: with a swap that waits unbounded, this closes a deadlock.
+    // The write goes on to the next table: this closes the deadlock.
     await writer.query('LOCK TABLE sessions IN ROW EXCLUSIVE MODE');
     await writer.query('COMMIT');
     const result = await rebuilt;

@@ -294,6 +294,9 @@ export class ProjectionRunner {
 
 /** SQLSTATE of `projection_checkpoint_moved`'s refusal (migration 1763800000330). */
 const CHECKPOINT_MOVED = 'BLCKP';
+/** The statements the checkpoint's CTEs can go in front of: a leading comment or `WITH RECURSIVE` would break the splice. */
+const COMPOSABLE = /^\s*(WITH\s+(?!RECURSIVE\b)|INSERT\b|UPDATE\b|DELETE\b)/i;
+const RESERVED_CTE = /\bprojection_checkpoint(_missing)?\b/i;
 
 /**
  * The batch's statement with the checkpoint's compare-and-set as data-modifying CTEs ahead of it, which PostgreSQL
@@ -301,6 +304,11 @@ const CHECKPOINT_MOVED = 'BLCKP';
  * there, raises, and the batch's rows roll back with it.
  */
 function withCheckpointMove(statement: BatchStatement, name: string, from: bigint, to: bigint): QueryConfig {
+  if (!COMPOSABLE.test(statement.text) || RESERVED_CTE.test(statement.text))
+    throw new Error(
+      `projection statement ${statement.name}: it must start with WITH (not RECURSIVE), INSERT, UPDATE or DELETE, ` +
+        'and name no CTE projection_checkpoint or projection_checkpoint_missing',
+    );
   const at = statement.values.length;
   const [nameParam, fromParam, toParam] = [`$${at + 1}`, `$${at + 2}::bigint`, `$${at + 3}::bigint`];
   const move = `projection_checkpoint AS (
@@ -311,7 +319,7 @@ function withCheckpointMove(statement: BatchStatement, name: string, from: bigin
     INSERT INTO projection_checkpoints (name, position)
     SELECT ${nameParam}, projection_checkpoint_moved(${nameParam}, NULL, ${fromParam}, ${toParam})
      WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoints WHERE name = ${nameParam}))`;
-  const leadingWith = /^\s*WITH\s/i;
+  const leadingWith = /^\s*WITH\s+/i;
   const text = leadingWith.test(statement.text)
     ? statement.text.replace(leadingWith, `WITH ${move},\n`)
     : `WITH ${move}\n${statement.text}`;

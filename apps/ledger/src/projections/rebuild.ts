@@ -1,5 +1,5 @@
 import type { EventLog, ProjectionEvent, ReadAllResult } from '#event-log';
-import pg, { type Pool } from 'pg';
+import pg, { type Pool, type PoolClient } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import { handleBatch, type ProjectionDefinition } from './projection.js';
 
@@ -20,11 +20,9 @@ export const REBUILD_PAGE = 10_000;
 const PAGES_READ_AHEAD = 2;
 /** Held (session advisory lock) by whichever process is rebuilding; released by PostgreSQL if that process dies. */
 const REBUILD_LOCK_KEY = 7_318_201_001;
-/** How long the swap waits for the live tables at a time before it lets go of those it holds and tries again. */
-const SWAP_LOCK_WAIT_MS = 200;
-/** How long the swap goes on trying for the live tables before the rebuild fails. */
-const SWAP_LOCK_GIVE_UP_MS = 60_000;
-const LOCK_NOT_AVAILABLE = '55P03';
+/** Times the swap takes the live tables again after PostgreSQL chose it to end a deadlock. */
+const SWAP_LOCK_ATTEMPTS = 5;
+const DEADLOCK_DETECTED = '40P01';
 /** Scratch schemas are the ledger's own: any left behind is a killed rebuild's. */
 const SCRATCH_SCHEMA_PREFIX = 'rebuild_';
 
@@ -142,47 +140,51 @@ async function rebuildIntoScratchSchema(
     // The fresh tables have no statistics: analyzed before the swap, outside the lock, they are planned
     // on what they hold from the start, not from whenever autovacuum comes round.
     await pool.query(`ANALYZE ${tables.map((table) => `${schema}.${table}`).join(', ')}`);
-    // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename. A runner's
-    // write takes its tables' locks in an order of PostgreSQL's choosing (as written when first planned, its target
-    // first once prepared), so a swap waiting for one table while it holds another could deadlock with it: the swap
-    // waits a bounded time, lets go of every table, and tries again.
-    const giveUpAt = performance.now() + SWAP_LOCK_GIVE_UP_MS;
-    for (let swapped = false; !swapped;) {
-      try {
-        await inTransaction(pool, async (client) => {
-          await client.query(`SET LOCAL lock_timeout = ${SWAP_LOCK_WAIT_MS}`);
-          await client.query(
-            `LOCK TABLE ${tables.map((table) => `public.${table}`).join(', ')}, public.projection_checkpoints IN ACCESS EXCLUSIVE MODE`,
-          );
-          await client.query('SET LOCAL lock_timeout = 0');
-          await client.query(`SET LOCAL search_path = ${schema}, public`);
-          for (;;) {
-            const page = await read(position);
-            if (page.events.length > 0) await handleBatch(definition, page.events, { client, eventLog });
-            events += page.events.length;
-            position = page.checkpoint;
-            if (page.caughtUp) break;
-          }
-          for (const table of tables) {
-            await client.query(`DROP TABLE public.${table}`);
-            await client.query(`ALTER TABLE ${schema}.${table} SET SCHEMA public`);
-          }
-          await client.query(
-            `INSERT INTO public.projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
-            [definition.name, position.toString()],
-          );
-        });
-        swapped = true;
-      } catch (error) {
-        // Only the LOCK waits with a timeout: nothing of the transaction had run yet.
-        const lockTimedOut = error instanceof pg.DatabaseError && error.code === LOCK_NOT_AVAILABLE;
-        if (!lockTimedOut || performance.now() > giveUpAt) throw error;
+    // Swap: hold the live tables (waits for a runner's open batch), catch up, move the checkpoint, rename.
+    await inTransaction(pool, async (client) => {
+      await lockLiveTables(client, tables);
+      await client.query(`SET LOCAL search_path = ${schema}, public`);
+      for (;;) {
+        const page = await read(position);
+        if (page.events.length > 0) await handleBatch(definition, page.events, { client, eventLog });
+        events += page.events.length;
+        position = page.checkpoint;
+        if (page.caughtUp) break;
       }
-    }
+      for (const table of tables) {
+        await client.query(`DROP TABLE public.${table}`);
+        await client.query(`ALTER TABLE ${schema}.${table} SET SCHEMA public`);
+      }
+      await client.query(
+        `INSERT INTO public.projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
+        [definition.name, position.toString()],
+      );
+    });
     return { events, position, durationMs: performance.now() - started };
   } finally {
     definition.reset();
     await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  }
+}
+
+/**
+ * Takes the live tables and the checkpoints for the swap, waiting for whoever holds them. A runner's write locks
+ * its tables in an order of PostgreSQL's choosing (as written when first planned, its target first once prepared),
+ * so the swap, which locks them one after the other, can close a deadlock with it. When PostgreSQL ends one by
+ * failing the swap's lock, the swap lets go of the tables it had (back to the savepoint) and takes them again.
+ */
+async function lockLiveTables(client: PoolClient, tables: readonly string[]): Promise<void> {
+  const live = [...tables.map((table) => `public.${table}`), 'public.projection_checkpoints'];
+  for (let attempt = 1; ; attempt += 1) {
+    await client.query('SAVEPOINT live_tables');
+    try {
+      await client.query(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+      return;
+    } catch (error) {
+      const deadlock = error instanceof pg.DatabaseError && error.code === DEADLOCK_DETECTED;
+      if (!deadlock || attempt >= SWAP_LOCK_ATTEMPTS) throw error;
+      await client.query('ROLLBACK TO SAVEPOINT live_tables');
+    }
   }
 }
 
