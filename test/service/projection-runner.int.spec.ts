@@ -321,11 +321,22 @@ describe('projection runner', () => {
     expect(await rows('writes')).toEqual([first.position]);
   });
 
+  it('puts its checkpoint into a statement of its own WITH RECURSIVE, however spaced, and commits both', async () => {
+    const text = `with
+      RECURSIVE counted(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM counted WHERE n < 2)
+      INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])`;
+    const runner = start(definition('recursive', { text }, 'statement'));
+    const appended = await eventLog.append('kept-recursive-1', [event(), event()], NO_STREAM);
+    expect(await runner.waitForPosition(appended.position, 10_000)).toBe(true);
+    await eventually(async () => (await stored('recursive')) === appended.position, 'the checkpoint is stored');
+    expect(await rows('recursive')).toEqual(appended.events.map((recorded) => recorded.position));
+  });
+
   it.each([
     ['a leading comment', '-- rows\nINSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])'],
     [
-      'WITH RECURSIVE',
-      'WITH RECURSIVE r(n) AS (SELECT 1) INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
+      'a comment before its first CTE',
+      'WITH /* rows */ r(n) AS (SELECT 1) INSERT INTO runner_rows (name, position) SELECT $1, unnest($2::bigint[])',
     ],
     [
       'a CTE of the checkpoint move',
@@ -338,7 +349,7 @@ describe('projection runner', () => {
     await eventLog.append(`kept-${name}-1`, [event()], NO_STREAM);
     await eventually(async () => errors.length > 0, 'the batch is refused');
     await runner.stop();
-    expect(errors[0].message).toContain(`projection statement runner-rows-${name}: it must start with WITH`);
+    expect(errors[0].message).toContain(`projection statement runner-rows-${name}: it must start with WITH and`);
     expect(await rows(name)).toEqual([]);
   });
 

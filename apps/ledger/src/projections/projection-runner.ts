@@ -294,8 +294,10 @@ export class ProjectionRunner {
 
 /** SQLSTATE of `projection_checkpoint_moved`'s refusal (migration 1763800000330). */
 const CHECKPOINT_MOVED = 'BLCKP';
-/** The statements the checkpoint's CTEs can go in front of: a leading comment or `WITH RECURSIVE` would break the splice. */
-const COMPOSABLE = /^\s*(WITH\s+(?!RECURSIVE\b)|INSERT\b|UPDATE\b|DELETE\b)/i;
+/** A statement's WITH, up to its first CTE's name: the checkpoint's CTEs go in there (a comment there would swallow them). */
+const LEADING_WITH = /^\s*WITH\s+(RECURSIVE\s+)?(?=[a-z_"])/i;
+/** A statement without a WITH of its own: the checkpoint's CTEs go in front of it. */
+const PLAIN_WRITE = /^\s*(INSERT|UPDATE|DELETE|MERGE)\b/i;
 const RESERVED_CTE = /\bprojection_checkpoint(_missing)?\b/i;
 
 /**
@@ -304,10 +306,11 @@ const RESERVED_CTE = /\bprojection_checkpoint(_missing)?\b/i;
  * there, raises, and the batch's rows roll back with it.
  */
 function withCheckpointMove(statement: BatchStatement, name: string, from: bigint, to: bigint): QueryConfig {
-  if (!COMPOSABLE.test(statement.text) || RESERVED_CTE.test(statement.text))
+  const leadingWith = LEADING_WITH.exec(statement.text);
+  if ((!leadingWith && !PLAIN_WRITE.test(statement.text)) || RESERVED_CTE.test(statement.text))
     throw new Error(
-      `projection statement ${statement.name}: it must start with WITH (not RECURSIVE), INSERT, UPDATE or DELETE, ` +
-        'and name no CTE projection_checkpoint or projection_checkpoint_missing',
+      `projection statement ${statement.name}: it must start with WITH and its first CTE's name, INSERT, UPDATE, ` +
+        "DELETE or MERGE, and not mention projection_checkpoint or projection_checkpoint_missing (the runner's CTEs)",
     );
   const at = statement.values.length;
   const [nameParam, fromParam, toParam] = [`$${at + 1}`, `$${at + 2}::bigint`, `$${at + 3}::bigint`];
@@ -319,9 +322,8 @@ function withCheckpointMove(statement: BatchStatement, name: string, from: bigin
     INSERT INTO projection_checkpoints (name, position)
     SELECT ${nameParam}, projection_checkpoint_moved(${nameParam}, NULL, ${fromParam}, ${toParam})
      WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoints WHERE name = ${nameParam}))`;
-  const leadingWith = /^\s*WITH\s+/i;
-  const text = leadingWith.test(statement.text)
-    ? statement.text.replace(leadingWith, `WITH ${move},\n`)
+  const text = leadingWith
+    ? `WITH ${leadingWith[1] ?? ''}${move},\n${statement.text.slice(leadingWith[0].length)}`
     : `WITH ${move}\n${statement.text}`;
   return {
     name: `${statement.name}:checkpointed`,

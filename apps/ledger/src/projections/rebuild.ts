@@ -20,7 +20,7 @@ export const REBUILD_PAGE = 10_000;
 const PAGES_READ_AHEAD = 2;
 /** Held (session advisory lock) by whichever process is rebuilding; released by PostgreSQL if that process dies. */
 const REBUILD_LOCK_KEY = 7_318_201_001;
-/** Times the swap takes the live tables again after PostgreSQL chose it to end a deadlock. */
+/** Attempts the swap makes at the live tables: PostgreSQL may choose it to end a deadlock four times in a row. */
 const SWAP_LOCK_ATTEMPTS = 5;
 const DEADLOCK_DETECTED = '40P01';
 /** Scratch schemas are the ledger's own: any left behind is a killed rebuild's. */
@@ -171,14 +171,17 @@ async function rebuildIntoScratchSchema(
  * Takes the live tables and the checkpoints for the swap, waiting for whoever holds them. A runner's write locks
  * its tables in an order of PostgreSQL's choosing (as written when first planned, its target first once prepared),
  * so the swap, which locks them one after the other, can close a deadlock with it. When PostgreSQL ends one by
- * failing the swap's lock, the swap lets go of the tables it had (back to the savepoint) and takes them again.
+ * failing the swap's lock, that lock lets go of the tables it had taken; the swap goes back to its savepoint and
+ * takes them again.
  */
 async function lockLiveTables(client: PoolClient, tables: readonly string[]): Promise<void> {
   const live = [...tables.map((table) => `public.${table}`), 'public.projection_checkpoints'];
+  await client.query('SAVEPOINT live_tables');
   for (let attempt = 1; ; attempt += 1) {
-    await client.query('SAVEPOINT live_tables');
     try {
       await client.query(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+      // The rest of the swap runs in the transaction itself, not in a subtransaction.
+      await client.query('RELEASE SAVEPOINT live_tables');
       return;
     } catch (error) {
       const deadlock = error instanceof pg.DatabaseError && error.code === DEADLOCK_DETECTED;
