@@ -14,7 +14,7 @@ import { ANY, createPostgresEventLog, type EventLog, type RecordedEvent } from '
 import pg from 'pg';
 import { handleBatch, type ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
 import { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
-import { formatRatio, openBenchDatabase, printTable } from '../support/bench-database.js';
+import { formatRatio, openBenchDatabase, percentile, printTable } from '../support/bench-database.js';
 import { parentPid, processTreeTicks } from '../support/process-cpu.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000);
@@ -128,8 +128,11 @@ async function main(): Promise<void> {
       measured.transaction.push(await round(pool, sql, eventLog, transactionForm(`transaction-${index}`), postmaster));
       measured.statement.push(await round(pool, sql, eventLog, statementForm(`statement-${index}`), postmaster));
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-    const perBatch = (form: Round[], key: keyof Round) => median(form.map((measure) => measure[key] / EVENTS));
+    const perBatch = (form: Round[], key: keyof Round) =>
+      percentile(
+        form.map((measure) => measure[key] / EVENTS),
+        50,
+      );
     const rowFor = (label: string, key: keyof Round, unit: (value: number) => string) => {
       const transaction = perBatch(measured.transaction, key);
       const statement = perBatch(measured.statement, key);
