@@ -20,7 +20,7 @@ import { governanceFixture, PRODUCER, toolRequestChunks } from '../../test/suppo
 import { connectSse } from '../../test/support/sse-client.js';
 import { credentialsOf, registerCredentials, TestCredentials } from '../../test/support/test-credentials.js';
 import { post } from '../support/bench-http.js';
-import { parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
+import { parentPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 import {
   formatRate,
   formatRatio,
@@ -68,10 +68,9 @@ async function cpuOf(servicePid: number, connectionString: string): Promise<Cpu>
     const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const postmaster = (await parentPid(rows[0].pid))!;
     const { user, system } = process.cpuUsage();
-    const ticksMs = 10;
     return {
-      service: (await processTicks(servicePid)) * ticksMs,
-      postgres: (await processTreeTicks(postmaster)) * ticksMs,
+      service: ticksToMs(await processTicks(servicePid)),
+      postgres: ticksToMs(await processTreeTicks(postmaster)),
       bench: (user + system) / 1_000,
     };
   } finally {

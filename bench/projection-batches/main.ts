@@ -15,11 +15,10 @@ import pg from 'pg';
 import { handleBatch, type ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
 import { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
 import { formatRatio, openBenchDatabase, percentile, printTable } from '../support/bench-database.js';
-import { parentPid, processTreeTicks } from '../support/process-cpu.js';
+import { parentPid, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const TICK_MS = 10;
 
 /** A projection keeping the last event of each of 50 rows, as a read model upserts its rows guarded by position. */
 function statementForm(name: string): ProjectionDefinition {
@@ -104,7 +103,7 @@ async function round(
     for (let index = 0; index < EVENTS; index += 1) await appendAndWait();
     const wallMs = performance.now() - started;
     const used = process.cpuUsage(cpu);
-    const postgresMs = ((await processTreeTicks(postmaster)) - postgresBefore) * TICK_MS;
+    const postgresMs = ticksToMs((await processTreeTicks(postmaster)) - postgresBefore);
     // The two reads of pg_stat_statements themselves are not the runner's.
     const statements = (await statementsSoFar(sql)) - statementsBefore - 1;
     return { wallMs, nodeMs: (used.user + used.system) / 1_000, postgresMs, statements };

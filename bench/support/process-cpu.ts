@@ -43,3 +43,6 @@ export async function processTreeTicks(rootPid: number): Promise<number> {
 
 /** Percent of one core used between two tick readings `ms` apart. */
 export const corePercent = (ticks: number, ms: number) => (ticks / TICKS_PER_SECOND / (ms / 1_000)) * 100;
+
+/** CPU ticks in ms. */
+export const ticksToMs = (ticks: number) => (ticks * 1_000) / TICKS_PER_SECOND;
