@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { within } from '../../apps/ledger/src/projections/projection-runner.js';
 import { InstanceLock } from '../../apps/ledger/src/verifiable-log/instance-lock.js';
 import { CuttableProxy } from '../support/cuttable-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -14,24 +16,17 @@ const LOCKS = `SELECT a.pid, a.client_port, l.granted FROM pg_locks l JOIN pg_st
     AND ((l.classid::bigint << 32) | l.objid::bigint) = ${KEY}
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** 'settled' if `promise` settles within `ms`, else 'hung'. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<'settled' | 'hung'> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(resolve, ms, 'hung')));
-  try {
-    return await Promise.race([
-      promise.then(
-        () => 'settled' as const,
-        () => 'settled' as const,
-      ),
-      hung,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** 'settled' if `promise` settles, either way, within `ms`, else 'hung'. */
+const settlesWithin = async (promise: Promise<unknown>, ms: number): Promise<'settled' | 'hung'> =>
+  (await within(
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    ms,
+  ))
+    ? 'settled'
+    : 'hung';
 
 describe('the instance lock through network faults', () => {
   let database: TestDatabase;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { whileHolding } from '../database/transaction.js';
 import { ProjectionRunningError, within } from '../projections/projection-runner.js';
@@ -142,5 +143,3 @@ export function withNoInstanceRunning<T>(pool: pg.Pool, work: () => Promise<T>):
 function discard(client: pg.Client): void {
   (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
