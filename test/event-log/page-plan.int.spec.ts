@@ -51,7 +51,7 @@ describe('a page of the PostgreSQL log on statistics older than the log', () => 
   ])(
     '%s, from far behind the head, takes the page from the log and not everything up to the head',
     async (_, filter) => {
-      const { text, filterParams } = pageQuery('position, stream_id, data', filter);
+      const { text, filterParams } = pageQuery(['position', 'stream_id', 'data'], filter);
       const { rows } = await sql.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
         `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
         ['1000', PAGE, 8 * 1024 * 1024, ...filterParams],

@@ -46,41 +46,48 @@ export interface PostgresEventLogOptions {
   readonly onError?: (error: Error) => void;
 }
 
-interface PlaceColumns {
-  position: string;
-  stream_id: string;
-  revision: string;
-}
+/**
+ * Rows come back as arrays (`rowMode: 'array'`), in the order of the columns asked for: no object
+ * with named keys is built per row only to be copied into an event.
+ */
+type PlaceRow = [position: string, streamId: string, revision: string];
+type ProjectionRow = [...PlaceRow, type: string, data: unknown, recordedAt: string];
+type HashRow = [...PlaceRow, hash: string];
+type EventRow = [
+  ...ProjectionRow,
+  eventId: string,
+  schemaVersion: number,
+  correlationId: string | null,
+  causationId: string | null,
+  actor: string,
+  tenant: string,
+  prevHash: string,
+  hash: string,
+];
 
-interface ProjectionRow extends PlaceColumns {
-  type: string;
-  data: unknown;
-  recorded_at: string;
-}
+/** A column a read asks for: a column of `event_log_records`, or `[name, expression]`. */
+type Column = string | readonly [name: string, expression: string];
 
-interface EventRow extends ProjectionRow {
-  event_id: string;
-  schema_version: number;
-  correlation_id: string | null;
-  causation_id: string | null;
-  actor: string;
-  tenant: string;
-}
-
-interface HashColumns {
-  prev_hash: string;
-  hash: string;
-}
+const selectList = (columns: readonly Column[]) =>
+  columns.map((column) => (typeof column === 'string' ? column : `${column[1]} AS ${column[0]}`)).join(', ');
+const nameList = (columns: readonly Column[]) =>
+  columns.map((column) => (typeof column === 'string' ? column : column[0])).join(', ');
 
 /**
  * `recorded_at` comes back as the ISO text the chain hash covers (`Date#toISOString`: UTC,
  * milliseconds): PostgreSQL formats it on its own core instead of the driver parsing a date per
  * row and the reader formatting it again.
  */
-const PROJECTION_COLUMNS = `position, stream_id, revision, type, data,
-  to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at`;
+const PROJECTION_COLUMNS: readonly Column[] = [
+  'position',
+  'stream_id',
+  'revision',
+  'type',
+  'data',
+  ['recorded_at', `to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`],
+];
 /** What the checkpoint signer reads of each event (`readAllHashes`). */
-const HASH_COLUMNS = 'position, stream_id, revision, hash';
+const HASH_COLUMNS: readonly Column[] = ['position', 'stream_id', 'revision', 'hash'];
 /**
  * An event's data size as the client will receive it. A compressed value is measured by its text:
  * its stored size can be a ninetieth of what it decodes to. Any other is measured where it lies,
@@ -91,30 +98,42 @@ const DATA_BYTES = `CASE WHEN pg_column_compression(data) IS NULL THEN pg_column
  * Every column of an event. Each one costs PostgreSQL its formatting and the driver its parsing, per
  * row: a read for read models asks for `PROJECTION_COLUMNS` alone (decision 0048).
  */
-const EVENT_COLUMNS = `${PROJECTION_COLUMNS}, event_id, schema_version, correlation_id, causation_id, actor, tenant,
-  prev_hash, hash`;
+const EVENT_COLUMNS: readonly Column[] = [
+  ...PROJECTION_COLUMNS,
+  'event_id',
+  'schema_version',
+  'correlation_id',
+  'causation_id',
+  'actor',
+  'tenant',
+  'prev_hash',
+  'hash',
+];
 
 /**
  * A page of the log: $1 the position it starts after, $2 its count, $3 its byte bound, then
- * `filterParams`. One statement, one snapshot: everything at or below the head it sees is
- * committed (the head moves in the same transaction), so reading up to it can never skip an event
- * that commits later. The head row comes back even when no event follows. The page is cut after
- * the event whose data reaches the byte bound, counted over the page's rows alone (the LIMIT comes
- * first). The head bounds the page outside the LIMIT: inside, the planner cannot see its value, and
+ * `filterParams`. Each row holds the columns asked for, then whether the page's data reached the
+ * byte bound at that row (null on every row but the one that did), then the head. One statement,
+ * one snapshot: everything at or below the head it sees is committed (the head moves in the same
+ * transaction), so reading up to it can never skip an event that commits later. The head row comes
+ * back even when no event follows. The page is cut after the event whose data reaches the byte
+ * bound, counted over the page's rows alone (the LIMIT comes first); the sizes it is counted with
+ * are not sent, as each column sent costs PostgreSQL its formatting and the driver its parsing, per
+ * row. The head bounds the page outside the LIMIT: inside, the planner cannot see its value, and
  * with statistics older than the log (after a bulk load or a restore, before autovacuum comes
  * round) it fetched and sorted every event up to the head for each page (decision 0046). The
  * stream and envelope lookups still need statistics: `LogStatistics` keeps them current.
  */
 export function pageQuery(
-  columns: string,
+  columns: readonly Column[],
   filter: EventFilter | undefined,
 ): { text: string; filterParams: string[][] } {
   const { clause, params } = filterClause(filter, 4);
-  const text = `SELECT h.position AS head, e.* FROM event_log_head h
+  const text = `SELECT e.*, h.position AS head FROM event_log_head h
     LEFT JOIN LATERAL (
-      SELECT * FROM (
+      SELECT ${nameList(columns)}, CASE WHEN bytes_through >= $3 THEN true END AS bytes_reached FROM (
         SELECT page.*, sum(page.data_bytes) OVER (ORDER BY page.position ROWS UNBOUNDED PRECEDING) AS bytes_through
-          FROM (SELECT ${columns}, ${DATA_BYTES} AS data_bytes FROM event_log_records
+          FROM (SELECT ${selectList(columns)}, ${DATA_BYTES} AS data_bytes FROM event_log_records
                  WHERE position > $1 ${clause}
                  ORDER BY position LIMIT $2) page) sized
        WHERE position <= h.position AND bytes_through - data_bytes < $3
@@ -130,7 +149,12 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
-  pool.on('connect', (client) => client.on('error', onError));
+  pool.on('connect', (client) => {
+    client.on('error', onError);
+    // The driver's parser for bigint tests every value against a regular expression and gives back the same text
+    // either way: positions and revisions are taken as the text they come as.
+    client.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
+  });
   const notifier = new PostgresNotifier(options.connectionString, onError);
   const recent = new RecentCommits(() => notifier.bump());
   const statistics = new LogStatistics(
@@ -159,24 +183,25 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   }
 
   /** A page of the log with the columns given, each row made an event by `toEvent`. */
-  async function readPage<Row extends PlaceColumns, Event extends Pick<RecordedEvent, 'position'>>(
+  async function readPage<Row extends unknown[], Event extends Pick<RecordedEvent, 'position'>>(
     readOptions: ReadAllOptions,
-    columns: string,
+    columns: readonly Column[],
     toEvent: (row: Row) => Event,
   ): Promise<ReadAllResult<Event>> {
     const after = readOptions.fromPosition ?? 0n;
     const limit = pageLimit(readOptions.maxCount, readPageSize);
     const { text, filterParams } = pageQuery(columns, readOptions.filter);
-    const { rows } = await pool.query<Row & { head: string; bytes_through: string }>(text, [
-      after.toString(),
-      limit,
-      readPageBytes,
-      ...filterParams,
-    ]);
-    const head = BigInt(rows[0].head);
+    const { rows } = await pool.query<unknown[]>({
+      text,
+      values: [after.toString(), limit, readPageBytes, ...filterParams],
+      rowMode: 'array',
+    });
+    // Each row: the columns, whether the byte bound was reached there, the head.
+    const reachedBytes = columns.length;
+    const head = BigInt(rows[0][reachedBytes + 1] as string);
     if (head <= after) return { events: [], checkpoint: after, caughtUp: true };
-    const events = rows[0].position === null ? [] : rows.map(toEvent);
-    const full = events.length === limit || Number(rows.at(-1)!.bytes_through) >= readPageBytes;
+    const events = rows[0][0] === null ? [] : rows.map((row) => toEvent(row as Row));
+    const full = events.length === limit || rows.at(-1)![reachedBytes] === true;
     if (!full) return { events, checkpoint: head, caughtUp: true };
     const checkpoint = events.at(-1)!.position;
     await statistics.afterPage(checkpoint, head);
@@ -189,15 +214,17 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     const backwards = readOptions.direction === 'backwards';
     const from = readOptions.fromRevision ?? (backwards ? null : 0n);
     const fromClause = from === null ? '' : backwards ? 'AND revision <= $3' : 'AND revision >= $3';
-    const { rows } = await pool.query<EventRow & HashColumns>(
-      `SELECT ${EVENT_COLUMNS} FROM event_log_records
+    const { rows } = await pool.query<EventRow>({
+      text: `SELECT ${selectList(EVENT_COLUMNS)} FROM event_log_records
         WHERE stream_key = (SELECT stream_key FROM event_log_streams WHERE stream_id = $1) ${fromClause}
         ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
-      from === null
-        ? [streamId, readOptions.maxCount ?? null]
-        : [streamId, readOptions.maxCount ?? null, from.toString()],
-    );
-    return rows.map(toRecordedEvent);
+      values:
+        from === null
+          ? [streamId, readOptions.maxCount ?? null]
+          : [streamId, readOptions.maxCount ?? null, from.toString()],
+      rowMode: 'array',
+    });
+    return rows.map((row) => toRecordedEvent(row));
   }
 
   async function health(): Promise<EventLogHealth> {
@@ -256,48 +283,40 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   };
 }
 
-function toProjectionEvent(row: ProjectionRow): ProjectionEvent {
-  const { type, stream_id: streamId, data } = row;
-  return {
-    type,
-    streamId,
-    revision: BigInt(row.revision),
-    position: BigInt(row.position),
-    data,
-    metadata: { recordedAt: row.recorded_at },
-  };
+function toProjectionEvent([position, streamId, revision, type, data, recordedAt]: ProjectionRow): ProjectionEvent {
+  return { type, streamId, revision: BigInt(revision), position: BigInt(position), data, metadata: { recordedAt } };
 }
 
-function toHashedEvent(row: PlaceColumns & Pick<HashColumns, 'hash'>): HashedEvent {
-  return {
-    streamId: row.stream_id,
-    revision: BigInt(row.revision),
-    position: BigInt(row.position),
-    metadata: { hash: row.hash },
-  };
+function toHashedEvent([position, streamId, revision, hash]: HashRow): HashedEvent {
+  return { streamId, revision: BigInt(revision), position: BigInt(position), metadata: { hash } };
 }
 
 // The metadata is written out, not spread from another object: V8's object spread made every read
 // of the log 1.5× as slow (docs/benchmarks.md, "Eighth issue-15 round").
-function toRecordedEvent(row: EventRow & HashColumns): RecordedEvent {
-  const { event_id: id, type, stream_id: streamId, data } = row;
+function toRecordedEvent([
+  position,
+  streamId,
+  revision,
+  type,
+  data,
+  recordedAt,
+  id,
+  schemaVersion,
+  correlationId,
+  causationId,
+  actor,
+  tenant,
+  prevHash,
+  hash,
+]: EventRow): RecordedEvent {
   return {
     id,
     type,
     streamId,
-    revision: BigInt(row.revision),
-    position: BigInt(row.position),
+    revision: BigInt(revision),
+    position: BigInt(position),
     data,
-    metadata: {
-      recordedAt: row.recorded_at,
-      schemaVersion: row.schema_version,
-      correlationId: row.correlation_id,
-      causationId: row.causation_id,
-      actor: row.actor,
-      tenant: row.tenant,
-      prevHash: row.prev_hash,
-      hash: row.hash,
-    },
+    metadata: { recordedAt, schemaVersion, correlationId, causationId, actor, tenant, prevHash, hash },
   };
 }
 
