@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import { parseChunks } from '#core';
+import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
+import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
+import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
+import type { SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
+import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows of `message_blocks` the plan read: those its scans returned and those they passed over. */
+function blockRowsRead(node: PlanNode): number {
+  const own =
+    node['Relation Name'] === 'message_blocks'
+      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
+      : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + blockRowsRead(child), 0);
+}
+
+const OTHER_BLOCKS = 1_500;
+
+/**
+ * The block projection's write looks up each changed block's old row (its search vector is carried
+ * on from it). The planner takes the batch's rows for a hundred, whatever their number: joined to
+ * the table, that lookup read every block for a batch of one, on every table of up to a few
+ * thousand blocks (a new deployment's, a bench's). It must read only the rows it looks up.
+ */
+describe('the block projection write on a table of other sessions’ blocks', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  let fixture: SessionLogDatabase;
+
+  beforeAll(async () => {
+    fixture = await sessionLogDatabase();
+  });
+
+  afterAll(() => fixture.close());
+
+  it('reads only the rows it looks up: the old row of the block it writes, and the block it removes', async () => {
+    const { log, repository, pool } = fixture;
+    const projection = blockReadModelsProjection();
+    const sessionId = `s-${randomUUID()}`;
+    const ref = { tenant: 'default', sessionId };
+    for (const command of [openSessionCommand(sessionId), assistantMessageCommand('a1')])
+      await repository.execute(ref, command, author);
+    let seq = 0;
+    const append = (...chunks: Record<string, unknown>[]) =>
+      repository.execute(
+        ref,
+        {
+          type: 'append_chunks',
+          messageId: 'a1',
+          chunks: parseChunks(chunks.map((chunk) => ({ seq: ++seq, ...chunk }))),
+        },
+        author,
+      );
+    const filter = { streamPrefixes: ['session-'] };
+    await append({ type: 'llm_response_created' }, { type: 'text.start' }, { type: 'text.delta', text: 'hello' });
+    const first = await log.readAllForProjections({ filter });
+    await inTransaction(pool, (client) => handleBatch(projection, first.events, { client, eventLog: log }));
+    // Other sessions' blocks, copies of this one, and statistics that know of them.
+    await pool.query(
+      `INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id, tool_name,
+         arguments, tool_response, metadata, error, extra, created_at, updated_at, position, search, search_finished_chars)
+       SELECT tenant, id, message_id, session_id || '-' || g, index, type, status, content, tool_id, tool_name, arguments,
+         tool_response, metadata, error, extra, created_at, updated_at, position, search, search_finished_chars
+         FROM message_blocks, generate_series(1, $1) AS g`,
+      [OTHER_BLOCKS],
+    );
+    await pool.query('ANALYZE message_blocks');
+    const { rows: blocks } = await pool.query<{ id: string }>('SELECT id FROM message_blocks WHERE session_id = $1', [
+      sessionId,
+    ]);
+    expect(blocks).toHaveLength(1);
+    const blockId = blocks[0].id;
+
+    await append({ type: 'text.delta', text: 'hello world' });
+    const { events } = await log.readAllForProjections({ fromPosition: first.checkpoint, filter });
+    const statement = (await projection.writes!(events, log))!;
+    // A block that left its message's list, in the same batch: one of the copies ($1 lists what is removed).
+    const removed = { tenant: 'default', session_id: `${sessionId}-7`, id: blockId };
+    // EXPLAIN ANALYZE runs the write: what it wrote is checked below.
+    const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+      [JSON.stringify([removed]), ...statement.values.slice(1)],
+    );
+    // The old row of the block written, and the removed one, each found by key and the latter deleted by its place.
+    expect(blockRowsRead(rows[0]['QUERY PLAN'][0].Plan)).toBeLessThanOrEqual(3);
+
+    const { rows: written } = await pool.query<{ text: string; count: string; removed: string }>(
+      `SELECT content #>> '{}' AS text, (SELECT count(*) FROM message_blocks) AS count,
+         (SELECT count(*) FROM message_blocks WHERE session_id = $2) AS removed
+         FROM message_blocks WHERE tenant = 'default' AND session_id = $1`,
+      [sessionId, removed.session_id],
+    );
+    expect(written).toEqual([{ text: 'hello world', count: String(OTHER_BLOCKS), removed: '0' }]);
+  });
+});
