@@ -1,4 +1,9 @@
-import { AppendFunction1763800000150, CompactEventLog1763800000250, EventLog1763800000001 } from '#event-log';
+import {
+  AppendFunction1763800000150,
+  AppendLookupsByKey1763800000340,
+  CompactEventLog1763800000250,
+  EventLog1763800000001,
+} from '#event-log';
 import { BlockReadModels1763800000002 } from '../sessions/read-models/1763800000002-block-read-models.migration.js';
 import { BranchTrees1763800000003 } from '../sessions/read-models/1763800000003-branch-trees.migration.js';
 import { ToolCalls1763800000004 } from '../governance/read-models/1763800000004-tool-calls.migration.js';
@@ -33,6 +38,7 @@ export const migrations = [
   CompactMerkleLeaves1763800000310,
   CheckpointsPerKey1763800000320,
   CheckpointMoved1763800000330,
+  AppendLookupsByKey1763800000340,
 ];
 
 const MIGRATION_LOCK_KEY = 7_318_201_000;

@@ -1,6 +1,64 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
+ * `event_log_append` as this migration made it. Migration 1763800000340 replaced it and goes back to
+ * it when undone.
+ */
+export const COMPACT_APPEND_FUNCTION = `
+      CREATE OR REPLACE FUNCTION event_log_append(events jsonb, streams jsonb, envelopes jsonb, lock_key bigint, channel text)
+      RETURNS bigint LANGUAGE plpgsql AS $$
+      DECLARE
+        head bigint;
+        appended bigint;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(lock_key);
+        IF EXISTS (
+          SELECT 1
+            FROM jsonb_to_recordset(streams) AS s(stream_id text, expected_revision bigint, expected_hash text)
+            LEFT JOIN event_log_streams stored USING (stream_id)
+           WHERE stored.revision IS DISTINCT FROM s.expected_revision
+              OR stored.last_hash IS DISTINCT FROM decode(s.expected_hash, 'hex')) THEN
+          RETURN NULL;
+        END IF;
+        SELECT position INTO head FROM event_log_head;
+        INSERT INTO event_log_streams (stream_id, revision, last_hash)
+        SELECT s.stream_id, s.revision, decode(s.last_hash, 'hex')
+          FROM jsonb_to_recordset(streams) AS s(stream_id text, revision bigint, last_hash text)
+        ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash;
+        INSERT INTO event_log_envelopes (tenant, actor, correlation_id)
+        SELECT b.tenant, b.actor, b.correlation_id
+          FROM jsonb_to_recordset(envelopes) AS b(tenant text, actor text, correlation_id text)
+         WHERE NOT EXISTS (
+           SELECT 1 FROM event_log_envelopes v
+            WHERE v.tenant = b.tenant AND v.actor = b.actor AND (v.correlation_id IS NULL) = (b.correlation_id IS NULL)
+              AND coalesce(v.correlation_id, '') = coalesce(b.correlation_id, ''));
+        INSERT INTO event_log_events
+          (position, stream_key, revision, recorded_at, event_id, envelope_key, schema_version, type, causation_id,
+           prev_hash, hash, data)
+        SELECT head + r.ordinal, s.stream_key, r.revision, r.recorded_at, r.event_id, v.envelope_key, r.schema_version,
+               r.type, r.causation_id, decode(r.prev_hash, 'hex'), decode(r.hash, 'hex'), r.data
+          FROM jsonb_to_recordset(events) AS r(ordinal bigint, stream int, envelope int, revision bigint,
+               event_id uuid, type text, data jsonb, recorded_at timestamptz, schema_version int, causation_id text,
+               prev_hash text, hash text)
+          JOIN (SELECT b.n, stored.stream_key
+                  FROM jsonb_to_recordset(streams) AS b(n int, stream_id text)
+                  JOIN event_log_streams stored USING (stream_id)) s ON s.n = r.stream
+          JOIN (SELECT b.n, stored.envelope_key
+                  FROM jsonb_to_recordset(envelopes) AS b(n int, tenant text, actor text, correlation_id text)
+                  JOIN event_log_envelopes stored ON stored.tenant = b.tenant AND stored.actor = b.actor
+                   AND (stored.correlation_id IS NULL) = (b.correlation_id IS NULL)
+                   AND coalesce(stored.correlation_id, '') = coalesce(b.correlation_id, '')) v ON v.n = r.envelope;
+        GET DIAGNOSTICS appended = ROW_COUNT;
+        IF appended <> jsonb_array_length(events) THEN
+          RAISE EXCEPTION 'event_log_append stored % of % events', appended, jsonb_array_length(events);
+        END IF;
+        UPDATE event_log_head SET position = head + appended;
+        PERFORM pg_notify(channel, (head + appended)::text);
+        RETURN head;
+      END
+      $$`;
+
+/**
  * A compact event row (issue 15, decision 0025): each stream id and each envelope (tenant, actor,
  * correlation id) is stored once, in `event_log_streams` and `event_log_envelopes`, and a row
  * points at them by number; hashes are 32 bytes, not 64 characters. Existing rows are converted.
@@ -88,59 +146,7 @@ export class CompactEventLog1763800000250 implements MigrationInterface {
     // entry numbered `n`, and its events, which name their stream and envelope by that number.
     // Each event's row then finds its keys in two tiny joins, and the events document carries
     // no stream id, tenant, actor or correlation id.
-    await queryRunner.query(`
-      CREATE FUNCTION event_log_append(events jsonb, streams jsonb, envelopes jsonb, lock_key bigint, channel text)
-      RETURNS bigint LANGUAGE plpgsql AS $$
-      DECLARE
-        head bigint;
-        appended bigint;
-      BEGIN
-        PERFORM pg_advisory_xact_lock(lock_key);
-        IF EXISTS (
-          SELECT 1
-            FROM jsonb_to_recordset(streams) AS s(stream_id text, expected_revision bigint, expected_hash text)
-            LEFT JOIN event_log_streams stored USING (stream_id)
-           WHERE stored.revision IS DISTINCT FROM s.expected_revision
-              OR stored.last_hash IS DISTINCT FROM decode(s.expected_hash, 'hex')) THEN
-          RETURN NULL;
-        END IF;
-        SELECT position INTO head FROM event_log_head;
-        INSERT INTO event_log_streams (stream_id, revision, last_hash)
-        SELECT s.stream_id, s.revision, decode(s.last_hash, 'hex')
-          FROM jsonb_to_recordset(streams) AS s(stream_id text, revision bigint, last_hash text)
-        ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision, last_hash = excluded.last_hash;
-        INSERT INTO event_log_envelopes (tenant, actor, correlation_id)
-        SELECT b.tenant, b.actor, b.correlation_id
-          FROM jsonb_to_recordset(envelopes) AS b(tenant text, actor text, correlation_id text)
-         WHERE NOT EXISTS (
-           SELECT 1 FROM event_log_envelopes v
-            WHERE v.tenant = b.tenant AND v.actor = b.actor AND (v.correlation_id IS NULL) = (b.correlation_id IS NULL)
-              AND coalesce(v.correlation_id, '') = coalesce(b.correlation_id, ''));
-        INSERT INTO event_log_events
-          (position, stream_key, revision, recorded_at, event_id, envelope_key, schema_version, type, causation_id,
-           prev_hash, hash, data)
-        SELECT head + r.ordinal, s.stream_key, r.revision, r.recorded_at, r.event_id, v.envelope_key, r.schema_version,
-               r.type, r.causation_id, decode(r.prev_hash, 'hex'), decode(r.hash, 'hex'), r.data
-          FROM jsonb_to_recordset(events) AS r(ordinal bigint, stream int, envelope int, revision bigint,
-               event_id uuid, type text, data jsonb, recorded_at timestamptz, schema_version int, causation_id text,
-               prev_hash text, hash text)
-          JOIN (SELECT b.n, stored.stream_key
-                  FROM jsonb_to_recordset(streams) AS b(n int, stream_id text)
-                  JOIN event_log_streams stored USING (stream_id)) s ON s.n = r.stream
-          JOIN (SELECT b.n, stored.envelope_key
-                  FROM jsonb_to_recordset(envelopes) AS b(n int, tenant text, actor text, correlation_id text)
-                  JOIN event_log_envelopes stored ON stored.tenant = b.tenant AND stored.actor = b.actor
-                   AND (stored.correlation_id IS NULL) = (b.correlation_id IS NULL)
-                   AND coalesce(stored.correlation_id, '') = coalesce(b.correlation_id, '')) v ON v.n = r.envelope;
-        GET DIAGNOSTICS appended = ROW_COUNT;
-        IF appended <> jsonb_array_length(events) THEN
-          RAISE EXCEPTION 'event_log_append stored % of % events', appended, jsonb_array_length(events);
-        END IF;
-        UPDATE event_log_head SET position = head + appended;
-        PERFORM pg_notify(channel, (head + appended)::text);
-        RETURN head;
-      END
-      $$`);
+    await queryRunner.query(COMPACT_APPEND_FUNCTION);
   }
 
   async down(): Promise<void> {

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+const LOOKED_UP = new Set(['event_log_streams', 'event_log_envelopes']);
+
+/** Rows of the stream and envelope tables a plan read: those its scans returned and those they passed over. */
+function lookupRowsRead(node: PlanNode): number {
+  const own = LOOKED_UP.has(node['Relation Name'] ?? '')
+    ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
+    : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + lookupRowsRead(child), 0);
+}
+
+const OTHER_SESSIONS = 3_000;
+const HASH = 'a'.repeat(64);
+
+/**
+ * `event_log_append` looks up each stream and envelope of a batch (migration 1763800000340). The
+ * planner takes the batch for a hundred rows whatever its size: joined, those lookups read the
+ * whole stream and envelope tables on every append while they held a few thousand rows (an envelope
+ * per session). Each must read only the row it looks up, for a stream or an envelope new to the
+ * log and for one it holds.
+ */
+describe('the append function on a log of many sessions', () => {
+  let database: TestDatabase;
+  let sql: pg.Client;
+  const plans: PlanNode[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    sql = new pg.Client({ connectionString: database.connectionString });
+    await sql.connect();
+    await sql.query(
+      `INSERT INTO event_log_envelopes (tenant, actor, correlation_id)
+       SELECT 'default', 'producer', 'session-' || g FROM generate_series(1, $1::int) g`,
+      [OTHER_SESSIONS],
+    );
+    await sql.query(
+      `INSERT INTO event_log_streams (stream_id, revision, last_hash)
+       SELECT 'session-' || g, 0, decode($2, 'hex') FROM generate_series(1, $1::int) g`,
+      [OTHER_SESSIONS, HASH],
+    );
+    await sql.query('ANALYZE event_log_streams, event_log_envelopes');
+    // Every statement the function runs, planned and counted, comes back to this client as a notice.
+    sql.on('notice', (notice) => {
+      const [, json] = (notice.message ?? '').split('plan:\n');
+      if (json) plans.push((JSON.parse(json) as { Plan: PlanNode }).Plan);
+    });
+    await sql.query("LOAD 'auto_explain'");
+    for (const setting of [
+      'log_min_duration = 0',
+      'log_nested_statements = on',
+      'log_analyze = on',
+      'log_format = json',
+      'log_level = notice',
+    ])
+      await sql.query(`SET auto_explain.${setting}`);
+  });
+
+  afterAll(async () => {
+    await sql.end();
+    await database.drop();
+  });
+
+  /** One event appended to `streamId` at `revision` under the session's envelope, through the function alone. */
+  async function append(streamId: string, revision: number, correlationId: string): Promise<void> {
+    const existed = revision > 0;
+    const streams = [
+      {
+        ...{ n: 0, stream_id: streamId, revision, last_hash: HASH },
+        ...{ expected_revision: existed ? revision - 1 : null, expected_hash: existed ? HASH : null },
+      },
+    ];
+    const envelopes = [{ n: 0, tenant: 'default', actor: 'producer', correlation_id: correlationId }];
+    const events = [
+      {
+        ...{ ordinal: 1, stream: 0, envelope: 0, revision, event_id: randomUUID(), type: 'chunk.text.delta' },
+        ...{ data: { text: 'hi' }, recorded_at: new Date().toISOString(), schema_version: 1, causation_id: null },
+        ...{ prev_hash: HASH, hash: HASH },
+      },
+    ];
+    plans.length = 0;
+    const { rows } = await sql.query<{ head: string | null }>(
+      'SELECT event_log_append($1::jsonb, $2::jsonb, $3::jsonb, $4, $5)::text AS head',
+      [JSON.stringify(events), JSON.stringify(streams), JSON.stringify(envelopes), APPEND_LOCK_KEY, 'test_channel'],
+    );
+    expect(rows[0].head).not.toBeNull();
+  }
+
+  it.each([
+    ['a stream and an envelope new to the log', `session-${OTHER_SESSIONS + 1}-new`, 0, 'session-new'],
+    ['a stream and an envelope it holds', 'session-7', 1, 'session-7'],
+  ])('reads only the rows it looks up, for %s', async (_case, streamId, revision, correlationId) => {
+    await append(streamId, revision, correlationId);
+    // The function's own statements: its call, and the lock and notification, plan no table.
+    expect(plans.length).toBeGreaterThanOrEqual(6);
+    const read = plans.reduce((sum, plan) => sum + lookupRowsRead(plan), 0);
+    // The stream's check, its upsert's arbiter aside, and the event's two keys: a row each at most, and the envelope once more.
+    expect(read).toBeLessThanOrEqual(4);
+    const { rows } = await sql.query<{ correlation_id: string; revision: string }>(
+      'SELECT correlation_id, revision::text FROM event_log_records WHERE stream_id = $1',
+      [streamId],
+    );
+    expect(rows).toEqual([{ correlation_id: correlationId, revision: String(revision) }]);
+  });
+});
