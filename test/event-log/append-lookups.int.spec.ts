@@ -97,10 +97,14 @@ describe('the append function on a log of many sessions', () => {
     expect(rows[0].head).not.toBeNull();
   }
 
+  // A plan made for these values, and one cached for any (PostgreSQL's choice after five calls).
   it.each([
-    ['a stream and an envelope new to the log', `session-${OTHER_SESSIONS + 1}-new`, 0, 'session-new'],
-    ['a stream and an envelope it holds', 'session-7', 1, 'session-7'],
-  ])('reads only the rows it looks up, for %s', async (_case, streamId, revision, correlationId) => {
+    ['a stream and an envelope new to the log', 'force_custom_plan', 'session-new-1', 0, 'session-new-1'],
+    ['a stream and an envelope it holds', 'force_custom_plan', 'session-7', 1, 'session-7'],
+    ['a stream and an envelope new to the log', 'force_generic_plan', 'session-new-2', 0, 'session-new-2'],
+    ['a stream and an envelope it holds', 'force_generic_plan', 'session-8', 1, 'session-8'],
+  ])('reads only the rows it looks up, for %s (%s)', async (_case, planMode, streamId, revision, correlationId) => {
+    await sql.query(`SET plan_cache_mode = ${planMode}`);
     await append(streamId, revision, correlationId);
     // The function's own statements: its call, and the lock and notification, plan no table.
     expect(plans.length).toBeGreaterThanOrEqual(6);

@@ -165,9 +165,11 @@ function changesStatement(changes: readonly Change[]): BatchStatement | undefine
   // the order a rebuild's swap locks them (sessions, messages, message_blocks), so the two never deadlock.
   // Named: each connection sends and plans it once (decision 0038). PostgreSQL parses it again after a
   // rebuild's swap, or under the rebuild's search_path, so it always writes the tables its names resolve to.
-  // A block's old row, and one removed, are looked up by key (OFFSET 0 keeps a lookup from being merged into a
-  // join): the planner takes a row set for a hundred rows, and joined, it read the whole table for a batch of one
-  // block on every table up to a few thousand blocks (2.6 ms for 1,069 blocks, against 0.02 by key).
+  // Each changed block's old row is looked up by key (OFFSET 0 keeps the lookup from being merged into a join):
+  // the planner takes a row set for a hundred rows, and joined, it read the whole table for a batch of one block
+  // on every table of up to a few thousand blocks (2.6 ms for 1,069 blocks, against 0.02 by key; decision 0053).
+  // Removed blocks (a placeholder replaced, once a message) are deleted by key through the join: a row changed
+  // meanwhile is checked again by its key, where a delete by its place would pass it over.
   return {
     name: 'block-read-models-write',
     text: `WITH session_rows AS (
@@ -197,11 +199,8 @@ function changesStatement(changes: readonly Change[]): BatchStatement | undefine
          status = excluded.status, last_seq = excluded.last_seq, position = excluded.position
          WHERE messages.position <= excluded.position
      ), removed AS (
-       DELETE FROM message_blocks WHERE ctid = ANY (ARRAY(
-         SELECT old.ctid FROM jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
-          CROSS JOIN LATERAL (
-            SELECT ctid FROM message_blocks old
-             WHERE old.tenant = r.tenant AND old.session_id = r.session_id AND old.id = r.id OFFSET 0) old))
+       DELETE FROM message_blocks USING jsonb_to_recordset($1::jsonb) AS r(tenant text, session_id text, id text)
+       WHERE message_blocks.tenant = r.tenant AND message_blocks.session_id = r.session_id AND message_blocks.id = r.id
      )
      INSERT INTO message_blocks (tenant, id, message_id, session_id, index, type, status, content, tool_id,
         tool_name, arguments, tool_response, metadata, error, extra, created_at, updated_at, position, search,
