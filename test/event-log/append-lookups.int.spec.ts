@@ -1,25 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
+import { rowsRead, type PlanNode } from '../support/query-plans.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-const LOOKED_UP = new Set(['event_log_streams', 'event_log_envelopes']);
-
-/** Rows of the stream and envelope tables a plan read: those its scans returned and those they passed over. */
-function lookupRowsRead(node: PlanNode): number {
-  const own = LOOKED_UP.has(node['Relation Name'] ?? '')
-    ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
-    : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + lookupRowsRead(child), 0);
-}
+const LOOKED_UP = ['event_log_streams', 'event_log_envelopes'];
 
 const OTHER_SESSIONS = 3_000;
 const HASH = 'a'.repeat(64);
@@ -108,7 +93,7 @@ describe('the append function on a log of many sessions', () => {
     await append(streamId, revision, correlationId);
     // The function's own statements: its call, and the lock and notification, plan no table.
     expect(plans.length).toBeGreaterThanOrEqual(6);
-    const read = plans.reduce((sum, plan) => sum + lookupRowsRead(plan), 0);
+    const read = plans.reduce((sum, plan) => sum + rowsRead(plan, LOOKED_UP), 0);
     // The stream's check, its upsert's arbiter aside, and the event's two keys: a row each at most, and the envelope once more.
     expect(read).toBeLessThanOrEqual(4);
     const { rows } = await sql.query<{ correlation_id: string; revision: string }>(

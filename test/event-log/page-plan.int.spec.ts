@@ -2,24 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { NO_STREAM, type EventFilter, type EventLog } from '#event-log';
 import type pg from 'pg';
 import { pageQuery } from '../../libs/event-log/src/postgres/postgres-event-log.js';
+import { rowsRead, type PlanNode } from '../support/query-plans.js';
 import { eventsCounted, logWithStaleStatistics, type LogWithStaleStatistics } from '../support/stale-log-statistics.js';
 
 const STREAMS = 100;
 const EVENTS_PER_STREAM = 200;
 const PAGE = 100;
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the plan took from `event_log_events`. */
-function eventRowsFetched(node: PlanNode): number {
-  const own = node['Relation Name'] === 'event_log_events' ? node['Actual Rows'] * node['Actual Loops'] : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + eventRowsFetched(child), 0);
-}
 
 /** A log appended to since its tables were last analyzed (`logWithStaleStatistics`). */
 describe('a page of the PostgreSQL log on statistics older than the log', () => {
@@ -57,7 +45,9 @@ describe('a page of the PostgreSQL log on statistics older than the log', () => 
         ['1000', PAGE, 8 * 1024 * 1024, ...filterParams],
       );
       // The filter keeps every other stream's events, in runs of EVENTS_PER_STREAM: a page may pass one run.
-      expect(eventRowsFetched(rows[0]['QUERY PLAN'][0].Plan)).toBeLessThanOrEqual(PAGE + EVENTS_PER_STREAM);
+      expect(rowsRead(rows[0]['QUERY PLAN'][0].Plan, ['event_log_events'])).toBeLessThanOrEqual(
+        PAGE + EVENTS_PER_STREAM,
+      );
       const page = await log.readAll({ fromPosition: 1000n, maxCount: PAGE, filter });
       expect(page.events).toHaveLength(PAGE);
       expect(page.caughtUp).toBe(false);

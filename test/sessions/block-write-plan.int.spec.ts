@@ -4,25 +4,9 @@ import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import type { SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { rowsRead, type PlanNode } from '../support/query-plans.js';
 import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows of `message_blocks` the plan read: those its scans returned and those they passed over. */
-function blockRowsRead(node: PlanNode): number {
-  const own =
-    node['Relation Name'] === 'message_blocks'
-      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
-      : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + blockRowsRead(child), 0);
-}
 
 const OTHER_BLOCKS = 1_500;
 
@@ -95,7 +79,7 @@ describe('the block projection write on a table of other sessions’ blocks', ()
         const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE block_write(${literals})`,
         );
-        read[planMode] = blockRowsRead(rows[0]['QUERY PLAN'][0].Plan);
+        read[planMode] = rowsRead(rows[0]['QUERY PLAN'][0].Plan, ['message_blocks']);
       }
     } finally {
       await client.query('DEALLOCATE ALL; RESET plan_cache_mode');

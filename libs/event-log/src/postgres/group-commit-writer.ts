@@ -323,10 +323,10 @@ async function lockAndReadState(client: PoolClient, batch: readonly PendingAppen
 }
 
 /**
- * The whole store as one call of `event_log_append` (migrations 1763800000250 and 1763800000340). Rows travel as JSON
- * documents that PostgreSQL unpacks itself, far cheaper than the driver serializing a parameter
- * array per column; each stream and each distinct envelope (tenant, actor, correlation id) once,
- * numbered, and the events naming them by number.
+ * The whole store as one call of `event_log_append` (migrations 1763800000250 and 1763800000340).
+ * Rows travel as JSON documents that PostgreSQL unpacks itself, far cheaper than the driver
+ * serializing a parameter array per column; each stream and each distinct envelope (tenant, actor,
+ * correlation id) once, numbered, and the events naming them by number.
  */
 function appendStatement(planned: PlannedBatch) {
   const streamNumbers = new Map<string, number>();
