@@ -57,23 +57,24 @@ describe('the append function on a log of many sessions', () => {
     await database.drop();
   });
 
-  /** One event appended to `streamId` at `revision` under the session's envelope, through the function alone. */
-  async function append(streamId: string, revision: number, correlationId: string): Promise<void> {
+  /** One event appended to each of `streamIds` at `revision`, each under its session's envelope, through the function alone. */
+  async function append(streamIds: readonly string[], revision: number): Promise<void> {
     const existed = revision > 0;
-    const streams = [
-      {
-        ...{ n: 0, stream_id: streamId, revision, last_hash: HASH },
-        ...{ expected_revision: existed ? revision - 1 : null, expected_hash: existed ? HASH : null },
-      },
-    ];
-    const envelopes = [{ n: 0, tenant: 'default', actor: 'producer', correlation_id: correlationId }];
-    const events = [
-      {
-        ...{ ordinal: 1, stream: 0, envelope: 0, revision, event_id: randomUUID(), type: 'chunk.text.delta' },
-        ...{ data: { text: 'hi' }, recorded_at: new Date().toISOString(), schema_version: 1, causation_id: null },
-        ...{ prev_hash: HASH, hash: HASH },
-      },
-    ];
+    const streams = streamIds.map((streamId, n) => ({
+      ...{ n, stream_id: streamId, revision, last_hash: HASH },
+      ...{ expected_revision: existed ? revision - 1 : null, expected_hash: existed ? HASH : null },
+    }));
+    const envelopes = streamIds.map((streamId, n) => ({
+      n,
+      tenant: 'default',
+      actor: 'producer',
+      correlation_id: streamId,
+    }));
+    const events = streamIds.map((_, n) => ({
+      ...{ ordinal: n + 1, stream: n, envelope: n, revision, event_id: randomUUID(), type: 'chunk.text.delta' },
+      ...{ data: { text: 'hi' }, recorded_at: new Date().toISOString(), schema_version: 1, causation_id: null },
+      ...{ prev_hash: HASH, hash: HASH },
+    }));
     plans.length = 0;
     const { rows } = await sql.query<{ head: string | null }>(
       'SELECT event_log_append($1::jsonb, $2::jsonb, $3::jsonb, $4, $5)::text AS head',
@@ -82,24 +83,32 @@ describe('the append function on a log of many sessions', () => {
     expect(rows[0].head).not.toBeNull();
   }
 
-  // A plan made for these values, and one cached for any (PostgreSQL's choice after five calls).
+  const newSessions = (run: string, count: number) =>
+    Array.from({ length: count }, (_, index) => `new-${run}-${index}`);
+
+  // Whatever the session's plan cache mode: the function plans its statements for any call. A batch of a hundred
+  // entries is what a plan made for its own values took for a hundred rows again, and scanned.
   it.each([
-    ['a stream and an envelope new to the log', 'force_custom_plan', 'session-new-1', 0, 'session-new-1'],
-    ['a stream and an envelope it holds', 'force_custom_plan', 'session-7', 1, 'session-7'],
-    ['a stream and an envelope new to the log', 'force_generic_plan', 'session-new-2', 0, 'session-new-2'],
-    ['a stream and an envelope it holds', 'force_generic_plan', 'session-8', 1, 'session-8'],
-  ])('reads only the rows it looks up, for %s (%s)', async (_case, planMode, streamId, revision, correlationId) => {
+    ['a stream and an envelope new to the log', 'force_custom_plan', newSessions('a', 1), 0],
+    ['a stream and an envelope it holds', 'force_custom_plan', ['session-7'], 1],
+    ['100 streams and envelopes new to the log', 'force_custom_plan', newSessions('b', 100), 0],
+    ['a stream and an envelope new to the log', 'force_generic_plan', newSessions('c', 1), 0],
+    ['a stream and an envelope it holds', 'force_generic_plan', ['session-8'], 1],
+    ['100 streams and envelopes it holds', 'force_generic_plan', newSessions('b', 100), 1],
+  ])('reads only the rows it looks up, for %s (%s)', async (_case, planMode, streamIds, revision) => {
     await sql.query(`SET plan_cache_mode = ${planMode}`);
-    await append(streamId, revision, correlationId);
+    await append(streamIds, revision);
     // The function's own statements: its call, and the lock and notification, plan no table.
     expect(plans.length).toBeGreaterThanOrEqual(6);
     const read = plans.reduce((sum, plan) => sum + rowsRead(plan, LOOKED_UP), 0);
-    // The stream's check, its upsert's arbiter aside, and the event's two keys: a row each at most, and the envelope once more.
-    expect(read).toBeLessThanOrEqual(4);
+    // Per entry, the stream's check, its upsert's arbiter aside, and the event's two keys: a row each at most,
+    // and the envelope once more.
+    expect(read).toBeLessThanOrEqual(4 * streamIds.length);
     const { rows } = await sql.query<{ correlation_id: string; revision: string }>(
-      'SELECT correlation_id, revision::text FROM event_log_records WHERE stream_id = $1',
-      [streamId],
+      'SELECT correlation_id, revision::text FROM event_log_records WHERE stream_id = ANY($1) AND revision = $2',
+      [streamIds, revision],
     );
-    expect(rows).toEqual([{ correlation_id: correlationId, revision: String(revision) }]);
+    expect(rows).toHaveLength(streamIds.length);
+    expect(rows.every((row) => streamIds.includes(row.correlation_id))).toBe(true);
   });
 });

@@ -8,8 +8,11 @@ import { COMPACT_APPEND_FUNCTION } from './1763800000250-compact-event-log.migra
  * thousand rows or so, up to some twenty thousand, where a hundred index lookups cost less again. An
  * envelope is a session's (its correlation id): with 5,000 to 15,000 sessions a single append took 2.2
  * to 4.1 ms, against 0.8 to 0.9 by key, under the append lock. `LIMIT jsonb_array_length(…)` keeps every
- * row and tells the planner the document's length (a plan cached for any call takes ten rows): it looks
- * the batch's rows up by key unless the table is small enough that one scan costs less.
+ * row, and in a plan made for any call the planner takes it for ten rows. The function's statements are
+ * always planned that way (`plan_cache_mode`): a plan made for the call's own values would take a batch
+ * of a hundred entries or more for a hundred rows again. The planner then looks the batch's rows up by key
+ * unless the table is small enough (a couple of thousand rows) that one scan costs less, and no statement
+ * is planned again on each call.
  */
 export class AppendLookupsByKey1763800000340 implements MigrationInterface {
   readonly name = 'AppendLookupsByKey1763800000340';
@@ -17,7 +20,7 @@ export class AppendLookupsByKey1763800000340 implements MigrationInterface {
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
       CREATE OR REPLACE FUNCTION event_log_append(events jsonb, streams jsonb, envelopes jsonb, lock_key bigint, channel text)
-      RETURNS bigint LANGUAGE plpgsql AS $$
+      RETURNS bigint LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
       DECLARE
         head bigint;
         appended bigint;
