@@ -86,7 +86,7 @@ describe('the block projection write on a table of other sessions’ blocks', ()
       client.release();
     }
     // The old row of the block written, found by key, and the first row the removal's join takes before it finds
-    // nothing to remove (3,002 before, a whole scan for each).
+    // nothing to remove. The old statement scanned the whole table for the old row.
     for (const [planMode, rows] of Object.entries(read)) expect([planMode, rows <= 2]).toEqual([planMode, true]);
 
     // A block that left its message's list, in the same batch as the write ($1 lists what is removed): one of the copies.
