@@ -119,12 +119,7 @@ export class ProjectionRunner {
       () =>
         inTransaction(this.pool, async (client) => {
           const { position, result } = await work(client);
-          if (position !== undefined)
-            await client.query(
-              `INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2)
-             ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
-              [name, position.toString()],
-            );
+          if (position !== undefined) await setStoredCheckpoint(client, name, position);
           return result;
         }),
     );
@@ -290,6 +285,18 @@ export class ProjectionRunner {
     if (error && !this.stopped) this.options.onError?.(error);
     if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs ?? 1_000));
   }
+}
+
+/**
+ * Sets a projection's stored checkpoint to `position`, whatever it was: an operator's repair, a rebuild's swap.
+ * Named in `public`: a rebuild runs it under its scratch schema's search_path.
+ */
+export async function setStoredCheckpoint(client: PoolClient, name: string, position: bigint): Promise<void> {
+  await client.query(
+    `INSERT INTO public.projection_checkpoints (name, position) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
+    [name, position.toString()],
+  );
 }
 
 /** SQLSTATE of `projection_checkpoint_moved`'s refusal (migration 1763800000330). */

@@ -2,6 +2,7 @@ import type { EventLog, ProjectionEvent, ReadAllResult } from '#event-log';
 import pg, { type Pool, type PoolClient } from 'pg';
 import { inTransaction } from '../database/transaction.js';
 import { handleBatch, type ProjectionDefinition } from './projection.js';
+import { setStoredCheckpoint } from './projection-runner.js';
 
 export interface RebuildResult {
   readonly events: number;
@@ -155,10 +156,7 @@ async function rebuildIntoScratchSchema(
         await client.query(`DROP TABLE public.${table}`);
         await client.query(`ALTER TABLE ${schema}.${table} SET SCHEMA public`);
       }
-      await client.query(
-        `INSERT INTO public.projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = now()`,
-        [definition.name, position.toString()],
-      );
+      await setStoredCheckpoint(client, definition.name, position);
     });
     return { events, position, durationMs: performance.now() - started };
   } finally {
