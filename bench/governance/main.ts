@@ -30,6 +30,7 @@ import {
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
+import { statementCount, statementsCounted, statementsPerUnit } from '../support/statement-counts.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
@@ -38,20 +39,17 @@ const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
  * and tail weigh; 50 measure the steady rate.
  */
 const PER_PRODUCER = Number(process.env.BENCH_PER_PRODUCER ?? 10);
+/** Statements below this many calls per governed call are left out of the list. */
+const LISTED_CALLS_PER_CALL = 0.1;
 
 /** Transactions PostgreSQL committed so far (backends report when idle, at most once a second: wait first). */
-async function commits(connectionString: string): Promise<number> {
+async function commits(sql: pg.ClientBase): Promise<number> {
   await new Promise((resolve) => setTimeout(resolve, 1_500));
-  const sql = new pg.Client({ connectionString });
-  await sql.connect();
-  try {
-    const { rows } = await sql.query<{ xact_commit: string }>(
-      'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()',
-    );
-    return Number(rows[0].xact_commit);
-  } finally {
-    await sql.end();
-  }
+  await sql.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await sql.query<{ xact_commit: string }>(
+    'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()',
+  );
+  return Number(rows[0].xact_commit);
 }
 
 interface Cpu {
@@ -61,21 +59,15 @@ interface Cpu {
 }
 
 /** CPU used so far, in ms: the service process, PostgreSQL (server and backends), this process. */
-async function cpuOf(servicePid: number, connectionString: string): Promise<Cpu> {
-  const sql = new pg.Client({ connectionString });
-  await sql.connect();
-  try {
-    const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const postmaster = (await parentPid(rows[0].pid))!;
-    const { user, system } = process.cpuUsage();
-    return {
-      service: ticksToMs(await processTicks(servicePid)),
-      postgres: ticksToMs(await processTreeTicks(postmaster)),
-      bench: (user + system) / 1_000,
-    };
-  } finally {
-    await sql.end();
-  }
+async function cpuOf(servicePid: number, sql: pg.ClientBase): Promise<Cpu> {
+  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const postmaster = (await parentPid(rows[0].pid))!;
+  const { user, system } = process.cpuUsage();
+  return {
+    service: ticksToMs(await processTicks(servicePid)),
+    postgres: ticksToMs(await processTreeTicks(postmaster)),
+    bench: (user + system) / 1_000,
+  };
 }
 
 async function timed<T>(work: () => Promise<T>): Promise<number> {
@@ -87,7 +79,10 @@ async function timed<T>(work: () => Promise<T>): Promise<number> {
 async function main(): Promise<void> {
   const fixture = await governanceFixture();
   const env = fixture.env();
-  const database = await openBenchDatabase(54_393);
+  const database = await openBenchDatabase(54_393, { countStatements: true });
+  const sql = new pg.Client({ connectionString: database.connectionString });
+  await sql.connect();
+  const counted = await statementsCounted(sql);
   const [adminKey] = await mintBenchKeys(database.connectionString, [{ name: 'bench admin', roles: ['admin'] }]);
   const ledger = await startLedgerProcess(database.connectionString, env);
   registerCredentials(new TestCredentials(ledger.url, adminKey));
@@ -145,14 +140,17 @@ async function main(): Promise<void> {
     };
     await producer(5, []);
     const governedLatencies: number[] = [];
-    const commitsBefore = await commits(database.connectionString);
+    const commitsBefore = await commits(sql);
+    if (counted) await sql.query('SELECT pg_stat_statements_reset()');
     await producer(SEQUENTIAL, governedLatencies);
-    const commitsPerCall = ((await commits(database.connectionString)) - commitsBefore) / SEQUENTIAL;
-    const cpuBefore = await cpuOf(ledger.pid, database.connectionString);
+    const commitsPerCall = ((await commits(sql)) - commitsBefore) / SEQUENTIAL;
+    const statementsPerCall = counted ? (await statementCount(sql)) / SEQUENTIAL : undefined;
+    const listedStatements = counted ? await statementsPerUnit(sql, SEQUENTIAL, LISTED_CALLS_PER_CALL) : [];
+    const cpuBefore = await cpuOf(ledger.pid, sql);
     const governedConcurrentMs = await timed(() =>
       Promise.all(Array.from({ length: CONCURRENT }, () => producer(PER_PRODUCER, []))),
     );
-    const cpuAfter = await cpuOf(ledger.pid, database.connectionString);
+    const cpuAfter = await cpuOf(ledger.pid, sql);
 
     const ms = (value: number) => value.toFixed(1);
     printTable(
@@ -179,7 +177,11 @@ async function main(): Promise<void> {
       ],
     );
     // Everything a call brings about: the producer's three POSTs, the saga's appends, the consumers' batches.
-    console.log(`PostgreSQL transactions per governed call (one caller): ${commitsPerCall.toFixed(1)}`);
+    console.log(
+      `PostgreSQL per governed call (one caller): ${commitsPerCall.toFixed(1)} transactions, ` +
+        `${statementsPerCall?.toFixed(1) ?? 'n/a'} statements`,
+    );
+    if (listedStatements.length > 0) printTable(['calls / call', 'source', 'statement'], listedStatements);
     // The two cores are shared by all of them: at the row's 300 calls/s, 6.7 ms of CPU per call in all.
     const perCall = (key: keyof Cpu) => ((cpuAfter[key] - cpuBefore[key]) / (CONCURRENT * PER_PRODUCER)).toFixed(2);
     console.log(
@@ -189,6 +191,7 @@ async function main(): Promise<void> {
   } finally {
     await direct.close();
     await ledger.stop();
+    await sql.end();
     await database.close();
     await fixture.close();
   }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { formatRate, formatRatio, percentile, printTable } from '../support/bench-database.js';
 import { corePercent, parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
+import { statementCount, statementsCounted, statementsPerUnit } from '../support/statement-counts.js';
 import { startFloorService } from './floor-service.js';
 import type { FleetConfig, FleetResult } from './fleet-process.js';
 
@@ -12,19 +13,6 @@ const FLEET_SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 15);
 const CHUNKS_PER_SECOND = 40;
 /** Statements below this many calls per POST are left out of the list. */
 const LISTED_CALLS_PER_POST = 0.01;
-/** Where each statement comes from, by what it touches; first match wins. */
-const STATEMENT_SOURCES: readonly (readonly [string, RegExp])[] = [
-  ['identity: API key store', /api_keys/],
-  ['consumers: leadership lock', /pg_(try_)?advisory_(un)?lock/],
-  ['consumers: checkpoint', /projection_checkpoints/],
-  ['Merkle log consumer', /log_leaves|log_nodes|log_checkpoints/],
-  ['event log: group commit', /event_log_append|event_log_streams|FOR UPDATE|pg_advisory_xact_lock/],
-  ['event log: reads (shared feed, session tails)', /event_log_events|event_log_head/],
-  ['tool-call projection / saga', /tool_calls/],
-  ['block projection, reads', /message_blocks|MessageBlockRow|messages|sessions/],
-  ['transaction control (projections, fallback commit)', /^(BEGIN|COMMIT|ROLLBACK|SET TRANSACTION)/i],
-];
-
 interface Counters {
   readonly transactions: number;
   readonly fetched: number;
@@ -48,16 +36,7 @@ async function counters(sql: pg.Client, statementsLoaded: boolean): Promise<Coun
   const { rows } = await sql.query<{ xact_commit: string; tup_fetched: string }>(
     'SELECT xact_commit, tup_fetched FROM pg_stat_database WHERE datname = current_database()',
   );
-  const statements = statementsLoaded
-    ? Number(
-        (
-          await sql.query<{ calls: string }>(
-            `SELECT coalesce(sum(calls), 0) AS calls FROM pg_stat_statements
-              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-          )
-        ).rows[0].calls,
-      )
-    : undefined;
+  const statements = statementsLoaded ? await statementCount(sql) : undefined;
   return { transactions: Number(rows[0].xact_commit), fetched: Number(rows[0].tup_fetched), statements };
 }
 
@@ -138,13 +117,7 @@ export async function runFleetComparison(options: {
   keys: readonly string[];
 }): Promise<{ ledgerChunks: number }> {
   const { sql, ledger, startSecondLedger, naive, keys } = options;
-  const statementsLoaded = await sql
-    .query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
-    .then(() => sql.query('SELECT 1 FROM pg_stat_statements LIMIT 1'))
-    .then(
-      () => true,
-      () => false,
-    );
+  const statementsLoaded = await statementsCounted(sql);
   const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const postgres = (await parentPid(rows[0].pid))!;
   const table: string[][] = [];
@@ -163,7 +136,8 @@ export async function runFleetComparison(options: {
       },
     );
     ledgerChunks += ours.fleet.acknowledgedChunks;
-    const statementsPerPost = statementsLoaded ? await topStatements(sql, ours) : [];
+    const posts = ours.fleet.chunkPosts + ours.fleet.setupPosts;
+    const statementsPerPost = statementsLoaded ? await statementsPerUnit(sql, posts, LISTED_CALLS_PER_POST) : [];
     const secondLedger = await startSecondLedger?.();
     const twoInstances = secondLedger
       ? await measure(
@@ -248,19 +222,4 @@ export async function runFleetComparison(options: {
     table,
   );
   return { ledgerChunks };
-}
-
-async function topStatements(sql: pg.Client, run: Measured): Promise<string[][]> {
-  const posts = run.fleet.chunkPosts + run.fleet.setupPosts;
-  const { rows } = await sql.query<{ calls: string; query: string }>(
-    `SELECT calls, query FROM pg_stat_statements
-      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND calls >= $1
-      ORDER BY calls DESC`,
-    [Math.ceil(posts * LISTED_CALLS_PER_POST)],
-  );
-  return rows.map((row) => {
-    const query = row.query.replace(/\s+/g, ' ').trim();
-    const source = STATEMENT_SOURCES.find(([, pattern]) => pattern.test(query))?.[0] ?? 'other';
-    return [(Number(row.calls) / posts).toFixed(2), source, query.slice(0, 90).replaceAll('|', '\\|')];
-  });
 }

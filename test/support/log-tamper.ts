@@ -2,7 +2,6 @@ import { chainHash, CompactRange, leafHash, nodeMap, type Hash, type NodeId } fr
 import type { RecordedEvent } from '#event-log';
 import type pg from 'pg';
 import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
-import { insertNodes } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
 import { chainedEvent } from '../../apps/ledger/src/verifiable-log/chained-event.js';
 
 /**
@@ -60,6 +59,14 @@ export async function rebuildTreeNodes(db: pg.Client): Promise<void> {
 async function replaceNodes(db: pg.Client, nodes: readonly (readonly [NodeId, Hash])[]): Promise<void> {
   await db.query('DELETE FROM log_nodes');
   await insertNodes(db, nodes);
+}
+
+/** Stores `nodes` (subtree hashes by level and index) as they are, checked against nothing. */
+async function insertNodes(db: pg.Client, nodes: readonly (readonly [NodeId, Hash])[]): Promise<void> {
+  await db.query(
+    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
+    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
+  );
 }
 
 /**

@@ -7,7 +7,7 @@ import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { CompactMerkleLeaves1763800000310 } from '../../apps/ledger/src/verifiable-log/1763800000310-compact-merkle-leaves.migration.js';
 import { merkleLogConsumer } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import {
-  insertLeaves,
+  leavesStatement,
   leafIndexesAtPositions,
   leavesOfStream,
   treeHead,
@@ -86,12 +86,8 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
       expect(await treeHead(pool)).toEqual({ size: 4n, lastPosition: oldLeaves[3].position });
 
       const next = [leaf(4n, 'session-default-a', 2n), leaf(5n, 'session-default-new', 0n)];
-      const client = await pool.connect();
-      try {
-        await insertLeaves(client, next, []);
-      } finally {
-        client.release();
-      }
+      const { name, text, values } = leavesStatement(next, []);
+      await pool.query({ name, text, values: [...values] });
       expect(await leavesOfStream(pool, 'session-default-a')).toEqual([oldLeaves[0], oldLeaves[2], next[0]]);
       expect(await leavesOfStream(pool, 'session-default-new')).toEqual([next[1]]);
       const { rows } = await pool.query<{ streams: string; hash_bytes: number }>(
@@ -212,7 +208,9 @@ describe('compact Merkle leaves: converting leaves written in the old layout', (
       };
       const client = await pool.connect();
       try {
-        await expect(handleBatch(merkleLogConsumer(), [event], { client, eventLog })).rejects.toThrow(/malformed hash/);
+        await expect(handleBatch(merkleLogConsumer(pool), [event], { client, eventLog })).rejects.toThrow(
+          /malformed hash/,
+        );
       } finally {
         client.release();
       }

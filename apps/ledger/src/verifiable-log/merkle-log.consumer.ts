@@ -1,6 +1,6 @@
 import { leafHash, type CompactRange, type Hash, type NodeId } from '#core';
 import type { ProjectionDefinition } from '../projections/projection.js';
-import { insertLeaves, storedRange, treeHead, type Queryable, type StoredLeaf } from './merkle-store.js';
+import { leavesStatement, storedRange, treeHead, type Queryable, type StoredLeaf } from './merkle-store.js';
 
 export const MERKLE_LOG = 'merkle-log';
 
@@ -9,11 +9,12 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 /**
  * Adds every event of the log, in position order, as the next leaf of the RFC 9162 tree (its
  * leaf data is the event's stored chain hash). Rides the projection runner, so it works on both
- * event-log adapters and is exactly-once: leaves, nodes and checkpoint commit together, and an
- * event at or below the last leaf's position is skipped. It is not a read model: no rebuild
- * clears it, because the signed checkpoints commit to what it holds.
+ * event-log adapters and is exactly-once: leaves, nodes and checkpoint commit together, in one
+ * statement (decision 0054), and an event at or below the last leaf's position is skipped. The tree's
+ * right edge is read from `db` once, when the runner starts or after a failed batch. It is not a read
+ * model: no rebuild clears it, because the signed checkpoints commit to what it holds.
  */
-export function merkleLogConsumer(): ProjectionDefinition {
+export function merkleLogConsumer(db: Queryable): ProjectionDefinition {
   let tree: { range: CompactRange; lastPosition: bigint } | undefined;
   return {
     name: MERKLE_LOG,
@@ -22,8 +23,8 @@ export function merkleLogConsumer(): ProjectionDefinition {
     reset() {
       tree = undefined;
     },
-    async handle(events, { client }) {
-      tree ??= await loadTree(client);
+    async writes(events) {
+      tree ??= await loadTree(db);
       const leaves: StoredLeaf[] = [];
       const nodes: (readonly [NodeId, Hash])[] = [];
       for (const event of events) {
@@ -42,7 +43,7 @@ export function merkleLogConsumer(): ProjectionDefinition {
         nodes.push(...tree.range.append(leafHash(Buffer.from(hash, 'hex'))));
         tree.lastPosition = event.position;
       }
-      if (leaves.length > 0) await insertLeaves(client, leaves, nodes);
+      return leaves.length > 0 ? leavesStatement(leaves, nodes) : undefined;
     },
   };
 }

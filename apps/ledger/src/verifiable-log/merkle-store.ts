@@ -12,6 +12,7 @@ import {
   type NoteVerifier,
 } from '#core';
 import type { ClientBase, Pool, PoolClient } from 'pg';
+import type { BatchStatement } from '../projections/projection.js';
 import { LogForkError } from './log-fork-error.js';
 
 /**
@@ -77,16 +78,18 @@ export function fetchRangeNodes(db: Queryable, ranges: readonly LeafRange[]): Pr
   return fetchNodes(db, nodesForRanges(ranges));
 }
 
-export async function insertLeaves(
-  client: PoolClient,
+/**
+ * A batch's leaves and their nodes as one statement, which the Merkle consumer's runner runs with its checkpoint's
+ * move (decision 0054). A stream seen for the first time gets its number in the same statement. Only the instance
+ * leading the consumer writes here, so no other statement adds the same stream meanwhile; if one did, its leaves
+ * would find no number, and the NULL `stream_no` fails the statement rather than drop them. Rows go in by leaf
+ * index (the join does not keep their order), so the indexes on it fill their pages.
+ */
+export function leavesStatement(
   leaves: readonly StoredLeaf[],
   nodes: readonly (readonly [NodeId, Hash])[],
-): Promise<void> {
-  // A stream seen for the first time gets its number in the same statement. Only the instance leading
-  // the consumer writes here, so no other statement adds the same stream meanwhile; if one did, its
-  // leaves would find no number, and the count below fails the batch rather than drop them. Rows go in
-  // by leaf index (the join does not keep their order), so the indexes on it fill their pages.
-  const inserted = await client.query({
+): BatchStatement {
+  return {
     name: 'merkle-log-insert-leaves',
     text: `WITH leaf AS (
         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[])
@@ -101,10 +104,12 @@ export async function insertLeaves(
         SELECT stream_no, stream_id FROM added
         UNION ALL
         SELECT stream_no, stream_id FROM log_leaf_streams WHERE stream_id IN (SELECT stream_id FROM leaf)
+      ), node AS (
+        INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($6::smallint[], $7::bigint[], $8::bytea[])
       )
       INSERT INTO log_leaves (leaf_index, position, stream_no, revision, event_hash)
       SELECT leaf.leaf_index, leaf.position, stream.stream_no, leaf.revision, decode(leaf.event_hash, 'hex')
-        FROM leaf JOIN stream USING (stream_id)
+        FROM leaf LEFT JOIN stream USING (stream_id)
        ORDER BY leaf.leaf_index`,
     values: [
       leaves.map((leaf) => leaf.leafIndex.toString()),
@@ -112,19 +117,11 @@ export async function insertLeaves(
       leaves.map((leaf) => leaf.streamId),
       leaves.map((leaf) => leaf.revision.toString()),
       leaves.map((leaf) => leaf.eventHash),
+      nodes.map(([node]) => node.level),
+      nodes.map(([node]) => node.index.toString()),
+      nodes.map(([, hash]) => hash),
     ],
-  });
-  if (inserted.rowCount !== leaves.length)
-    throw new Error(`the Merkle log stored ${inserted.rowCount} of ${leaves.length} leaves`);
-  await insertNodes(client, nodes);
-}
-
-/** Stores `nodes` (subtree hashes by level and index) in one statement. */
-export async function insertNodes(db: Queryable, nodes: readonly (readonly [NodeId, Hash])[]): Promise<void> {
-  await db.query(
-    'INSERT INTO log_nodes (level, node_index, hash) SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])',
-    [nodes.map(([node]) => node.level), nodes.map(([node]) => node.index.toString()), nodes.map(([, hash]) => hash)],
-  );
+  };
 }
 
 /** Whether a leaf row's index lies in the tree of `treeSize` leaves: an edited row can claim any, negative ones too. */
