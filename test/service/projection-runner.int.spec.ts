@@ -122,6 +122,14 @@ describe('projection runner', () => {
     return result.rows.map((row) => BigInt(row.position));
   }
 
+  /** Backends of this database waiting on a lock. */
+  async function waitingOnLocks(): Promise<number> {
+    const { rows } = await sql.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    return rows[0].count;
+  }
+
   async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (!(await check())) {
@@ -239,6 +247,36 @@ describe('projection runner', () => {
       await eventLog.append(`kept-${name}-1`, [event()], ANY);
       await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
       await runner.stop();
+      expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
+      expect(await rows(name)).toEqual([first.position]);
+    });
+
+    it('a batch whose checkpoint row is deleted while it waits on that row commits none of its rows', async () => {
+      const errors: Error[] = [];
+      const name = `deleted-waiting-${form}`;
+      let batches = 0;
+      let deleted: Promise<void> | undefined;
+      // Before the second batch is written, another transaction locks its checkpoint row; once the batch waits on
+      // that lock, the row is deleted and the transaction commits. The row is still in a snapshot taken before.
+      const before = async () => {
+        if ((batches += 1) !== 2) return;
+        const holder = await sql.connect();
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [name]);
+        deleted = (async () => {
+          await eventually(async () => (await waitingOnLocks()) > 0, 'the batch waits on the checkpoint row');
+          await holder.query('DELETE FROM projection_checkpoints WHERE name = $1', [name]);
+          await holder.query('COMMIT');
+          holder.release();
+        })();
+      };
+      const runner = start(definition(name, { before }, form), { onError: (error) => errors.push(error) });
+      const first = await eventLog.append(`kept-${name}-1`, [event()], NO_STREAM);
+      expect(await runner.waitForPosition(first.position, 10_000)).toBe(true);
+      await eventLog.append(`kept-${name}-1`, [event()], ANY);
+      await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
+      await runner.stop();
+      await deleted;
       expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
       expect(await rows(name)).toEqual([first.position]);
     });

@@ -66,8 +66,8 @@ describe('the block projection write on a table of other sessions’ blocks', ()
 
     await append({ type: 'text.delta', text: 'hello world' });
     const { events } = await log.readAllForProjections({ fromPosition: first.checkpoint, filter });
-    const statement = (await projection.writes!(events, log))!;
     const client = await pool.connect();
+    const statement = (await projection.writes!(events, { client, eventLog: log }))!;
     const read: Record<string, number> = {};
     try {
       // Planned for these values, then cached for any, as the runner's prepared statement is after five batches.

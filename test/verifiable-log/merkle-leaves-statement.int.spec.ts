@@ -1,8 +1,11 @@
-import { createHash } from 'node:crypto';
 import { leafHash } from '#core';
+import { createHash, randomUUID } from 'node:crypto';
+import { createPostgresEventLog, NO_STREAM } from '#event-log';
 import pg from 'pg';
+import { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
+import { merkleLogConsumer } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import { leavesStatement, treeHead, type StoredLeaf } from '../../apps/ledger/src/verifiable-log/merkle-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { createTestDatabase, withClient, type TestDatabase } from '../support/test-database.js';
 
 /**
  * The Merkle consumer's batch is one statement (decision 0054): leaf rows, their streams' numbers and the
@@ -80,5 +83,27 @@ describe('the Merkle log batch statement', () => {
     }
     expect(await counts()).toEqual({ ...before, streams: before.streams + 1 });
     expect(await treeHead(pool)).toEqual({ size: 3n, lastPosition: 3n });
+  });
+
+  it('the consumer reads its tree on the connection that holds its lead: it runs on a pool of one', async () => {
+    const other = await createTestDatabase();
+    const eventLog = await createPostgresEventLog({ connectionString: other.connectionString });
+    const single = new pg.Pool({ connectionString: other.connectionString, max: 1 });
+    const runner = new ProjectionRunner(single, eventLog, merkleLogConsumer(), { retryDelayMs: 20 });
+    try {
+      runner.start();
+      const event = () => ({ id: randomUUID(), type: 'test.event', data: {} });
+      const { position } = await eventLog.append('session-single', [event(), event()], NO_STREAM);
+      // Watched from outside: the runner's own pool has no connection to spare.
+      const tree = () => withClient(other.connectionString, (client) => treeHead(client));
+      const deadline = Date.now() + 10_000;
+      while ((await tree()).size < 2n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await tree()).toEqual({ size: 2n, lastPosition: position });
+    } finally {
+      await runner.stop();
+      await single.end();
+      await eventLog.close();
+      await other.drop();
+    }
   });
 });

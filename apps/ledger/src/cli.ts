@@ -159,7 +159,7 @@ function logRepair(config: LedgerConfig): (pool: pg.Pool, eventLog: EventLog) =>
       pool,
       eventLog,
       key,
-      new ProjectionRunner(pool, eventLog, merkleLogConsumer(pool)),
+      new ProjectionRunner(pool, eventLog, merkleLogConsumer()),
       memory,
     );
     const { treeSize, dropped, removed, firstDropped } = await log.dropUnprovenLeaves().catch((error: unknown) => {

@@ -232,7 +232,7 @@ export class ProjectionRunner {
       });
       return true;
     }
-    const statement = await definition.writes(events, eventLog);
+    const statement = await definition.writes(events, { client: lock, eventLog });
     if (!statement) return false;
     await lock.query(withCheckpointMove(statement, definition.name, from, to)).catch((error: unknown) => {
       throw error instanceof pg.DatabaseError && error.code === CHECKPOINT_MOVED
@@ -321,14 +321,17 @@ function withCheckpointMove(statement: BatchStatement, name: string, from: bigin
     );
   const at = statement.values.length;
   const [nameParam, fromParam, toParam] = [`$${at + 1}`, `$${at + 2}::bigint`, `$${at + 3}::bigint`];
+  // The insert asks whether the UPDATE moved a row, not the snapshot: a row deleted while the statement waited on
+  // it is in the snapshot, but the UPDATE passes it over, and the insert's call then raises.
   const move = `projection_checkpoint AS (
     UPDATE projection_checkpoints SET position = projection_checkpoint_moved(name, position, ${fromParam}, ${toParam}),
       updated_at = now()
      WHERE name = ${nameParam}
+     RETURNING 1
   ), projection_checkpoint_missing AS (
     INSERT INTO projection_checkpoints (name, position)
     SELECT ${nameParam}, projection_checkpoint_moved(${nameParam}, NULL, ${fromParam}, ${toParam})
-     WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoints WHERE name = ${nameParam}))`;
+     WHERE NOT EXISTS (SELECT 1 FROM projection_checkpoint))`;
   const text = leadingWith
     ? `WITH ${leadingWith[1] ?? ''}${move},\n${statement.text.slice(leadingWith[0].length)}`
     : `WITH ${move}\n${statement.text}`;

@@ -1,7 +1,10 @@
 import type { EventFilter, EventLogReader, ProjectionEvent, RecordedEvent } from '#event-log';
 import type { PoolClient } from 'pg';
 
-/** Where a projection's batch runs: the transaction that also moves its checkpoint, and the log to read history from. */
+/**
+ * Where a projection's batch runs: the connection that holds its lead (in the transaction that also moves its
+ * checkpoint, for `handle`; before the batch's statement, for `writes`), and the log to read history from.
+ */
 export interface ProjectionContext {
   readonly client: PoolClient;
   readonly eventLog: EventLogReader;
@@ -50,7 +53,7 @@ interface HandledProjection<Event extends ProjectionEvent> extends ProjectionBas
  * checkpoint's move as one statement, a round trip per batch where a transaction takes four.
  */
 interface StatementProjection<Event extends ProjectionEvent> extends ProjectionBase<Event> {
-  readonly writes: (events: readonly Event[], eventLog: EventLogReader) => Promise<BatchStatement | undefined>;
+  readonly writes: (events: readonly Event[], context: ProjectionContext) => Promise<BatchStatement | undefined>;
   readonly handle?: undefined;
 }
 
@@ -70,6 +73,6 @@ export async function handleBatch<Event extends ProjectionEvent>(
   context: ProjectionContext,
 ): Promise<void> {
   if (!definition.writes) return definition.handle(events, context);
-  const statement = await definition.writes(events, context.eventLog);
+  const statement = await definition.writes(events, context);
   if (statement) await context.client.query({ ...statement, values: [...statement.values] });
 }

@@ -11,10 +11,11 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
  * leaf data is the event's stored chain hash). Rides the projection runner, so it works on both
  * event-log adapters and is exactly-once: leaves, nodes and checkpoint commit together, in one
  * statement (decision 0054), and an event at or below the last leaf's position is skipped. The tree's
- * right edge is read from `db` once, when the runner starts or after a failed batch. It is not a read
- * model: no rebuild clears it, because the signed checkpoints commit to what it holds.
+ * right edge is read on the connection that holds the lead, at the first batch after the runner takes
+ * it or after a failed batch. It is not a read model: no rebuild clears it, because the signed
+ * checkpoints commit to what it holds.
  */
-export function merkleLogConsumer(db: Queryable): ProjectionDefinition {
+export function merkleLogConsumer(): ProjectionDefinition {
   let tree: { range: CompactRange; lastPosition: bigint } | undefined;
   return {
     name: MERKLE_LOG,
@@ -23,8 +24,8 @@ export function merkleLogConsumer(db: Queryable): ProjectionDefinition {
     reset() {
       tree = undefined;
     },
-    async writes(events) {
-      tree ??= await loadTree(db);
+    async writes(events, { client }) {
+      tree ??= await loadTree(client);
       const leaves: StoredLeaf[] = [];
       const nodes: (readonly [NodeId, Hash])[] = [];
       for (const event of events) {

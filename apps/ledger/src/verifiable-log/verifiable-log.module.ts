@@ -36,7 +36,7 @@ const START_WAIT_MS = 2_000;
       provide: MERKLE_RUNNER,
       inject: [PG_POOL, EVENT_LOG, Logger],
       useFactory: (pool: pg.Pool, eventLog: EventLog, logger: Logger) =>
-        new ProjectionRunner(pool, eventLog, merkleLogConsumer(pool), {
+        new ProjectionRunner(pool, eventLog, merkleLogConsumer(), {
           batchIntervalMs: MERKLE_BATCH_INTERVAL_MS,
           onError: (error) => logger.warn({ err: error }, 'Merkle log consumer failed; restarting from its checkpoint'),
         }),

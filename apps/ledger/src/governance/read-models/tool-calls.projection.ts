@@ -40,7 +40,7 @@ export function toolCallsProjection(): ProjectionDefinition<ProjectionEvent> {
     version: 1,
     filter: { streamPrefixes: [TOOLCALL_STREAM_PREFIX] },
     reset: () => calls.clear(),
-    async writes(events, eventLog) {
+    async writes(events, { eventLog }) {
       const byCall = new Map<string, ProjectionEvent[]>();
       for (const event of events) {
         const own = byCall.get(event.streamId);

@@ -33,7 +33,7 @@ export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEven
     version: 1,
     filter: { streamPrefixes: [SESSION_STREAM_PREFIX] },
     reset: () => sessions.clear(),
-    async writes(events, eventLog) {
+    async writes(events, { eventLog }) {
       // Sessions are independent: each one's events of the batch are folded in one go, in order.
       const byStream = new Map<string, ProjectionEvent[]>();
       for (const event of events) {
