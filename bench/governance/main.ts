@@ -30,7 +30,7 @@ import {
   printTable,
   startLedgerProcess,
 } from '../support/bench-database.js';
-import { statementCount, statementsCounted, statementsPerUnit } from '../support/statement-counts.js';
+import { postgresCounters, statementsCounted, statementsPerUnit } from '../support/postgres-counters.js';
 
 const SEQUENTIAL = Number(process.env.BENCH_CALLS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
@@ -41,16 +41,6 @@ const CONCURRENT = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const PER_PRODUCER = Number(process.env.BENCH_PER_PRODUCER ?? 10);
 /** Statements below this many calls per governed call are left out of the list. */
 const LISTED_CALLS_PER_CALL = 0.1;
-
-/** Transactions PostgreSQL committed so far (backends report when idle, at most once a second: wait first). */
-async function commits(sql: pg.ClientBase): Promise<number> {
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  await sql.query('SELECT pg_stat_clear_snapshot()');
-  const { rows } = await sql.query<{ xact_commit: string }>(
-    'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()',
-  );
-  return Number(rows[0].xact_commit);
-}
 
 interface Cpu {
   readonly service: number;
@@ -140,11 +130,12 @@ async function main(): Promise<void> {
     };
     await producer(5, []);
     const governedLatencies: number[] = [];
-    const commitsBefore = await commits(sql);
     if (counted) await sql.query('SELECT pg_stat_statements_reset()');
+    const before = await postgresCounters(sql, counted);
     await producer(SEQUENTIAL, governedLatencies);
-    const commitsPerCall = ((await commits(sql)) - commitsBefore) / SEQUENTIAL;
-    const statementsPerCall = counted ? (await statementCount(sql)) / SEQUENTIAL : undefined;
+    const after = await postgresCounters(sql, counted);
+    const commitsPerCall = (after.transactions - before.transactions) / SEQUENTIAL;
+    const statementsPerCall = counted ? (after.statements! - before.statements!) / SEQUENTIAL : undefined;
     const listedStatements = counted ? await statementsPerUnit(sql, SEQUENTIAL, LISTED_CALLS_PER_CALL) : [];
     const cpuBefore = await cpuOf(ledger.pid, sql);
     const governedConcurrentMs = await timed(() =>

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { formatRate, formatRatio, percentile, printTable } from '../support/bench-database.js';
 import { corePercent, parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
-import { statementCount, statementsCounted, statementsPerUnit } from '../support/statement-counts.js';
+import { postgresCounters, statementsCounted, statementsPerUnit } from '../support/postgres-counters.js';
 import { startFloorService } from './floor-service.js';
 import type { FleetConfig, FleetResult } from './fleet-process.js';
 
@@ -13,13 +13,6 @@ const FLEET_SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 15);
 const CHUNKS_PER_SECOND = 40;
 /** Statements below this many calls per POST are left out of the list. */
 const LISTED_CALLS_PER_POST = 0.01;
-interface Counters {
-  readonly transactions: number;
-  readonly fetched: number;
-  /** Undefined when pg_stat_statements is not loaded (a DATABASE_URL server without it). */
-  readonly statements: number | undefined;
-}
-
 interface Measured {
   readonly fleet: FleetResult;
   readonly serviceCpu: number;
@@ -27,17 +20,6 @@ interface Measured {
   /** The load generator's own process: with the service and PostgreSQL, what is left of the machine. */
   readonly loadCpu: number;
   readonly perPost: { transactions: number; fetched: number; statements: number | undefined };
-}
-
-async function counters(sql: pg.Client, statementsLoaded: boolean): Promise<Counters> {
-  // Backends report their counters when idle (at most once a second): let them.
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  await sql.query('SELECT pg_stat_clear_snapshot()');
-  const { rows } = await sql.query<{ xact_commit: string; tup_fetched: string }>(
-    'SELECT xact_commit, tup_fetched FROM pg_stat_database WHERE datname = current_database()',
-  );
-  const statements = statementsLoaded ? await statementCount(sql) : undefined;
-  return { transactions: Number(rows[0].xact_commit), fetched: Number(rows[0].tup_fetched), statements };
 }
 
 /** Runs the load generator; `onPhase` hears when its load starts and ends (setup and draining excluded), and its pid. */
@@ -63,7 +45,7 @@ async function measure(
 ): Promise<Measured> {
   const servicesTicks = async () =>
     (await Promise.all(pids.services.map((pid) => processTicks(pid)))).reduce((sum, ticks) => sum + ticks, 0);
-  const before = await counters(sql, statementsLoaded);
+  const before = await postgresCounters(sql, statementsLoaded);
   // CPU is read over the load window only: averaged over setup and the drain, a saturated
   // service looked a third busy (issue 15's third round).
   const readings = new Map<string, Promise<{ service: number; postgres: number; load: number; at: number }>>();
@@ -83,7 +65,7 @@ async function measure(
   const serviceCpu = corePercent(end.service - start.service, end.at - start.at);
   const postgresCpu = corePercent(end.postgres - start.postgres, end.at - start.at);
   const loadCpu = corePercent(end.load - start.load, end.at - start.at);
-  const after = await counters(sql, statementsLoaded);
+  const after = await postgresCounters(sql, statementsLoaded);
   const posts = fleet.chunkPosts + fleet.setupPosts;
   return {
     fleet,

@@ -17,6 +17,27 @@ const STATEMENT_SOURCES: readonly (readonly [string, RegExp])[] = [
 
 const IN_THIS_DATABASE = '(SELECT oid FROM pg_database WHERE datname = current_database())';
 
+export interface PostgresCounters {
+  readonly transactions: number;
+  readonly fetched: number;
+  /** Undefined when pg_stat_statements is not loaded (a DATABASE_URL server without it). */
+  readonly statements: number | undefined;
+}
+
+/**
+ * What this database has committed and fetched, and the statements it has run when `pg_stat_statements` is
+ * loaded. Backends report their counters when idle, at most once a second: this waits for them first.
+ */
+export async function postgresCounters(sql: pg.ClientBase, statementsLoaded: boolean): Promise<PostgresCounters> {
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await sql.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await sql.query<{ xact_commit: string; tup_fetched: string }>(
+    'SELECT xact_commit, tup_fetched FROM pg_stat_database WHERE datname = current_database()',
+  );
+  const statements = statementsLoaded ? await statementCount(sql) : undefined;
+  return { transactions: Number(rows[0].xact_commit), fetched: Number(rows[0].tup_fetched), statements };
+}
+
 /** Whether `pg_stat_statements` answers here: the bench's embedded server loads it when asked (`countStatements`). */
 export function statementsCounted(sql: pg.ClientBase): Promise<boolean> {
   return sql
@@ -29,7 +50,7 @@ export function statementsCounted(sql: pg.ClientBase): Promise<boolean> {
 }
 
 /** Statements this database has run since `pg_stat_statements` was last reset (it counts the whole cluster). */
-export async function statementCount(sql: pg.ClientBase): Promise<number> {
+async function statementCount(sql: pg.ClientBase): Promise<number> {
   const { rows } = await sql.query<{ calls: string }>(
     `SELECT coalesce(sum(calls), 0) AS calls FROM pg_stat_statements WHERE dbid = ${IN_THIS_DATABASE}`,
   );
