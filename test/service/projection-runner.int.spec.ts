@@ -233,39 +233,27 @@ describe('projection runner', () => {
       expect(await rows(`moved-${form}`)).toEqual([second.position]);
     });
 
-    it('a batch whose checkpoint row was deleted meanwhile commits none of its rows', async () => {
+    it.each([
+      ['before its batch is written', false],
+      ['while its batch waits on that row', true],
+    ])('a batch whose checkpoint row is deleted %s commits none of its rows', async (_, whileWaiting) => {
       const errors: Error[] = [];
-      const name = `deleted-${form}`;
+      const name = `deleted-${whileWaiting ? 'waiting-' : ''}${form}`;
       let batches = 0;
-      // The second batch finds its checkpoint row gone.
-      const before = async () => {
-        if ((batches += 1) === 2) await sql.query('DELETE FROM projection_checkpoints WHERE name = $1', [name]);
-      };
-      const runner = start(definition(name, { before }, form), { onError: (error) => errors.push(error) });
-      const first = await eventLog.append(`kept-${name}-1`, [event()], NO_STREAM);
-      expect(await runner.waitForPosition(first.position, 10_000)).toBe(true);
-      await eventLog.append(`kept-${name}-1`, [event()], ANY);
-      await eventually(async () => errors.length > 0, 'the batch fails on its checkpoint');
-      await runner.stop();
-      expect(errors[0]).toBeInstanceOf(CheckpointMovedError);
-      expect(await rows(name)).toEqual([first.position]);
-    });
-
-    it('a batch whose checkpoint row is deleted while it waits on that row commits none of its rows', async () => {
-      const errors: Error[] = [];
-      const name = `deleted-waiting-${form}`;
-      let batches = 0;
-      let deleted: Promise<void> | undefined;
-      // Before the second batch is written, another transaction locks its checkpoint row; once the batch waits on
-      // that lock, the row is deleted and the transaction commits. The row is still in a snapshot taken before.
+      let deleted = Promise.resolve();
+      const deleteRow = (client: pg.Pool | pg.ClientBase) =>
+        client.query('DELETE FROM projection_checkpoints WHERE name = $1', [name]);
+      // The second batch finds its checkpoint row gone, or waits on it under another transaction's lock and finds
+      // it deleted when that transaction commits: the row is still in a snapshot taken before.
       const before = async () => {
         if ((batches += 1) !== 2) return;
+        if (!whileWaiting) return void (await deleteRow(sql));
         const holder = await sql.connect();
         await holder.query('BEGIN');
         await holder.query('SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [name]);
         deleted = (async () => {
           await eventually(async () => (await waitingOnLocks()) > 0, 'the batch waits on the checkpoint row');
-          await holder.query('DELETE FROM projection_checkpoints WHERE name = $1', [name]);
+          await deleteRow(holder);
           await holder.query('COMMIT');
           holder.release();
         })();
