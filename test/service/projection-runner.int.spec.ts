@@ -122,10 +122,11 @@ describe('projection runner', () => {
     return result.rows.map((row) => BigInt(row.position));
   }
 
-  /** Backends of this database waiting on a lock. */
-  async function waitingOnLocks(): Promise<number> {
+  /** Backends waiting on a lock that backend `pid` holds. */
+  async function blockedBy(pid: number): Promise<number> {
     const { rows } = await sql.query<{ count: number }>(
-      `SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      'SELECT count(*)::int AS count FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))',
+      [pid],
     );
     return rows[0].count;
   }
@@ -249,10 +250,11 @@ describe('projection runner', () => {
         if ((batches += 1) !== 2) return;
         if (!whileWaiting) return void (await deleteRow(sql));
         const holder = await sql.connect();
+        const { rows: held } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
         await holder.query('BEGIN');
         await holder.query('SELECT 1 FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [name]);
         deleted = (async () => {
-          await eventually(async () => (await waitingOnLocks()) > 0, 'the batch waits on the checkpoint row');
+          await eventually(async () => (await blockedBy(held[0].pid)) > 0, 'the batch waits on the checkpoint row');
           await deleteRow(holder);
           await holder.query('COMMIT');
           holder.release();

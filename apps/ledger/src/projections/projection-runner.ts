@@ -321,8 +321,9 @@ function withCheckpointMove(statement: BatchStatement, name: string, from: bigin
     );
   const at = statement.values.length;
   const [nameParam, fromParam, toParam] = [`$${at + 1}`, `$${at + 2}::bigint`, `$${at + 3}::bigint`];
-  // The insert asks whether the UPDATE moved a row, not the snapshot: a row deleted while the statement waited on
-  // it is in the snapshot, but the UPDATE passes it over, and the insert's call then raises.
+  // The second CTE is an INSERT only so that PostgreSQL runs it; it never inserts: with no stored position the
+  // function raises (it must stay neither STRICT nor IMMUTABLE). It asks whether the UPDATE moved a row, not the
+  // snapshot: a row deleted while the statement waited on it is in the snapshot, but the UPDATE passes it over.
   const move = `projection_checkpoint AS (
     UPDATE projection_checkpoints SET position = projection_checkpoint_moved(name, position, ${fromParam}, ${toParam}),
       updated_at = now()

@@ -50,7 +50,8 @@ interface HandledProjection<Event extends ProjectionEvent> extends ProjectionBas
 
 /**
  * Gives a batch's writes as one statement, or none when nothing changed: the runner runs it with the
- * checkpoint's move as one statement, a round trip per batch where a transaction takes four.
+ * checkpoint's move as one statement, a round trip per batch where a transaction takes four. The context's
+ * client is only for reads: outside any transaction, whatever it wrote would commit apart from the batch.
  */
 interface StatementProjection<Event extends ProjectionEvent> extends ProjectionBase<Event> {
   readonly writes: (events: readonly Event[], context: ProjectionContext) => Promise<BatchStatement | undefined>;
