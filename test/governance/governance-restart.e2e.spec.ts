@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import {
   freePort,
@@ -75,6 +76,7 @@ describe('the governance saga across kill -9 and restart', () => {
     if (service) await kill();
     await database?.drop();
     await fixture?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('a deadline that passed while the service was down expires the call on restart', async () => {

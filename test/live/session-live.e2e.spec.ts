@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import net from 'node:net';
 import {
   freePort,
@@ -433,15 +434,17 @@ describe('live feeds with two service instances on one database', () => {
   let database: TestDatabase;
   let first: ServiceProcess;
   let second: ServiceProcess;
+  let dataDir: string | undefined;
   beforeAll(async () => {
     database = await createTestDatabase();
     // One data folder: whichever instance makes the admin key writes it there for both.
-    const dataDir = await reachableTempDir('two-instances');
+    const shared = await reachableTempDir('two-instances');
+    dataDir = shared;
     const start = async () =>
       startService({
         PORT: String(await freePort()),
         DATABASE_URL: database.connectionString,
-        LEDGER_DATA_DIR: dataDir,
+        LEDGER_DATA_DIR: shared,
       });
     [first, second] = await Promise.all([start(), start()]);
     await Promise.all([waitUntilHealthy(first), waitUntilHealthy(second)]);
@@ -452,6 +455,7 @@ describe('live feeds with two service instances on one database', () => {
       await service?.exited;
     }
     await database?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('appends through one instance and watches through the other: session and raw feeds both get everything', async () => {
