@@ -96,7 +96,8 @@ describe('the instance lock on a connection cut half-open (a failover, a NAT tha
   it('is found lost within seconds, and the share taken again on a new connection', async () => {
     const [held] = await sharesOn(db);
     proxy.cut(held.client_port);
-    await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
+    // With a timeout it returns once the backend has gone: its share with it (it only signals otherwise).
+    await db.query('SELECT pg_terminate_backend($1, 10000)', [held.pid]);
     expect(await sharesOn(db)).toEqual([]);
     const again = await eventually(
       'the share taken again',
