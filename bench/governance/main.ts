@@ -78,14 +78,13 @@ interface CallTimeline {
 async function callSteps(connectionString: string, timelines: readonly CallTimeline[]): Promise<string[][]> {
   const eventLog = await createPostgresEventLog({ connectionString });
   const steps = new Map<string, number[]>();
-  const step = (name: string, ms: number) => steps.set(name, [...(steps.get(name) ?? []), ms]);
+  const step = (name: string, ms: number) => listAt(steps, name).push(ms);
   try {
     for (const { toolCallId, sentAt, acknowledgedAt, seenAt } of timelines) {
       step('chunk POST sent → answered', acknowledgedAt - sentAt);
       const commits = new Map<string, string[]>();
       for (const event of await eventLog.readStream(toolCallStreamId('default', toolCallId))) {
-        const at = event.metadata.recordedAt;
-        commits.set(at, [...(commits.get(at) ?? []), event.type.replace('toolcall.', '')]);
+        listAt(commits, event.metadata.recordedAt).push(event.type.replace('toolcall.', ''));
       }
       let previous = { name: 'chunk POST sent', at: sentAt };
       for (const [recordedAt, types] of commits) {
@@ -106,6 +105,13 @@ async function callSteps(connectionString: string, timelines: readonly CallTimel
       percentile(times, 50).toFixed(1),
       percentile(times, 90).toFixed(1),
     ]);
+}
+
+/** The list `map` holds at `key`, added empty when there is none. */
+function listAt<K, V>(map: Map<K, V[]>, key: K): V[] {
+  let list = map.get(key);
+  if (!list) map.set(key, (list = []));
+  return list;
 }
 
 async function timed<T>(work: () => Promise<T>): Promise<number> {
