@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createPostgresEventLog, NO_STREAM, type EventLog } from '#event-log';
 import { eventLogContract } from '#event-log/testing';
 import { withSharedLogFeed } from '../../apps/ledger/src/event-log/shared-log-feed.js';
@@ -60,4 +63,47 @@ describe('PostgreSQL adapter behind the shared log feed, after a commit', () => 
     await subscription.close();
     expect(order).toEqual(['appender', 'consumer']);
   });
+});
+
+/**
+ * The built feed and PostgreSQL adapter in a process of its own, which the test can kill: a subscription left
+ * open when its feed closed used to spin on promise callbacks for ever, and no timer of this process would fire.
+ */
+const CLOSED_UNDER_A_SUBSCRIPTION = `
+  const { createPostgresEventLog } = await import(process.env.EVENT_LOG_MODULE);
+  const { withSharedLogFeed } = await import(process.env.FEED_MODULE);
+  const adapter = await createPostgresEventLog({ connectionString: process.env.DATABASE_URL });
+  const log = withSharedLogFeed(adapter, (error) => { throw error; });
+  const iterator = log.subscribeToAll({ fromPosition: await log.headPosition() })[Symbol.asyncIterator]();
+  await iterator.next();
+  const after = iterator.next();
+  await log.close();
+  console.log(JSON.stringify(await after));
+`;
+
+describe('the shared log feed closed under an open subscription', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(() => database?.drop());
+
+  it('ends the subscription, and the process goes on', async () => {
+    const built = (file: string) => pathToFileURL(path.resolve('dist', file)).href;
+    const env = {
+      ...process.env,
+      DATABASE_URL: database.connectionString,
+      EVENT_LOG_MODULE: built('libs/event-log/src/index.js'),
+      FEED_MODULE: built('apps/ledger/src/event-log/shared-log-feed.js'),
+    };
+    const ran = await new Promise<{ stdout: string; killed: boolean }>((resolve) =>
+      execFile(
+        process.execPath,
+        ['--input-type=module', '--eval', CLOSED_UNDER_A_SUBSCRIPTION],
+        { env, timeout: 15_000 },
+        (error, stdout) => resolve({ stdout: stdout.trim(), killed: error?.killed ?? false }),
+      ),
+    );
+    expect(ran).toEqual({ stdout: JSON.stringify({ done: true }), killed: false });
+  }, 30_000);
 });

@@ -89,14 +89,16 @@ class SharedLogFeed {
     const { filter } = options;
     const next = (checkpoint: bigint) => this.next(checkpoint, filter);
     const waitPast = (checkpoint: bigint) => this.waitPast(checkpoint, abort.signal);
+    // A closed feed ends its subscriptions: `waitPast` no longer waits, so looping on would spin for ever.
+    const ended = () => abort.signal.aborted || this.closed;
     return {
       async *[Symbol.asyncIterator](): AsyncIterator<SubscriptionBatch> {
         await started;
         let checkpoint = from;
         let announcedCaughtUp = false;
-        while (!abort.signal.aborted) {
+        while (!ended()) {
           const batch = await next(checkpoint);
-          if (abort.signal.aborted) return;
+          if (ended()) return;
           if (batch.events.length > 0 || batch.checkpoint !== checkpoint || (batch.caughtUp && !announcedCaughtUp))
             yield batch;
           announcedCaughtUp ||= batch.caughtUp;
