@@ -1,5 +1,5 @@
 import { canonicalJson, sha256Hex, type GuardianMode, type Risk, type ToolCallEventOf, type ToolRef } from '#core';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { z } from 'zod';
 
 export type GuardianReview = ToolCallEventOf<'toolcall.guardian_reviewed'>['data'];
@@ -29,14 +29,25 @@ const SYSTEM_PROMPT = [
  * the saga's configured failure policy.
  */
 export class Guardian {
-  private readonly client: OpenAI | undefined;
+  /** Imported only when an endpoint is configured: loading the client's modules takes about 0.2 s of a start-up. */
+  private readonly client: Promise<OpenAI> | undefined;
   private readonly cache = new Map<string, Omit<GuardianReview, 'cacheHit' | 'mode'>>();
 
   constructor(private readonly options: GuardianOptions) {
     const { endpoint } = options;
     this.client = endpoint
-      ? new OpenAI({ baseURL: endpoint.baseUrl, apiKey: endpoint.apiKey, timeout: options.timeoutMs, maxRetries: 0 })
+      ? import('openai').then(
+          ({ default: OpenAI }) =>
+            new OpenAI({
+              baseURL: endpoint.baseUrl,
+              apiKey: endpoint.apiKey,
+              timeout: options.timeoutMs,
+              maxRetries: 0,
+            }),
+        )
       : undefined;
+    // A failed import fails each review that asks the model (`askModel`), not the process.
+    this.client?.catch(() => undefined);
   }
 
   async review(tool: ToolRef, args: unknown, policyVersion: string): Promise<GuardianReview> {
@@ -69,7 +80,9 @@ export class Guardian {
     const reviewer = `llm:${model}`;
     const started = performance.now();
     try {
-      const completion = await this.client!.chat.completions.create({
+      const completion = await (
+        await this.client!
+      ).chat.completions.create({
         model,
         temperature: 0,
         messages: [
