@@ -5,6 +5,7 @@ const shared = {
     '^#core$': '<rootDir>/libs/core/src/index.ts',
     '^#event-log$': '<rootDir>/libs/event-log/src/index.ts',
     '^#event-log/testing$': '<rootDir>/libs/event-log/src/testing/index.ts',
+    '^#event-log/eventstoredb$': '<rootDir>/libs/event-log/src/eventstoredb/eventstoredb-event-log.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

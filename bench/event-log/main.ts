@@ -14,7 +14,8 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { getPostgreSQLEventStore } from '@event-driven-io/emmett-postgresql';
 import pg from 'pg';
-import { ANY, createEventStoreDbEventLog, createPostgresEventLog, type NewEvent } from '#event-log';
+import { ANY, createPostgresEventLog, type NewEvent } from '#event-log';
+import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
 import { startEventStoreDouble } from '../../test/support/eventstoredb-double/eventstoredb-double.js';
 import {
   formatRate,

@@ -1,4 +1,4 @@
-import { createEventStoreDbEventLog } from '#event-log';
+import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
 import { eventLogContract } from '#event-log/testing';
 import { DEFAULT_MAX_APPEND_SIZE, startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 

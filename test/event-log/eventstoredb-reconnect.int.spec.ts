@@ -1,5 +1,6 @@
 import esdb from '@eventstore/db-client';
-import { createEventStoreDbEventLog, NO_STREAM, type RecordedEvent } from '#event-log';
+import { NO_STREAM, type RecordedEvent } from '#event-log';
+import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
 import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
 import {
   DEFAULT_MAX_APPEND_SIZE,

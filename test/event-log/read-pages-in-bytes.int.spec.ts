@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
-  createEventStoreDbEventLog,
   createPostgresEventLog,
   matchesFilter,
   NO_STREAM,
@@ -10,6 +9,7 @@ import {
   type ReadAllOptions,
   type ReadAllResult,
 } from '#event-log';
+import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
 import { startEventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { createTestDatabase } from '../support/test-database.js';
 

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { NoteError, openCheckpoint, parseVerifierKey } from '#core';
-import { createEventStoreDbEventLog, createPostgresEventLog, type EventLog } from '#event-log';
+import { createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
 import { ZodError } from 'zod';
 import { loadConfig, type LedgerConfig } from './config/ledger-config.js';
@@ -21,6 +21,7 @@ import { LogForkError } from './verifiable-log/log-fork-error.js';
 import { merkleLogConsumer } from './verifiable-log/merkle-log.consumer.js';
 import { SignedCheckpointMemory } from './verifiable-log/signed-checkpoint-memory.js';
 import { VerifiableLog } from './verifiable-log/verifiable-log.js';
+import { eventStoreDb } from './event-log/event-store-db.js';
 
 const USAGE = [
   'usage: cli.js rebuild',
@@ -247,7 +248,7 @@ async function withStorage<T>(
       });
   const pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
   const eventLog = config.eventStoreConnectionString
-    ? createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })
+    ? (await eventStoreDb()).createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })
     : await createPostgresEventLog({ connectionString: database.connectionString });
   try {
     await runMigrations(database.connectionString);

@@ -8,6 +8,5 @@ export { EventLog1763800000001 } from './postgres/1763800000001-event-log.migrat
 export { AppendFunction1763800000150 } from './postgres/1763800000150-append-function.migration.js';
 export { CompactEventLog1763800000250 } from './postgres/1763800000250-compact-event-log.migration.js';
 export { AppendLookupsByKey1763800000340 } from './postgres/1763800000340-append-lookups-by-key.migration.js';
-export { createEventStoreDbEventLog, type EventStoreDbEventLogOptions } from './eventstoredb/eventstoredb-event-log.js';
 export { BatchingQueue } from './batching-queue.js';
 export { partitionPoint } from './partition-point.js';

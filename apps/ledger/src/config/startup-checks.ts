@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createEventStoreDbEventLog } from '#event-log';
 import pg from 'pg';
 import { StartupError } from '../database/embedded-postgres.js';
 import { loadUpstreams } from '../gateway/upstreams-config.js';
@@ -7,6 +6,7 @@ import { loadFirewallPolicy } from '../governance/firewall.js';
 import { loadMcpServers } from '../governance/mcp-executor.js';
 import { loadLogSigningKey } from '../verifiable-log/log-signing-key.js';
 import type { LedgerConfig } from './ledger-config.js';
+import { eventStoreDb } from '../event-log/event-store-db.js';
 
 /**
  * Reads every file the configuration names before anything starts, so a missing or malformed
@@ -70,7 +70,7 @@ export function waitForEventStore(connectionString: string, retry: ConnectRetry)
     name: 'EventStoreDB',
     connectionString,
     async attempt(timeoutMs) {
-      const eventLog = createEventStoreDbEventLog({ connectionString });
+      const eventLog = (await eventStoreDb()).createEventStoreDbEventLog({ connectionString });
       try {
         await withTimeout(eventLog.headPosition(), timeoutMs);
       } finally {

@@ -1,9 +1,10 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { createEventStoreDbEventLog, createPostgresEventLog, type EventLog } from '#event-log';
+import { createPostgresEventLog, type EventLog } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { withSharedLogFeed } from './shared-log-feed.js';
+import { eventStoreDb } from './event-store-db.js';
 
 export const EVENT_LOG = Symbol('EVENT_LOG');
 
@@ -31,7 +32,10 @@ export class EventLogModule implements OnApplicationShutdown {
           useFactory: async (metrics: LedgerMetrics, logger: Logger) => {
             const onError = (error: Error) => logger.warn({ err: error }, 'event log connection problem');
             const eventLog = eventStoreConnectionString
-              ? createEventStoreDbEventLog({ connectionString: eventStoreConnectionString, onError })
+              ? (await eventStoreDb()).createEventStoreDbEventLog({
+                  connectionString: eventStoreConnectionString,
+                  onError,
+                })
               : await createPostgresEventLog({
                   connectionString: postgresUrl,
                   onCommit: (stats) => metrics.recordCommit(stats),
