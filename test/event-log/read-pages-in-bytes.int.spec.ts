@@ -19,8 +19,8 @@ interface Engine {
   teardown(): Promise<void>;
 }
 
-/** Where a server page of the EventStoreDB double ends, so a read with no `maxCount` stops there. */
-const SERVER_PAGE = 50;
+/** Both engines' page in events: what a read with no `maxCount` takes at most. */
+const READ_PAGE_SIZE = 50;
 
 const engines: [string, () => Promise<Engine>][] = [
   [
@@ -29,7 +29,8 @@ const engines: [string, () => Promise<Engine>][] = [
       const database = await createTestDatabase();
       const { connectionString } = database;
       return {
-        open: (readPageBytes) => createPostgresEventLog({ connectionString, readPageBytes }),
+        open: (readPageBytes) =>
+          createPostgresEventLog({ connectionString, readPageBytes, readPageSize: READ_PAGE_SIZE }),
         teardown: () => database.drop(),
       };
     },
@@ -43,7 +44,7 @@ const engines: [string, () => Promise<Engine>][] = [
       const { connectionString } = double;
       return {
         open: async (readPageBytes) =>
-          createEventStoreDbEventLog({ connectionString, readPageBytes, readPageSize: SERVER_PAGE }),
+          createEventStoreDbEventLog({ connectionString, readPageBytes, readPageSize: READ_PAGE_SIZE }),
         teardown: () => double.stop(),
       };
     },
@@ -96,7 +97,7 @@ const MEASURE_SLACK = 64;
 
 /**
  * The page holds at most `maxCount` events and stops at the first that reaches the byte bound; a page
- * that is not caught up is full: `maxCount` events, or the bound reached.
+ * that is not caught up is full: `maxCount` events (the page size without one), or the bound reached.
  */
 function expectCut(page: ReadAllResult<ProjectionEvent>, pageBytes: number, maxCount: number | undefined): void {
   const { events } = page;
@@ -106,7 +107,7 @@ function expectCut(page: ReadAllResult<ProjectionEvent>, pageBytes: number, maxC
   expect(events.length).toBeLessThanOrEqual(maxCount ?? Number.MAX_SAFE_INTEGER);
   expect(before).toBeLessThan(pageBytes + slack);
   if (page.caughtUp) return;
-  const full = events.length === maxCount || events.length >= SERVER_PAGE || through + slack >= pageBytes;
+  const full = events.length === (maxCount ?? READ_PAGE_SIZE) || through + slack >= pageBytes;
   expect({ events: events.length, bytes: through, full }).toEqual({
     events: events.length,
     bytes: through,
