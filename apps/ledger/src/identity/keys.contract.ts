@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type RouteContracts } from '../http/route-contract.js';
-import { listQuery, newKeyBody } from './keys.controller.js';
+import { listQuery, newKeyBody } from './key-requests.js';
 
 const keyRecord = z.object({
   id: z.string(),

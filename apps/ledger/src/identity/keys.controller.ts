@@ -1,33 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { z } from 'zod';
 import { ApiError } from '../http/api-error.js';
 import { ApiKeyStore } from './api-key-store.js';
 import { CurrentPrincipal } from './current-principal.js';
-import { DEFAULT_TENANT, ROLES, TENANT_PATTERN, type Principal } from './principal.js';
-
-const tenant = z.string().regex(TENANT_PATTERN, 'lowercase letters, digits and -, at most 63');
-export const newKeyBody = z
-  .object({
-    name: z.string().regex(/^[\w .@-]{1,100}$/, 'letters, digits, space and . _ @ -, at most 100'),
-    tenant: tenant.optional(),
-    roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length),
-    subject: z
-      .string()
-      .regex(/^[\w.@:+-]{1,200}$/, 'letters, digits and . _ @ : + -, at most 200')
-      .optional(),
-    expiresAt: z.iso.datetime({ offset: true }).optional(),
-  })
-  .strict();
-export const listQuery = z.object({ tenant: tenant.optional() }).strict();
-
-/** A new key's fields as the admin route and the command line accept them (ZodError or ApiError naming the field). */
-export function parseNewKey(input: unknown, now: number): z.infer<typeof newKeyBody> {
-  const parsed = newKeyBody.parse(input ?? {});
-  if (parsed.expiresAt !== undefined && Date.parse(parsed.expiresAt) <= now) {
-    throw new ApiError(400, 'invalid_request', 'expiresAt: must be in the future', 'expiresAt');
-  }
-  return parsed;
-}
+import { listQuery, parseNewKey } from './key-requests.js';
+import { DEFAULT_TENANT, type Principal } from './principal.js';
 
 /**
  * Credentials. An admin manages its own tenant's keys; an admin of the default tenant (the

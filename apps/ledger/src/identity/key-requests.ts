@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { ROLES, TENANT_PATTERN } from './principal.js';
+
+// Apart from the controller, with no Nest in reach: the command line checks its flags with these before it loads the service.
+
+const tenant = z.string().regex(TENANT_PATTERN, 'lowercase letters, digits and -, at most 63');
+
+export const newKeyBody = z
+  .object({
+    name: z.string().regex(/^[\w .@-]{1,100}$/, 'letters, digits, space and . _ @ -, at most 100'),
+    tenant: tenant.optional(),
+    roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length),
+    subject: z
+      .string()
+      .regex(/^[\w.@:+-]{1,200}$/, 'letters, digits and . _ @ : + -, at most 200')
+      .optional(),
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+
+export const listQuery = z.object({ tenant: tenant.optional() }).strict();
+
+/** A new key's fields as the admin route and the command line accept them (a ZodError naming the field). */
+export function parseNewKey(input: unknown, now: number): z.infer<typeof newKeyBody> {
+  return newKeyBody
+    .refine((key) => key.expiresAt === undefined || Date.parse(key.expiresAt) > now, {
+      message: 'must be in the future',
+      path: ['expiresAt'],
+    })
+    .parse(input ?? {});
+}
