@@ -50,30 +50,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Swagger UI
+         * Swagger UI (also at `/docs/`)
          * @description Roles: public.
          */
         get: operations["getDocs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/docs/": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Swagger UI
-         * @description Roles: public.
-         */
-        get: operations["getDocsIndex"];
         put?: never;
         post?: never;
         delete?: never;
@@ -114,46 +94,6 @@ export interface paths {
          * @description Roles: public.
          */
         get: operations["getDocsSwaggerUiInitJs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/docs/docs/swagger-ui-init.js": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The Swagger UI's files
-         * @description Roles: public.
-         */
-        get: operations["getDocsDocsSwaggerUiInitJs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/docs/LICENSE": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Declared by the Swagger UI to refuse it
-         * @description Roles: public.
-         */
-        get: operations["getDocsLICENSE"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1152,26 +1092,6 @@ export interface operations {
             };
         };
     };
-    getDocsIndex: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description the page */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/html": unknown;
-                };
-            };
-        };
-    };
     getDocsIndexHtml: {
         parameters: {
             query?: never;
@@ -1208,46 +1128,6 @@ export interface operations {
                 };
                 content: {
                     "text/html": unknown;
-                };
-            };
-        };
-    };
-    getDocsDocsSwaggerUiInitJs: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description the file */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/html": unknown;
-                };
-            };
-        };
-    };
-    getDocsLICENSE: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description none */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": unknown;
                 };
             };
         };

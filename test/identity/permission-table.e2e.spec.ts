@@ -51,12 +51,8 @@ const SWAGGER_UI = { status: 200 };
 const EXAMPLES: Readonly<Record<string, (own: TenantResources) => Example>> = {
   'GET /health': () => ({ status: 200 }),
   'GET /docs': () => SWAGGER_UI,
-  'GET /docs/': () => SWAGGER_UI,
   'GET /docs/index.html': () => SWAGGER_UI,
   'GET /docs/swagger-ui-init.js': () => SWAGGER_UI,
-  'GET /docs/docs/swagger-ui-init.js': () => SWAGGER_UI,
-  // The Swagger UI declares this route to refuse it.
-  'GET /docs/LICENSE': () => ({ status: 404 }),
   // The Swagger UI's files: `*` names none of them.
   'GET /docs/*': () => ({ status: 404 }),
   'GET /docs/openapi.json': () => SWAGGER_UI,

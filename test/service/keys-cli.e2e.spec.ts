@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -106,15 +107,30 @@ describe('keys on the command line', () => {
       ],
       [['create', '--tenant', 'acme', '--roles', 'reader', '--role', 'admin'], "Unknown option '--role'"],
       [['revoke'], 'expected one <key id>'],
+      [['list', '--tenant', 'acme/other'], '--tenant: '],
     ];
-    const before = await cli('list');
-    for (const [args, message] of refusals) {
-      const run = await cli(...args);
-      expect({ args, ...run }).toMatchObject({ args, code: 1, stdout: '' });
-      expect(run.stderr).toMatch(/^block-ledger: /);
-      expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringContaining(message)]);
+    // The database named is a listener that only counts connections: a refusal must come before any.
+    let connections = 0;
+    const listener = createServer((socket) => {
+      connections += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const { port } = listener.address() as AddressInfo;
+    try {
+      for (const [args, message] of refusals) {
+        const run = await runCli(['keys', ...args], `postgres://ledger:pw@127.0.0.1:${port}/ledger`, dataDir);
+        expect({ args, ...run }).toMatchObject({ args, code: 1, stdout: '' });
+        expect(run.stderr).toMatch(/^block-ledger: /);
+        expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringContaining(message)]);
+      }
+      // The listener does count: a command whose arguments check goes on to connect.
+      expect({ refused: connections }).toEqual({ refused: 0 });
+      expect((await runCli(['keys', 'list'], `postgres://ledger:pw@127.0.0.1:${port}/ledger`, dataDir)).code).toBe(1);
+      expect(connections).toBeGreaterThan(0);
+    } finally {
+      listener.close();
     }
-    expect((await cli('list')).stdout).toBe(before.stdout);
   });
 
   it('says so in one line when the key to revoke does not exist', async () => {

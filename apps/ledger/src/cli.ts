@@ -5,7 +5,7 @@ import { ZodError } from 'zod';
 import type { CliCommand } from './cli-commands.js';
 import { loadConfig } from './config/ledger-config.js';
 import { StartupError } from './database/embedded-postgres.js';
-import { parseNewKey } from './identity/key-requests.js';
+import { listQuery, parseNewKey } from './identity/key-requests.js';
 
 const USAGE = [
   'usage: cli.js rebuild',
@@ -71,17 +71,19 @@ function keysCommand([action, ...rest]: readonly string[]): CliCommand {
     if (values.roles === undefined) {
       throw new StartupError('--roles is required (comma-separated, e.g. producer,reader)');
     }
-    const key = newKey({
+    const fields = {
       name: values.name ?? 'cli',
       tenant,
       roles: values.roles.split(',').map((role) => role.trim()),
       ...(values.subject === undefined ? {} : { subject: values.subject }),
       ...(values['expires-at'] === undefined ? {} : { expiresAt: values['expires-at'] }),
-    });
-    return { name: 'keys create', key: { ...key, tenant } };
+    };
+    return { name: 'keys create', key: { ...asFlags(() => parseNewKey(fields, Date.now())), tenant } };
   }
-  if (action === 'list')
-    return { name: 'keys list', tenant: parse(rest, { tenant: { type: 'string' } }).values.tenant };
+  if (action === 'list') {
+    const { values } = parse(rest, { tenant: { type: 'string' } });
+    return { name: 'keys list', tenant: asFlags(() => listQuery.parse(values)).tenant };
+  }
   if (action === 'revoke') {
     const [id] = parse(rest, {}, '<key id>').positionals as [string];
     return { name: 'keys revoke', id };
@@ -135,9 +137,9 @@ function parse<O extends Options>(args: readonly string[], options: O, positiona
 }
 
 /** The route's own validation, its refusal told in flags. */
-function newKey(input: Record<string, unknown>): ReturnType<typeof parseNewKey> {
+function asFlags<T>(validate: () => T): T {
   try {
-    return parseNewKey(input, Date.now());
+    return validate();
   } catch (error) {
     if (!(error instanceof ZodError)) throw error;
     const field = String(error.issues[0].path[0]);

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
 import { Logger } from 'nestjs-pino';
@@ -16,6 +15,7 @@ import { credentialRefusal, routeKey, type AuthenticatedRequest } from './identi
 import { PathIdsPipe } from './http/path-ids.pipe.js';
 import { GATEWAY_PATH } from './gateway/provider-errors.js';
 import { ledgerOpenApiDocument } from './api-contracts.js';
+import { serveApiDocs } from './http/api-docs.js';
 
 /** Node refuses a request line and headers beyond 16 KiB, so no path parameter is longer. */
 const MAX_PATH_PARAMETER_LENGTH = 16_384;
@@ -73,9 +73,8 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   // Failures before Nest routes a request (hooks, body parsing) reach the same filter through Nest's error handler.
   app.useGlobalFilters(new ApiErrorFilter((status, reason) => metrics.requestRefused(status, reason)));
   app.useGlobalPipes(new PathIdsPipe());
-  // Generated from the routes' contracts (api-contracts.ts); SwaggerModule only serves it and its UI.
-  const document = ledgerOpenApiDocument() as unknown as OpenAPIObject;
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs/openapi.json' });
+  // Generated from the routes' contracts (api-contracts.ts).
+  serveApiDocs(fastify, ledgerOpenApiDocument);
   return app;
 }
 

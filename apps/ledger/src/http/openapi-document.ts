@@ -21,17 +21,14 @@ const SWAGGER_UI_FILE = {
   responses: { 200: { description: 'the file', mediaType: 'text/html' } },
 };
 
-/** The document's own routes (SwaggerModule serves them; ledger-app.ts sets it up). */
+/** The document's own routes (api-docs.ts serves them). */
 export const DOCS_CONTRACT: RouteContracts = {
-  'GET /docs': { summary: 'Swagger UI', responses: { 200: { description: 'the page', mediaType: 'text/html' } } },
-  'GET /docs/': { summary: 'Swagger UI', responses: { 200: { description: 'the page', mediaType: 'text/html' } } },
+  'GET /docs': {
+    summary: 'Swagger UI (also at `/docs/`)',
+    responses: { 200: { description: 'the page', mediaType: 'text/html' } },
+  },
   'GET /docs/index.html': SWAGGER_UI_FILE,
   'GET /docs/swagger-ui-init.js': SWAGGER_UI_FILE,
-  'GET /docs/docs/swagger-ui-init.js': SWAGGER_UI_FILE,
-  'GET /docs/LICENSE': {
-    summary: 'Declared by the Swagger UI to refuse it',
-    responses: { 404: { description: 'none' } },
-  },
   'GET /docs/*': SWAGGER_UI_FILE,
   'GET /docs/openapi.json': {
     summary: 'This document',

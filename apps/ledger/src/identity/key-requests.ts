@@ -22,10 +22,10 @@ export const listQuery = z.object({ tenant: tenant.optional() }).strict();
 
 /** A new key's fields as the admin route and the command line accept them (a ZodError naming the field). */
 export function parseNewKey(input: unknown, now: number): z.infer<typeof newKeyBody> {
-  return newKeyBody
-    .refine((key) => key.expiresAt === undefined || Date.parse(key.expiresAt) > now, {
-      message: 'must be in the future',
-      path: ['expiresAt'],
-    })
-    .parse(input ?? {});
+  const key = newKeyBody.parse(input ?? {});
+  if (key.expiresAt !== undefined && Date.parse(key.expiresAt) <= now)
+    throw new z.ZodError([
+      { code: 'custom', path: ['expiresAt'], message: 'must be in the future', input: key.expiresAt },
+    ]);
+  return key;
 }

@@ -35,11 +35,8 @@ export const PERMISSIONS: Readonly<Record<string, RouteRule>> = {
    * OpenAPI document as JSON and YAML (Fastify serves these directly; the guard never sees them).
    */
   'GET /docs': 'public',
-  'GET /docs/': 'public',
   'GET /docs/index.html': 'public',
   'GET /docs/swagger-ui-init.js': 'public',
-  'GET /docs/docs/swagger-ui-init.js': 'public',
-  'GET /docs/LICENSE': 'public',
   'GET /docs/*': 'public',
   'GET /docs/openapi.json': 'public',
   'GET /docs-yaml': 'public',
