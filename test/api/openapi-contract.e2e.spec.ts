@@ -78,6 +78,18 @@ describe('the OpenAPI document', () => {
       expect(page.body).toContain('src="./swagger-ui-init.js"');
     }
     expect((await probe(ledger.baseUrl, 'GET', '/docs')).body).toContain('src="docs/swagger-ui-init.js"');
+    expect((await probe(ledger.baseUrl, 'GET', '/docs/index.html/')).body).toContain('src="../swagger-ui-init.js"');
+    // No box in the UI takes another document's URL.
+    expect(init.body).not.toMatch(/DownloadUrl|StandaloneLayout/);
+    // A reload revalidates: the same validator gets a 304 and no body.
+    const bundle = await fetch(`${ledger.baseUrl}/docs/swagger-ui-bundle.js`);
+    await bundle.arrayBuffer();
+    const etag = bundle.headers.get('etag') ?? '';
+    expect(etag).toMatch(/^"[\w-]{27}"$/);
+    const again = await fetch(`${ledger.baseUrl}/docs/swagger-ui-bundle.js`, { headers: { 'if-none-match': etag } });
+    expect({ status: again.status, body: await again.text() }).toEqual({ status: 304, body: '' });
+    const changed = await fetch(`${ledger.baseUrl}/docs/swagger-ui-bundle.js`, { headers: { 'if-none-match': '"x"' } });
+    expect(changed.status).toBe(200);
     // Sent as written: fetch would resolve the dots itself.
     const raw = (path: string) =>
       new Promise<number | undefined>((resolve, reject) =>
@@ -101,6 +113,7 @@ describe('the OpenAPI document', () => {
       '/docs/constructor',
       '/docs/hasOwnProperty',
       '/docs/index.css/..',
+      '/docs/swagger-ui-standalone-preset.js',
     ];
     const statuses = await Promise.all(refused.map(raw));
     expect(Object.fromEntries(refused.map((path, index) => [path, statuses[index]]))).toEqual(

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringify as toYaml } from 'yaml';
 import type { OpenApiDocument } from './openapi-document.js';
 
@@ -10,13 +11,28 @@ const UI_FILES: Readonly<Record<string, string>> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
   'index.css': 'text/css; charset=utf-8',
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'swagger-ui-standalone-preset.js': 'text/javascript; charset=utf-8',
   'favicon-32x32.png': 'image/png',
   'favicon-16x16.png': 'image/png',
 };
 
-/** Relative links, so the page works behind a proxy that mounts the service under a path: from `/docs` they go through `docs/`. */
-const page = (base: string) => `<!DOCTYPE html>
+/** A response body with its type and its validator. */
+interface Served {
+  readonly contentType: string;
+  readonly body: string | Buffer;
+  readonly etag: string;
+}
+
+const served = (contentType: string, body: string | Buffer): Served => ({
+  contentType,
+  body,
+  etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+});
+
+/** Relative links, so the page works behind a proxy that mounts the service under a path. */
+const page = (base: string) =>
+  served(
+    'text/html; charset=utf-8',
+    `<!DOCTYPE html>
 <html lang="en">
   <head>
     <meta charset="UTF-8">
@@ -29,48 +45,62 @@ const page = (base: string) => `<!DOCTYPE html>
   <body>
     <div id="swagger-ui"></div>
     <script src="${base}swagger-ui-bundle.js" charset="UTF-8"></script>
-    <script src="${base}swagger-ui-standalone-preset.js" charset="UTF-8"></script>
     <script src="${base}swagger-ui-init.js" charset="UTF-8"></script>
   </body>
 </html>
-`;
+`,
+  );
+
+/** The page's links lead from the folder its address names to `/docs/`: the router also takes each route with a trailing slash. */
+const PAGES = ['docs/', './', '../'].map(page);
+const pageFor = (request: FastifyRequest) => {
+  const address = request.url.split(/[?#]/, 1)[0];
+  return PAGES[Math.min(address.slice(0, address.lastIndexOf('/')).split('/').length, PAGES.length) - 1];
+};
 
 /**
- * Serves the OpenAPI document (JSON at `/docs/openapi.json`, YAML at `/docs-yaml`) and the Swagger UI
- * on it at `/docs`, from `swagger-ui-dist`'s files (decision 0057). The UI is given the document
- * itself, never a URL from the page's query, so no link can make it load another.
+ * Serves the OpenAPI document (JSON at `/docs/openapi.json`, YAML at `/docs-yaml`) and the Swagger UI on it at
+ * `/docs`, from `swagger-ui-dist`'s files (decision 0057). The UI is given the document itself and has no box for
+ * another's URL: it reads nothing from the page's address, so neither a link nor a reader can make it show another
+ * document under the ledger's origin. Every answer carries an ETag: a reload revalidates, 304 when unchanged.
  */
 export function serveApiDocs(fastify: FastifyInstance, documentOf: () => OpenApiDocument): void {
   const uiFolder = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   // Made when first asked for, as the UI's files are read: most starts never serve them.
   const document = once(documentOf);
-  const json = once(() => JSON.stringify(document()));
-  const yaml = once(() => toYaml(document(), { aliasDuplicateObjects: false }));
-  const init = once(
-    () => `window.onload = () => {
+  const jsonText = once(() => JSON.stringify(document()));
+  const json = once(() => served('application/json; charset=utf-8', jsonText()));
+  const yaml = once(() => served('text/yaml; charset=utf-8', toYaml(document(), { aliasDuplicateObjects: false })));
+  const init = once(() =>
+    served(
+      'text/javascript; charset=utf-8',
+      `window.onload = () => {
   window.ui = SwaggerUIBundle({
-    spec: ${json()},
+    spec: ${jsonText()},
     dom_id: '#swagger-ui',
     deepLinking: true,
-    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
-    plugins: [SwaggerUIBundle.plugins.DownloadUrl],
-    layout: 'StandaloneLayout',
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: 'BaseLayout',
   });
 };
 `,
+    ),
   );
-  const files = new Map<string, Promise<Buffer>>();
-  const send = (reply: FastifyReply, contentType: string, body: string | Buffer) =>
-    reply.status(200).headers({ 'content-type': contentType, 'x-content-type-options': 'nosniff' }).send(body);
+  const files = new Map<string, Promise<Served>>();
+  const send = (request: FastifyRequest, reply: FastifyReply, { contentType, body, etag }: Served) => {
+    const headers = { etag, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' };
+    if (request.headers['if-none-match'] === etag) return reply.status(304).headers(headers).send();
+    return reply
+      .status(200)
+      .headers({ ...headers, 'content-type': contentType })
+      .send(body);
+  };
 
-  // The router ignores a trailing slash: `/docs/` comes here too, and its links are relative to `/docs/`.
-  fastify.get('/docs', (request, reply) =>
-    send(reply, 'text/html; charset=utf-8', page(request.url.split('?', 1)[0].endsWith('/') ? './' : 'docs/')),
-  );
-  fastify.get('/docs/index.html', (_request, reply) => send(reply, 'text/html; charset=utf-8', page('./')));
-  fastify.get('/docs/swagger-ui-init.js', (_request, reply) => send(reply, 'text/javascript; charset=utf-8', init()));
-  fastify.get('/docs/openapi.json', (_request, reply) => send(reply, 'application/json; charset=utf-8', json()));
-  fastify.get('/docs-yaml', (_request, reply) => send(reply, 'text/yaml; charset=utf-8', yaml()));
+  fastify.get('/docs', (request, reply) => send(request, reply, pageFor(request)));
+  fastify.get('/docs/index.html', (request, reply) => send(request, reply, pageFor(request)));
+  fastify.get('/docs/swagger-ui-init.js', (request, reply) => send(request, reply, init()));
+  fastify.get('/docs/openapi.json', (request, reply) => send(request, reply, json()));
+  fastify.get('/docs-yaml', (request, reply) => send(request, reply, yaml()));
   // The name is looked up among UI_FILES' own keys: no path a client sends reaches the file system.
   fastify.get<{ Params: { '*': string } }>('/docs/*', async (request, reply) => {
     const name = request.params['*'];
@@ -78,12 +108,15 @@ export function serveApiDocs(fastify: FastifyInstance, documentOf: () => OpenApi
     if (!files.has(name))
       files.set(
         name,
-        readFile(path.join(uiFolder, name)).catch((error: unknown) => {
-          files.delete(name);
-          throw error;
-        }),
+        readFile(path.join(uiFolder, name)).then(
+          (body) => served(UI_FILES[name], body),
+          (error: unknown) => {
+            files.delete(name);
+            throw error;
+          },
+        ),
       );
-    return send(reply, UI_FILES[name], await files.get(name)!);
+    return send(request, reply, await files.get(name)!);
   });
 }
 
