@@ -116,17 +116,17 @@ describe('keys on the command line', () => {
       socket.destroy();
     });
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    const { port } = listener.address() as AddressInfo;
+    const counted = `postgres://ledger:pw@127.0.0.1:${(listener.address() as AddressInfo).port}/ledger`;
     try {
       for (const [args, message] of refusals) {
-        const run = await runCli(['keys', ...args], `postgres://ledger:pw@127.0.0.1:${port}/ledger`, dataDir);
+        const run = await runCli(['keys', ...args], counted, dataDir);
         expect({ args, ...run }).toMatchObject({ args, code: 1, stdout: '' });
         expect(run.stderr).toMatch(/^block-ledger: /);
         expect(run.stderr.trimEnd().split('\n')).toEqual([expect.stringContaining(message)]);
       }
-      // The listener does count: a command whose arguments check goes on to connect.
       expect({ refused: connections }).toEqual({ refused: 0 });
-      expect((await runCli(['keys', 'list'], `postgres://ledger:pw@127.0.0.1:${port}/ledger`, dataDir)).code).toBe(1);
+      // The listener does count: a command whose arguments check goes on to connect.
+      expect((await runCli(['keys', 'list'], counted, dataDir)).code).toBe(1);
       expect(connections).toBeGreaterThan(0);
     } finally {
       listener.close();
