@@ -70,7 +70,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The Swagger UI's files
+         * Swagger UI
          * @description Roles: public.
          */
         get: operations["getDocsIndexHtml"];
@@ -90,7 +90,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The Swagger UI's files
+         * The Swagger UI's start script, holding this document
          * @description Roles: public.
          */
         get: operations["getDocsSwaggerUiInitJs"];
@@ -110,7 +110,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The Swagger UI's files
+         * The Swagger UI's script, styles and icons
          * @description Roles: public.
          */
         get: operations["getDocsFiles"];
@@ -1101,7 +1101,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the file */
+            /** @description the page */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1121,13 +1121,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the file */
+            /** @description the script */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": unknown;
+                    "text/javascript": unknown;
                 };
             };
         };
@@ -1141,13 +1141,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the file */
+            /** @description the file: text/javascript, text/css or image/png */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": unknown;
+                    "*/*": unknown;
+                };
+            };
+            /** @description no file the page loads has this name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -5,6 +5,7 @@ import { ledgerOpenApiDocument } from '../../apps/ledger/src/api-contracts.js';
 import { CONSOLE_FILE_ROUTES } from '../../apps/ledger/src/console/console.contract.js';
 import { PERMISSIONS } from '../../apps/ledger/src/identity/permissions.js';
 import { API_TYPES_FILE, generatedApiTypes } from '../support/api-types.js';
+import { openBrowser } from '../support/browser.js';
 import { declaredRoutes } from '../../apps/ledger/src/ledger-app.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { openApiProblems } from '../support/openapi-validator.js';
@@ -120,6 +121,34 @@ describe('the OpenAPI document', () => {
       Object.fromEntries(refused.map((path) => [path, 404])),
     );
     expect(await raw('/docs/swagger-ui-bundle.js')).toBe(200);
+  });
+
+  it('shows every operation in a real browser, at /docs and /docs/, with every file found and no box for another URL', async () => {
+    const operations = documentedRoutes(ledgerOpenApiDocument()).length;
+    const browser = await openBrowser();
+    try {
+      for (const path of ['/docs', '/docs/']) {
+        const problems: string[] = [];
+        browser.page.on('response', (response) => {
+          if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
+        });
+        browser.page.on('console', (message) => {
+          if (message.type() === 'error') problems.push(message.text());
+        });
+        await browser.page.goto(`${ledger.baseUrl}${path}`);
+        await browser.page.locator('.opblock').first().waitFor();
+        expect({
+          path,
+          operations: await browser.page.locator('.opblock').count(),
+          urlBoxes: await browser.page.locator('.download-url-wrapper, .topbar input').count(),
+          problems,
+        }).toEqual({ path, operations, urlBoxes: 0, problems: [] });
+        browser.page.removeAllListeners('response');
+        browser.page.removeAllListeners('console');
+      }
+    } finally {
+      await browser.close();
+    }
   });
 
   it('gives each operation its roles from the permission table, request schemas, responses and the error shape', () => {

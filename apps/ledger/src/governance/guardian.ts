@@ -80,9 +80,8 @@ export class Guardian {
     const reviewer = `llm:${model}`;
     const started = performance.now();
     try {
-      const completion = await (
-        await this.client!
-      ).chat.completions.create({
+      const client = await this.client!;
+      const completion = await client.chat.completions.create({
         model,
         temperature: 0,
         messages: [

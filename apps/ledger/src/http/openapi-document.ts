@@ -16,20 +16,21 @@ const CREDENTIAL_ERRORS: Readonly<Record<number, string>> = {
 };
 const INPUT_ERROR = 'bad input: the field at fault is named (`error.field`); nothing was changed';
 
-const SWAGGER_UI_FILE = {
-  summary: "The Swagger UI's files",
-  responses: { 200: { description: 'the file', mediaType: 'text/html' } },
-};
+const DOCS_PAGE = { summary: 'Swagger UI', responses: { 200: { description: 'the page', mediaType: 'text/html' } } };
 
 /** The document's own routes (api-docs.ts serves them). */
 export const DOCS_CONTRACT: RouteContracts = {
-  'GET /docs': {
-    summary: 'Swagger UI (also at `/docs/`)',
-    responses: { 200: { description: 'the page', mediaType: 'text/html' } },
+  'GET /docs': { ...DOCS_PAGE, summary: 'Swagger UI (also at `/docs/`)' },
+  'GET /docs/index.html': DOCS_PAGE,
+  'GET /docs/swagger-ui-init.js': {
+    summary: "The Swagger UI's start script, holding this document",
+    responses: { 200: { description: 'the script', mediaType: 'text/javascript' } },
   },
-  'GET /docs/index.html': SWAGGER_UI_FILE,
-  'GET /docs/swagger-ui-init.js': SWAGGER_UI_FILE,
-  'GET /docs/*': SWAGGER_UI_FILE,
+  'GET /docs/*': {
+    summary: "The Swagger UI's script, styles and icons",
+    responses: { 200: { description: 'the file: text/javascript, text/css or image/png', mediaType: '*/*' } },
+    errors: { 404: 'no file the page loads has this name' },
+  },
   'GET /docs/openapi.json': {
     summary: 'This document',
     responses: { 200: { description: 'OpenAPI 3.1', schema: z.looseObject({ openapi: z.string() }) } },
