@@ -253,3 +253,41 @@ describe.each(engines)('%s read pages cut in bytes, under appends', (_engine, st
     }
   }, 180_000);
 });
+
+/**
+ * $all reads have no server-side filter, and a page that reaches its bound lets the rest of the server's answer
+ * pass: the adapter asks for what the page has room for, or a log of large events is sent many times over.
+ */
+describe('EventStoreDB read pages ask the server for what they have room for', () => {
+  it('sends each event of a log of large events about once, page after page, where a fixed count sent the rest of the log each time', async () => {
+    const double = await startEventStoreDouble();
+    const log = createEventStoreDbEventLog({
+      connectionString: double.connectionString,
+      readPageBytes: 100_000,
+      readPageSize: READ_PAGE_SIZE,
+    });
+    try {
+      const streamId = `large-${randomUUID()}`;
+      const events = Array.from({ length: 40 }, (_, seq) => ({
+        id: randomUUID(),
+        type: 'test.large',
+        data: { seq, text: randomBytes(16_000).toString('hex') },
+      }));
+      // Two appends: the server takes at most 1 MiB in one.
+      const appended = [
+        ...(await log.append(streamId, events.slice(0, 20), NO_STREAM)).events,
+        ...(await log.append(streamId, events.slice(20), 19n)).events,
+      ];
+      const { pages } = await readPages((options) => log.readAll(options), {}, undefined, 100_000);
+      expect(positions(pages.flat())).toStrictEqual(positions(appended));
+      expect(pages.length).toBe(10);
+      // The first page knows no sizes yet and asks for a full page; each after it, for its 4 events and the one
+      // it starts from, and the read that finds the log caught up gets that one alone. A fixed count of 50 would
+      // send 40 + 37 + 33 + … events.
+      expect(double.eventsSentByAllReads).toBe(events.length + 9 * 5 + 1);
+    } finally {
+      await log.close();
+      await double.stop();
+    }
+  });
+});

@@ -27,6 +27,8 @@ type ReadResponse = InstanceType<typeof ReadResp>;
 
 export interface EventStoreDouble {
   readonly store: DoubleStore;
+  /** Events sent by `$all` reads (not subscriptions) since the double started: what readers asked the server for. */
+  readonly eventsSentByAllReads: number;
   readonly port: number;
   readonly connectionString: string;
   /** Drops every connection and stops listening, as a node going down does. */
@@ -39,8 +41,12 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
   const store = new DoubleStore();
   let server: grpc.Server | undefined;
   let port = 0;
+  const sent: SentCounts = { byAllReads: 0 };
   const double: EventStoreDouble = {
     store,
+    get eventsSentByAllReads() {
+      return sent.byAllReads;
+    },
     get port() {
       return port;
     },
@@ -61,7 +67,7 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
         ) => append(store, call, callback),
         batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>) =>
           batchAppend(store, call),
-        read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) => read(store, call),
+        read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) => read(store, call, sent),
       });
       port = await new Promise<number>((resolve, reject) =>
         server!.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
@@ -273,7 +279,11 @@ function filterOf(options: InstanceType<typeof ReadReq.Options>): Matcher | unde
   };
 }
 
-function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>): void {
+interface SentCounts {
+  byAllReads: number;
+}
+
+function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>, sent: SentCounts): void {
   const options = call.request.getOptions()!;
   const backwards = options.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS;
   const count = options.hasCount() ? Number(BigInt(options.getCount())) : Number.MAX_SAFE_INTEGER;
@@ -318,6 +328,7 @@ function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, R
           .reverse()
       : store.all.filter((event) => !allOptions.hasEnd() && (position === undefined || event.position >= position));
     for (const event of events.slice(0, count)) call.write(readEvent(event));
+    sent.byAllReads += Math.min(count, events.length);
     return void call.end();
   }
   subscribeToAll(

@@ -206,6 +206,9 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     }
   }
 
+  /** The mean data size of the events `readAll` kept, which sizes what it asks the server for. */
+  let meanEventBytes = 0;
+
   async function readAll(readOptions: ReadAllOptions = {}): Promise<ReadAllResult> {
     const limit = pageLimit(readOptions.maxCount, readPageSize);
     const events: RecordedEvent[] = [];
@@ -216,13 +219,18 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     // Reading forwards from a position includes the event there, which is skipped. Each server page
     // streams through event by event, and what follows a full page is let pass, not kept (cancelling
     // the call mid-page made grpc-js close the connection's other calls): a page holds no more than
-    // the bound and one event, whatever the server sends.
+    // the bound and one event, whatever the server sends. So each request asks for what the page has
+    // room for, by count and by the mean size seen, and for twice the last when filtered-out events
+    // left the page short.
+    let asked = 0;
     for (;;) {
+      const room = Math.min(limit - events.length, Math.ceil((readPageBytes - bytes) / (meanEventBytes || 1)));
+      asked = Math.min(readPageSize, Math.max(room, asked * 2)) + (fromStart ? 0 : 1);
       let read = 0;
       let full = false;
       for await (const resolved of client.readAll({
         fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
-        maxCount: readPageSize,
+        maxCount: asked,
       })) {
         read += 1;
         if (full) continue;
@@ -233,11 +241,13 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         checkpoint = position;
         if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
         events.push(toRecordedEvent(record));
-        bytes += jsonBytes(record.data);
+        const eventBytes = jsonBytes(record.data);
+        bytes += eventBytes;
+        meanEventBytes += (eventBytes - meanEventBytes) / (meanEventBytes ? 16 : 1);
         full = events.length === limit || bytes >= readPageBytes;
       }
       if (full) return { events, checkpoint, caughtUp: false };
-      if (read < readPageSize) return { events, checkpoint, caughtUp: true };
+      if (read < asked) return { events, checkpoint, caughtUp: true };
     }
   }
 
