@@ -14,7 +14,8 @@
  */
 import path from 'node:path';
 import pg from 'pg';
-import { loadMcpServers, McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { loadMcpServers } from '../../apps/ledger/src/governance/mcp-servers-config.js';
 import { governedToolCallId, toolCallStreamId } from '#core';
 import { createPostgresEventLog } from '#event-log';
 import { governanceFixture, PRODUCER, toolRequestChunks } from '../../test/support/governance-fixture.js';

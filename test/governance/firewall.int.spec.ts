@@ -9,7 +9,8 @@ import {
   loadFirewallPolicy,
   serverPlacements,
 } from '../../apps/ledger/src/governance/firewall.js';
-import { McpExecutor, mcpServersSchema } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { mcpServersSchema } from '../../apps/ledger/src/governance/mcp-servers-config.js';
 import { mcpServerBin } from '../support/governance-fixture.js';
 
 /**

@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from '
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { McpExecutor, mcpServersSchema } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
+import { mcpServersSchema } from '../../apps/ledger/src/governance/mcp-servers-config.js';
 import { freePort } from '../support/service-process.js';
 
 const require = createRequire(import.meta.url);

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { StartupError } from '../database/embedded-postgres.js';
 import { loadUpstreams } from '../gateway/upstreams-config.js';
 import { loadFirewallPolicy } from '../governance/firewall.js';
-import { loadMcpServers } from '../governance/mcp-executor.js';
+import { loadMcpServers } from '../governance/mcp-servers-config.js';
 import { loadLogSigningKey } from '../verifiable-log/log-signing-key.js';
 import type { LedgerConfig } from './ledger-config.js';
 import { eventStoreDb } from '../event-log/event-store-db.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { FirewallVerdict, Risk, ToolRef } from '#core';
 import { z } from 'zod';
 import { loadConfigFile } from '../config/config-file.js';
-import type { McpServersConfig } from './mcp-executor.js';
+import type { McpServersConfig } from './mcp-servers-config.js';
 
 /**
  * The firewall: deterministic rules from a policy file, no LLM. Tools are named

@@ -1,7 +1,8 @@
 import type { GuardianFailurePolicy } from '#core';
 import { DEFAULT_FIREWALL_POLICY, Firewall, loadFirewallPolicy, serverPlacements } from './firewall.js';
 import { Guardian } from './guardian.js';
-import { loadMcpServers, McpExecutor } from './mcp-executor.js';
+import { McpExecutor } from './mcp-executor.js';
+import { loadMcpServers } from './mcp-servers-config.js';
 import type { GovernanceConfig } from '../config/ledger-config.js';
 import { StartupError } from '../database/embedded-postgres.js';
 

@@ -2,30 +2,7 @@ import type { ToolRef } from '#core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { z } from 'zod';
-import { loadConfigFile } from '../config/config-file.js';
-
-/** The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url. */
-const stdioServer = z
-  .object({
-    command: z.string().min(1),
-    args: z.array(z.string()).default([]),
-    env: z.record(z.string(), z.string()).optional(),
-    cwd: z.string().optional(),
-  })
-  .passthrough();
-const httpServer = z
-  .object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() })
-  .passthrough();
-export const mcpServersSchema = z
-  .object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) })
-  .passthrough();
-export type McpServersConfig = z.infer<typeof mcpServersSchema>;
-
-/** Reads the file `LEDGER_MCP_SERVERS` names (JSON, as Claude Desktop writes it). */
-export function loadMcpServers(file: string): McpServersConfig {
-  return loadConfigFile('LEDGER_MCP_SERVERS', file, mcpServersSchema);
-}
+import type { HttpMcpServer, McpServersConfig, StdioMcpServer } from './mcp-servers-config.js';
 
 export interface McpTool {
   readonly name: string;
@@ -120,11 +97,11 @@ export class McpExecutor {
     const transport =
       'url' in entry && typeof entry.url === 'string'
         ? new StreamableHTTPClientTransport(new URL(entry.url), {
-            requestInit: { headers: (entry as z.infer<typeof httpServer>).headers },
+            requestInit: { headers: (entry as HttpMcpServer).headers },
           })
         : new StdioClientTransport({
-            ...(entry as z.infer<typeof stdioServer>),
-            env: { ...getDefaultEnvironment(), ...(entry as z.infer<typeof stdioServer>).env },
+            ...(entry as StdioMcpServer),
+            env: { ...getDefaultEnvironment(), ...(entry as StdioMcpServer).env },
             stderr: 'ignore',
           });
     await client.connect(transport, { timeout: this.options.callTimeoutMs });

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { loadConfigFile } from '../config/config-file.js';
+
+/** The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url. */
+const stdioServer = z
+  .object({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().optional(),
+  })
+  .passthrough();
+const httpServer = z
+  .object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() })
+  .passthrough();
+export const mcpServersSchema = z
+  .object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) })
+  .passthrough();
+export type McpServersConfig = z.infer<typeof mcpServersSchema>;
+export type StdioMcpServer = z.infer<typeof stdioServer>;
+export type HttpMcpServer = z.infer<typeof httpServer>;
+
+/** Reads the file `LEDGER_MCP_SERVERS` names (JSON, as Claude Desktop writes it). */
+export function loadMcpServers(file: string): McpServersConfig {
+  return loadConfigFile('LEDGER_MCP_SERVERS', file, mcpServersSchema);
+}
