@@ -38,5 +38,19 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  {
+    // The build compiles the tests in the same program (decision 0058), so Jest's globals are typed everywhere:
+    // the service, the libraries and the benches must not use them.
+    files: ['apps/**/*.ts', 'libs/**/*.ts', 'bench/**/*.ts'],
+    ignores: ['**/*.spec.ts', '**/testing/**'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['jest', 'expect', 'describe', 'it', 'test', 'beforeAll', 'beforeEach', 'afterAll', 'afterEach'].map(
+          (name) => ({ name, message: 'a Jest global, which exists only in tests' }),
+        ),
+      ],
+    },
+  },
   { files: ['**/*.js', '**/*.mjs'], extends: [tseslint.configs.disableTypeChecked] },
 );

@@ -3,7 +3,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import process from 'node:process';
 
-const tsc = ['node_modules/typescript/bin/tsc', '-b', 'tsconfig.build.json'];
+const tsc = ['node_modules/typescript/bin/tsc', '-b'];
 const first = spawnSync(process.execPath, tsc, { stdio: 'inherit' });
 if (first.status !== 0) process.exit(first.status ?? 1);
 

@@ -4,7 +4,7 @@
  * and claim checks without key lookup or claim mapping). Each token is distinct, signed ahead by
  * the test JWKS server over real HTTP; verification runs one token at a time. Not run in CI.
  *
- *   npx tsc -p tsconfig.build.json && node dist/bench/identity/jwt.js
+ *   npx tsc -b && node dist/bench/identity/jwt.js
  */
 import { importJWK, jwtVerify, type JWK } from 'jose';
 import { loadConfig, type OidcConfig } from '../../apps/ledger/src/config/ledger-config.js';
