@@ -25,6 +25,7 @@ export default {
   // end of a run: collections then stall it for seconds, and it exits too slowly for Jest ("failed to
   // exit gracefully"). Jest replaces a worker that holds more than this after a test file.
   workerIdleMemoryLimit: '1GB',
+  testSequencer: '<rootDir>/test/support/test-sequencer.mjs',
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   projects: [
