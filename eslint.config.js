@@ -3,6 +3,12 @@
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** What `@types/jest` declares globally (its top-level `declare`s). */
+const JEST_GLOBALS = [
+  ...['afterAll', 'afterEach', 'beforeAll', 'beforeEach', 'describe', 'expect', 'fail', 'fdescribe', 'fit', 'it'],
+  ...['jasmine', 'jest', 'pending', 'spyOn', 'test', 'xdescribe', 'xit', 'xtest'],
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', '.data/', 'apps/console/dist/', 'test/api/ledger-api.ts'] },
   eslint.configs.recommended,
@@ -40,15 +46,14 @@ export default tseslint.config(
   },
   {
     // The build compiles the tests in the same program (decision 0058), so Jest's globals are typed everywhere:
-    // the service, the libraries and the benches must not use them.
-    files: ['apps/**/*.ts', 'libs/**/*.ts', 'bench/**/*.ts'],
+    // the service, the libraries, the benches and the test helpers (some of which the benches import) must not
+    // use them. A helper for tests alone imports what it uses from `@jest/globals`.
+    files: ['apps/**/*.ts', 'libs/**/*.ts', 'bench/**/*.ts', 'test/support/**/*.ts'],
     ignores: ['**/*.spec.ts', '**/testing/**'],
     rules: {
       'no-restricted-globals': [
         'error',
-        ...['jest', 'expect', 'describe', 'it', 'test', 'beforeAll', 'beforeEach', 'afterAll', 'afterEach'].map(
-          (name) => ({ name, message: 'a Jest global, which exists only in tests' }),
-        ),
+        ...JEST_GLOBALS.map((name) => ({ name, message: 'a Jest global, which exists only in tests' })),
       ],
     },
   },

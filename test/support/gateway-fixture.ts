@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import OpenAI from 'openai';
 import { startLedger, type LedgerUnderTest } from './ledger-http.js';
 import { startProviderDouble, type ProviderDouble } from './provider-doubles/index.js';

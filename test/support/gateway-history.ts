@@ -1,4 +1,5 @@
 import { canonicalJson } from '#core';
+import { expect } from '@jest/globals';
 import { eventually } from './gateway-fixture.js';
 import type { LedgerUnderTest } from './ledger-http.js';
 

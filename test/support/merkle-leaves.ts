@@ -1,4 +1,5 @@
 import type { EventLog, RecordedEvent } from '#event-log';
+import { expect } from '@jest/globals';
 import type pg from 'pg';
 import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
 import type { LedgerUnderTest } from './ledger-http.js';

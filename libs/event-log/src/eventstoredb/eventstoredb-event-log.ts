@@ -220,12 +220,14 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     // streams through event by event, and what follows a full page is let pass, not kept (cancelling
     // the call mid-page made grpc-js close the connection's other calls): a page holds no more than
     // the bound and one event, whatever the server sends. So each request asks for what the page has
-    // room for, by count and by the mean size seen, and for twice the last when filtered-out events
-    // left the page short.
+    // room for, by count and by the mean size kept, times the events this read went through for each
+    // it kept (a filter passes over the rest), and for at least twice the last ask when that fell short.
     let asked = 0;
+    let passed = 0;
     for (;;) {
       const room = Math.min(limit - events.length, Math.ceil((readPageBytes - bytes) / (meanEventBytes || 1)));
-      asked = Math.min(readPageSize, Math.max(room, asked * 2)) + (fromStart ? 0 : 1);
+      const perKept = Math.max(1, passed / Math.max(events.length, 1));
+      asked = Math.min(readPageSize, Math.max(Math.ceil(room * perKept), asked * 2)) + (fromStart ? 0 : 1);
       let read = 0;
       let full = false;
       for await (const resolved of client.readAll({
@@ -239,6 +241,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         if (!fromStart && position <= checkpoint) continue;
         fromStart = false;
         checkpoint = position;
+        passed += 1;
         if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
         events.push(toRecordedEvent(record));
         const eventBytes = jsonBytes(record.data);
