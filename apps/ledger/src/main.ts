@@ -6,7 +6,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   // Every file the configuration names is read before anything starts: a bad one leaves nothing running.
   await checkConfigurationFiles(config, process.env);
-  // The service's modules (most of a start-up) load only once the configuration is known to be good.
+  // The application's modules (most of a start-up) load only once the configuration is known to be good.
   const { serve } = await import('./serve.js');
   await serve(config);
 }
