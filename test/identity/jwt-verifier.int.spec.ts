@@ -1,9 +1,6 @@
 import { loadConfig, type OidcConfig } from '../../apps/ledger/src/config/ledger-config.js';
-import {
-  createJwtVerifier,
-  IdentityProviderUnavailableError,
-  type JwtVerifier,
-} from '../../apps/ledger/src/identity/jwt-verifier.js';
+import { createJwtVerifier, type JwtVerifier } from '../../apps/ledger/src/identity/jwt-verifier.js';
+import { IdentityProviderUnavailableError } from '../../apps/ledger/src/identity/identity-provider-error.js';
 import { AuthenticationError, type AuthenticationFailure } from '../../apps/ledger/src/identity/principal.js';
 import { startJwksServer, type JwksServer } from '../support/jwks-server.js';
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { EventLog } from '#event-log';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { eventually, startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { authorization } from '../support/test-credentials.js';

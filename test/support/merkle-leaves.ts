@@ -1,7 +1,7 @@
 import type { EventLog, RecordedEvent } from '#event-log';
 import { expect } from '@jest/globals';
 import type pg from 'pg';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import type { LedgerUnderTest } from './ledger-http.js';
 import { eventually } from './probe.js';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { BundleError, ed25519PrivateKey, openCheckpoint, parseVerifierKey, signCheckpoint, signNote } from '#core';
 import type { EventLog } from '#event-log';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { verifySessionBundle } from '../../apps/ledger/src/verifiable-log/offline-verifier.js';
 import {
   governanceFixture,

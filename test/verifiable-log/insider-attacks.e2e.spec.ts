@@ -9,7 +9,7 @@ import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/l
 import { loadTree } from '../../apps/ledger/src/verifiable-log/merkle-log.consumer.js';
 import { LogForkError } from '../../apps/ledger/src/verifiable-log/log-fork-error.js';
 import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';

@@ -12,7 +12,7 @@ import {
 } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import pg from 'pg';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { naiveRoot } from '../../libs/core/src/testing/naive-merkle.js';
 import { startEventStoreDouble, type EventStoreDouble } from '../support/eventstoredb-double/eventstoredb-double.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { openCheckpoint, parseVerifierKey, signCheckpoint, verifierKeyOf, type NoteSigner } from '#core';
 import type { EventLog } from '#event-log';
 import pg from 'pg';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { VerifiableLog } from '../../apps/ledger/src/verifiable-log/verifiable-log.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';

@@ -5,7 +5,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { EventLog } from '#event-log';
 import pg from 'pg';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { leavesAdded, recordedWithLeaves, SIGNING_LOCK_KEY } from '../support/merkle-leaves.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { EventLog, RecordedEvent } from '#event-log';
 import pg from 'pg';
-import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log.module.js';
+import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import {
   governanceFixture,
   requestTool,

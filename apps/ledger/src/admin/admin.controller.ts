@@ -2,8 +2,8 @@ import { Controller, HttpCode, Inject, Post, Query } from '@nestjs/common';
 import type { EventLog } from '#event-log';
 import type pg from 'pg';
 import { z } from 'zod';
-import { PG_POOL } from '../database/database.module.js';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { PG_POOL } from '../database/pg-pool-token.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { READ_MODEL_NAMES, rebuildReadModels } from '../projections/read-model-projections.js';
 
 export const rebuildQuery = z

@@ -1,6 +1,6 @@
 import { Inject, Module, type OnApplicationBootstrap } from '@nestjs/common';
 import type pg from 'pg';
-import { PG_POOL } from '../database/database.module.js';
+import { PG_POOL } from '../database/pg-pool-token.js';
 import { dropLeftoverScratchSchemas } from '../projections/rebuild.js';
 import { AdminController } from './admin.controller.js';
 

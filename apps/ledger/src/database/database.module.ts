@@ -1,8 +1,7 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
 import pg from 'pg';
-
-export const PG_POOL = Symbol('PG_POOL');
+import { PG_POOL } from './pg-pool-token.js';
 
 /** A plain pg pool for the parts that write in batches themselves (projections); TypeORM serves the queries. */
 @Global()

@@ -4,9 +4,8 @@ import { Logger } from 'nestjs-pino';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { withSharedLogFeed } from './shared-log-feed.js';
+import { EVENT_LOG } from './event-log-token.js';
 import { eventStoreDb } from './event-store-db.js';
-
-export const EVENT_LOG = Symbol('EVENT_LOG');
 
 /** Binds the event-log port to its adapter at the edge; everything else injects `EVENT_LOG`. */
 @Global()

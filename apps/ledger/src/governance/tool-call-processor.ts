@@ -12,7 +12,7 @@ import {
 } from '#core';
 import type { AppendResult, EventLog, StreamAppend } from '#event-log';
 import { Logger } from 'nestjs-pino';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
 import type { CommandOutcome } from '../sessions/session-repository.js';

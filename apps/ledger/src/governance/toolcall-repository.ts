@@ -20,7 +20,7 @@ import {
   type StreamAppend,
   type StreamState,
 } from '#event-log';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 
 /** A tool call as its tenant sees it: the stream name carries the tenant, so another tenant's call does not exist. */
 export interface ToolCallRef {

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { EventLog } from '#event-log';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 
 /** A writer holding the append lock longer than this stalls every subscriber: report the log as down. */
 const STALL_LIMIT_MS = 30_000;

@@ -3,10 +3,10 @@ import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@ne
 import { NO_STREAM, type EventLog } from '#event-log';
 import { nameUuid, tenantStreamId } from '#core';
 import type pg from 'pg';
-import { PG_POOL } from '../database/database.module.js';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { PG_POOL } from '../database/pg-pool-token.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError } from '../http/api-error.js';
-import { IdentityProviderUnavailableError } from './jwt-verifier.js';
+import { IdentityProviderUnavailableError } from './identity-provider-error.js';
 import { KeyChangeListener } from './key-change-listener.js';
 import { AuthenticationError, ROLES, type Principal, type Role } from './principal.js';
 

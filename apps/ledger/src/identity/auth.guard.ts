@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../http/api-error.js';
 import { Authenticator } from './authenticator.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
-import { IdentityProviderUnavailableError } from './jwt-verifier.js';
+import { IdentityProviderUnavailableError } from './identity-provider-error.js';
 import { OPERATOR_ROUTES, PERMISSIONS } from './permissions.js';
 import { AuthenticationError, DEFAULT_TENANT, type Principal } from './principal.js';
 

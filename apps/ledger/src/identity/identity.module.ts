@@ -3,7 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
 import type pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
-import { PG_POOL } from '../database/database.module.js';
+import { PG_POOL } from '../database/pg-pool-token.js';
 import { ApiKeyStore } from './api-key-store.js';
 import { AuthGuard } from './auth.guard.js';
 import { Authenticator, JWT_VERIFIER } from './authenticator.js';

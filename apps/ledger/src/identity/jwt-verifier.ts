@@ -6,6 +6,7 @@ import {
   type JWTVerifyGetKey,
   type RemoteJWKSetOptions,
 } from 'jose';
+import { IdentityProviderUnavailableError } from './identity-provider-error.js';
 import type { OidcConfig } from '../config/ledger-config.js';
 import {
   AuthenticationError,
@@ -24,14 +25,6 @@ const ACCEPTED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512
 const FETCH_TIMEOUT_MS = 5_000;
 /** OpenID Connect Core §2: at most 255 ASCII characters; control characters would garble the recorded actor. */
 const SUBJECT = /^[^\p{Cc}]{1,255}$/u;
-
-/**
- * The provider's discovery document or key set could not be fetched or made no sense. Not the
- * client's fault, so not an AuthenticationError: the guard answers 503 and logs the message.
- */
-export class IdentityProviderUnavailableError extends Error {
-  override readonly name = 'IdentityProviderUnavailableError';
-}
 
 export interface JwtVerifier {
   /** The principal a bearer JWT names; throws AuthenticationError or IdentityProviderUnavailableError. */

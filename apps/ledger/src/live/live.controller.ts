@@ -3,7 +3,7 @@ import type { EventLog } from '#event-log';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError, RetryLater } from '../http/api-error.js';
 import { refuseBeyondHead } from '../http/log-positions.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';

@@ -1,7 +1,7 @@
 import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import type { EventLog } from '#event-log';
 import { Logger } from 'nestjs-pino';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { LiveHub } from './live-hub.js';
 import { LiveController } from './live.controller.js';
 

@@ -2,7 +2,7 @@ import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { mayWrite, SessionError, type SessionCommand } from '#core';
 import type { EventLogReader, StreamAppend } from '#event-log';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { refuseBeyondHead } from '../http/log-positions.js';
 import { SessionRepository, type CommandOutcome, type SessionAuthor, type SessionRef } from './session-repository.js';
 

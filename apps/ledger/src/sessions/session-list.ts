@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { SessionStatus } from '#core';
 import type { EventLogReader } from '#event-log';
 import { DataSource } from 'typeorm';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError } from '../http/api-error.js';
 import { reachReadModels } from '../http/log-positions.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';

@@ -24,7 +24,7 @@ import {
   type EventLog,
   type StreamAppend,
 } from '#event-log';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import type { Principal } from '../identity/principal.js';
 import { foldSessionEvents, sessionAt } from './session-fold.js';
 

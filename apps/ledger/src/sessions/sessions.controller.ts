@@ -11,7 +11,7 @@ import {
 } from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { ApiError } from '../http/api-error.js';

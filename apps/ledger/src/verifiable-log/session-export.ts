@@ -9,7 +9,7 @@ import {
   type BundleManifest,
 } from '#core';
 import { ANY, type EventLog } from '#event-log';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError } from '../http/api-error.js';
 import type { Principal } from '../identity/principal.js';
 import { chainedEvent } from './chained-event.js';

@@ -14,8 +14,8 @@ import {
 } from '#core';
 import type { EventLog, RecordedEvent } from '#event-log';
 import type pg from 'pg';
-import { PG_POOL } from '../database/database.module.js';
-import { EVENT_LOG } from '../event-log/event-log.module.js';
+import { PG_POOL } from '../database/pg-pool-token.js';
+import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError } from '../http/api-error.js';
 import { streamPagesUpTo } from '../sessions/session-fold.js';
 import { chainedEvent } from './chained-event.js';
