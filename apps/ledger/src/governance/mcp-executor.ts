@@ -1,8 +1,17 @@
 import type { ToolRef } from '#core';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { HttpMcpServer, McpServersConfig, StdioMcpServer } from './mcp-servers-config.js';
+
+/**
+ * The SDK's client and its two transports, imported one after another: Jest's module loader fails concurrent
+ * imports that share a dependency ("request for 'zod/v4' is not in cache").
+ */
+async function loadSdk() {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { getDefaultEnvironment, StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  return { Client, getDefaultEnvironment, StdioClientTransport, StreamableHTTPClientTransport };
+}
 
 export interface McpTool {
   readonly name: string;
@@ -31,11 +40,18 @@ export interface McpExecutorOptions {
 export class McpExecutor {
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly toolLists = new Map<string, { readonly at: number; readonly tools: readonly McpTool[] }>();
+  /**
+   * Imported as the executor is built, which happens only when MCP servers are configured: the SDK takes about
+   * 0.15 s of a start-up. A failed import fails each connection, not the process.
+   */
+  private readonly sdk = loadSdk();
 
   constructor(
     private readonly config: McpServersConfig,
     private readonly options: McpExecutorOptions,
-  ) {}
+  ) {
+    this.sdk.catch(() => undefined);
+  }
 
   /** Whether the ledger is configured to execute tools of this server. */
   serves(server: string): boolean {
@@ -93,6 +109,7 @@ export class McpExecutor {
   private async connect(server: string): Promise<Client> {
     const entry = this.config.mcpServers[server];
     if (!entry) throw new Error(`no MCP server named ${server} is configured`);
+    const { Client, getDefaultEnvironment, StdioClientTransport, StreamableHTTPClientTransport } = await this.sdk;
     const client = new Client({ name: 'block-ledger', version: '0.1.0' });
     const transport =
       'url' in entry && typeof entry.url === 'string'
