@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -79,5 +79,26 @@ describe('MCP execution against the official reference servers', () => {
     await expect(executor.call({ server: 'nowhere', name: 'x' }, {})).rejects.toThrow(/no MCP server named nowhere/);
     expect(executor.serves('filesystem')).toBe(true);
     expect(executor.serves('nowhere')).toBe(false);
+  });
+});
+
+describe('a closed MCP executor', () => {
+  it('connects to no server again: a call after close is refused, and no server process is started for it', async () => {
+    const folder = realpathSync(mkdtempSync(path.join(tmpdir(), 'mcp-closed-')));
+    const started = path.join(folder, 'started');
+    // A "server" that only leaves a mark that it was started: the executor must not start it.
+    const marker = `require('node:fs').writeFileSync(${JSON.stringify(started)}, 'x')`;
+    const executor = new McpExecutor(
+      mcpServersSchema.parse({ mcpServers: { marker: { command: process.execPath, args: ['-e', marker] } } }),
+      { callTimeoutMs: 2_000, toolListTtlMs: 60_000 },
+    );
+    try {
+      await executor.loaded();
+      await executor.close();
+      await expect(executor.tools('marker')).rejects.toThrow('the MCP executor is closed');
+      expect(existsSync(started)).toBe(false);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

@@ -153,6 +153,23 @@ describe('the service stops on a configuration error with one line', () => {
       expect(output).toBe(`block-ledger: DATABASE_URL: PostgreSQL at ${url.host} refused the password (28P01)\n`);
     });
 
+    it('an MCP client that cannot be loaded, once the servers file is read: the service does not start', async () => {
+      // A resolve hook, as a broken install would, makes the SDK's stdio transport unimportable.
+      const hook = `export async function resolve(specifier, context, next) {
+        if (specifier === '@modelcontextprotocol/sdk/client/stdio.js') throw new Error('no stdio transport here');
+        return next(specifier, context);
+      }`;
+      const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`;
+      const output = await failedStart({
+        DATABASE_URL: database.connectionString,
+        LEDGER_MCP_SERVERS: file('servers.json', '{"mcpServers": {"fs": {"command": "node"}}}'),
+        NODE_OPTIONS: `--import ${JSON.stringify(`data:text/javascript,${encodeURIComponent(register)}`)}`,
+      });
+      expect(output.trimEnd().split('\n').at(-1)).toBe(
+        'block-ledger: LEDGER_MCP_SERVERS: the MCP client could not be loaded (no stdio transport here)',
+      );
+    });
+
     it('waits for a DATABASE_URL that comes up while it retries', async () => {
       const port = await freePort();
       const target = new URL(database.connectionString);

@@ -4,6 +4,7 @@ import type { EventLog } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import type pg from 'pg';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
+import { StartupError } from '../database/embedded-postgres.js';
 import { PG_POOL } from '../database/pg-pool-token.js';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ProjectionRunner } from '../projections/projection-runner.js';
@@ -75,6 +76,9 @@ export class GovernanceModule implements OnApplicationBootstrap, BeforeApplicati
   async onApplicationBootstrap(): Promise<void> {
     this.toolCallsRunner.start();
     if (!this.parts.executor) return;
+    await this.parts.executor.loaded().catch((error: Error) => {
+      throw new StartupError(`LEDGER_MCP_SERVERS: the MCP client could not be loaded (${error.message})`);
+    });
     // Governance applies from when it was first enabled: tool calls already in the log are history, not requests.
     // Awaited before the service listens, so no chunk posted after startup can fall before the checkpoint.
     await this.sagaRunner.createCheckpointAt(await this.eventLog.headPosition());

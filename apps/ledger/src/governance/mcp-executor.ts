@@ -3,10 +3,14 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { HttpMcpServer, McpServersConfig, StdioMcpServer } from './mcp-servers-config.js';
 
 /**
- * The SDK's client and its two transports, imported one after another: Jest's module loader fails concurrent
- * imports that share a dependency ("request for 'zod/v4' is not in cache").
+ * The SDK's client and its two transports, imported once per process by the first executor built (there is one
+ * only when MCP servers are configured: the SDK takes about 0.15 s of a start-up). One after another: Jest's module
+ * loader fails concurrent imports that share a dependency ("request for 'zod/v4' is not in cache").
  */
-async function loadSdk() {
+let sdk: ReturnType<typeof importSdk> | undefined;
+const mcpSdk = () => (sdk ??= importSdk());
+
+async function importSdk() {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { getDefaultEnvironment, StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
@@ -40,17 +44,21 @@ export interface McpExecutorOptions {
 export class McpExecutor {
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly toolLists = new Map<string, { readonly at: number; readonly tools: readonly McpTool[] }>();
-  /**
-   * Imported as the executor is built, which happens only when MCP servers are configured: the SDK takes about
-   * 0.15 s of a start-up. A failed import fails each connection, not the process.
-   */
-  private readonly sdk = loadSdk();
+  private readonly sdk = mcpSdk();
+  /** Once closed, no call connects again (a stdio server is a child process nobody would close). */
+  private closed = false;
 
   constructor(
     private readonly config: McpServersConfig,
     private readonly options: McpExecutorOptions,
   ) {
+    // Awaited by `loaded()` at start-up, and by each connection.
     this.sdk.catch(() => undefined);
+  }
+
+  /** Resolves once the SDK is imported; a failed import rejects, and the service does not start. */
+  async loaded(): Promise<void> {
+    await this.sdk;
   }
 
   /** Whether the ledger is configured to execute tools of this server. */
@@ -85,6 +93,7 @@ export class McpExecutor {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const clients = [...this.clients.values()];
     this.clients.clear();
     await Promise.all(clients.map(async (client) => (await client.catch(() => undefined))?.close()));
@@ -110,6 +119,7 @@ export class McpExecutor {
     const entry = this.config.mcpServers[server];
     if (!entry) throw new Error(`no MCP server named ${server} is configured`);
     const { Client, getDefaultEnvironment, StdioClientTransport, StreamableHTTPClientTransport } = await this.sdk;
+    if (this.closed) throw new Error('the MCP executor is closed');
     const client = new Client({ name: 'block-ledger', version: '0.1.0' });
     const transport =
       'url' in entry && typeof entry.url === 'string'
