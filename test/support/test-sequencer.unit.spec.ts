@@ -1,0 +1,57 @@
+import CostliestFirstSequencer, { type SequencedTest as Test } from './test-sequencer.mjs';
+
+/** A test file of `bytes` in a context that keeps no timings on disk (as a fresh clone has none). */
+function testFile(path: string, bytes: number): Test {
+  return { path, context: { config: { cache: false }, hasteFS: { getSize: () => bytes } } };
+}
+
+const FILES = [
+  testFile('a.unit.spec.ts', 9_000),
+  testFile('b.int.spec.ts', 1_000),
+  testFile('c.e2e.spec.ts', 500),
+  testFile('d.unit.spec.ts', 200),
+  testFile('e.e2e.spec.ts', 4_000),
+  testFile('f.int.spec.ts', 7_000),
+];
+
+const paths = (tests: readonly Test[]) => tests.map((test) => test.path);
+
+describe("the suite's test sequencer", () => {
+  it('runs files with no timings end-to-end first, then integration, then unit, each largest first, every file once', () => {
+    const sorted = new CostliestFirstSequencer({}).sort([...FILES]);
+    expect(paths(sorted)).toEqual([
+      'e.e2e.spec.ts',
+      'c.e2e.spec.ts',
+      'f.int.spec.ts',
+      'b.int.spec.ts',
+      'a.unit.spec.ts',
+      'd.unit.spec.ts',
+    ]);
+  });
+
+  it("keeps Jest's order for files it has timings for: failed first, the rest longest first, every file once", () => {
+    // A last run's record: one file failed, two took long, the others are new.
+    const history: Record<string, { failed: boolean; duration: number }> = {
+      'd.unit.spec.ts': { failed: true, duration: 1 },
+      'a.unit.spec.ts': { failed: false, duration: 40 },
+      'c.e2e.spec.ts': { failed: false, duration: 90 },
+    };
+    class WithHistory extends CostliestFirstSequencer {
+      override time(test: Test) {
+        return history[test.path]?.duration;
+      }
+      override hasFailed(test: Test) {
+        return history[test.path]?.failed === true;
+      }
+    }
+    const sorted = new WithHistory({}).sort([...FILES]);
+    expect(paths(sorted)).toEqual([
+      'd.unit.spec.ts',
+      'e.e2e.spec.ts',
+      'f.int.spec.ts',
+      'b.int.spec.ts',
+      'c.e2e.spec.ts',
+      'a.unit.spec.ts',
+    ]);
+  });
+});
