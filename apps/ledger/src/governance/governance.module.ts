@@ -74,11 +74,12 @@ export class GovernanceModule implements OnApplicationBootstrap, BeforeApplicati
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    this.toolCallsRunner.start();
-    if (!this.parts.executor) return;
-    await this.parts.executor.loaded().catch((error: Error) => {
+    // Refused before anything starts.
+    await this.parts.executor?.loaded().catch((error: Error) => {
       throw new StartupError(`LEDGER_MCP_SERVERS: the MCP client could not be loaded (${error.message})`);
     });
+    this.toolCallsRunner.start();
+    if (!this.parts.executor) return;
     // Governance applies from when it was first enabled: tool calls already in the log are history, not requests.
     // Awaited before the service listens, so no chunk posted after startup can fall before the checkpoint.
     await this.sagaRunner.createCheckpointAt(await this.eventLog.headPosition());
