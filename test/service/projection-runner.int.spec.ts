@@ -85,6 +85,7 @@ describe('projection runner', () => {
       poolSize?: number;
       idleCheckpointMs?: number;
       batchIntervalMs?: number;
+      retryDelayMs?: number;
       onError?: (error: Error) => void;
       /** Hears the text of each query the runner sends, on any of its connections. */
       onQuery?: (text: string) => void;
@@ -379,6 +380,25 @@ describe('projection runner', () => {
     await runner.stop();
     expect(errors[0].message).toContain(`projection statement runner-rows-${name}: it must start with WITH and`);
     expect(await rows(name)).toEqual([]);
+  });
+
+  it('stops at once while it waits: a follower between its tries for the lead, a leader between batches (the first not held back)', async () => {
+    start(definition('stopping'));
+    const led = await eventLog.append('kept-stopping-1', [event()], NO_STREAM);
+    await eventually(async () => (await stored('stopping')) === led.position, 'the leader has run a batch');
+    const queries: string[] = [];
+    const follower = start(definition('stopping'), { retryDelayMs: 600_000, onQuery: (text) => queries.push(text) });
+    await eventually(
+      () => Promise.resolve(queries.some((text) => text.includes('pg_try_advisory_lock'))),
+      'the follower has tried for the lead',
+    );
+    const paced = start(definition('paced'), { batchIntervalMs: 600_000 });
+    const first = await eventLog.append('kept-paced-1', [event()], NO_STREAM);
+    expect(await paced.waitForPosition(first.position, 10_000)).toBe(true);
+
+    const stopped = Promise.all([follower.stop(), paced.stop()]).then(() => 'stopped');
+    const waiting = new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting'));
+    expect(await Promise.race([stopped, waiting])).toBe('stopped');
   });
 
   it('with a batch interval, batches are at least that far apart and every event is handled once', async () => {

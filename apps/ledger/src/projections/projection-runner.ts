@@ -1,6 +1,7 @@
 import type { EventLog, RecordedEvent, Subscription } from '#event-log';
 import pg, { type Pool, type PoolClient, type QueryConfig } from 'pg';
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { inTransaction, whileHolding } from '../database/transaction.js';
 import type { BatchStatement, ProjectionDefinition } from './projection.js';
 
@@ -54,6 +55,8 @@ const IDLE_CHECKPOINT_MS = 100;
 export class ProjectionRunner {
   private applied = -1n;
   private stopped = false;
+  /** Aborted by stop(): a wait between tries or batches ends at once, so a shutdown does not sit out a follower's retry. */
+  private readonly stopping = new AbortController();
   private subscription: Subscription | undefined;
   private loop: Promise<void> | undefined;
   private readonly waiters = new Set<() => void>();
@@ -71,6 +74,7 @@ export class ProjectionRunner {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     this.wakeWaiters();
     await this.subscription?.close();
     await this.loop;
@@ -180,14 +184,14 @@ export class ProjectionRunner {
     const idleCheckpointMs = this.options.idleCheckpointMs ?? IDLE_CHECKPOINT_MS;
     const { batchIntervalMs = 0 } = this.options;
     const writesFor = this.definition.writesFor ?? (() => true);
-    let lastBatchAt = 0;
+    let lastBatchAt = -Infinity;
     // When the checkpoint first moved past the stored one without being stored: steady traffic of
     // other events must not put the store off for ever.
     let unstoredSince = 0;
     try {
       for (;;) {
         const wait = lastBatchAt + batchIntervalMs - performance.now();
-        if (wait > 0 && !this.stopped) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (wait > 0) await this.idle(wait);
         const next = batches.next();
         let result =
           reached > stored ? await within(next, unstoredSince + idleCheckpointMs - performance.now()) : await next;
@@ -283,7 +287,12 @@ export class ProjectionRunner {
 
   private async pause(error?: Error): Promise<void> {
     if (error && !this.stopped) this.options.onError?.(error);
-    if (!this.stopped) await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs ?? 1_000));
+    await this.idle(this.options.retryDelayMs ?? 1_000);
+  }
+
+  /** Waits `ms`, or until stop(). */
+  private idle(ms: number): Promise<void> {
+    return sleep(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
   }
 }
 
