@@ -11,6 +11,19 @@ export interface TestDatabase {
 type Migration = (typeof migrations)[number];
 
 /**
+ * The database every suite's is a copy of, migrated once per run by global-setup: copying it takes 40–60 ms,
+ * migrating an empty database 250–320.
+ */
+const TEMPLATE = 'ledger_test_template';
+
+/** Run once by global-setup, before any suite: the template, migrated, then closed to connections (a copy needs none). */
+export async function createTemplateDatabase(serverUrl: string): Promise<void> {
+  await withClient(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${TEMPLATE}`)));
+  await runMigrations(databaseUrl(serverUrl, TEMPLATE));
+  await withClient(serverUrl, (admin) => admin.query(`ALTER DATABASE ${TEMPLATE} WITH ALLOW_CONNECTIONS false`));
+}
+
+/**
  * A fresh, migrated database in the run's embedded PostgreSQL, so suites never see each other's events.
  * With `before`, it is migrated only up to that migration, as an older ledger left it.
  */
@@ -19,15 +32,17 @@ export async function createTestDatabase(options: { before?: Migration } = {}): 
   if (!serverUrl)
     throw new Error('LEDGER_TEST_DATABASE_URL is not set: run the tests through jest (global-setup starts PostgreSQL)');
   const name = `test_${randomUUID().replaceAll('-', '')}`;
-  await withClient(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${name}`)));
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const connectionString = url.toString();
-  if (options.before)
+  const connectionString = databaseUrl(serverUrl, name);
+  if (options.before) {
+    await withClient(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${name}`)));
     await withMigrations(connectionString, migrations.slice(0, migrations.indexOf(options.before)), (dataSource) =>
       dataSource.runMigrations(),
     );
-  else await runMigrations(connectionString);
+  } else
+    await withClient(
+      serverUrl,
+      async (admin) => void (await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`)),
+    );
   return {
     connectionString,
     drop: () => withClient(serverUrl, (admin) => dropDatabase(admin, name)),
@@ -45,6 +60,12 @@ export async function dropDatabase(admin: pg.Client, name: string): Promise<void
     (await admin.query('SELECT 1 FROM pg_stat_activity WHERE datname = $1', [name])).rowCount !== 0;
   while (Date.now() < deadline && (await connected())) await new Promise((resolve) => setTimeout(resolve, 20));
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+function databaseUrl(serverUrl: string, name: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 /** A client on `connectionString` for `work`, ended afterwards. */
