@@ -12,8 +12,10 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
  * connections. Each time the instance holds exactly one share again, and none once released.
  */
 const KEY = 7318201018;
-/** Watched after the share is taken again, about three of the lock's retries (1 s): a second share would show. */
-const SECOND_SHARE_WINDOW_MS = 3_000;
+/** A fifth of the service's: each fault lasts as many of the lock's checks and retries, in a fifth of the time. */
+const TIMING = { answerMs: 1_000, retryMs: 200 };
+/** Watched after the share is taken again, about three of the lock's retries: a second share would show. */
+const SECOND_SHARE_WINDOW_MS = 3 * TIMING.retryMs;
 /** How soon after a release the share is gone (the server ends the backend at once). */
 const RELEASED_WITHIN_MS = 500;
 const LOCKS = `SELECT a.pid, a.client_port, l.granted FROM pg_locks l JOIN pg_stat_activity a USING (pid)
@@ -70,7 +72,7 @@ describe('the instance lock through network faults', () => {
     eventually('no share left', async () => ((await locks()).length === 0 ? true : undefined), RELEASED_WITHIN_MS);
 
   it('is released at shutdown even when its connection was just cut half-open', async () => {
-    const lock = new InstanceLock(proxied, events);
+    const lock = new InstanceLock(proxied, events, TIMING);
     await lock.take();
     const [held] = await locks();
     proxy.cut(held.client_port);
@@ -78,12 +80,12 @@ describe('the instance lock through network faults', () => {
   }, 20_000);
 
   it('is taken again once a server that stopped answering answers, and then released', async () => {
-    const lock = new InstanceLock(proxied, events);
+    const lock = new InstanceLock(proxied, events, TIMING);
     await lock.take();
     const [held] = await locks();
     proxy.mode = 'mute';
     await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
-    await sleep(8_000);
+    await sleep(8 * TIMING.retryMs);
     proxy.mode = 'forward';
     proxy.endMuted();
     await shareTaken();
@@ -92,7 +94,7 @@ describe('the instance lock through network faults', () => {
   }, 30_000);
 
   it('waits for a repair holding the lock without queueing a backend, says so once, and takes the share after', async () => {
-    const lock = new InstanceLock(database.connectionString, events);
+    const lock = new InstanceLock(database.connectionString, events, TIMING);
     await lock.take();
     const [held] = await locks();
     const repair = new pg.Client({ connectionString: database.connectionString });
@@ -100,7 +102,7 @@ describe('the instance lock through network faults', () => {
     try {
       await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
       await repair.query('SELECT pg_advisory_lock($1)', [KEY]);
-      await sleep(8_000);
+      await sleep(8 * TIMING.retryMs);
       expect(await locks()).toEqual([]);
       expect(waits).toBe(1);
       await repair.query('SELECT pg_advisory_unlock($1)', [KEY]);
@@ -113,12 +115,12 @@ describe('the instance lock through network faults', () => {
   }, 30_000);
 
   it('is taken again after the server refused connections for a while: one share, none after release', async () => {
-    const lock = new InstanceLock(proxied, events);
+    const lock = new InstanceLock(proxied, events, TIMING);
     await lock.take();
     const [held] = await locks();
     proxy.mode = 'refuse';
     await db.query('SELECT pg_terminate_backend($1)', [held.pid]);
-    await sleep(4_000);
+    await sleep(4 * TIMING.retryMs);
     proxy.mode = 'forward';
     await shareTaken();
     expect(await locks()).toHaveLength(1);

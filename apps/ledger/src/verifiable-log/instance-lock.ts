@@ -5,10 +5,14 @@ import { ProjectionRunningError, within } from '../projections/projection-runner
 
 /** Held shared by every running instance; `cli.js log-repair` takes it alone (decision 0051). */
 const INSTANCE_LOCK_KEY = 7_318_201_018;
-/** How long the lock's connection may take to answer, and how often a held one is checked. */
-const ANSWER_MS = 5_000;
-/** Between two tries for the share, and before a lost one is taken again. */
-const RETRY_MS = 1_000;
+export interface InstanceLockTiming {
+  /** How long the lock's connection may take to answer, and how often a held one is checked. */
+  readonly answerMs: number;
+  /** Between two tries for the share, and before a lost one is taken again. */
+  readonly retryMs: number;
+}
+
+const SERVICE_TIMING: InstanceLockTiming = { answerMs: 5_000, retryMs: 1_000 };
 
 /** What the instance lock tells the service's log. */
 export interface InstanceLockEvents {
@@ -21,7 +25,7 @@ export interface InstanceLockEvents {
  * This instance's share of the instance lock, on a connection of its own for the instance's lifetime. While any
  * instance runs, a repair is refused, and an instance starting while a repair runs waits for it. The share is
  * tried for, not queued for, so a wait holds no backend in a lock queue. A held connection is checked every
- * ANSWER_MS (a half-open one frees the share on the server's side unseen); a lost one is discarded and the share
+ * `answerMs` (a half-open one frees the share on the server's side unseen); a lost one is discarded and the share
  * taken again on a new connection, by one loop at a time. Connections are discarded by destroying their socket:
  * an end waits for the server's goodbye, which a lost connection never sends.
  */
@@ -36,6 +40,7 @@ export class InstanceLock {
   constructor(
     private readonly connectionString: string | undefined,
     private readonly events: InstanceLockEvents,
+    private readonly timing: InstanceLockTiming = SERVICE_TIMING,
   ) {}
 
   /** Takes the share, waiting while a repair holds the lock. */
@@ -43,8 +48,8 @@ export class InstanceLock {
     const client = new pg.Client({
       connectionString: this.connectionString,
       keepAlive: true,
-      keepAliveInitialDelayMillis: ANSWER_MS,
-      connectionTimeoutMillis: ANSWER_MS,
+      keepAliveInitialDelayMillis: this.timing.answerMs,
+      connectionTimeoutMillis: this.timing.answerMs,
     });
     client.on('error', (error) => this.lost(client, error));
     this.attempt = client;
@@ -52,7 +57,7 @@ export class InstanceLock {
       await client.connect();
       for (let tries = 0; !(await this.triedForShare(client)); tries += 1) {
         if (tries === 0) this.events.waiting();
-        await sleep(RETRY_MS);
+        await sleep(this.timing.retryMs);
       }
     } catch (error) {
       discard(client);
@@ -62,7 +67,7 @@ export class InstanceLock {
     }
     if (this.released) return discard(client);
     this.held = client;
-    this.check ??= setInterval(() => void this.checked(), ANSWER_MS).unref();
+    this.check ??= setInterval(() => void this.checked(), this.timing.answerMs).unref();
   }
 
   private async triedForShare(client: pg.Client): Promise<boolean> {
@@ -70,12 +75,12 @@ export class InstanceLock {
     const tried = client.query<{ held: boolean }>('SELECT pg_try_advisory_lock_shared($1) AS held', [
       INSTANCE_LOCK_KEY,
     ]);
-    const answer = await within(tried, ANSWER_MS);
-    if (!answer) throw new Error(`the database did not answer in ${ANSWER_MS} ms`);
+    const answer = await within(tried, this.timing.answerMs);
+    if (!answer) throw new Error(`the database did not answer in ${this.timing.answerMs} ms`);
     return answer.rows[0].held;
   }
 
-  /** The held connection answers within ANSWER_MS, or it is lost. */
+  /** The held connection answers within `answerMs`, or it is lost. */
   private async checked(): Promise<void> {
     const client = this.held;
     if (!client || this.checking) return;
@@ -83,9 +88,10 @@ export class InstanceLock {
     try {
       const answered = await within(
         client.query('SELECT 1').then(() => true),
-        ANSWER_MS,
+        this.timing.answerMs,
       );
-      if (!answered) this.lost(client, new Error(`the instance lock's connection did not answer in ${ANSWER_MS} ms`));
+      if (!answered)
+        this.lost(client, new Error(`the instance lock's connection did not answer in ${this.timing.answerMs} ms`));
     } catch (error) {
       this.lost(client, error as Error);
     } finally {
@@ -104,7 +110,7 @@ export class InstanceLock {
 
   private async retake(): Promise<void> {
     while (!this.released) {
-      await sleep(RETRY_MS);
+      await sleep(this.timing.retryMs);
       if (this.released) return;
       try {
         return await this.take();
@@ -125,7 +131,7 @@ export class InstanceLock {
       held &&
       !(await within(
         held.end().then(() => true),
-        RETRY_MS,
+        this.timing.retryMs,
       ))
     )
       discard(held);
