@@ -11,8 +11,8 @@ export interface TestDatabase {
 type Migration = (typeof migrations)[number];
 
 /**
- * The database every suite's is a copy of, migrated once per run by global-setup: copying it takes 40–60 ms,
- * migrating an empty database 250–320.
+ * Every suite's database is a copy of this one, migrated once per run by global-setup: a copy takes 40–60 ms,
+ * migrating an empty database 250–320 (decision 0059).
  */
 const TEMPLATE = 'ledger_test_template';
 

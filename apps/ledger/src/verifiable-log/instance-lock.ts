@@ -5,6 +5,7 @@ import { ProjectionRunningError, within } from '../projections/projection-runner
 
 /** Held shared by every running instance; `cli.js log-repair` takes it alone (decision 0051). */
 const INSTANCE_LOCK_KEY = 7_318_201_018;
+/** The lock's waits: the service's below; its fault test runs them faster. */
 export interface InstanceLockTiming {
   /** How long the lock's connection may take to answer, and how often a held one is checked. */
   readonly answerMs: number;
