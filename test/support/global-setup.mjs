@@ -7,7 +7,6 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../dist/apps/ledger/src/database/embedded-postgres.js';
-import { createTemplateDatabase } from '../../dist/test/support/test-database.js';
 
 export default async function globalSetup() {
   const folder = await mkdtemp(path.join(tmpdir(), 'block-ledger-test-'));
@@ -15,9 +14,8 @@ export default async function globalSetup() {
   await chmod(folder, 0o755);
   const dataDir = path.join(folder, 'postgres');
   const database = await startEmbeddedPostgres({ dataDir, port: await freePort() });
-  globalThis.__ledgerTestDatabase = { database, dataDir };
-  await createTemplateDatabase(database.connectionString);
   process.env.LEDGER_TEST_DATABASE_URL = database.connectionString;
+  globalThis.__ledgerTestDatabase = { database, dataDir };
 }
 
 function freePort() {

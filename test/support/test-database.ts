@@ -11,16 +11,32 @@ export interface TestDatabase {
 type Migration = (typeof migrations)[number];
 
 /**
- * Every suite's database is a copy of this one, migrated once per run by global-setup: a copy takes 40–60 ms,
- * migrating an empty database 250–320 (decision 0059).
+ * Every suite's database is a copy of this one, which the first suite to need it migrates, from the source as the
+ * suites see it: a copy takes 40–60 ms, migrating an empty database 250–320 (decision 0059).
  */
 const TEMPLATE = 'ledger_test_template';
+/** Taken in the server's own database while a worker makes the template, so that one worker makes it. */
+const TEMPLATE_LOCK = 7_318_201_059;
+let templateMade: Promise<void> | undefined;
 
-/** Run once by global-setup, before any suite: the template, migrated, then closed to connections (a copy needs none). */
-export async function createTemplateDatabase(serverUrl: string): Promise<void> {
-  await withClient(serverUrl, async (admin) => void (await admin.query(`CREATE DATABASE ${TEMPLATE}`)));
-  await runMigrations(databaseUrl(serverUrl, TEMPLATE));
-  await withClient(serverUrl, (admin) => admin.query(`ALTER DATABASE ${TEMPLATE} WITH ALLOW_CONNECTIONS false`));
+/**
+ * Made once per run's PostgreSQL, then closed to connections (a copy fails while anyone is connected). A template
+ * still open to connections was left half-made by a worker that died: it is made again.
+ */
+function migratedTemplate(serverUrl: string): Promise<void> {
+  templateMade ??= withClient(serverUrl, async (admin) => {
+    await admin.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+    const { rows } = await admin.query<{ datallowconn: boolean }>(
+      'SELECT datallowconn FROM pg_database WHERE datname = $1',
+      [TEMPLATE],
+    );
+    if (rows[0]?.datallowconn === false) return;
+    if (rows[0]) await admin.query(`DROP DATABASE ${TEMPLATE} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+    await runMigrations(databaseUrl(serverUrl, TEMPLATE));
+    await admin.query(`ALTER DATABASE ${TEMPLATE} WITH ALLOW_CONNECTIONS false`);
+  });
+  return templateMade;
 }
 
 /**
@@ -38,11 +54,13 @@ export async function createTestDatabase(options: { before?: Migration } = {}): 
     await withMigrations(connectionString, migrations.slice(0, migrations.indexOf(options.before)), (dataSource) =>
       dataSource.runMigrations(),
     );
-  } else
+  } else {
+    await migratedTemplate(serverUrl);
     await withClient(
       serverUrl,
       async (admin) => void (await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`)),
     );
+  }
   return {
     connectionString,
     drop: () => withClient(serverUrl, (admin) => dropDatabase(admin, name)),

@@ -76,7 +76,7 @@ describe('the instance lock through network faults', () => {
     await lock.take();
     const [held] = await locks();
     proxy.cut(held.client_port);
-    expect(await settlesWithin(lock.release(), 3_000)).toBe('settled');
+    expect(await settlesWithin(lock.release(), 3 * TIMING.retryMs)).toBe('settled');
   }, 20_000);
 
   it('is taken again once a server that stopped answering answers, and then released', async () => {
@@ -89,7 +89,7 @@ describe('the instance lock through network faults', () => {
     proxy.mode = 'forward';
     proxy.endMuted();
     await shareTaken();
-    expect(await settlesWithin(lock.release(), 3_000)).toBe('settled');
+    expect(await settlesWithin(lock.release(), 3 * TIMING.retryMs)).toBe('settled');
     await sharesGone();
   }, 30_000);
 
@@ -124,7 +124,7 @@ describe('the instance lock through network faults', () => {
     proxy.mode = 'forward';
     await shareTaken();
     expect(await locks()).toHaveLength(1);
-    expect(await settlesWithin(lock.release(), 3_000)).toBe('settled');
+    expect(await settlesWithin(lock.release(), 3 * TIMING.retryMs)).toBe('settled');
     await sharesGone();
   }, 30_000);
 });
