@@ -54,7 +54,6 @@ const IDLE_CHECKPOINT_MS = 100;
  */
 export class ProjectionRunner {
   private applied = -1n;
-  private stopped = false;
   /** Aborted by stop(): a wait between tries or batches ends at once, so a shutdown does not sit out a follower's retry. */
   private readonly stopping = new AbortController();
   private subscription: Subscription | undefined;
@@ -73,7 +72,6 @@ export class ProjectionRunner {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     this.stopping.abort();
     this.wakeWaiters();
     await this.subscription?.close();
@@ -288,6 +286,10 @@ export class ProjectionRunner {
   private async pause(error?: Error): Promise<void> {
     if (error && !this.stopped) this.options.onError?.(error);
     await this.idle(this.options.retryDelayMs ?? 1_000);
+  }
+
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
   }
 
   /** Waits `ms`, or until stop(). */
