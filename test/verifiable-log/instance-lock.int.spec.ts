@@ -79,6 +79,23 @@ describe('the instance lock through network faults', () => {
     expect(await settlesWithin(lock.release(), 3 * TIMING.retryMs)).toBe('settled');
   }, 20_000);
 
+  it('sees a held connection cut half-open while it runs, and takes the share again on a new one', async () => {
+    const lock = new InstanceLock(proxied, events, TIMING);
+    await lock.take();
+    const [held] = await locks();
+    // The server's side ends (the share is freed there); the lock's socket stays open and hears nothing.
+    proxy.cut(held.client_port);
+    await sharesGone();
+    await shareTaken();
+    const [again] = await locks();
+    expect(again.client_port).not.toBe(held.client_port);
+    expect(lost.map((error) => error.message)).toEqual([
+      `the instance lock's connection did not answer in ${TIMING.answerMs} ms`,
+    ]);
+    expect(await settlesWithin(lock.release(), 3 * TIMING.retryMs)).toBe('settled');
+    await sharesGone();
+  }, 20_000);
+
   it('is taken again once a server that stopped answering answers, and then released', async () => {
     const lock = new InstanceLock(proxied, events, TIMING);
     await lock.take();
