@@ -11,4 +11,6 @@ export default class CostliestFirstSequencer {
   sort(tests: SequencedTest[]): SequencedTest[];
   time(test: SequencedTest): number | undefined;
   hasFailed(test: SequencedTest): boolean;
+  /** The file's source, read for the contract suites it runs. */
+  source(test: SequencedTest): string;
 }

@@ -12,20 +12,38 @@ const FILES = [
   testFile('d.unit.spec.ts', 200),
   testFile('e.e2e.spec.ts', 4_000),
   testFile('f.int.spec.ts', 7_000),
+  testFile('g.int.spec.ts', 300),
+  testFile('h.unit.spec.ts', 100),
 ];
+
+/** The files' sources: `g` runs a contract suite at its top level; `h` and `b` only name one. */
+const SOURCES: Record<string, string> = {
+  'g.int.spec.ts': "import { eventLogContract } from '#event-log/testing';\neventLogContract('an adapter', connect);\n",
+  'h.unit.spec.ts': "import { eventLogContract } from '#event-log/testing';\n",
+  'b.int.spec.ts': "it('is not a contract', () => {\n  // eventLogContract(…) runs elsewhere\n});\n",
+};
+
+/** The sequencer reading the sources above instead of files. */
+class OverSources extends CostliestFirstSequencer {
+  override source(test: Test) {
+    return SOURCES[test.path] ?? '';
+  }
+}
 
 const paths = (tests: readonly Test[]) => tests.map((test) => test.path);
 
 describe("the suite's test sequencer", () => {
-  it('runs files with no timings end-to-end first, then integration, then unit, each largest first, every file once', () => {
-    const sorted = new CostliestFirstSequencer({}).sort([...FILES]);
+  it('runs files with no timings end-to-end first, then integration, then unit, each largest first but contract suites first, every file once', () => {
+    const sorted = new OverSources({}).sort([...FILES]);
     expect(paths(sorted)).toEqual([
       'e.e2e.spec.ts',
       'c.e2e.spec.ts',
+      'g.int.spec.ts',
       'f.int.spec.ts',
       'b.int.spec.ts',
       'a.unit.spec.ts',
       'd.unit.spec.ts',
+      'h.unit.spec.ts',
     ]);
   });
 
@@ -36,7 +54,7 @@ describe("the suite's test sequencer", () => {
       'a.unit.spec.ts': { failed: false, duration: 40 },
       'c.e2e.spec.ts': { failed: false, duration: 90 },
     };
-    class WithHistory extends CostliestFirstSequencer {
+    class WithHistory extends OverSources {
       override time(test: Test) {
         return history[test.path]?.duration;
       }
@@ -48,8 +66,10 @@ describe("the suite's test sequencer", () => {
     expect(paths(sorted)).toEqual([
       'd.unit.spec.ts',
       'e.e2e.spec.ts',
+      'g.int.spec.ts',
       'f.int.spec.ts',
       'b.int.spec.ts',
+      'h.unit.spec.ts',
       'c.e2e.spec.ts',
       'a.unit.spec.ts',
     ]);
