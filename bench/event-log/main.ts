@@ -5,8 +5,9 @@
  * double of test/ (that row measures our adapter and the client library, not a server). Each cell is the best of ROUNDS runs, engines interleaved,
  * because this 2-core machine is noisy: read the ratios, not the absolute numbers. The process
  * runs with the service's V8 flags (`SERVICE_NODE_FLAGS`), every engine alike. The last scenario
- * runs on a log that holds 10,000 sessions already (in ours, a stream and an envelope each), its
- * statistics current as autovacuum keeps them: a log past its first days.
+ * but one runs on a log that holds 10,000 sessions already (in ours, a stream and an envelope each), its
+ * statistics current as autovacuum keeps them: a log past its first days. The last appends to one stream of
+ * 20,000 events (a long agent session): an append must not cost its stream's length.
  *
  *   npm run bench:event-log
  */
@@ -41,6 +42,8 @@ interface Scenario {
    * own; the scenario's events carry their session's too, as the service's do.
    */
   readonly sessionsBefore?: number;
+  /** Events one stream of every engine holds before this scenario starts (a long session): its appends go to that stream. */
+  readonly streamLengthBefore?: number;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -53,6 +56,13 @@ const SCENARIOS: readonly Scenario[] = [
     appendsPerAppender: 1_000,
     eventsPerAppend: 1,
     sessionsBefore: 10_000,
+  },
+  {
+    name: 'one event per append to a stream of 20,000 events',
+    appenders: 1,
+    appendsPerAppender: 1_000,
+    eventsPerAppend: 1,
+    streamLengthBefore: 20_000,
   },
 ];
 /** Appenders that store the sessions a scenario wants before it. */
@@ -91,6 +101,13 @@ async function seedSessions(engine: Engine, count: number): Promise<void> {
       }
     }),
   );
+}
+
+/** Stores a stream of `length` events through the engine, in appends of 100, and names it. */
+async function seedStream(engine: Engine, length: number): Promise<string> {
+  const stream = `long-${randomUUID().slice(0, 8)}`;
+  for (let stored = 0; stored < length; stored += 100) await engine.append(stream, chunkEvents(100));
+  return stream;
 }
 
 /** A baseline's pool; an idle connection PostgreSQL ends as the bench stops it is no failure of the run. */
@@ -164,13 +181,14 @@ async function eventStoreDbEngine(): Promise<Engine> {
   };
 }
 
-async function measure(engine: Engine, scenario: Scenario): Promise<number> {
+/** `stream`: the one stream every append goes to, instead of a new one per appender. */
+async function measure(engine: Engine, scenario: Scenario, stream?: string): Promise<number> {
   const run = randomUUID().slice(0, 8);
   const started = performance.now();
   await Promise.all(
     Array.from({ length: scenario.appenders }, async (_, appender) => {
       for (let append = 0; append < scenario.appendsPerAppender; append += 1) {
-        const session = `session-${run}-${appender}`;
+        const session = stream ?? `session-${run}-${appender}`;
         await engine.append(
           session,
           chunkEvents(scenario.eventsPerAppend, scenario.sessionsBefore ? session : undefined),
@@ -200,10 +218,15 @@ async function main(): Promise<void> {
         for (const engine of engines) await seedSessions(engine, scenario.sessionsBefore);
         await analyze(database.connectionString);
       }
+      const streams = new Map<Engine, string>();
+      if (scenario.streamLengthBefore) {
+        for (const engine of engines) streams.set(engine, await seedStream(engine, scenario.streamLengthBefore));
+      }
       const best = new Map<string, number>();
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const engine of round % 2 === 0 ? engines : [...engines].reverse()) {
-          best.set(engine.name, Math.max(best.get(engine.name) ?? 0, await measure(engine, scenario)));
+          const rate = await measure(engine, scenario, streams.get(engine));
+          best.set(engine.name, Math.max(best.get(engine.name) ?? 0, rate));
         }
       }
       const [ours, naive, emmett, eventStoreDb] = engines.map((engine) => best.get(engine.name)!);

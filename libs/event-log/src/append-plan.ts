@@ -149,7 +149,7 @@ export function checkExpectedRevision(
 export function planAppend(
   streamId: string,
   head: StreamHead,
-  known: ReadonlyMap<string, KnownEvent>,
+  known: Pick<ReadonlyMap<string, KnownEvent>, 'get'>,
   events: readonly PreparedEvent[],
   expected: ExpectedRevision,
   recordedAt: Date,

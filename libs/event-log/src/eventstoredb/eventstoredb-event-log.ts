@@ -124,7 +124,9 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   async function appendGroup(streamId: string, group: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
     for (let attempt = 1; ; attempt += 1) {
       const entry = await withRetry(() => loadStream(streamId, attempt > 1));
-      const known = new Map(entry.known);
+      // The group's own events over what the stream holds, not a copy of it: a copy costs the stream's length.
+      const planned = new Map<string, KnownEvent>();
+      const known = { get: (id: string) => planned.get(id) ?? entry.known.get(id) };
       let head = entry.head;
       const recordedAt = clock();
       const sealed: SealedEvent[] = [];
@@ -134,7 +136,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         if (plan.kind === 'write') {
           sealed.push(...plan.events);
           sealedJson.push(...plan.dataJson);
-          for (const event of plan.events) known.set(event.id, { revision: event.revision, position: -1n });
+          for (const event of plan.events) planned.set(event.id, { revision: event.revision, position: -1n });
           head = plan.head;
         }
         return { plan, headAfter: head };
@@ -162,9 +164,13 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         }
         entry.head = head;
       }
-      return plans.map(({ plan, headAfter }) =>
-        appendResult(plan, headAfter.revision, (event) => entry.known.get(event.id)!.position),
-      );
+      const positionOf = (id: string) => entry.known.get(id)!.position;
+      return plans.map(({ plan, headAfter }) => {
+        const result = appendResult(plan, headAfter.revision, (event) => positionOf(event.id));
+        // Duplicates of events this group wrote were planned before the server placed them: their latest position now.
+        if (plan.kind !== 'duplicates_only' || result instanceof Error) return result;
+        return { ...result, position: plan.duplicates.map(positionOf).reduce((a, b) => (b > a ? b : a)) };
+      });
     }
   }
 

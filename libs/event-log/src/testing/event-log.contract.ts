@@ -479,6 +479,25 @@ export function eventLogContract(
         expect(results.reduce((sum, result) => sum + result.appended, 0)).toBe(2);
         expect(await log.readStream(streamId)).toHaveLength(2);
       });
+
+      it('a retry queued beside its first attempt, behind an append in flight, stores the batch once', async () => {
+        const streamId = `${uniquePrefix('s')}queued-retry`;
+        const batch = newEvents(2);
+        // The first append holds the writer, so the batch and its retry wait and are written together.
+        const [before, first, retry] = await Promise.all([
+          log.append(streamId, newEvents(1), NO_STREAM),
+          log.append(streamId, batch, ANY),
+          log.append(streamId, batch, ANY),
+        ]);
+        expect(first).toMatchObject({ appended: 2, nextExpectedRevision: 2n });
+        expect(retry).toMatchObject({
+          appended: 0,
+          duplicates: batch.map((event) => event.id),
+          position: first.position,
+        });
+        const stored = await log.readStream(streamId);
+        expect(stored.map((event) => event.id)).toEqual([...before.events, ...first.events].map((event) => event.id));
+      });
     });
 
     describe('one bad append cannot fail another', () => {
