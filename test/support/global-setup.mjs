@@ -7,9 +7,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../../dist/apps/ledger/src/database/embedded-postgres.js';
+import { removeAbandonedTestFolders, TEST_FOLDER_PREFIX } from './abandoned-test-folders.mjs';
 
 export default async function globalSetup() {
-  const folder = await mkdtemp(path.join(tmpdir(), 'block-ledger-test-'));
+  await removeAbandonedTestFolders(tmpdir());
+  const folder = await mkdtemp(path.join(tmpdir(), TEST_FOLDER_PREFIX));
   // As root, PostgreSQL runs as the postgres user, who must be able to reach the data folder.
   await chmod(folder, 0o755);
   const dataDir = path.join(folder, 'postgres');

@@ -16,16 +16,21 @@ export default class CostliestFirstSequencer extends TestSequencer {
     const ordered = super.sort(tests);
     const untimed = ordered.filter((test) => test.duration == null && !this.hasFailed(test));
     const untimedSet = new Set(untimed);
-    const contractLast = new Map(untimed.map((test) => [test, CONTRACT_CALL.test(this.source(test)) ? 0 : 1]));
+    const contractRank = new Map(untimed.map((test) => [test, CONTRACT_CALL.test(this.source(test)) ? 0 : 1]));
     // A stable sort keeps Jest's order by size otherwise.
     const byTier = [...untimed].sort(
-      (a, b) => tier(a.path) - tier(b.path) || contractLast.get(a) - contractLast.get(b),
+      (a, b) => tier(a.path) - tier(b.path) || contractRank.get(a) - contractRank.get(b),
     );
     let next = 0;
     return ordered.map((test) => (untimedSet.has(test) ? byTier[next++] : test));
   }
 
+  /** The file's text; none if it cannot be read (Jest then reports the file, not the sequencer). */
   source(test) {
-    return readFileSync(test.path, 'utf8');
+    try {
+      return readFileSync(test.path, 'utf8');
+    } catch {
+      return '';
+    }
   }
 }

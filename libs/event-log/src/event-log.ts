@@ -62,7 +62,7 @@ export interface ProjectionEvent extends Pick<RecordedEvent, 'type' | 'streamId'
 export interface AppendResult {
   /** The stream's last revision after the append: pass it as the next expected revision. */
   readonly nextExpectedRevision: bigint;
-  /** Global position of the batch's last event (for an all-duplicate batch, where it was first recorded). */
+  /** Global position of the batch's last event (for an all-duplicate batch, the latest position among its events). */
   readonly position: bigint;
   /** How many events this call stored. */
   readonly appended: number;

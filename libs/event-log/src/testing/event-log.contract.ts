@@ -480,20 +480,24 @@ export function eventLogContract(
         expect(await log.readStream(streamId)).toHaveLength(2);
       });
 
-      it('a retry queued beside its first attempt, behind an append in flight, stores the batch once', async () => {
+      it('a retry queued beside its first attempt stores the batch once and answers where its latest event lies', async () => {
         const streamId = `${uniquePrefix('s')}queued-retry`;
+        const earlier = newEvents(1);
         const batch = newEvents(2);
-        // The first append holds the writer, so the batch and its retry wait and are written together.
+        // The first append goes alone, so the batch and its retry queue behind it and are written together. The
+        // retry is reordered and names the earlier event too: all duplicates, the latest of them the batch's last.
         const [before, first, retry] = await Promise.all([
-          log.append(streamId, newEvents(1), NO_STREAM),
+          log.append(streamId, earlier, NO_STREAM),
           log.append(streamId, batch, ANY),
-          log.append(streamId, batch, ANY),
+          log.append(streamId, [batch[1], earlier[0], batch[0]], ANY),
         ]);
         expect(first).toMatchObject({ appended: 2, nextExpectedRevision: 2n });
-        expect(retry).toMatchObject({
-          appended: 0,
-          duplicates: batch.map((event) => event.id),
+        expect(retry).toEqual({
+          nextExpectedRevision: 2n,
           position: first.position,
+          appended: 0,
+          duplicates: [batch[1], earlier[0], batch[0]].map((event) => event.id),
+          events: [],
         });
         const stored = await log.readStream(streamId);
         expect(stored.map((event) => event.id)).toEqual([...before.events, ...first.events].map((event) => event.id));
