@@ -66,8 +66,9 @@ interface StreamCache {
  * Appends to one stream queue in the process and go as one `appendToStream` per group, planned
  * by the shared `planAppend` against a cached stream head and sent with that head as the
  * expected revision: the server's check catches writers in other processes, after which the
- * cache is refreshed and the group planned again. A dropped connection is retried with the same
- * event ids, which the server treats as an idempotent retry.
+ * cache is refreshed and the group planned again. The server also answers success to ids another
+ * process stored since, as an idempotent retry; the write's read-back tells (decision 0004). A
+ * dropped connection is retried with the same event ids, which the server treats as an idempotent retry.
  */
 export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions): EventLog {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
@@ -155,11 +156,13 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
             }),
           );
           const expectedRevision = entry.head.revision === NO_STREAM ? 'no_stream' : entry.head.revision;
-          const written = await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
-          await learnPositions(streamId, entry, sealed, written.position?.commit);
+          await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
+          if (!(await learnWritten(streamId, entry, sealed))) throw new StoredByAnotherWriterError(streamId);
         } catch (error) {
           // Another process wrote to the stream: refresh from the server and plan again.
-          if (isErrorType(error, ErrorType.WRONG_EXPECTED_VERSION) && attempt < 5) continue;
+          const stale =
+            isErrorType(error, ErrorType.WRONG_EXPECTED_VERSION) || error instanceof StoredByAnotherWriterError;
+          if (stale && attempt < 5) continue;
           throw error;
         }
         entry.head = head;
@@ -175,28 +178,20 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   }
 
   /**
-   * The server's append result (`AppendResult.position`) names the position of the write's last
-   * event only. A one-event write learns its position from it; the other events of a write of
-   * several sit at transaction-log offsets that depend on each record's encoded size and on
-   * chunk boundaries, which the client cannot compute, so that write reads back exactly its own
-   * events (decision 0025).
+   * What the write stored, read back. The server's append result names the position of its last event only; the
+   * others sit at transaction-log offsets that depend on each record's encoded size and on chunk boundaries, which
+   * the client cannot compute (decision 0025). And the server takes ids that already follow the expected revision as
+   * an idempotent retry and answers success: another process may have stored these ids since this one last read the
+   * stream, with its own hashes. Learns the positions and answers true only if the stored events are the ones sent.
    */
-  async function learnPositions(
-    streamId: string,
-    entry: StreamCache,
-    sealed: readonly SealedEvent[],
-    lastPosition: bigint | undefined,
-  ): Promise<void> {
-    if (sealed.length === 1 && lastPosition !== undefined) {
-      entry.known.set(sealed[0].id, { revision: sealed[0].revision, position: lastPosition });
-      return;
-    }
+  async function learnWritten(streamId: string, entry: StreamCache, sealed: readonly SealedEvent[]): Promise<boolean> {
     const written = await withRetry(() =>
       readStream(streamId, { fromRevision: sealed[0].revision, maxCount: sealed.length }),
     );
-    for (const event of written) {
-      entry.known.set(event.id, { revision: event.revision, position: event.position });
-    }
+    const asSent = (event: RecordedEvent, index: number) => event.metadata.hash === sealed[index].metadata.hash;
+    if (written.length !== sealed.length || !written.every(asSent)) return false;
+    for (const event of written) entry.known.set(event.id, { revision: event.revision, position: event.position });
+    return true;
   }
 
   /** Retries an operation while the server is unreachable, up to `appendAttempts` times. */
@@ -327,4 +322,11 @@ async function readToEnd(stream: AsyncIterable<esdb.ResolvedEvent>): Promise<esd
   const events: esdb.ResolvedEvent[] = [];
   for await (const resolved of stream) events.push(resolved);
   return events;
+}
+
+/** The server answered an append as an idempotent retry of events another process stored under the same ids. */
+class StoredByAnotherWriterError extends Error {
+  constructor(streamId: string) {
+    super(`another writer stored the events sent to ${streamId} under the same ids`);
+  }
 }

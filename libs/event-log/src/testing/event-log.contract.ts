@@ -433,6 +433,30 @@ export function eventLogContract(
           expect(event.metadata.prevHash).toBe(index === 0 ? GENESIS_HASH : stored[index - 1].metadata.hash),
         );
       });
+
+      it('a writer sending ids the other one stored since it last looked reports duplicates and keeps the chain', async () => {
+        const streamId = `${uniquePrefix('s')}same-ids`;
+        const other = await subject.connect();
+        extra.push(other);
+        await log.append(streamId, newEvents(1), NO_STREAM);
+        // A producer's retry reaching the other instance, one event and then a batch: `log` has not seen them.
+        for (const sent of [newEvents(1), newEvents(2)]) {
+          const stored = await other.append(streamId, sent, ANY);
+          const retried = await log.append(streamId, sent, ANY);
+          expect(retried).toEqual({
+            nextExpectedRevision: stored.nextExpectedRevision,
+            position: stored.position,
+            appended: 0,
+            duplicates: sent.map((event) => event.id),
+            events: [],
+          });
+        }
+        const next = await log.append(streamId, newEvents(1), ANY);
+        const stream = await other.readStream(streamId);
+        expect(stream.map((event) => event.revision)).toEqual([0n, 1n, 2n, 3n, 4n]);
+        expect(next.events).toEqual(stream.slice(4));
+        expectChainHolds(stream);
+      });
     });
 
     describe('idempotent retries', () => {
