@@ -142,6 +142,8 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         }
         return { plan, headAfter: head };
       });
+      // A conflict found on the cache may be the cache's (another process wrote since): read the stream before answering it.
+      if (attempt === 1 && plans.some(({ plan }) => plan.kind === 'conflict')) continue;
       if (sealed.length > 0) {
         try {
           // If the connection drops, the very same ids are sent again, which the server accepts

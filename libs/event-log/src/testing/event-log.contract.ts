@@ -439,18 +439,44 @@ export function eventLogContract(
         const streamId = `${uniquePrefix('s')}same-ids`;
         const other = await subject.connect();
         extra.push(other);
-        await log.append(streamId, newEvents(1), NO_STREAM);
-        // A producer's retry reaching the other instance, one event and then a batch: `log` has not seen them.
+        const [first] = (await log.append(streamId, newEvents(1), NO_STREAM)).events;
+        // A producer's retry reaching the other instance: `log` has not seen what `other` stored. Events sealed in
+        // one millisecond by both would be identical (hash and all), so each retry is sealed a millisecond later.
+        const afterNextTick = async () => {
+          for (const at = Date.now(); Date.now() === at;) await new Promise((resolve) => setImmediate(resolve));
+        };
         for (const sent of [newEvents(1), newEvents(2)]) {
           const stored = await other.append(streamId, sent, ANY);
-          const retried = await log.append(streamId, sent, ANY);
-          expect(retried).toEqual(allDuplicates(sent, stored));
+          await afterNextTick();
+          expect(await log.append(streamId, sent, ANY)).toEqual(allDuplicates(sent, stored));
         }
+        // Sent as two appends queued together behind one in flight (a retry of `log`'s first event).
+        const sent = newEvents(2);
+        const stored = await other.append(streamId, sent, ANY);
+        await afterNextTick();
+        const [, ...retried] = await Promise.all([
+          log.append(streamId, [{ id: first.id, type: first.type, data: first.data }], ANY),
+          ...sent.map((event) => log.append(streamId, [event], ANY)),
+        ]);
+        expect(retried).toEqual(
+          stored.events.map((event, index) => allDuplicates([sent[index]], { ...stored, position: event.position })),
+        );
         const next = await log.append(streamId, newEvents(1), ANY);
         const stream = await other.readStream(streamId);
-        expect(stream.map((event) => event.revision)).toEqual([0n, 1n, 2n, 3n, 4n]);
-        expect(next.events).toEqual(stream.slice(4));
+        expect(stream.map((event) => event.revision)).toEqual([0n, 1n, 2n, 3n, 4n, 5n, 6n]);
+        expect(next.events).toEqual(stream.slice(6));
         expectChainHolds(stream);
+      });
+
+      it('a writer whose view of the stream is behind appends at the revision the stream is at', async () => {
+        const streamId = `${uniquePrefix('s')}behind`;
+        const other = await subject.connect();
+        extra.push(other);
+        await log.append(streamId, newEvents(1), NO_STREAM);
+        const moved = await other.append(streamId, newEvents(1), ANY);
+        const appended = await log.append(streamId, newEvents(1), moved.nextExpectedRevision);
+        expect(appended).toMatchObject({ appended: 1, nextExpectedRevision: moved.nextExpectedRevision + 1n });
+        expectChainHolds(await other.readStream(streamId));
       });
     });
 
