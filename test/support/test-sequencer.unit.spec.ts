@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import CostliestFirstSequencer, { type SequencedTest as Test } from './test-sequencer.mjs';
 
 /** A test file of `bytes` in a context that keeps no timings on disk (as a fresh clone has none). */
@@ -73,5 +74,12 @@ describe("the suite's test sequencer", () => {
       'c.e2e.spec.ts',
       'a.unit.spec.ts',
     ]);
+  });
+
+  it('reads the files themselves: a contract runner goes first, and a file it cannot read counts as none', () => {
+    const contract = fileURLToPath(new URL('../event-log/eventstoredb-event-log.int.spec.ts', import.meta.url));
+    const missing = fileURLToPath(import.meta.url.replace('test-sequencer.unit', 'test-sequencer-missing.int'));
+    const sorted = new CostliestFirstSequencer({}).sort([testFile(missing, 9_000), testFile(contract, 1_000)]);
+    expect(paths(sorted)).toEqual([contract, missing]);
   });
 });
