@@ -45,6 +45,8 @@ export class DoubleStore {
   // Positions are byte-offset-like, as on a real node: increasing, never contiguous.
   private nextPosition = 4_096n;
   private readonly listeners = new Set<() => void>();
+  private readonly cutsIn = new Map<string, () => void>();
+  private cuttingIn = false;
 
   constructor(readonly maxAppendSize = DEFAULT_MAX_APPEND_SIZE) {}
 
@@ -53,6 +55,15 @@ export class DoubleStore {
   }
 
   append(streamName: string, expected: Expected, proposed: readonly ProposedEvent[]): AppendOutcome {
+    const cutIn = this.cuttingIn ? undefined : this.cutsIn.get(streamName);
+    if (cutIn) {
+      this.cuttingIn = true;
+      try {
+        cutIn();
+      } finally {
+        this.cuttingIn = false;
+      }
+    }
     const stream = this.streams.get(streamName) ?? [];
     const current = stream.length === 0 ? -1n : BigInt(stream.length - 1);
     // The server measures the request as the events arrive, before it looks at the stream.
@@ -105,6 +116,15 @@ export class DoubleStore {
     for (const listener of [...this.listeners]) listener();
     const last = stream.at(-1)!;
     return { ok: true, currentRevision: last.revision, position: last.position };
+  }
+
+  /**
+   * Runs `write` before every other append to `streamName` is decided, until the returned function is called: another
+   * process that always gets there first. Its own appends go through unhindered.
+   */
+  cutInBeforeAppends(streamName: string, write: () => void): () => void {
+    this.cutsIn.set(streamName, write);
+    return () => this.cutsIn.delete(streamName);
   }
 
   /** Calls `listener` after every append until the returned function is called. */
