@@ -1,27 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import esdb from '@eventstore/db-client';
-import {
-  ANY,
-  NO_STREAM,
-  WrongExpectedRevisionError,
-  type EventLog,
-  type NewEvent,
-  type RecordedEvent,
-} from '#event-log';
+import { ANY, NO_STREAM, WrongExpectedRevisionError, type RecordedEvent } from '#event-log';
 import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
-import {
-  collectUntil,
-  expectChainHolds,
-  isStrictlyIncreasing,
-  newEvents,
-  positions,
-  uniquePrefix,
-} from '#event-log/testing';
+import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
 import {
   DEFAULT_MAX_APPEND_SIZE,
   startEventStoreDouble,
   type EventStoreDouble,
-  type FollowerDouble,
 } from '../support/eventstoredb-double/eventstoredb-double.js';
 
 /** Resolves once `check` holds, polling briefly; fails after `timeoutMs`. */
@@ -112,6 +97,11 @@ describe('the double speaks Streams.Append as well as BatchAppend', () => {
         });
       }
       expect(double.store.stream('plain-append')).toHaveLength(2);
+      // What the double does not implement is refused with a status, not left hanging.
+      const subscription = client.subscribeToStream('plain-append');
+      await expect(
+        new Promise((resolve, reject) => subscription.on('data', resolve).on('error', reject)),
+      ).rejects.toMatchObject({ code: 12 });
     } finally {
       await client.dispose();
       await double.stop();
@@ -119,79 +109,8 @@ describe('the double speaks Streams.Append as well as BatchAppend', () => {
   });
 });
 
-describe('EventStoreDB adapter connected to a follower that replicates no more (cut off, or left behind by an election)', () => {
-  let leader: EventStoreDouble;
-  let follower: FollowerDouble;
-  let onLeader: EventLog;
-  let streamId: string;
-  /** What the leader holds and the follower never saw. */
-  let leaderOnly: NewEvent[];
-  beforeEach(async () => {
-    leader = await startEventStoreDouble();
-    follower = await leader.startFollower();
-    onLeader = createEventStoreDbEventLog({ connectionString: leader.connectionString });
-    streamId = `${uniquePrefix('follower')}s`;
-    await onLeader.append(streamId, newEvents(3), NO_STREAM);
-    follower.stopReplication();
-    leaderOnly = newEvents(2);
-    await onLeader.append(streamId, leaderOnly, 2n);
-  });
-  afterEach(async () => {
-    await onLeader.close();
-    await follower.stop();
-    await leader.stop();
-  });
-
-  /** Runs `use` on an adapter whose client starts on the follower. */
-  async function onFollower(use: (log: EventLog) => Promise<void>): Promise<void> {
-    const log = createEventStoreDbEventLog({ connectionString: follower.connectionString, retryDelayMs: 10 });
-    try {
-      await use(log);
-    } finally {
-      await log.close();
-    }
-  }
-
-  it('every call, even the first one on the follower, answers what the leader holds', async () => {
-    const ids = (events: readonly RecordedEvent[]) => events.map((event) => event.id).slice(3);
-    const leaderIds = leaderOnly.map(({ id }) => id);
-    const filter = { streamPrefixes: [streamId] };
-    const firstCalls: Record<string, (log: EventLog) => Promise<void>> = {
-      readStream: async (log) => expect(ids(await log.readStream(streamId))).toEqual(leaderIds),
-      readAll: async (log) => expect(ids((await log.readAll({ filter })).events)).toEqual(leaderIds),
-      headPosition: async (log) => expect(await log.headPosition()).toBe(await onLeader.headPosition()),
-      subscribeToAll: async (log) => {
-        const heard = await collectUntil(log.subscribeToAll({ filter }), ({ events }) => events.length >= 5, 5_000);
-        expect(ids(heard.events)).toEqual(leaderIds);
-      },
-      append: async (log) => {
-        await expect(log.append(streamId, newEvents(1), 4n)).resolves.toMatchObject({ nextExpectedRevision: 5n });
-      },
-    };
-    for (const [call, check] of Object.entries(firstCalls)) {
-      const refusedBefore = follower.refusedAsNotLeader;
-      await onFollower(check).catch((error: Error) => {
-        throw new Error(`${call} as the first call: ${error.message}`);
-      });
-      expect({ call, refused: follower.refusedAsNotLeader - refusedBefore }).toEqual({ call, refused: 1 });
-    }
-  });
-
-  it('appends chain on the leader’s stream and take the ids it holds as duplicates, whoever stored them', async () => {
-    await onFollower(async (log) => {
-      await expect(log.append(streamId, newEvents(2), 4n)).resolves.toMatchObject({ nextExpectedRevision: 6n });
-      // One event per append: its position comes from the append, its check from the read-back.
-      await expect(log.append(streamId, newEvents(1), ANY)).resolves.toMatchObject({ nextExpectedRevision: 7n });
-      await expect(log.append(streamId, leaderOnly, ANY)).resolves.toMatchObject({ appended: 0 });
-    });
-    const stored = await onLeader.readStream(streamId);
-    expect(stored).toHaveLength(8);
-    expectChainHolds(stored);
-  });
-});
-
 describe('EventStoreDB adapter when another process writes first every time', () => {
-  it('answers the caller the port’s conflict after five plans, storing none of its events', async () => {
+  it('answers the port’s conflict, with the stream’s true head, to what five writes could not store, and duplicates to the rest', async () => {
     const double = await startEventStoreDouble();
     const log = createEventStoreDbEventLog({ connectionString: double.connectionString });
     const streamId = `${uniquePrefix('contended')}s`;
@@ -203,18 +122,34 @@ describe('EventStoreDB adapter when another process writes first every time', ()
       data: Buffer.from('{}'),
       customMetadata: Buffer.from(JSON.stringify({ hash: randomBytes(32).toString('hex') })),
     });
+    const stored = newEvents(2);
+    await log.append(streamId, stored, NO_STREAM);
     let cutIns = 0;
     const stopCuttingIn = double.store.cutInBeforeAppends(streamId, () => {
       cutIns += 1;
       double.store.append(streamId, { kind: 'any' }, [otherProcessEvent()]);
     });
     try {
-      const refused = log.append(streamId, newEvents(2), ANY);
-      await expect(refused).rejects.toBeInstanceOf(WrongExpectedRevisionError);
-      await expect(refused).rejects.toMatchObject({ streamId, expected: ANY });
-      // Five plans, each beaten by the other process.
-      expect(cutIns).toBe(5);
-      expect(double.store.stream(streamId)!.map((event) => event.type)).toEqual(Array(5).fill('test.other'));
+      // The first goes alone; the next two wait behind it and go as one group, a retry of stored ids among them.
+      const [alone, retry, grouped] = await Promise.allSettled([
+        log.append(streamId, newEvents(1), ANY),
+        log.append(streamId, stored, 1n),
+        log.append(streamId, newEvents(2), ANY),
+      ]);
+      const head = BigInt(double.store.stream(streamId)!.length - 1);
+      expect(alone).toMatchObject({ status: 'rejected', reason: expect.any(WrongExpectedRevisionError) });
+      expect(retry).toMatchObject({
+        status: 'fulfilled',
+        value: { appended: 0, duplicates: stored.map(({ id }) => id) },
+      });
+      expect(grouped).toMatchObject({ status: 'rejected', reason: { streamId, expected: ANY, actual: head } });
+      expect((grouped as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+      // Five writes for each group, each beaten by the other process; none of the new events stored.
+      expect(cutIns).toBe(10);
+      expect(double.store.stream(streamId)!.map((event) => event.type)).toEqual([
+        ...stored.map(({ type }) => type),
+        ...Array(10).fill('test.other'),
+      ]);
     } finally {
       stopCuttingIn();
       await log.close();

@@ -5,8 +5,6 @@
  * Streams.BatchAppend, and Streams.Read for stream reads, `$all` reads in both directions and
  * `$all` subscriptions (confirmation, catch-up, caught_up, checkpoints for filtered ones). Like a
  * node, it refuses an append over its maximum append size (default 1 MiB) on either append call.
- * `startFollower` adds a second node: a follower that forwards appends, answers reads from what it
- * has replicated, and refuses a call that requires the leader by naming the leader, as a cluster does.
  * Never part of the app.
  */
 import grpc from '@grpc/grpc-js';
@@ -37,32 +35,6 @@ export interface EventStoreDouble {
   stop(): Promise<void>;
   /** Listens again on the same port with the same data. */
   start(): Promise<void>;
-  /** A follower of this node, on a port of its own. */
-  startFollower(): Promise<FollowerDouble>;
-}
-
-/** A follower node: appends go to its leader's log; reads see what it replicated. */
-export interface FollowerDouble {
-  readonly connectionString: string;
-  /** Calls refused since it started because they require the leader (each refusal names the leader). */
-  readonly refusedAsNotLeader: number;
-  /**
-   * Replicates nothing more: reads and subscriptions see the log as it is now, as on a node cut off from the leader
-   * or left behind by an election. Appends still reach the leader.
-   */
-  stopReplication(): void;
-  stop(): Promise<void>;
-}
-
-/** What one node of the double serves, and how. */
-interface Node {
-  readonly store: DoubleStore;
-  readonly sent: SentCounts;
-  /** The events reads and subscriptions see: the log's first ones, up to what the node has replicated. */
-  visible(events: readonly StoredEvent[]): readonly StoredEvent[];
-  /** A follower's leader; a call that requires the leader is refused with its address. */
-  readonly leaderPort?: number;
-  refused(): void;
 }
 
 export async function startEventStoreDouble(): Promise<EventStoreDouble> {
@@ -70,7 +42,6 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
   let server: grpc.Server | undefined;
   let port = 0;
   const sent: SentCounts = { byAllReads: 0 };
-  const node: Node = { store, sent, visible: (events) => events, refused: () => undefined };
   const double: EventStoreDouble = {
     store,
     get eventsSentByAllReads() {
@@ -87,81 +58,26 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
       server = undefined;
     },
     async start() {
-      server = serve(node);
-      port = await listen(server, port);
-    },
-    async startFollower() {
-      let replicatedTo: bigint | undefined;
-      let refusedAsNotLeader = 0;
-      const follower = serve({
-        store,
-        sent: { byAllReads: 0 },
-        visible: (events) =>
-          replicatedTo === undefined ? events : events.filter(({ position }) => position <= replicatedTo!),
-        leaderPort: port,
-        refused: () => (refusedAsNotLeader += 1),
+      server = new grpc.Server();
+      server.addService(featuresGrpc.ServerFeaturesService, { getSupportedMethods });
+      server.addService(streamsGrpc.StreamsService, {
+        append: (
+          call: grpc.ServerReadableStream<InstanceType<typeof streamsPb.AppendReq>, unknown>,
+          callback: grpc.sendUnaryData<unknown>,
+        ) => append(store, call, callback),
+        batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>) =>
+          batchAppend(store, call),
+        read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) => read(store, call, sent),
       });
-      const followerPort = await listen(follower, 0);
-      return {
-        connectionString: `esdb://127.0.0.1:${followerPort}?tls=false`,
-        get refusedAsNotLeader() {
-          return refusedAsNotLeader;
-        },
-        stopReplication() {
-          replicatedTo ??= store.all.at(-1)?.position ?? -1n;
-        },
-        async stop() {
-          follower.forceShutdown();
-        },
-      };
+      port = await new Promise<number>((resolve, reject) =>
+        server!.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+          error ? reject(error) : resolve(bound),
+        ),
+      );
     },
   };
   await double.start();
   return double;
-}
-
-function serve(node: Node): grpc.Server {
-  const server = new grpc.Server();
-  server.addService(featuresGrpc.ServerFeaturesService, { getSupportedMethods });
-  server.addService(streamsGrpc.StreamsService, {
-    append: (
-      call: grpc.ServerReadableStream<InstanceType<typeof streamsPb.AppendReq>, unknown>,
-      callback: grpc.sendUnaryData<unknown>,
-    ) => (refusedAsNotLeader(node, call) ? callback(notLeader(node)) : append(node.store, call, callback)),
-    batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>) =>
-      refusedAsNotLeader(node, call) ? call.emit('error', notLeader(node)) : batchAppend(node.store, call),
-    read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) =>
-      refusedAsNotLeader(node, call) ? call.emit('error', notLeader(node)) : read(node, call),
-  });
-  return server;
-}
-
-function listen(server: grpc.Server, port: number): Promise<number> {
-  return new Promise<number>((resolve, reject) =>
-    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(error) : resolve(bound),
-    ),
-  );
-}
-
-/** A follower asked for something only the leader may answer (the client's `requiresLeader`). */
-function refusedAsNotLeader(node: Node, call: { metadata: grpc.Metadata }): boolean {
-  if (node.leaderPort === undefined || call.metadata.get('requires-leader')[0] !== 'true') return false;
-  node.refused();
-  return true;
-}
-
-/** As a follower answers such a call: the exception and the leader's address in the trailers. */
-function notLeader(node: Node): Error & grpc.ServiceError {
-  const metadata = new grpc.Metadata();
-  metadata.set('exception', 'not-leader');
-  metadata.set('leader-endpoint-host', '127.0.0.1');
-  metadata.set('leader-endpoint-port', String(node.leaderPort));
-  return Object.assign(new Error('Leader info available'), {
-    code: grpc.status.NOT_FOUND,
-    details: 'Leader info available',
-    metadata,
-  });
 }
 
 function getSupportedMethods(_call: unknown, callback: grpc.sendUnaryData<unknown>): void {
@@ -367,9 +283,7 @@ interface SentCounts {
   byAllReads: number;
 }
 
-function read(node: Node, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>): void {
-  const { sent } = node;
-  const all = node.visible(node.store.all);
+function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>, sent: SentCounts): void {
   const options = call.request.getOptions()!;
   const backwards = options.getReadDirection() === ReadReq.Options.ReadDirection.BACKWARDS;
   const count = options.hasCount() ? Number(BigInt(options.getCount())) : Number.MAX_SAFE_INTEGER;
@@ -385,9 +299,8 @@ function read(node: Node, call: grpc.ServerWritableStream<ReadRequest, ReadRespo
           code: grpc.status.UNIMPLEMENTED,
         }),
       );
-    const stored = node.store.stream(name);
-    const stream = stored && node.visible(stored);
-    if (!stream?.length) {
+    const stream = store.stream(name);
+    if (!stream) {
       call.write(
         new ReadResp().setStreamNotFound(
           new ReadResp.StreamNotFound().setStreamIdentifier(streamOptions.getStreamIdentifier()),
@@ -412,23 +325,25 @@ function read(node: Node, call: grpc.ServerWritableStream<ReadRequest, ReadRespo
   if (!options.hasSubscription()) {
     // Forwards from a position includes the event there; backwards from it, only those before.
     const events = backwards
-      ? all.filter((event) => allOptions.hasEnd() || position === undefined || event.position < position).reverse()
-      : all.filter((event) => !allOptions.hasEnd() && (position === undefined || event.position >= position));
+      ? store.all
+          .filter((event) => allOptions.hasEnd() || position === undefined || event.position < position)
+          .reverse()
+      : store.all.filter((event) => !allOptions.hasEnd() && (position === undefined || event.position >= position));
     for (const event of events.slice(0, count)) call.write(readEvent(event));
     sent.byAllReads += Math.min(count, events.length);
     return void call.end();
   }
   subscribeToAll(
-    node,
+    store,
     call,
-    allOptions.hasEnd() ? (all.at(-1)?.position ?? -1n) : (position ?? -1n),
+    allOptions.hasEnd() ? (store.all.at(-1)?.position ?? -1n) : (position ?? -1n),
     filterOf(options),
   );
 }
 
 /** Catch-up from after `after`, then live. Filtered subscriptions get checkpoints as the server sends them. */
 function subscribeToAll(
-  node: Node,
+  store: DoubleStore,
   call: grpc.ServerWritableStream<ReadRequest, ReadResponse>,
   after: bigint,
   matches: Matcher | undefined,
@@ -438,8 +353,8 @@ function subscribeToAll(
       new ReadResp.SubscriptionConfirmation().setSubscriptionId(`double-${Math.random().toString(36).slice(2)}`),
     ),
   );
-  let nextIndex = node.visible(node.store.all).findIndex((event) => event.position > after);
-  if (nextIndex === -1) nextIndex = node.visible(node.store.all).length;
+  let nextIndex = store.all.findIndex((event) => event.position > after);
+  if (nextIndex === -1) nextIndex = store.all.length;
   const checkpoint = (position: bigint) =>
     call.write(
       new ReadResp().setCheckpoint(
@@ -449,15 +364,14 @@ function subscribeToAll(
 
   const deliver = () => {
     if (call.cancelled || call.destroyed) return;
-    const visible = node.visible(node.store.all);
-    const fresh = visible.slice(nextIndex);
-    nextIndex = visible.length;
+    const fresh = store.all.slice(nextIndex);
+    nextIndex = store.all.length;
     for (const event of fresh) if (!matches || matches(event)) call.write(readEvent(event));
     if (matches && fresh.length > 0) checkpoint(fresh.at(-1)!.position);
   };
   deliver();
   call.write(new ReadResp().setCaughtUp(new ReadResp.CaughtUp()));
-  const unsubscribe = node.store.onAppend(deliver);
+  const unsubscribe = store.onAppend(deliver);
   const stop = () => unsubscribe();
   call.on('cancelled', stop);
   call.on('close', stop);

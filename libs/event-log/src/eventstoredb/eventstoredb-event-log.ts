@@ -13,8 +13,8 @@ import {
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
-import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import { WrongExpectedRevisionError } from '../errors.js';
+import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import {
   NO_STREAM,
   type AppendResult,
@@ -29,7 +29,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../event-log.js';
-import { clientReconnects, isErrorType, isSystem, ON_LEADER, toRecordedEvent } from './eventstoredb-records.js';
+import { isConnectionLoss, isErrorType, isSystem, toRecordedEvent } from './eventstoredb-records.js';
 import { EventStoreSubscription } from './eventstoredb-subscription.js';
 
 const { EventStoreDBClient, jsonEvent, ErrorType, START, END, FORWARDS, BACKWARDS } = esdb;
@@ -39,10 +39,7 @@ export interface EventStoreDbEventLogOptions {
   readonly connectionString: string;
   /** Streams whose head and event ids stay cached for planning appends. */
   readonly maxCachedStreams?: number;
-  /**
-   * Attempts for one call (an append, a read) when the connection drops or the node is not the leader; an append's
-   * retries resend the same event ids.
-   */
+  /** Attempts for one append when the connection drops; retries resend the same event ids. */
   readonly appendAttempts?: number;
   readonly retryDelayMs?: number;
   readonly readPageSize?: number;
@@ -73,7 +70,6 @@ interface StreamCache {
  * cache is refreshed and the group planned again. The server also answers success to ids another
  * process stored since, as an idempotent retry; the write's read-back tells (decision 0004). A
  * dropped connection is retried with the same event ids, which the server treats as an idempotent retry.
- * Every read asks for the leader (`ON_LEADER`), so that plans and read-backs see every write.
  */
 export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions): EventLog {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
@@ -90,15 +86,12 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
     const backwards = readOptions.direction === 'backwards';
     try {
-      const page = await withRetry(() =>
-        readToEnd(
-          client.readStream(streamId, {
-            ...ON_LEADER,
-            direction: backwards ? BACKWARDS : FORWARDS,
-            fromRevision: readOptions.fromRevision ?? (backwards ? END : START),
-            maxCount: readOptions.maxCount ?? Number.MAX_SAFE_INTEGER,
-          }),
-        ),
+      const page = await readToEnd(
+        client.readStream(streamId, {
+          direction: backwards ? BACKWARDS : FORWARDS,
+          fromRevision: readOptions.fromRevision ?? (backwards ? END : START),
+          maxCount: readOptions.maxCount ?? Number.MAX_SAFE_INTEGER,
+        }),
       );
       return page.map((resolved) => toRecordedEvent(resolved.event!));
     } catch (error) {
@@ -132,7 +125,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
 
   async function appendGroup(streamId: string, group: readonly PendingAppend[]): Promise<(AppendResult | Error)[]> {
     for (let attempt = 1; ; attempt += 1) {
-      const entry = await loadStream(streamId, attempt > 1);
+      const entry = await withRetry(() => loadStream(streamId, attempt > 1));
       // The group's own events over what the stream holds, not a copy of it: a copy costs the stream's length.
       const planned = new Map<string, KnownEvent>();
       const known = { get: (id: string) => planned.get(id) ?? entry.known.get(id) };
@@ -148,11 +141,13 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
           for (const event of plan.events) planned.set(event.id, { revision: event.revision, position: -1n });
           head = plan.head;
         }
-        return { plan, headAfter: head };
+        return { plan, headAfter: head, expected: pending.expected };
       });
       // A conflict found on the cache may be the cache's (another process wrote since): read the stream before answering it.
       if (attempt === 1 && plans.some(({ plan }) => plan.kind === 'conflict')) continue;
-      if (sealed.length > 0) {
+      // Beaten by another writer on every plan: this last plan only answers, from the stream as it now is.
+      const beaten = attempt > MAX_WRITES;
+      if (sealed.length > 0 && !beaten) {
         try {
           // If the connection drops, the very same ids are sent again, which the server accepts
           // as an idempotent retry if the first attempt landed.
@@ -172,15 +167,17 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
           // Another process wrote to the stream: refresh from the server and plan again.
           const stale =
             isErrorType(error, ErrorType.WRONG_EXPECTED_VERSION) || error instanceof StoredByAnotherWriterError;
-          if (!stale) throw error;
-          if (attempt < MAX_PLANS) continue;
-          // The stream kept moving under every plan: the port's conflict, which callers retry with the same ids.
-          return group.map(({ expected }) => new WrongExpectedRevisionError(streamId, expected, entry.head.revision));
+          if (stale) continue;
+          throw error;
         }
         entry.head = head;
       }
       const positionOf = (id: string) => entry.known.get(id)!.position;
-      return plans.map(({ plan, headAfter }) => {
+      return plans.map(({ plan, headAfter, expected }) => {
+        // What the stream does not hold yet gets the port's conflict, which callers retry with the same ids.
+        const unstored =
+          plan.kind !== 'conflict' && (plan.kind === 'write' || plan.duplicates.some((id) => !entry.known.has(id)));
+        if (beaten && unstored) return new WrongExpectedRevisionError(streamId, expected, entry.head.revision);
         const result = appendResult(plan, headAfter.revision, (event) => positionOf(event.id));
         // Duplicates of events this group wrote were planned before the server placed them: their latest position now.
         if (plan.kind !== 'duplicates_only' || result instanceof Error) return result;
@@ -197,20 +194,22 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
    * stream, with its own hashes. Learns the positions and answers true only if the stored events are the ones sent.
    */
   async function learnWritten(streamId: string, entry: StreamCache, sealed: readonly SealedEvent[]): Promise<boolean> {
-    const written = await readStream(streamId, { fromRevision: sealed[0].revision, maxCount: sealed.length });
+    const written = await withRetry(() =>
+      readStream(streamId, { fromRevision: sealed[0].revision, maxCount: sealed.length }),
+    );
     const asSent = (event: RecordedEvent, index: number) => event.metadata.hash === sealed[index].metadata.hash;
     if (written.length !== sealed.length || !written.every(asSent)) return false;
     for (const event of written) entry.known.set(event.id, { revision: event.revision, position: event.position });
     return true;
   }
 
-  /** Retries a call while the client reconnects (the server unreachable, or not the leader), up to `appendAttempts` times. */
+  /** Retries an operation while the server is unreachable, up to `appendAttempts` times. */
   async function withRetry<T>(operation: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await operation();
       } catch (error) {
-        if (!clientReconnects(error) || attempt >= appendAttempts) throw error;
+        if (!isConnectionLoss(error) || attempt >= appendAttempts) throw error;
         options.onError?.(error as Error);
         await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
       }
@@ -239,42 +238,34 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       const room = Math.min(limit - events.length, Math.ceil((readPageBytes - bytes) / (meanEventBytes || 1)));
       const perKept = Math.max(1, passed / Math.max(events.length, 1));
       asked = Math.min(readPageSize, Math.max(Math.ceil(room * perKept), asked * 2)) + (fromStart ? 0 : 1);
+      let read = 0;
       let full = false;
-      // A request cut short is sent again from the last event it went through.
-      const read = await withRetry(async () => {
-        let read = 0;
-        if (full) return read;
-        for await (const resolved of client.readAll({
-          ...ON_LEADER,
-          fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
-          maxCount: asked,
-        })) {
-          read += 1;
-          if (full) continue;
-          const record = resolved.event!;
-          const position = record.position.commit;
-          if (!fromStart && position <= checkpoint) continue;
-          fromStart = false;
-          checkpoint = position;
-          passed += 1;
-          if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
-          events.push(toRecordedEvent(record));
-          const eventBytes = jsonBytes(record.data);
-          bytes += eventBytes;
-          meanEventBytes += (eventBytes - meanEventBytes) / (meanEventBytes ? 16 : 1);
-          full = events.length === limit || bytes >= readPageBytes;
-        }
-        return read;
-      });
+      for await (const resolved of client.readAll({
+        fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
+        maxCount: asked,
+      })) {
+        read += 1;
+        if (full) continue;
+        const record = resolved.event!;
+        const position = record.position.commit;
+        if (!fromStart && position <= checkpoint) continue;
+        fromStart = false;
+        checkpoint = position;
+        passed += 1;
+        if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
+        events.push(toRecordedEvent(record));
+        const eventBytes = jsonBytes(record.data);
+        bytes += eventBytes;
+        meanEventBytes += (eventBytes - meanEventBytes) / (meanEventBytes ? 16 : 1);
+        full = events.length === limit || bytes >= readPageBytes;
+      }
       if (full) return { events, checkpoint, caughtUp: false };
       if (read < asked) return { events, checkpoint, caughtUp: true };
     }
   }
 
   async function headPosition(): Promise<bigint> {
-    const [last] = await withRetry(() =>
-      readToEnd(client.readAll({ ...ON_LEADER, fromPosition: END, direction: BACKWARDS, maxCount: 1 })),
-    );
+    const [last] = await readToEnd(client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 }));
     return last?.event?.position?.commit ?? 0n;
   }
 
@@ -284,7 +275,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       // A group the server refuses (over its maximum append size, …) is retried in halves; an
       // outage that outlasted the retries fails the group whole.
       writer = new BatchingQueue((group) => appendGroup(streamId, group), {
-        splitOnFailure: (error) => !clientReconnects(error),
+        splitOnFailure: (error) => !isConnectionLoss(error),
       });
       writers.set(streamId, writer);
     }
@@ -332,8 +323,8 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   };
 }
 
-/** Plans of one append group before it answers a conflict: each plan after the first reads what the stream gained. */
-const MAX_PLANS = 5;
+/** Writes of one append group, each planned on the stream as read after the last was beaten by another writer. */
+const MAX_WRITES = 5;
 
 /**
  * Reads a client read stream to its end. Leaving a `for await` early leaves the underlying gRPC

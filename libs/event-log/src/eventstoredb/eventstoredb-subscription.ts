@@ -1,7 +1,7 @@
 import esdb from '@eventstore/db-client';
 import { matchesFilter } from '../append-plan.js';
 import type { EventFilter, RecordedEvent, SubscribeOptions, Subscription, SubscriptionBatch } from '../event-log.js';
-import { clientReconnects, isSystem, ON_LEADER, toRecordedEvent, type ResolvedRecord } from './eventstoredb-records.js';
+import { isConnectionLoss, isSystem, toRecordedEvent, type ResolvedRecord } from './eventstoredb-records.js';
 
 const { START, eventTypeFilter, streamNameFilter, excludeSystemEvents } = esdb;
 type Client = InstanceType<typeof esdb.EventStoreDBClient>;
@@ -42,7 +42,6 @@ export class EventStoreSubscription implements Subscription {
       let ended = false;
       const notify = () => this.wake?.();
       const subscription = this.client.subscribeToAll({
-        ...ON_LEADER,
         fromPosition: checkpoint === 0n ? START : { commit: checkpoint, prepare: checkpoint },
         filter: serverFilter(this.options.filter, (_subscription, position) => {
           inbox.push({ kind: 'checkpoint', position: position.commit });
@@ -83,7 +82,7 @@ export class EventStoreSubscription implements Subscription {
         await subscription.unsubscribe().catch(() => undefined);
       }
       if (this.closed) return;
-      if (failure && !clientReconnects(failure)) throw failure;
+      if (failure && !isConnectionLoss(failure)) throw failure;
       this.deps.onError?.(failure ?? new Error('subscription ended by the server'));
       await new Promise((resolve) => setTimeout(resolve, this.deps.retryDelayMs));
     }

@@ -918,7 +918,7 @@ function allDuplicates(sent: readonly NewEvent[], stored: AppendResult): AppendR
 }
 
 /** Each event of a stream read from its start links to the one before and hashes to what is stored. */
-export function expectChainHolds(stored: readonly RecordedEvent[]): void {
+function expectChainHolds(stored: readonly RecordedEvent[]): void {
   let prevHash = GENESIS_HASH;
   for (const event of stored) {
     expect(event.metadata.prevHash).toBe(prevHash);
