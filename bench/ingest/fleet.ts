@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type pg from 'pg';
 import { formatRate, formatRatio, percentile, printTable } from '../support/bench-database.js';
-import { corePercent, parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
+import { corePercent, mainThread, parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
 import { postgresCounters, statementsCounted, statementsPerUnit } from '../support/postgres-counters.js';
 import { startFloorService } from './floor-service.js';
 import type { FleetConfig, FleetResult } from './fleet-process.js';
@@ -16,6 +16,10 @@ const LISTED_CALLS_PER_POST = 0.01;
 interface Measured {
   readonly fleet: FleetResult;
   readonly serviceCpu: number;
+  /** The services' main threads: what one thread can give is the bound. */
+  readonly mainThreadCpu: number;
+  /** Times a second the services' main threads were switched out while they could run (preempted). */
+  readonly switchedOutPerSecond: number;
   readonly postgresCpu: number;
   /** The load generator's own process: with the service and PostgreSQL, what is left of the machine. */
   readonly loadCpu: number;
@@ -45,24 +49,33 @@ async function measure(
 ): Promise<Measured> {
   const servicesTicks = async () =>
     (await Promise.all(pids.services.map((pid) => processTicks(pid)))).reduce((sum, ticks) => sum + ticks, 0);
+  const mainThreads = async () =>
+    (await Promise.all(pids.services.map((pid) => mainThread(pid)))).reduce(
+      (sum, thread) => ({ ticks: sum.ticks + thread.ticks, switchedOut: sum.switchedOut + thread.switchedOut }),
+      { ticks: 0, switchedOut: 0 },
+    );
   const before = await postgresCounters(sql, statementsLoaded);
   // CPU is read over the load window only: averaged over setup and the drain, a saturated
   // service looked a third busy (issue 15's third round).
-  const readings = new Map<string, Promise<{ service: number; postgres: number; load: number; at: number }>>();
+  type Reading = { service: number; main: { ticks: number; switchedOut: number }; postgres: number; load: number };
+  const readings = new Map<string, Promise<Reading & { at: number }>>();
   const read = async (loadPid: number) => {
     const at = performance.now();
-    const [service, postgres, load] = await Promise.all([
+    const [service, main, postgres, load] = await Promise.all([
       servicesTicks(),
+      mainThreads(),
       processTreeTicks(pids.postgres),
       processTicks(loadPid),
     ]);
-    return { service, postgres, load, at };
+    return { service, main, postgres, load, at };
   };
   const fleet = await runFleetProcess(config, (phase, loadPid) => readings.set(phase, read(loadPid)));
   for (const error of fleet.errors) console.error(`${config.target} fleet of ${config.sessions}: ${error}`);
   const [start, end] = await Promise.all([readings.get('load-started'), readings.get('load-ended')]);
   if (!start || !end) throw new Error('the fleet process did not report its load window');
   const serviceCpu = corePercent(end.service - start.service, end.at - start.at);
+  const mainThreadCpu = corePercent(end.main.ticks - start.main.ticks, end.at - start.at);
+  const switchedOutPerSecond = (end.main.switchedOut - start.main.switchedOut) / ((end.at - start.at) / 1_000);
   const postgresCpu = corePercent(end.postgres - start.postgres, end.at - start.at);
   const loadCpu = corePercent(end.load - start.load, end.at - start.at);
   const after = await postgresCounters(sql, statementsLoaded);
@@ -70,6 +83,8 @@ async function measure(
   return {
     fleet,
     serviceCpu,
+    mainThreadCpu,
+    switchedOutPerSecond,
     postgresCpu,
     loadCpu,
     perPost: {
@@ -173,6 +188,7 @@ export async function runFleetComparison(options: {
         pair(run.fleet.projectionLagMs),
         pair(run.fleet.liveLagMs),
         `${run.serviceCpu.toFixed(0)} / ${run.postgresCpu.toFixed(0)} / ${run.loadCpu.toFixed(0)}`,
+        `${run.mainThreadCpu.toFixed(0)} / ${Math.round(run.switchedOutPerSecond)}`,
         `${run.perPost.transactions.toFixed(2)} / ${run.perPost.statements?.toFixed(2) ?? 'n/a'} / ${run.perPost.fetched.toFixed(1)}`,
         String(run.fleet.failures),
       ]);
@@ -198,6 +214,7 @@ export async function runFleetComparison(options: {
       'projection lag p50 / p99 ms',
       'live lag p50 / p99 ms',
       'CPU % service / PostgreSQL / load generator',
+      "service's main thread: CPU % / switched out per s",
       'per POST: transactions / statements / tuples fetched',
       'failures',
     ],

@@ -10,8 +10,10 @@ interface ProcStat {
   readonly reaped: number;
 }
 
-async function procStat(pid: number): Promise<ProcStat | undefined> {
-  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+/** `task`: one thread of the process, by its id (the process's own id is its main thread). */
+async function procStat(pid: number, task?: number): Promise<ProcStat | undefined> {
+  const folder = task === undefined ? `/proc/${pid}` : `/proc/${pid}/task/${task}`;
+  const text = await readFile(`${folder}/stat`, 'utf8').catch(() => undefined);
   if (!text) return undefined;
   // The command name (field 2) may hold spaces; the fields after its closing parenthesis start at field 3.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
@@ -26,6 +28,18 @@ export async function parentPid(pid: number): Promise<number | undefined> {
 /** CPU ticks used so far by one process (its threads). */
 export async function processTicks(pid: number): Promise<number> {
   return (await procStat(pid))?.own ?? 0;
+}
+
+/**
+ * A process's main thread (a Node process's JavaScript): CPU ticks used so far, and the times it was switched out while
+ * it could still run. A CPU profile counts that waiting as time in the frame it waited in (issue 15's thirty-third round).
+ */
+export async function mainThread(pid: number): Promise<{ ticks: number; switchedOut: number }> {
+  const [stat, status] = await Promise.all([
+    procStat(pid, pid),
+    readFile(`/proc/${pid}/task/${pid}/status`, 'utf8').catch(() => ''),
+  ]);
+  return { ticks: stat?.own ?? 0, switchedOut: Number(/^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1] ?? 0) };
 }
 
 /** CPU ticks used so far by a server and all its children, living or exited (PostgreSQL's postmaster and backends). */
