@@ -173,11 +173,11 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
         entry.head = head;
       }
       const positionOf = (id: string) => entry.known.get(id)!.position;
+      const unstored = (id: string) => !entry.known.has(id);
       return plans.map(({ plan, headAfter, expected }) => {
-        // What the stream does not hold yet gets the port's conflict, which callers retry with the same ids.
-        const unstored =
-          plan.kind !== 'conflict' && (plan.kind === 'write' || plan.duplicates.some((id) => !entry.known.has(id)));
-        if (beaten && unstored) return new WrongExpectedRevisionError(streamId, expected, entry.head.revision);
+        // Beaten: what the stream does not hold yet gets the port's conflict, which callers retry with the same ids.
+        if (beaten && (plan.kind === 'write' || (plan.kind === 'duplicates_only' && plan.duplicates.some(unstored))))
+          return new WrongExpectedRevisionError(streamId, expected, entry.head.revision);
         const result = appendResult(plan, headAfter.revision, (event) => positionOf(event.id));
         // Duplicates of events this group wrote were planned before the server placed them: their latest position now.
         if (plan.kind !== 'duplicates_only' || result instanceof Error) return result;
