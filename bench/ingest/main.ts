@@ -98,9 +98,11 @@ class MerkleTreeWatch {
     }, MERKLE_POLL_MS);
   }
 
-  /** One query; never rejects: a failure fails the waiting probes instead. */
+  /**
+   * One query; never rejects: a failure fails the waiting probes instead. The fired timer stays set until the
+   * query is answered, so that a probe arriving meanwhile does not start a second query on the same client.
+   */
   private async poll(): Promise<void> {
-    this.timer = undefined;
     try {
       const { rows } = await this.sql.query<{ position: string | null }>(
         'SELECT max(position) AS position FROM log_leaves',
@@ -113,7 +115,7 @@ class MerkleTreeWatch {
     } catch (error) {
       this.settle((probe) => probe.reject(error as Error));
     }
-    if (this.waiting.length > 0 && !this.stopped) this.timer = this.schedule();
+    this.timer = this.waiting.length > 0 && !this.stopped ? this.schedule() : undefined;
   }
 
   /** Takes the waiting probes that `which` picks (all by default) out of the list and settles them with `how`. */
