@@ -18,8 +18,8 @@ interface Measured {
   readonly serviceCpu: number;
   /** The services' main threads: what one thread can give is the bound. */
   readonly mainThreadCpu: number;
-  /** Times a second the services' main threads were switched out while they could run (preempted). */
-  readonly switchedOutPerSecond: number;
+  /** Percent of the load window the services' main threads spent runnable, waiting for a core. */
+  readonly mainThreadWaiting: number;
   readonly postgresCpu: number;
   /** The load generator's own process: with the service and PostgreSQL, what is left of the machine. */
   readonly loadCpu: number;
@@ -51,13 +51,13 @@ async function measure(
     (await Promise.all(pids.services.map((pid) => processTicks(pid)))).reduce((sum, ticks) => sum + ticks, 0);
   const mainThreads = async () =>
     (await Promise.all(pids.services.map((pid) => mainThread(pid)))).reduce(
-      (sum, thread) => ({ ticks: sum.ticks + thread.ticks, switchedOut: sum.switchedOut + thread.switchedOut }),
-      { ticks: 0, switchedOut: 0 },
+      (sum, thread) => ({ ticks: sum.ticks + thread.ticks, waitingNs: sum.waitingNs + thread.waitingNs }),
+      { ticks: 0, waitingNs: 0 },
     );
   const before = await postgresCounters(sql, statementsLoaded);
   // CPU is read over the load window only: averaged over setup and the drain, a saturated
   // service looked a third busy (issue 15's third round).
-  type Reading = { service: number; main: { ticks: number; switchedOut: number }; postgres: number; load: number };
+  type Reading = { service: number; main: { ticks: number; waitingNs: number }; postgres: number; load: number };
   const readings = new Map<string, Promise<Reading & { at: number }>>();
   const read = async (loadPid: number) => {
     const at = performance.now();
@@ -75,7 +75,7 @@ async function measure(
   if (!start || !end) throw new Error('the fleet process did not report its load window');
   const serviceCpu = corePercent(end.service - start.service, end.at - start.at);
   const mainThreadCpu = corePercent(end.main.ticks - start.main.ticks, end.at - start.at);
-  const switchedOutPerSecond = (end.main.switchedOut - start.main.switchedOut) / ((end.at - start.at) / 1_000);
+  const mainThreadWaiting = ((end.main.waitingNs - start.main.waitingNs) / 1e6 / (end.at - start.at)) * 100;
   const postgresCpu = corePercent(end.postgres - start.postgres, end.at - start.at);
   const loadCpu = corePercent(end.load - start.load, end.at - start.at);
   const after = await postgresCounters(sql, statementsLoaded);
@@ -84,7 +84,7 @@ async function measure(
     fleet,
     serviceCpu,
     mainThreadCpu,
-    switchedOutPerSecond,
+    mainThreadWaiting,
     postgresCpu,
     loadCpu,
     perPost: {
@@ -188,7 +188,7 @@ export async function runFleetComparison(options: {
         pair(run.fleet.projectionLagMs),
         pair(run.fleet.liveLagMs),
         `${run.serviceCpu.toFixed(0)} / ${run.postgresCpu.toFixed(0)} / ${run.loadCpu.toFixed(0)}`,
-        `${run.mainThreadCpu.toFixed(0)} / ${Math.round(run.switchedOutPerSecond)}`,
+        `${run.mainThreadCpu.toFixed(0)} / ${run.mainThreadWaiting.toFixed(0)}`,
         `${run.perPost.transactions.toFixed(2)} / ${run.perPost.statements?.toFixed(2) ?? 'n/a'} / ${run.perPost.fetched.toFixed(1)}`,
         String(run.fleet.failures),
       ]);
@@ -214,7 +214,7 @@ export async function runFleetComparison(options: {
       'projection lag p50 / p99 ms',
       'live lag p50 / p99 ms',
       'CPU % service / PostgreSQL / load generator',
-      "service's main thread: CPU % / switched out per s",
+      "service's main thread: CPU % / waiting for a core %",
       'per POST: transactions / statements / tuples fetched',
       'failures',
     ],

@@ -31,15 +31,16 @@ export async function processTicks(pid: number): Promise<number> {
 }
 
 /**
- * A process's main thread (a Node process's JavaScript): CPU ticks used so far, and the times it was switched out while
- * it could still run. A CPU profile counts that waiting as time in the frame it waited in (issue 15's thirty-third round).
+ * A process's main thread (a Node process's JavaScript): CPU ticks used so far, and the time it has spent runnable on a
+ * run queue, waiting for a core (`schedstat`, ns). A CPU profile counts that waiting as time in the frame it waited in
+ * (issue 15's thirty-third round).
  */
-export async function mainThread(pid: number): Promise<{ ticks: number; switchedOut: number }> {
-  const [stat, status] = await Promise.all([
+export async function mainThread(pid: number): Promise<{ ticks: number; waitingNs: number }> {
+  const [stat, schedstat] = await Promise.all([
     procStat(pid, pid),
-    readFile(`/proc/${pid}/task/${pid}/status`, 'utf8').catch(() => ''),
+    readFile(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').catch(() => ''),
   ]);
-  return { ticks: stat?.own ?? 0, switchedOut: Number(/^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1] ?? 0) };
+  return { ticks: stat?.own ?? 0, waitingNs: Number(schedstat.split(' ')[1] ?? 0) };
 }
 
 /** CPU ticks used so far by a server and all its children, living or exited (PostgreSQL's postmaster and backends). */
