@@ -11,6 +11,12 @@ const FLEET_SIZES = (process.env.BENCH_FLEET_SIZES ?? '100,250,500').split(',').
 const FLEET_SECONDS = Number(process.env.BENCH_FLEET_SECONDS ?? 15);
 /** A model streaming about 40 tokens a second, a delta per token. */
 const CHUNKS_PER_SECOND = 40;
+/**
+ * Seconds of fleet load, not measured, that the ledger and the naive service each take at the first size before the
+ * measured runs: in its first seconds a service's compiler threads take 12–20 % of a core, and a service in use has
+ * long finished compiling (issue 15's thirty-fourth round).
+ */
+const WARM_UP_SECONDS = Number(process.env.BENCH_FLEET_WARM_UP_SECONDS ?? 15);
 /** Statements below this many calls per POST are left out of the list. */
 const LISTED_CALLS_PER_POST = 0.01;
 interface Measured {
@@ -119,6 +125,21 @@ export async function runFleetComparison(options: {
   const postgres = (await parentPid(rows[0].pid))!;
   const table: string[][] = [];
   let ledgerChunks = 0;
+  if (WARM_UP_SECONDS > 0) {
+    const warmUp = {
+      sessions: FLEET_SIZES[0],
+      durationMs: WARM_UP_SECONDS * 1_000,
+      chunksPerSecond: CHUNKS_PER_SECOND,
+    };
+    for (const config of [
+      { target: 'ledger', keys, urls: [ledger.url], ...warmUp },
+      { target: 'naive', keys: [], urls: [naive.url], ...warmUp },
+    ] as const) {
+      const fleet = await runFleetProcess(config, () => undefined);
+      for (const error of fleet.errors) console.error(`${config.target} warm-up: ${error}`);
+      if (config.target === 'ledger') ledgerChunks += fleet.acknowledgedChunks;
+    }
+  }
   for (const sessions of FLEET_SIZES) {
     const shape = { sessions, durationMs: FLEET_SECONDS * 1_000, chunksPerSecond: CHUNKS_PER_SECOND };
     if (statementsLoaded) await sql.query('SELECT pg_stat_statements_reset()');
@@ -201,7 +222,7 @@ export async function runFleetComparison(options: {
   }
   console.log(
     `open-loop fleet: ${FLEET_SECONDS} s per run, ~400-chunk messages at ~${CHUNKS_PER_SECOND} chunks/s per session, ` +
-      'a POST every 50–100 ms; a new session when one ends',
+      `a POST every 50–100 ms; a new session when one ends; after ${WARM_UP_SECONDS} s of unmeasured load on each service`,
   );
   printTable(
     [

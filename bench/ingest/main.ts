@@ -18,6 +18,8 @@
  *
  * BENCH_FLEET_TWO_PROCESSES=1 starts a second ledger process on the same database and adds, per
  * size, a row for the fleet split between the two (the second core, decision 0028);
+ * Before the first size, the ledger and the naive service each take BENCH_FLEET_WARM_UP_SECONDS (15 by default) of the
+ * first size's load, not measured, so that the rows are of services that have finished compiling.
  * BENCH_FLEET_ONLY=1 skips the closed loop and the rebuild; BENCH_PG_PORT moves the embedded
  * PostgreSQL off 54391 (another bench on the machine may hold it).
  *
