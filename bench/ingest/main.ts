@@ -14,12 +14,12 @@
  * floor (floor-service.ts: answers each POST, stores nothing). Prints
  * offered and acknowledged chunks/s, acknowledgement latency, projection and live-feed lag, CPU
  * of the service and of PostgreSQL (from /proc), and PostgreSQL's own counts per POST
- * (transactions from pg_stat_database, statements from pg_stat_statements).
+ * (transactions from pg_stat_database, statements from pg_stat_statements). Before the first size,
+ * the ledger and the naive service each take BENCH_FLEET_WARM_UP_SECONDS (15 by default) of its
+ * load, not measured, so that the rows are of services that have finished compiling.
  *
  * BENCH_FLEET_TWO_PROCESSES=1 starts a second ledger process on the same database and adds, per
  * size, a row for the fleet split between the two (the second core, decision 0028);
- * Before the first size, the ledger and the naive service each take BENCH_FLEET_WARM_UP_SECONDS (15 by default) of the
- * first size's load, not measured, so that the rows are of services that have finished compiling.
  * BENCH_FLEET_ONLY=1 skips the closed loop and the rebuild; BENCH_PG_PORT moves the embedded
  * PostgreSQL off 54391 (another bench on the machine may hold it).
  *
