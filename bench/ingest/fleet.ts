@@ -32,19 +32,28 @@ interface Measured {
   readonly perPost: { transactions: number; fetched: number; statements: number | undefined };
 }
 
-/** Runs the load generator; `onPhase` hears when its load starts and ends (setup and draining excluded), and its pid. */
-function runFleetProcess(config: FleetConfig, onPhase: (phase: string, pid: number) => void): Promise<FleetResult> {
+/**
+ * Runs the load generator and prints the errors it met under `label`; `onPhase` hears when its load starts and ends
+ * (setup and draining excluded), and its pid.
+ */
+async function runFleetProcess(
+  config: FleetConfig,
+  label: string,
+  onPhase: (phase: string, pid: number) => void = () => undefined,
+): Promise<FleetResult> {
   const child = spawn(process.execPath, [path.resolve('dist/bench/ingest/fleet-process.js'), JSON.stringify(config)], {
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   child.on('message', (phase) => onPhase(phase as string, child.pid!));
   let output = '';
   child.stdout!.on('data', (part: Buffer) => (output += part.toString()));
-  return new Promise((resolve, reject) =>
+  const fleet = await new Promise<FleetResult>((resolve, reject) =>
     child.once('exit', (code) =>
       code === 0 ? resolve(JSON.parse(output) as FleetResult) : reject(new Error(`fleet process exited ${code}`)),
     ),
   );
+  for (const error of fleet.errors) console.error(`${config.target} ${label}: ${error}`);
+  return fleet;
 }
 
 async function measure(
@@ -75,8 +84,9 @@ async function measure(
     ]);
     return { service, main, postgres, load, at };
   };
-  const fleet = await runFleetProcess(config, (phase, loadPid) => readings.set(phase, read(loadPid)));
-  for (const error of fleet.errors) console.error(`${config.target} fleet of ${config.sessions}: ${error}`);
+  const fleet = await runFleetProcess(config, `fleet of ${config.sessions}`, (phase, loadPid) =>
+    readings.set(phase, read(loadPid)),
+  );
   const [start, end] = await Promise.all([readings.get('load-started'), readings.get('load-ended')]);
   if (!start || !end) throw new Error('the fleet process did not report its load window');
   const serviceCpu = corePercent(end.service - start.service, end.at - start.at);
@@ -131,14 +141,9 @@ export async function runFleetComparison(options: {
       durationMs: WARM_UP_SECONDS * 1_000,
       chunksPerSecond: CHUNKS_PER_SECOND,
     };
-    for (const config of [
-      { target: 'ledger', keys, urls: [ledger.url], ...warmUp },
-      { target: 'naive', keys: [], urls: [naive.url], ...warmUp },
-    ] as const) {
-      const fleet = await runFleetProcess(config, () => undefined);
-      for (const error of fleet.errors) console.error(`${config.target} warm-up: ${error}`);
-      if (config.target === 'ledger') ledgerChunks += fleet.acknowledgedChunks;
-    }
+    const ledgerWarmUp = await runFleetProcess({ target: 'ledger', keys, urls: [ledger.url], ...warmUp }, 'warm-up');
+    ledgerChunks += ledgerWarmUp.acknowledgedChunks;
+    await runFleetProcess({ target: 'naive', keys: [], urls: [naive.url], ...warmUp }, 'warm-up');
   }
   for (const sessions of FLEET_SIZES) {
     const shape = { sessions, durationMs: FLEET_SECONDS * 1_000, chunksPerSecond: CHUNKS_PER_SECOND };
