@@ -187,6 +187,7 @@ describe('the OpenAPI document', () => {
       'selection',
       'toolcall',
       'overflow',
+      'credential_ended',
     ]);
     expect(Object.keys((document.components as any).securitySchemes)).toEqual(['bearer', 'apiKey']);
   });

@@ -396,6 +396,12 @@ describe('tool-call governance end to end over HTTP', () => {
       status: 400,
       body: { error: { field: 'state' } },
     });
+    // Bound for PostgreSQL, which takes no NUL; `..` no session's path can name.
+    for (const sessionId of ['a%00b', '..'])
+      expect(await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}`)).toMatchObject({
+        status: 400,
+        body: { error: { field: 'sessionId' } },
+      });
     expect(await call(url(), 'GET', '/v1/tool-calls?colour=red')).toMatchObject({
       status: 400,
       body: { error: { code: 'invalid_request' } },

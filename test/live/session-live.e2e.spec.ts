@@ -173,7 +173,7 @@ describe('live session feed, every update delivered (no coalescing)', () => {
     expect(assembled(state, ['u1', 'a1'])).toEqual(readView(final.body.messages));
   });
 
-  it('refuses a resume point it never sent and an unknown session, before streaming', async () => {
+  it('refuses a resume point it never sent, an unknown session and unstorable prefixes, before streaming', async () => {
     const { sessionId } = await conversation(ledger);
     const ahead = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`, { lastEventId: '999999999' });
     expect(await ahead.opened).toMatchObject({
@@ -183,6 +183,15 @@ describe('live session feed, every update delivered (no coalescing)', () => {
     const garbage = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live?from=abc`);
     expect(await garbage.opened).toMatchObject({ status: 400, body: { error: { field: 'from' } } });
     expect((await connectSse(`${ledger.baseUrl}/v1/sessions/missing/live`).opened).status).toBe(404);
+    // The raw feed's prefixes are bound for PostgreSQL, which takes no NUL.
+    for (const [query, field] of [
+      ['types=chunk.%00', 'types'],
+      ['streams=session-%00', 'streams'],
+    ])
+      expect(await connectSse(`${ledger.baseUrl}/v1/events/live?${query}`).opened).toMatchObject({
+        status: 400,
+        body: { error: { field } },
+      });
   });
 });
 

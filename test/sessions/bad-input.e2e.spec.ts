@@ -324,6 +324,8 @@ function cases(): BadCase[] {
     ['an extra field', { role: 'user', colour: 'red' }],
     ['a parent that does not exist', { role: 'user', parentId: 'ghost' }],
     ['a bad id', { role: 'user', id: 'has spaces' }],
+    // `..` and `.` are resolved away in a URL's path: no route could name the message.
+    ['an id of dots', { role: 'user', id: '..' }],
     ['content of the wrong type', { role: 'user', content: 5 }],
   ] as const) {
     list.push({
@@ -336,7 +338,7 @@ function cases(): BadCase[] {
           ? 'colour'
           : label.includes('parent')
             ? 'parentId'
-            : label === 'a bad id'
+            : label === 'a bad id' || label === 'an id of dots'
               ? 'id'
               : label === 'content of the wrong type'
                 ? 'content'
@@ -347,6 +349,7 @@ function cases(): BadCase[] {
     ['a title of the wrong type', { title: 5 }],
     ['metadata that is a list', { metadata: [1] }],
     ['an extra field', { owner: 'x' }],
+    ['an id of one dot', { id: '.' }],
     // The same id with the same body is a retry (200); with another, a conflict naming the first difference.
     ['an existing id', { id: 'fixed-session', title: 'another title' }],
   ] as const) {
@@ -358,9 +361,11 @@ function cases(): BadCase[] {
       names:
         label === 'an extra field'
           ? 'owner'
-          : label.includes('title') || label === 'an existing id'
-            ? 'title'
-            : 'metadata',
+          : label === 'an id of one dot'
+            ? 'id'
+            : label.includes('title') || label === 'an existing id'
+              ? 'title'
+              : 'metadata',
     });
   }
   list.push(...unstorableCases(chunk));

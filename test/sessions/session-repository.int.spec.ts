@@ -1,4 +1,4 @@
-import { initialSessionState, parseChunks, SessionError, sessionStreamId } from '#core';
+import { initialSessionState, parseChunks, SessionError, sessionStreamId, type SessionCommand } from '#core';
 import { createPostgresEventLog, type EventLog } from '#event-log';
 import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
 import { SessionRepository, type SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
@@ -117,5 +117,76 @@ describe('session repository: cached folds across two instances', () => {
     await expect(first.execute(session, command(34, 'other text'), author)).rejects.toThrow(SessionError);
     const fromLog = await foldSessionEvents(logs[0], initialSessionState, await logs[0].readStream(streamId), 'decide');
     expect(first.cached(session)).toEqual(fromLog);
+  });
+});
+
+describe('session repository: two instances writing one id with different content at once', () => {
+  const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
+  let database: TestDatabase;
+  let logs: EventLog[];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    logs = await Promise.all(
+      [0, 1].map(() => createPostgresEventLog({ connectionString: database.connectionString, poolSize: 2 })),
+    );
+  });
+
+  afterAll(async () => {
+    await Promise.all(logs.map((log) => log.close()));
+    await database.drop();
+  });
+
+  // Neither instance has the session cached: each reads it, decides, and appends; the one that appends
+  // second finds the event id stored, by the other, with the other's content.
+  it('acknowledges one of them and refuses the other; the log holds what was acknowledged', async () => {
+    for (let round = 0; round < 10; round += 1) {
+      const session = { tenant: 'default', sessionId: `raced-${round}` };
+      const streamId = sessionStreamId(session.tenant, session.sessionId);
+      /** Each instance, fresh, runs the command with its own marker at once. */
+      async function race(what: string, commandWith: (marker: string) => SessionCommand): Promise<void> {
+        const markers = [`${what} from the first`, `${what} from the second`];
+        const outcomes = await Promise.allSettled(
+          logs.map((log, index) => new SessionRepository(log).execute(session, commandWith(markers[index]), author)),
+        );
+        const acknowledged = outcomes.flatMap((outcome, index) => (outcome.status === 'fulfilled' ? [index] : []));
+        expect(acknowledged).toHaveLength(1);
+        expect(outcomes.find((outcome) => outcome.status === 'rejected')?.reason).toBeInstanceOf(SessionError);
+        const stored = JSON.stringify((await logs[0].readStream(streamId)).map((event) => event.data));
+        expect(stored).toContain(markers[acknowledged[0]]);
+        expect(stored).not.toContain(markers[1 - acknowledged[0]]);
+      }
+      await race('title', (title) => ({
+        type: 'open_session',
+        ...session,
+        title,
+        metadata: {},
+        owner: 'producer',
+        writers: [],
+      }));
+      await race('content', (content) => ({
+        type: 'create_message',
+        messageId: 'm1',
+        role: 'user',
+        parentId: undefined,
+        model: null,
+        content,
+      }));
+      const opened = { type: 'create_message' as const, messageId: 'm2', role: 'assistant' as const };
+      await new SessionRepository(logs[0]).execute(
+        session,
+        { ...opened, parentId: 'm1', model: null, content: null },
+        author,
+      );
+      await race('text', (text) => ({
+        type: 'append_chunks',
+        messageId: 'm2',
+        chunks: parseChunks([
+          { seq: 1, type: 'llm_response_created' },
+          { seq: 2, type: 'text.start' },
+          { seq: 3, type: 'text.delta', text },
+        ]),
+      }));
+    }
   });
 });

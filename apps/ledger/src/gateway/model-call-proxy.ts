@@ -19,7 +19,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LEDGER_CONFIG, type LedgerConfig } from '../config/ledger-config.js';
 import { ApiError } from '../http/api-error.js';
-import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
+import { ID_CHARACTERS, ID_MAX_LENGTH, ID_RULE } from '../http/path-ids.pipe.js';
 import type { Principal } from '../identity/principal.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { authorOf, SessionRepository, type SessionRef } from '../sessions/session-repository.js';
@@ -360,12 +360,7 @@ function sessionIdOf(request: FastifyRequest): string {
   const named = request.headers[SESSION_HEADER];
   if (named === undefined) return randomUUID();
   if (typeof named !== 'string' || named.length > ID_MAX_LENGTH || !ID_CHARACTERS.test(named)) {
-    throw new ApiError(
-      400,
-      'invalid_request',
-      `X-Ledger-Session: letters, digits and . _ : - only, at most ${ID_MAX_LENGTH}`,
-      'X-Ledger-Session',
-    );
+    throw new ApiError(400, 'invalid_request', `X-Ledger-Session: ${ID_RULE}`, 'X-Ledger-Session');
   }
   return named;
 }

@@ -11,7 +11,7 @@ import { ApiError } from '../http/api-error.js';
 import { reachReadModels } from '../http/log-positions.js';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
 import type { ProjectionRunner } from '../projections/projection-runner.js';
-import { position } from '../sessions/request-schemas.js';
+import { clientId, position } from '../sessions/request-schemas.js';
 import { TOOL_CALLS_RUNNER } from './read-models/tool-calls.projection.js';
 import type { EventLog } from '#event-log';
 import { DecideToolCallCommand } from './decide-tool-call.handler.js';
@@ -33,7 +33,7 @@ const STATUSES = [
 export const listQuery = z
   .object({
     state: z.enum(STATUSES).optional(),
-    sessionId: z.string().min(1).max(200).optional(),
+    sessionId: clientId.optional(),
     limit: z.coerce.number().int().min(1).max(1_000).default(100),
     minPosition: position.optional(),
   })

@@ -79,6 +79,8 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
   /** Ids looked up and not found, apart: a flood of invented ids cannot push real keys out of the cache. */
   private readonly unknownIds = new Map<string, number>();
   private readonly lastUsedWritten = new Map<string, number>();
+  /** Told of every key whose row may have changed: its id, or undefined for any key (changes went unheard). */
+  private readonly changeListeners = new Set<(keyId: string | undefined) => void>();
 
   constructor(
     @Inject(PG_POOL) private readonly pool: pg.Pool,
@@ -97,6 +99,12 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     await this.listener.close();
+  }
+
+  /** Calls `listener` after each key the store forgets (see `changeListeners`); the returned function stops it. */
+  onKeyChange(listener: (keyId: string | undefined) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
   }
 
   /** Creates a key; the returned `key` is the only time the secret exists outside the caller's hands. */
@@ -252,6 +260,7 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     this.cache.delete(id);
     this.unknownIds.delete(id);
     this.reads.delete(id);
+    for (const listener of this.changeListeners) listener(id);
   }
 
   /** Changes may have gone unheard: every key is read again. */
@@ -260,6 +269,7 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     this.cache.clear();
     this.unknownIds.clear();
     this.reads.clear();
+    for (const listener of this.changeListeners) listener(undefined);
   }
 
   /** `lastUsedAt` is written at most once a minute per key and instance, off the request's path. */
@@ -288,6 +298,7 @@ export function principalOf(record: KeyRecord): Principal {
     subject: record.subject === null ? `key:${record.id}` : `subject:${record.subject}`,
     actor: `key:${record.id}:${record.name}`,
     credentialId: `key:${record.id}`,
+    ...(record.expiresAt !== null && { expiresAt: Date.parse(record.expiresAt) }),
   };
 }
 

@@ -27,6 +27,25 @@ export function credentialRefusal(error: unknown): unknown {
   return error;
 }
 
+const notOpen = () => new ApiError(403, 'forbidden', 'this route is not open to any credential');
+
+/**
+ * Why `principal` may not take `route` (a credential route: not public), or undefined when it may: it must hold
+ * one of the route's roles, and an operator route needs the default tenant. The guard asks it of every request, and
+ * an open live feed again whenever its credential may have changed (CredentialWatch).
+ */
+export function routeRefusal(route: string, principal: Principal): ApiError | undefined {
+  const rule = PERMISSIONS[route];
+  if (rule === undefined || rule === 'public') return notOpen();
+  if (!rule.some((role) => principal.roles.has(role)))
+    return new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');
+  if (OPERATOR_ROUTES.has(route) && principal.tenant !== DEFAULT_TENANT) {
+    const message = 'this route acts on every tenant; it is for admins of the default tenant';
+    return new ApiError(403, 'forbidden', message, undefined, 'tenant');
+  }
+  return undefined;
+}
+
 /**
  * The one place that lets a request in: the route must be in the permission table, the
  * credential must verify, it must hold one of the route's roles, and its rate budget must allow it. What the credential says is
@@ -43,7 +62,7 @@ export class AuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const route = routeKey(request.method, request.routeOptions.url ?? request.url);
     const rule = PERMISSIONS[route];
-    if (rule === undefined) throw new ApiError(403, 'forbidden', 'this route is not open to any credential');
+    if (rule === undefined) throw notOpen();
     if (rule === 'public') return true;
     let principal: Principal;
     try {
@@ -51,17 +70,8 @@ export class AuthGuard implements CanActivate {
     } catch (error) {
       throw credentialRefusal(error);
     }
-    if (!rule.some((role) => principal.roles.has(role)))
-      throw new ApiError(403, 'forbidden', `this route needs one of the roles: ${rule.join(', ')}`, undefined, 'role');
-    if (OPERATOR_ROUTES.has(route) && principal.tenant !== DEFAULT_TENANT) {
-      throw new ApiError(
-        403,
-        'forbidden',
-        'this route acts on every tenant; it is for admins of the default tenant',
-        undefined,
-        'tenant',
-      );
-    }
+    const refused = routeRefusal(route, principal);
+    if (refused) throw refused;
     const waitMs = this.rateLimiter.take(principal.credentialId);
     if (waitMs > 0) {
       context

@@ -10,16 +10,18 @@ import { Authenticator, JWT_VERIFIER } from './authenticator.js';
 import { createJwtVerifier } from './jwt-verifier.js';
 import { bootstrapAdminKey } from './bootstrap-admin-key.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
+import { CredentialWatch } from './credential-watch.js';
 import { KeysController } from './keys.controller.js';
 import { MeController } from './me.controller.js';
 
-/** Credentials, the guard every request passes, per-credential limits, and the first admin key. */
+/** Credentials, the guard every request passes, per-credential limits, the watch on open feeds' credentials, and the first admin key. */
 @Global()
 @Module({
   controllers: [KeysController, MeController],
   providers: [
     ApiKeyStore,
     Authenticator,
+    CredentialWatch,
     {
       provide: CredentialRateLimiter,
       inject: [LEDGER_CONFIG],
@@ -33,7 +35,7 @@ import { MeController } from './me.controller.js';
     },
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [ApiKeyStore, Authenticator],
+  exports: [ApiKeyStore, Authenticator, CredentialWatch],
 })
 export class IdentityModule implements OnApplicationBootstrap {
   constructor(

@@ -143,7 +143,9 @@ function principalOf(payload: JWTPayload, config: OidcConfig): Principal {
   }
   const name = `jwt:${config.issuer}#${sub}`;
   const roles = rolesOf(claimAt(payload, config.rolesClaim), config.rolesClaim);
-  return { tenant, roles, subject: name, actor: name, credentialId: name };
+  // jose refuses the token from `exp` plus the tolerance on (`exp` is required, so a number here).
+  const expiresAt = ((payload.exp as number) + config.clockSkewSeconds) * 1_000;
+  return { tenant, roles, subject: name, actor: name, credentialId: name, expiresAt };
 }
 
 /** A claim by its exact name (namespaced claims like `https://x.example/roles` hold dots), else by dotted path. */

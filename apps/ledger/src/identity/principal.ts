@@ -18,6 +18,11 @@ export interface Principal {
   readonly actor: string;
   /** Rate limits and live-connection caps count per credential: the key id, or the token's subject. */
   readonly credentialId: string;
+  /**
+   * When the credential stops verifying (ms since the epoch), if it ever does: a key's expiry, a token's `exp`
+   * with the clock skew tolerated. An open live feed ends then (CredentialWatch).
+   */
+  readonly expiresAt?: number;
 }
 
 /** Why a credential was refused; counted in /metrics, never told to the client beyond "401". */

@@ -12,6 +12,11 @@ const overflow = {
   description: 'the client left too much untaken: it is cut off and resumes from `resumeFrom`',
   data: z.object({ reason: z.string(), resumeFrom: positionNumber.nullable() }),
 };
+const credentialEnded = {
+  description:
+    'the credential was revoked, expired or no longer admits the feed: the feed ends; resume from `resumeFrom` with a valid one',
+  data: z.object({ reason: z.string(), resumeFrom: positionNumber.nullable() }),
+};
 const LIVE_ERRORS = {
   422: '`from` or `Last-Event-ID` beyond the log head (`position_beyond_head`)',
   503: 'this instance has not reached the resume point within 5 s; retry',
@@ -34,6 +39,7 @@ export const LIVE_CONTRACT: RouteContracts = {
       selection: { description: 'a branch selected', data: jsonObject },
       toolcall: { description: "a governed call's record, each time it moves", data: jsonObject },
       overflow,
+      credential_ended: credentialEnded,
     },
     errors: { 404: 'no such session', 429: 'too many open feeds for this credential', ...LIVE_ERRORS },
   },
@@ -46,6 +52,7 @@ export const LIVE_CONTRACT: RouteContracts = {
     events: {
       message: { description: 'a recorded event as `/events` returns it (no `event:` line)', data: jsonObject },
       overflow,
+      credential_ended: credentialEnded,
     },
     errors: { 429: 'too many open feeds for this credential', ...LIVE_ERRORS },
   },

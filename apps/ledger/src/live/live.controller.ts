@@ -1,4 +1,5 @@
 import { Controller, Get, Inject, Param, Query, Req, Res, type BeforeApplicationShutdown } from '@nestjs/common';
+import { storableJson } from '#core';
 import type { EventLog } from '#event-log';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -7,6 +8,8 @@ import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError, RetryLater } from '../http/api-error.js';
 import { refuseBeyondHead } from '../http/log-positions.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
+import { routeKey } from '../identity/auth.guard.js';
+import { CredentialWatch } from '../identity/credential-watch.js';
 import { CurrentPrincipal } from '../identity/current-principal.js';
 import type { Principal } from '../identity/principal.js';
 import { LiveHub } from './live-hub.js';
@@ -30,11 +33,14 @@ const prefixes = z
   .transform((list) => (list.length > 0 ? list : undefined));
 const CATCH_UP_TIMEOUT_MS = 5_000;
 export const sessionLiveQuery = z.object({ from: position.optional() });
-export const eventsLiveQuery = z.object({
-  from: position.optional(),
-  types: prefixes.optional(),
-  streams: prefixes.optional(),
-});
+// Prefixes are bound for PostgreSQL, which takes no NUL: refused naming the parameter, as a body's string would be.
+export const eventsLiveQuery = storableJson(
+  z.object({
+    from: position.optional(),
+    types: prefixes.optional(),
+    streams: prefixes.optional(),
+  }),
+);
 
 /**
  * Server-Sent Events. `id:` is the log position; a client resumes with `Last-Event-ID` (or
@@ -53,6 +59,7 @@ export class LiveController implements BeforeApplicationShutdown {
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
     @Inject(LEDGER_CONFIG) private readonly config: LedgerConfig,
     private readonly metrics: LedgerMetrics,
+    private readonly credentials: CredentialWatch,
   ) {
     this.writeBudget = new LiveWriteBudget(config.live);
   }
@@ -77,7 +84,7 @@ export class LiveController implements BeforeApplicationShutdown {
         throw new RetryLater('live_feed_behind', message, 'Last-Event-ID');
       }
       const watching = await this.hub.watch({ tenant: principal.tenant, sessionId }, from, () => {
-        stream = this.open(response, from, principal.tenant, () => {
+        stream = this.open(request, response, from, principal, () => {
           release();
           unwatch();
         });
@@ -108,7 +115,7 @@ export class LiveController implements BeforeApplicationShutdown {
       fromPosition: from,
       filter: { eventTypePrefixes: types, streamPrefixes: streams },
     });
-    const stream = this.open(response, from, principal.tenant, () => {
+    const stream = this.open(request, response, from, principal, () => {
       release();
       void subscription.close();
     });
@@ -162,7 +169,14 @@ export class LiveController implements BeforeApplicationShutdown {
     };
   }
 
-  private open(response: FastifyReply, from: bigint | undefined, tenant: string, release: () => void): SseStream {
+  /** The stream, open until its client leaves, the service stops, or its credential no longer admits it. */
+  private open(
+    request: FastifyRequest,
+    response: FastifyReply,
+    from: bigint | undefined,
+    principal: Principal,
+    release: () => void,
+  ): SseStream {
     this.metrics.liveClientOpened();
     // The stream writes to the connection itself from here on; Fastify sends nothing more.
     response.hijack();
@@ -172,12 +186,15 @@ export class LiveController implements BeforeApplicationShutdown {
       (reason) => {
         this.streams.delete(stream);
         this.metrics.liveClientClosed(reason);
+        unwatch();
         release();
       },
       from,
       this.writeBudget,
-      tenant,
+      principal.tenant,
     );
+    const route = routeKey(request.method, request.routeOptions.url ?? request.url);
+    const unwatch = this.credentials.watch(request.headers, route, principal, () => stream.close('credential_ended'));
     this.streams.add(stream);
     return stream;
   }

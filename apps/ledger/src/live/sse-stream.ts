@@ -21,7 +21,17 @@ const RAW_PART_CHARS = 1_048_576;
 /** An item goes to every watcher of its session: it is serialized once, not once per watcher. */
 const serializedItems = new WeakMap<LiveItem, string>();
 
-export type CloseReason = 'client_closed' | 'slow_client' | 'shutdown';
+export type CloseReason = 'client_closed' | 'slow_client' | 'credential_ended' | 'shutdown';
+
+/** The last event a stream cut off by the service sends: why, and where to resume. */
+const PARTING_EVENTS: Partial<Record<CloseReason, { readonly event: string; readonly reason: string }>> = {
+  slow_client: { event: 'overflow', reason: 'the client did not keep up; reconnect with Last-Event-ID' },
+  credential_ended: {
+    event: 'credential_ended',
+    reason:
+      'the credential was revoked, expired or no longer admits this feed; reconnect with a valid one and Last-Event-ID',
+  },
+};
 
 /**
  * One client's Server-Sent Events stream. Updates are coalesced per key for `coalesceMs`
@@ -172,17 +182,10 @@ export class SseStream implements BudgetedStream {
     this.budget.closed(this);
     clearInterval(this.heartbeat);
     clearTimeout(this.timer);
-    if (reason === 'slow_client') {
-      this.response.end(
-        frame(
-          'overflow',
-          json({
-            reason: 'the client did not keep up; reconnect with Last-Event-ID',
-            resumeFrom: this.lastId === undefined ? null : Number(this.lastId),
-          }),
-          undefined,
-        ),
-      );
+    const parting = PARTING_EVENTS[reason];
+    if (parting) {
+      const resumeFrom = this.lastId === undefined ? null : Number(this.lastId);
+      this.response.end(frame(parting.event, json({ reason: parting.reason, resumeFrom }), undefined));
       // If it does not even take that, let it go: it resumes from its own Last-Event-ID.
       setTimeout(() => this.response.destroy(), 5_000).unref();
     } else this.response.end();

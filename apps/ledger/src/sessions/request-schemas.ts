@@ -1,8 +1,9 @@
 import { SESSION_STATUSES, storableJson } from '#core';
 import { z } from 'zod';
-import { ID_CHARACTERS, ID_MAX_LENGTH } from '../http/path-ids.pipe.js';
+import { ID_CHARACTERS, ID_MAX_LENGTH, ID_RULE } from '../http/path-ids.pipe.js';
 
-const id = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_CHARACTERS, 'letters, digits and . _ : - only');
+/** An id a client chooses (a session's, a message's), as a path segment names it. */
+export const clientId = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_CHARACTERS, ID_RULE);
 export const position = z.coerce
   .bigint({ error: 'must be a log position (a non-negative integer)' })
   .nonnegative('must be a log position (a non-negative integer)')
@@ -70,7 +71,7 @@ export const createSessionBody = storableJson(
     .object({
       title: z.string().max(500).optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
-      id: id.optional(),
+      id: clientId.optional(),
       writers: writers.optional(),
     })
     .strict(),
@@ -83,9 +84,9 @@ export const createMessageBody = storableJson(
     .object({
       role: z.enum(['user', 'assistant', 'system', 'tool']),
       content: z.string().optional(),
-      parentId: id.nullable().optional(),
+      parentId: clientId.nullable().optional(),
       model: z.string().max(200).optional(),
-      id: id.optional(),
+      id: clientId.optional(),
       attachments: z.array(attachment).max(MAX_ATTACHMENTS).optional(),
     })
     .strict()
@@ -95,7 +96,7 @@ export const createMessageBody = storableJson(
     }),
 );
 
-export const selectionBody = storableJson(z.object({ childId: id }).strict());
+export const selectionBody = storableJson(z.object({ childId: clientId }).strict());
 
 export const forkBody = storableJson(
   z
@@ -107,10 +108,10 @@ export const forkBody = storableJson(
         .or(z.string().regex(/^\d+$/))
         .transform((value) => BigInt(value))
         .optional(),
-      messageId: id.optional(),
+      messageId: clientId.optional(),
       title: z.string().max(500).optional(),
       metadata: z.record(z.string(), z.unknown()).optional(),
-      id: id.optional(),
+      id: clientId.optional(),
       writers: writers.optional(),
     })
     .strict()

@@ -70,6 +70,8 @@ interface CachedSession {
 }
 
 const MAX_CACHED_SESSIONS = 5_000;
+/** Appends of one group before giving up on a session other writers keep moving. */
+const MAX_ATTEMPTS = 5;
 /** The cached folds together hold the data of at most this many full sessions: a fold holds about what its events hold. */
 const CACHED_FULL_SESSIONS = 4;
 
@@ -208,7 +210,8 @@ export class SessionRepository {
         results = await this.eventLog.appendMany([...alongside, ...own]);
       } catch (error) {
         // A conflict on another stream's part is that command's alone: thrown, the queue retries the others without it.
-        if (error instanceof WrongExpectedRevisionError && error.streamId === streamId && attempt < 5) continue;
+        if (error instanceof WrongExpectedRevisionError && error.streamId === streamId && attempt < MAX_ATTEMPTS)
+          continue;
         throw error;
       }
       const byCommand = alongsideResults(decided, results);
@@ -219,9 +222,13 @@ export class SessionRepository {
             : { decision: entry.decision, position: cachedPosition(cached.state), alongside: byCommand[index] },
         );
       const appended = results.at(-1)!;
-      // Everything was already stored (the log checks the revision only when something is new):
-      // another instance got there first, so what this call means is decided on the log's state.
-      if (cachedOnly && appended.appended === 0) continue;
+      // The log held some of the events already (it checks the revision only when something is new):
+      // another instance stored those ids since the state they were decided on, maybe with other content,
+      // so what this call means (a retry, or a conflict) is decided again on the log's state.
+      if (appended.duplicates.length > 0) {
+        if (attempt < MAX_ATTEMPTS) continue;
+        throw new Error(`session ${streamId}: another writer stored the same events on each of ${attempt} attempts`);
+      }
       const positions = new Map(appended.events.map((event) => [event.id, event.position]));
       const fresh = await this.absorb(session, cached, appended);
       return decided.map((entry, index) => {
@@ -237,16 +244,15 @@ export class SessionRepository {
   }
 
   /**
-   * Folds what an append stored into the cached session. An append that found some of its events
-   * already stored (a retry) or a fold that moved meanwhile is brought up to date from the log.
+   * Folds what an append stored (all of it new: see `decideAndAppend`) into the cached session. A fold
+   * that moved meanwhile, or an append that does not follow it, is brought up to date from the log.
    */
   private async absorb(session: SessionRef, folded: CachedSession, appended: AppendResult): Promise<CachedSession> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
     const entry = this.cache.get(streamId);
     const first = appended.events[0]?.revision;
     const continues = first === (folded.revision === NO_STREAM ? 0n : folded.revision + 1n);
-    if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded))
-      return this.refresh(session);
+    if (!continues || (entry !== undefined && entry !== folded)) return this.refresh(session);
     const next: CachedSession = {
       state: await foldSessionEvents(this.eventLog, folded.state, appended.events, 'decide'),
       revision: appended.nextExpectedRevision,

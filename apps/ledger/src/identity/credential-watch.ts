@@ -1,0 +1,83 @@
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ApiKeyStore, KEY_CACHE_MS } from './api-key-store.js';
+import { routeRefusal } from './auth.guard.js';
+import { Authenticator } from './authenticator.js';
+import { AuthenticationError, type Principal } from './principal.js';
+
+/** A response that outlives its request's check, and what it was admitted as. */
+interface Watched {
+  readonly headers: IncomingHttpHeaders;
+  readonly route: string;
+  principal: Principal;
+  readonly onEnded: () => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The guard checks a credential when a request arrives; a live feed stays open for hours after
+ * that. Each watched response has its credential verified again, as a new request's would be: at
+ * once when its key changes on any instance (ApiKeyStore hears revocations) or when changes may
+ * have gone unheard, at its expiry, and at least every KEY_CACHE_MS (a token whose signing key
+ * the provider withdrew). A credential that is refused, or no longer admits the route or the
+ * tenant it was admitted for, ends the response. One that cannot be checked now (the key store or
+ * the provider unreachable) is kept and checked again later: the feed depends on the same database.
+ */
+@Injectable()
+export class CredentialWatch implements OnModuleDestroy {
+  private readonly watched = new Set<Watched>();
+  private readonly stopListening: () => void;
+
+  constructor(
+    private readonly authenticator: Authenticator,
+    keys: ApiKeyStore,
+  ) {
+    this.stopListening = keys.onKeyChange((keyId) => {
+      for (const entry of this.watched)
+        if (keyId === undefined || entry.principal.credentialId === `key:${keyId}`) void this.check(entry);
+    });
+  }
+
+  /** Watches the credential `headers` present, admitted to `route` as `principal`; `onEnded` once it no longer would be. */
+  watch(headers: IncomingHttpHeaders, route: string, principal: Principal, onEnded: () => void): () => void {
+    const entry: Watched = { headers, route, principal, onEnded, timer: undefined };
+    this.watched.add(entry);
+    this.schedule(entry);
+    return () => this.unwatch(entry);
+  }
+
+  onModuleDestroy(): void {
+    this.stopListening();
+    for (const entry of this.watched) this.unwatch(entry);
+  }
+
+  private schedule(entry: Watched): void {
+    clearTimeout(entry.timer);
+    const untilExpiry = (entry.principal.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now();
+    entry.timer = setTimeout(() => void this.check(entry), Math.max(0, Math.min(KEY_CACHE_MS, untilExpiry)));
+    entry.timer.unref();
+  }
+
+  private async check(entry: Watched): Promise<void> {
+    let admitted: boolean;
+    try {
+      const principal = await this.authenticator.authenticate(entry.headers);
+      admitted =
+        routeRefusal(entry.route, principal) === undefined &&
+        principal.tenant === entry.principal.tenant &&
+        principal.credentialId === entry.principal.credentialId;
+      if (admitted) entry.principal = principal;
+    } catch (error) {
+      admitted = !(error instanceof AuthenticationError);
+    }
+    if (!this.watched.has(entry)) return;
+    if (admitted) return this.schedule(entry);
+    this.unwatch(entry);
+    entry.onEnded();
+  }
+
+  private unwatch(entry: Watched): void {
+    clearTimeout(entry.timer);
+    this.watched.delete(entry);
+  }
+}
