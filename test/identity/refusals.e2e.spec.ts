@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
@@ -55,6 +56,32 @@ describe('the actor is the credential, and refusals are counted', () => {
       keyActor('claimant'),
       keyActor('claimant'),
     ]);
+  });
+
+  it('refuses a request with two authorization headers, whichever of them is valid', async () => {
+    const [valid, other] = [await ledger.credentials.key('first-line'), await ledger.credentials.key('second-line')];
+    const { port } = new URL(ledger.baseUrl);
+    /** Headers as a flat list of names and values, each pair its own line (Node then adds no `host` itself). */
+    const send = (method: string, authorization: string[], body?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const headers = ['host', `127.0.0.1:${port}`, ...authorization.flatMap((value) => ['authorization', value])];
+        if (body) headers.push('content-type', 'application/json');
+        const request = http.request({ host: '127.0.0.1', port, method, path: '/v1/sessions', headers }, (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        });
+        request.on('error', reject);
+        request.end(body);
+      });
+    for (const lines of [
+      [`Bearer ${valid}`, `Bearer ${other}`],
+      [`Bearer ${valid}`, 'Bearer forged'],
+      ['Bearer forged', `Bearer ${valid}`],
+    ]) {
+      expect(await send('GET', lines)).toBe(401);
+      expect(await send('POST', lines, '{}')).toBe(401);
+    }
+    expect(await send('GET', [`Bearer ${valid}`])).toBe(200);
   });
 
   it('counts missing, malformed, unknown, revoked credentials, a missing role, a refused writer', async () => {

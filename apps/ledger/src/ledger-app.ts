@@ -64,7 +64,7 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
   fastify.addHook('onRequest', async (request: AuthenticatedRequest) => {
     if (!carriesBody(request)) return;
     try {
-      request.principal = await authenticator.authenticate(request.headers);
+      request.principal = await authenticator.authenticate(request.raw);
     } catch (error) {
       throw credentialRefusal(error);
     }

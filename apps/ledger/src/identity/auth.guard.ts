@@ -66,7 +66,7 @@ export class AuthGuard implements CanActivate {
     if (rule === 'public') return true;
     let principal: Principal;
     try {
-      principal = request.principal ?? (await this.authenticator.authenticate(request.headers));
+      principal = request.principal ?? (await this.authenticator.authenticate(request.raw));
     } catch (error) {
       throw credentialRefusal(error);
     }

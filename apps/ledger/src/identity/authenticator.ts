@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { ApiKeyStore } from './api-key-store.js';
 import { AuthenticationError, type Principal } from './principal.js';
 
@@ -21,15 +21,21 @@ export class Authenticator {
     @Optional() @Inject(JWT_VERIFIER) private readonly jwt?: TokenVerifier,
   ) {}
 
-  authenticate(headers: IncomingHttpHeaders): Promise<Principal> {
-    const credential = presentedCredential(headers);
+  authenticate(request: CredentialCarrier): Promise<Principal> {
+    const credential = presentedCredential(request);
     if (credential.startsWith('blk_')) return this.keys.verify(credential);
     if (!this.jwt) return Promise.reject(new AuthenticationError('malformed', 'not an API key'));
     return this.jwt.verify(credential);
   }
 }
 
-function presentedCredential(headers: IncomingHttpHeaders): string {
+/** A request as Node received it: `rawHeaders` holds every header line, `headers` the first of a repeated `authorization`. */
+export type CredentialCarrier = Pick<IncomingMessage, 'headers' | 'rawHeaders'>;
+
+function presentedCredential({ headers, rawHeaders }: CredentialCarrier): string {
+  // A proxy in front may act on another `authorization` line than the one Node keeps: refused, not guessed.
+  if (rawHeaders.filter((name, index) => index % 2 === 0 && name.toLowerCase() === 'authorization').length > 1)
+    throw new AuthenticationError('malformed', 'more than one authorization header');
   const authorization = headers.authorization;
   if (authorization !== undefined) {
     const match = /^Bearer ([\x21-\x7e]{1,8192})$/i.exec(authorization);

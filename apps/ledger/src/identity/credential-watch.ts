@@ -1,13 +1,12 @@
 import { Injectable, type OnModuleDestroy } from '@nestjs/common';
-import type { IncomingHttpHeaders } from 'node:http';
 import { ApiKeyStore, KEY_CACHE_MS } from './api-key-store.js';
 import { routeRefusal } from './auth.guard.js';
-import { Authenticator } from './authenticator.js';
+import { Authenticator, type CredentialCarrier } from './authenticator.js';
 import { AuthenticationError, type Principal } from './principal.js';
 
 /** A response that outlives its request's check, and what it was admitted as. */
 interface Watched {
-  readonly headers: IncomingHttpHeaders;
+  readonly request: CredentialCarrier;
   readonly route: string;
   principal: Principal;
   readonly onEnded: () => void;
@@ -38,9 +37,9 @@ export class CredentialWatch implements OnModuleDestroy {
     });
   }
 
-  /** Watches the credential `headers` present, admitted to `route` as `principal`; `onEnded` once it no longer would be. */
-  watch(headers: IncomingHttpHeaders, route: string, principal: Principal, onEnded: () => void): () => void {
-    const entry: Watched = { headers, route, principal, onEnded, timer: undefined };
+  /** Watches the credential `request` presents, admitted to `route` as `principal`; `onEnded` once it no longer would be. */
+  watch(request: CredentialCarrier, route: string, principal: Principal, onEnded: () => void): () => void {
+    const entry: Watched = { request, route, principal, onEnded, timer: undefined };
     this.watched.add(entry);
     this.schedule(entry);
     return () => this.unwatch(entry);
@@ -61,7 +60,7 @@ export class CredentialWatch implements OnModuleDestroy {
   private async check(entry: Watched): Promise<void> {
     let admitted: boolean;
     try {
-      const principal = await this.authenticator.authenticate(entry.headers);
+      const principal = await this.authenticator.authenticate(entry.request);
       admitted =
         routeRefusal(entry.route, principal) === undefined &&
         principal.tenant === entry.principal.tenant &&

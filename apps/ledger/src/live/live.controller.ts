@@ -194,7 +194,7 @@ export class LiveController implements BeforeApplicationShutdown {
       principal.tenant,
     );
     const route = routeKey(request.method, request.routeOptions.url ?? request.url);
-    const unwatch = this.credentials.watch(request.headers, route, principal, () => stream.close('credential_ended'));
+    const unwatch = this.credentials.watch(request.raw, route, principal, () => stream.close('credential_ended'));
     this.streams.add(stream);
     return stream;
   }
