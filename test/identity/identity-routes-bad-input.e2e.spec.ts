@@ -26,6 +26,12 @@ describe('bad input on the key and writer routes', () => {
     ['a tenant in capitals', { name: 'k', roles: ['reader'], tenant: 'Acme' }, 'tenant'],
     ['a tenant holding /', { name: 'k', roles: ['reader'], tenant: 'a/b' }, 'tenant'],
     ['a subject with a space', { name: 'k', roles: ['reader'], subject: 'alice smith' }, 'subject'],
+    [
+      'a token subject without its sub',
+      { name: 'k', roles: ['reader'], subject: 'jwt:https://idp.example' },
+      'subject',
+    ],
+    ['a token subject with a NUL', { name: 'k', roles: ['reader'], subject: 'jwt:https://idp#a\u0000b' }, 'subject'],
     ['an expiry in the past', { name: 'k', roles: ['reader'], expiresAt: '2020-01-01T00:00:00Z' }, 'expiresAt'],
     ['an expiry that is no date', { name: 'k', roles: ['reader'], expiresAt: 'tomorrow' }, 'expiresAt'],
     ['a field the route does not take', { name: 'k', roles: ['reader'], secret: 'chosen' }, 'secret'],

@@ -133,7 +133,7 @@ describe('bearer JWTs over HTTP', () => {
     expect(await call(url(), 'GET', session, undefined, 'key-holder')).toMatchObject({ status: 404 });
   });
 
-  it('refuses the approval of a call to another token of the subject that requested it', async () => {
+  it('refuses the approval of a call to another token of the subject that requested it, and to a key made for it', async () => {
     const requesterClaims = { sub: 'sod-user', tenant: 'default', roles: ['producer', 'reviewer'] };
     const requester = await token('jwt-requester', requesterClaims);
     const opened = await call(url(), 'POST', '/v1/sessions', { title: 'governed by token' }, requester);
@@ -147,7 +147,10 @@ describe('bearer JWTs over HTTP', () => {
     const { argumentsSha256 } = waiting;
 
     const sameSubject = await token('jwt-same-subject', { ...requesterClaims, roles: ['reviewer'], jti: 'second' });
-    for (const who of [requester, sameSubject]) {
+    // An API key made for the same person (its subject the token's) is that person too.
+    const sameSubjectKey = 'key-of-sod-user';
+    await ledger.credentials.key(sameSubjectKey, { roles: ['reviewer'], subject: `jwt:${idp.issuer}#sod-user` });
+    for (const who of [requester, sameSubject, sameSubjectKey]) {
       const refused = await call(url(), 'POST', `/v1/tool-calls/${toolCallId}/approve`, { argumentsSha256 }, who);
       expect(refused).toMatchObject({ status: 403, body: { error: { code: 'self_approval' } } });
     }

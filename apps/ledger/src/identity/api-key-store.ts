@@ -295,11 +295,17 @@ export function principalOf(record: KeyRecord): Principal {
   return {
     tenant: record.tenant,
     roles: new Set(record.roles.filter((role): role is Role => (ROLES as readonly string[]).includes(role))),
-    subject: record.subject === null ? `key:${record.id}` : `subject:${record.subject}`,
+    subject: subjectOfKey(record),
     actor: `key:${record.id}:${record.name}`,
     credentialId: `key:${record.id}`,
     ...(record.expiresAt !== null && { expiresAt: Date.parse(record.expiresAt) }),
   };
+}
+
+/** A key without a subject is its own; a token subject (`jwt:<issuer>#<sub>`) is kept as tokens carry it. */
+function subjectOfKey({ id, subject }: KeyRecord): string {
+  if (subject === null) return `key:${id}`;
+  return subject.startsWith('jwt:') ? subject : `subject:${subject}`;
 }
 
 function digest(salt: Buffer, secret: string): Buffer {
