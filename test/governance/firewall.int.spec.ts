@@ -407,5 +407,13 @@ describe('firewall', () => {
       const { verdict } = await examplePolicy.evaluate({ server: 'everything', name: 'echo' }, { message });
       expect({ message, verdict }).toEqual({ message, verdict: 'ask' });
     }
+    // Its deny rules take a protected folder itself too, not only what lies inside it.
+    const listing = (folder: string) =>
+      examplePolicy.evaluate(
+        { server: 'filesystem', name: 'list_directory' },
+        { path: path.resolve('workspace', folder) },
+      );
+    for (const folder of ['.git', '.ssh', '.git/objects']) expect((await listing(folder)).verdict).toBe('deny');
+    expect((await listing('docs')).verdict).toBe('allow');
   });
 });
