@@ -139,6 +139,10 @@ describe('producer dialects on the chunk route', () => {
     const [start] = DIALECT_STREAMS.anthropic[0].events;
     const unknown = await ledger.request('POST', `${route}?dialect=gemini&seq=1`, [start]);
     expect(unknown).toMatchObject({ status: 400, body: { error: { code: 'unsupported_dialect', field: 'dialect' } } });
+    // A name no dialect could have is refused without being echoed back whole.
+    const long = await ledger.request('POST', `${route}?dialect=${'x'.repeat(10_000)}&seq=1`, [start]);
+    expect(long).toMatchObject({ status: 400, body: { error: { field: 'dialect' } } });
+    expect(JSON.stringify(long.body).length).toBeLessThan(1_000);
     const noSeq = await ledger.request('POST', `${route}?dialect=anthropic`, [start]);
     expect(noSeq).toMatchObject({ status: 400, body: { error: { field: 'seq' } } });
     for (const seq of ['0', '-1', '1.5', 'one']) {

@@ -139,7 +139,7 @@ export const pageQuery = z.object({
 
 /** The chunk route's dialect, and for a provider dialect the producer's number of the first event in the body. */
 export const dialectQuery = z.object({
-  dialect: z.string().default('cherry'),
+  dialect: z.string().max(100).default('cherry'),
   seq: z
     .string()
     .regex(/^[1-9][0-9]{0,14}$/, 'must be a positive whole number')
