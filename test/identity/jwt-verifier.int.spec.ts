@@ -32,8 +32,9 @@ describe('JWT verifier against a JWKS server over HTTP', () => {
   }
 
   it('turns a valid token, keys found through discovery, into a principal', async () => {
-    const token = await idp.sign({ sub: 'alice', tenant: 'acme', roles: ['reader', 'reviewer'] });
-    const principal = await verifierOf().verify(token);
+    const exp = now() + 60;
+    const token = await idp.sign({ sub: 'alice', tenant: 'acme', roles: ['reader', 'reviewer'], exp });
+    const principal = await verifierOf({ clockSkewSeconds: 7 }).verify(token);
     const name = `jwt:${idp.issuer}#alice`;
     expect(principal).toEqual({
       tenant: 'acme',
@@ -41,6 +42,8 @@ describe('JWT verifier against a JWKS server over HTTP', () => {
       subject: name,
       actor: name,
       credentialId: name,
+      // The token is refused from then on: its exp, with the skew the verifier tolerates.
+      expiresAt: (exp + 7) * 1_000,
     });
     expect(idp.requests).toEqual({ discovery: 1, jwks: 1 });
   });
