@@ -222,10 +222,11 @@ export class SessionRepository {
             : { decision: entry.decision, position: cachedPosition(cached.state), alongside: byCommand[index] },
         );
       const appended = results.at(-1)!;
-      // The log held some of the events already (it checks the revision only when something is new):
-      // another instance stored those ids since the state they were decided on, maybe with other content,
-      // so what this call means (a retry, or a conflict) is decided again on the log's state.
-      if (appended.duplicates.length > 0) {
+      // The log held every event already (it checks the revision only when something is new). Those the
+      // state decided on held too are a retry the log answers (a tool block shown again). One stored since
+      // that state was read is another writer's, maybe with other content: what this call means, a repeat
+      // or a conflict, is decided again on the log's state.
+      if (appended.appended === 0 && appended.position > cachedPosition(cached.state)) {
         if (attempt < MAX_ATTEMPTS) continue;
         throw new Error(`session ${streamId}: another writer stored the same events on each of ${attempt} attempts`);
       }
@@ -244,15 +245,15 @@ export class SessionRepository {
   }
 
   /**
-   * Folds what an append stored (all of it new: see `decideAndAppend`) into the cached session. A fold
-   * that moved meanwhile, or an append that does not follow it, is brought up to date from the log.
+   * Folds what an append stored into the cached session. An append that found some of its events
+   * already stored (a retry) or a fold that moved meanwhile is brought up to date from the log.
    */
   private async absorb(session: SessionRef, folded: CachedSession, appended: AppendResult): Promise<CachedSession> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
     const entry = this.cache.get(streamId);
     const first = appended.events[0]?.revision;
     const continues = first === (folded.revision === NO_STREAM ? 0n : folded.revision + 1n);
-    if (!continues || (entry !== undefined && entry !== folded)) return this.refresh(session);
+    if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded)) return this.refresh(session);
     const next: CachedSession = {
       state: await foldSessionEvents(this.eventLog, folded.state, appended.events, 'decide'),
       revision: appended.nextExpectedRevision,
