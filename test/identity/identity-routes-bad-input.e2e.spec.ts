@@ -31,6 +31,7 @@ describe('bad input on the key and writer routes', () => {
       { name: 'k', roles: ['reader'], subject: 'jwt:https://idp.example' },
       'subject',
     ],
+    ['a name posing as a token subject', { name: 'k', roles: ['reader'], subject: 'jwt:alice' }, 'subject'],
     ['a token subject with a NUL', { name: 'k', roles: ['reader'], subject: 'jwt:https://idp#a\u0000b' }, 'subject'],
     ['an expiry in the past', { name: 'k', roles: ['reader'], expiresAt: '2020-01-01T00:00:00Z' }, 'expiresAt'],
     ['an expiry that is no date', { name: 'k', roles: ['reader'], expiresAt: 'tomorrow' }, 'expiresAt'],

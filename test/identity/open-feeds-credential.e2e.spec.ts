@@ -57,6 +57,8 @@ describe('open live feeds and the credential that opened them', () => {
       LEDGER_OIDC_ISSUER: idp.issuer,
       LEDGER_OIDC_AUDIENCE: idp.audience,
       LEDGER_OIDC_CLOCK_SKEW_S: '0',
+      // Every verification fetches the key set: a provider down makes any check of a token unanswerable.
+      LEDGER_OIDC_JWKS_MAX_AGE_MS: '0',
     });
     const created = await probe(ledger.baseUrl, 'POST', '/v1/sessions', {
       credential: await ledger.credentials.key('writer'),
@@ -101,15 +103,23 @@ describe('open live feeds and the credential that opened them', () => {
     }
   });
 
-  it("ends a token's feeds at its exp, and keeps those of a token still valid", async () => {
+  it("ends a token's feeds at its exp, with its provider down, and keeps those of a token still valid", async () => {
     const claims = { tenant: 'default', roles: ['reader', 'auditor'] };
     const exp = now() + 2;
     const expiring = await idp.sign({ ...claims, sub: 'expiring', exp });
     const valid = await idp.sign({ ...claims, sub: 'valid', exp: now() + 300 });
     const [expiringFeeds, validFeeds] = [await openFeeds(expiring), await openFeeds(valid)];
-    for (const feed of expiringFeeds) {
-      await expectEnded(feed);
-      expect(Date.now()).toBeGreaterThanOrEqual(exp * 1000);
+    // The provider goes down before exp: an expired token is refused all the same, without asking it again and again.
+    idp.setAvailable(false);
+    const fetchesBefore = idp.requests.jwks;
+    try {
+      for (const feed of expiringFeeds) {
+        await expectEnded(feed);
+        expect(Date.now()).toBeGreaterThanOrEqual(exp * 1000);
+      }
+      expect(idp.requests.jwks - fetchesBefore).toBeLessThan(10);
+    } finally {
+      idp.setAvailable(true);
     }
     const after = await write('after the token expired');
     for (const feed of expiringFeeds) expect(sentUpTo(feed)).toBeLessThan(after);

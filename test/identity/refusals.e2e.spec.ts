@@ -58,7 +58,7 @@ describe('the actor is the credential, and refusals are counted', () => {
     ]);
   });
 
-  it('refuses a request with two authorization headers, whichever of them is valid', async () => {
+  it('refuses a request with two authorization headers, or two different credentials, whichever is valid', async () => {
     const [valid, other] = [await ledger.credentials.key('first-line'), await ledger.credentials.key('second-line')];
     const { port } = new URL(ledger.baseUrl);
     /** Headers as a flat list of names and values, each pair its own line (Node then adds no `host` itself). */
@@ -82,6 +82,11 @@ describe('the actor is the credential, and refusals are counted', () => {
       expect(await send('POST', lines, '{}')).toBe(401);
     }
     expect(await send('GET', [`Bearer ${valid}`])).toBe(200);
+    // Both headers, naming two credentials: neither is chosen. The same one twice is one credential.
+    const both = (apiKey: string) =>
+      probe(ledger.baseUrl, 'GET', '/v1/sessions', { credential: valid, headers: { 'x-api-key': apiKey } });
+    for (const apiKey of [other, 'forged']) expect((await both(apiKey)).status).toBe(401);
+    expect((await both(valid)).status).toBe(200);
   });
 
   it('counts missing, malformed, unknown, revoked credentials, a missing role, a refused writer', async () => {

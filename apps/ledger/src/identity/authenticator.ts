@@ -33,16 +33,18 @@ export class Authenticator {
 export type CredentialCarrier = Pick<IncomingMessage, 'headers' | 'rawHeaders'>;
 
 function presentedCredential({ headers, rawHeaders }: CredentialCarrier): string {
-  // A proxy in front may act on another `authorization` line than the one Node keeps: refused, not guessed.
+  // A proxy in front may act on another credential than the one taken here: two are refused, not chosen between.
   if (rawHeaders.filter((name, index) => index % 2 === 0 && name.toLowerCase() === 'authorization').length > 1)
     throw new AuthenticationError('malformed', 'more than one authorization header');
   const authorization = headers.authorization;
+  const apiKey = headers['x-api-key'];
   if (authorization !== undefined) {
     const match = /^Bearer ([\x21-\x7e]{1,8192})$/i.exec(authorization);
     if (!match) throw new AuthenticationError('malformed', 'the authorization header is not `Bearer <credential>`');
+    if (apiKey !== undefined && apiKey !== match[1])
+      throw new AuthenticationError('malformed', 'authorization and x-api-key name different credentials');
     return match[1];
   }
-  const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.length > 0 && apiKey.length <= 8192) return apiKey;
   throw new AuthenticationError('missing', 'no credential');
 }

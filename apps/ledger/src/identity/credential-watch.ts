@@ -15,8 +15,8 @@ interface Watched {
 
 /**
  * The guard checks a credential when a request arrives; a live feed stays open for hours after
- * that. Each watched response has its credential verified again, as a new request's would be: at
- * once when its key changes on any instance (ApiKeyStore hears revocations) or when changes may
+ * that. Each watched response has its credential verified again, as a new request's would be: as
+ * it starts (a change heard while it opened), at once when its key changes on any instance (ApiKeyStore hears revocations) or when changes may
  * have gone unheard, at its expiry, and at least every KEY_CACHE_MS (a token whose signing key
  * the provider withdrew). A credential that is refused, or no longer admits the route or the
  * tenant it was admitted for, ends the response. One that cannot be checked now (the key store or
@@ -41,7 +41,8 @@ export class CredentialWatch implements OnModuleDestroy {
   watch(request: CredentialCarrier, route: string, principal: Principal, onEnded: () => void): () => void {
     const entry: Watched = { request, route, principal, onEnded, timer: undefined };
     this.watched.add(entry);
-    this.schedule(entry);
+    // Checked once more now: a change heard while the feed was opening (after the guard) reached no watch.
+    void this.check(entry);
     return () => this.unwatch(entry);
   }
 
@@ -58,21 +59,28 @@ export class CredentialWatch implements OnModuleDestroy {
   }
 
   private async check(entry: Watched): Promise<void> {
-    let admitted: boolean;
-    try {
-      const principal = await this.authenticator.authenticate(entry.request);
-      admitted =
-        routeRefusal(entry.route, principal) === undefined &&
-        principal.tenant === entry.principal.tenant &&
-        principal.credentialId === entry.principal.credentialId;
-      if (admitted) entry.principal = principal;
-    } catch (error) {
-      admitted = !(error instanceof AuthenticationError);
-    }
+    const admitted = await this.stillAdmits(entry);
     if (!this.watched.has(entry)) return;
     if (admitted) return this.schedule(entry);
     this.unwatch(entry);
     entry.onEnded();
+  }
+
+  /** Whether the credential would be let in again as it was; yes while it cannot be checked. */
+  private async stillAdmits(entry: Watched): Promise<boolean> {
+    // Past its expiry a credential is refused whoever is asked, even a provider that cannot be reached now.
+    if ((entry.principal.expiresAt ?? Number.POSITIVE_INFINITY) <= Date.now()) return false;
+    try {
+      const principal = await this.authenticator.authenticate(entry.request);
+      const admitted =
+        routeRefusal(entry.route, principal) === undefined &&
+        principal.tenant === entry.principal.tenant &&
+        principal.credentialId === entry.principal.credentialId;
+      if (admitted) entry.principal = principal;
+      return admitted;
+    } catch (error) {
+      return !(error instanceof AuthenticationError);
+    }
   }
 
   private unwatch(entry: Watched): void {

@@ -15,7 +15,7 @@ export const newKeyBody = z
     subject: z
       .string()
       .regex(
-        /^(?:[\w.@:+-]{1,200}|jwt:[^\s#\p{Cc}]{1,500}#[^\p{Cc}]{1,255})$/u,
+        /^(?:(?!jwt:)[\w.@:+-]{1,200}|jwt:[^\s#\p{Cc}]{1,500}#[^\p{Cc}]{1,255})$/u,
         'letters, digits and . _ @ : + -, at most 200; or a token subject jwt:<issuer>#<sub>',
       )
       .optional(),
