@@ -253,7 +253,8 @@ export class SessionRepository {
     const entry = this.cache.get(streamId);
     const first = appended.events[0]?.revision;
     const continues = first === (folded.revision === NO_STREAM ? 0n : folded.revision + 1n);
-    if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded)) return this.refresh(session);
+    if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded))
+      return this.refresh(session);
     const next: CachedSession = {
       state: await foldSessionEvents(this.eventLog, folded.state, appended.events, 'decide'),
       revision: appended.nextExpectedRevision,
