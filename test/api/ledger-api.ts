@@ -2495,6 +2495,25 @@ export interface operations {
             };
         };
         responses: {
+            /** @description the same create again (same id and body): the original answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description a log position */
+                        position: number;
+                        forkedFrom: {
+                            sessionId: string;
+                            /** @description a log position */
+                            position: number;
+                            messageId: string | null;
+                        };
+                    };
+                };
+            };
             /** @description forked */
             201: {
                 headers: {

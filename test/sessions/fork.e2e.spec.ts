@@ -131,6 +131,28 @@ describe('forking a session', () => {
     expect(withoutPosition(await ok('GET', `/v1/sessions/${source}`))).toEqual(withoutPosition(sourceRead));
   });
 
+  it('answers the same fork again with the first answer, and refuses another under its id naming what differs', async () => {
+    const source = (await ok('POST', '/v1/sessions', {})).id;
+    const head = (await ok('POST', `/v1/sessions/${source}/messages`, { id: 'u1', role: 'user', content: 'hi' }))
+      .position;
+    await ok('POST', `/v1/sessions/${source}/messages`, { id: 'u2', role: 'user', content: 'later' });
+    const body = { id: `${source}-fork`, atPosition: head, messageId: 'u1', title: 'a fork' };
+    const first = await ledger.request('POST', `/v1/sessions/${source}/fork`, body);
+    expect(first.status).toBe(201);
+    const again = await ledger.request('POST', `/v1/sessions/${source}/fork`, body);
+    expect(again).toEqual({ status: 200, body: first.body });
+    for (const [change, field] of [
+      [{ title: 'another title' }, 'title'],
+      [{ atPosition: undefined }, 'atPosition'],
+      [{ messageId: undefined }, 'messageId'],
+    ] as const) {
+      const other = await ledger.request('POST', `/v1/sessions/${source}/fork`, { ...body, ...change });
+      expect(other).toMatchObject({ status: 409, body: { error: { code: 'session_exists', field } } });
+    }
+    const { events } = await ok('GET', `/v1/sessions/${body.id}/events`);
+    expect(events.map((event: { type: string }) => event.type)).toEqual(['session.forked']);
+  });
+
   it('refuses a fork it cannot pin down, naming the field, and records nothing', async () => {
     const source = (await ok('POST', '/v1/sessions', {})).id;
     const head = (await ok('POST', `/v1/sessions/${source}/messages`, { id: 'u1', role: 'user', content: 'hi' }))

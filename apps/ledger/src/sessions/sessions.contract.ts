@@ -222,7 +222,10 @@ export const SESSIONS_CONTRACT: RouteContracts = {
   'POST /v1/sessions/:sid/fork': {
     summary: 'Fork a session as of a position, optionally cut at a message',
     body: { schema: forkBody },
-    responses: { 201: { description: 'forked', schema: created.extend({ forkedFrom: forkReference }) } },
+    responses: {
+      201: { description: 'forked', schema: created.extend({ forkedFrom: forkReference }) },
+      200: { description: REPEAT, schema: created.extend({ forkedFrom: forkReference }) },
+    },
     errors: {
       ...SESSION_NOT_FOUND,
       409: `\`session_exists\`; ${SESSION_FULL}`,

@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Put, Query, Req, Res } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import {
-  DIALECT_NAMES,
-  isDialectName,
-  parseChunks,
-  sessionStreamId,
-  type SessionCommand,
-  type SessionEventOf,
-} from '#core';
+import { DIALECT_NAMES, isDialectName, parseChunks, sessionStreamId, type SessionCommand } from '#core';
 import { readStreamAfterPosition, type EventLog } from '#event-log';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
@@ -148,7 +141,12 @@ export class SessionsController {
 
   @Post(':sid/fork')
   @HttpCode(201)
-  async fork(@Param('sid') sourceSessionId: string, @Body() body: unknown, @CurrentPrincipal() principal: Principal) {
+  async fork(
+    @Param('sid') sourceSessionId: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) response: FastifyReply,
+    @CurrentPrincipal() principal: Principal,
+  ) {
     const input = forkBody.parse(body ?? {});
     const forkId = input.id ?? randomUUID();
     const request = {
@@ -160,12 +158,12 @@ export class SessionsController {
       metadata: input.metadata ?? null,
       writers: input.writers ?? [],
     };
-    const { decision, position }: CommandOutcome = await this.commandBus.execute(
-      new ForkSessionCommand(principal.tenant, request, authorOf(principal)),
+    const { decision, position } = created(
+      response,
+      await this.commandBus.execute(new ForkSessionCommand(principal.tenant, request, authorOf(principal))),
     );
     this.writes.record(principal.credentialId, position);
-    const forked = decision.events[0].event as SessionEventOf<'session.forked'>;
-    return { id: forkId, forkedFrom: forkReference(forked.data.source), position: Number(position) };
+    return { id: forkId, forkedFrom: forkReference(decision.forkedFrom!), position: Number(position) };
   }
 
   @Put(':sid/messages/:mid/selection')

@@ -22,6 +22,7 @@ import {
   providerEventDigest,
   type ChunkEventData,
   type ChunkSource,
+  type ForkSource,
   type MessageRole,
   type MessageState,
   type SessionEventOf,
@@ -115,8 +116,10 @@ export interface Decision {
   readonly parentId?: string | null;
   /** append_chunks: the new chunks recorded that change nothing, and why. */
   readonly ignored?: readonly IgnoredChunk[];
-  /** open_session, create_message: the same create again, answered with the original's position. */
+  /** open_session, create_message, fork_session: the same create again, answered with the original's position. */
   readonly repeatOf?: { readonly position: bigint };
+  /** fork_session: the source the fork stands on (a repeat's too). */
+  readonly forkedFrom?: ForkSource;
   /** open_translation: the seq the translation's first chunk takes. */
   readonly nextSeq?: number;
   /** record_model_call: the message the answer goes to, and the provider seq of its first event. */
@@ -233,9 +236,9 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
       };
     }
     case 'fork_session': {
-      if (state.status === 'open')
-        throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       const { source, messageId } = command;
+      if (state.status === 'open' && (state.forkedFrom === null || source.status !== 'open'))
+        throw new SessionError('session_exists', `session ${command.sessionId} already exists`, 'id');
       if (source.status !== 'open')
         throw new SessionError('source_not_found', `session ${command.sourceSessionId} did not exist at that position`);
       if (messageId !== null && !source.messages.has(messageId))
@@ -252,9 +255,34 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
         owner: command.owner,
         writers: command.writers,
       };
+      if (state.status === 'open') {
+        // A retry of the same fork (the same source, position and cut, title, metadata and writers) is answered as
+        // the first was; any other is a conflict naming what differs.
+        const differing = firstDifference([
+          ['sourceSessionId', state.forkedFrom?.sessionId, data.source.sessionId],
+          ['atPosition', state.forkedFrom?.position, data.source.position],
+          ['messageId', state.forkedFrom?.messageId, data.source.messageId],
+          ['title', state.title, data.title],
+          ['metadata', state.metadata, data.metadata],
+          ['writers', state.opened.writers, data.writers],
+        ]);
+        if (differing !== undefined)
+          throw new SessionError(
+            'session_exists',
+            `session ${command.sessionId} already exists as a fork with a different ${differing}`,
+            differing,
+          );
+        return {
+          events: [],
+          duplicateSeqs: [],
+          repeatOf: { position: state.opened.position },
+          forkedFrom: data.source,
+        };
+      }
       return {
         events: [{ id: nameUuid(`session:${command.sessionId}`), event: { type: 'session.forked', data } }],
         duplicateSeqs: [],
+        forkedFrom: data.source,
       };
     }
     case 'append_chunks': {

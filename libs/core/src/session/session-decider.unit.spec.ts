@@ -435,6 +435,31 @@ describe('session decider', () => {
         });
     });
 
+    it('answers the same fork again as the first, and refuses another under its id naming what differs', () => {
+      const forkedEvent = decideSession(fork('a1'), initialSessionState).events[0].event;
+      const forked = forkSession(source, { ...forkedEvent, position: 9n, recordedAt: '2026-01-02T00:00:00.000Z' });
+      expect(decideSession(fork('a1'), forked)).toEqual({
+        events: [],
+        duplicateSeqs: [],
+        repeatOf: { position: 9n },
+        forkedFrom: { sessionId: 's1', position: '5', messageId: 'a1' },
+      });
+      const later = stateOf(opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')) as OpenSession;
+      const differences: [Partial<Extract<SessionCommand, { type: 'fork_session' }>>, string][] = [
+        [{ messageId: 'u2' }, 'messageId'],
+        [{ sourceSessionId: 's2' }, 'sourceSessionId'],
+        [{ source: { ...later, position: 3n } }, 'atPosition'],
+        [{ title: 'another' }, 'title'],
+        [{ metadata: { other: true } }, 'metadata'],
+        [{ writers: ['subject:bob'] }, 'writers'],
+      ];
+      for (const [change, field] of differences) {
+        expect(() => decideSession({ ...fork('a1'), ...change }, forked)).toThrow(
+          expect.objectContaining({ code: 'session_exists', field }),
+        );
+      }
+    });
+
     it('refuses an existing fork id, a source absent at that position, and a message the source did not hold', () => {
       given(opened)
         .when({ ...fork(null), sessionId: 's1' })
