@@ -2,20 +2,33 @@
  * Server-sent events read from a provider's stream as its bytes arrive, for the record only (the
  * client gets the bytes themselves). Only the events the client's SDK reads are taken (`reads`,
  * by event name), so the record holds what the client received. Each event's `data` is read as
- * JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it. Data that is not
- * JSON, or a line longer than `maxLineLength`, is counted, not guessed at.
+ * JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it. An event whose data
+ * is not JSON, or whose data (or a line of it) is longer than `maxEventLength`, is counted, not
+ * guessed at. Memory stays within about `maxEventLength` whatever the stream sends: a longer line is
+ * dropped as it arrives, to its end, and never read from its middle.
  */
 export class SseEventReader {
   private readonly decoder = new TextDecoder();
-  private pending = '';
+  /** The line being read, in the pieces it came in (joined once, when it ends). */
+  private pending: string[] = [];
+  private pendingLength = 0;
+  /** The line's first characters: which field a line too long to keep was. */
+  private lineStart = '';
+  /** In a line too long to read: dropped up to its end. */
+  private skippingLine = false;
+  /** The last bytes ended with `\r`: a `\n` first in the next ones ends no second line. */
+  private afterCarriageReturn = false;
   private data: string[] = [];
+  private dataLength = 0;
+  /** The current event has a field too long to read: it is counted, not read. */
+  private oversized = false;
   private event: string | undefined;
   /** Events whose data was not JSON, or too long to read. */
   unreadable = 0;
 
   constructor(
     private readonly reads: (event: string | undefined) => boolean,
-    private readonly maxLineLength = 16 * 1024 * 1024,
+    private readonly maxEventLength = 16 * 1024 * 1024,
   ) {}
 
   /** The events completed by these bytes, in order. */
@@ -29,30 +42,69 @@ export class SseEventReader {
   }
 
   private lines(text: string): unknown[] {
-    const lines = (this.pending + text).split(/\r\n|\r|\n/);
-    this.pending = lines.pop()!;
-    if (this.pending.length > this.maxLineLength) {
-      this.unreadable += 1;
-      this.pending = '';
+    const carried = this.afterCarriageReturn && text.startsWith('\n') ? text.slice(1) : text;
+    if (text.length > 0) this.afterCarriageReturn = carried.endsWith('\r');
+    const pieces = carried.split(/\r\n|\r|\n/);
+    const events: unknown[] = [];
+    for (const [index, piece] of pieces.entries()) {
+      this.hold(piece);
+      // The last piece's line goes on in the next bytes.
+      if (index === pieces.length - 1) break;
+      const line = this.skippingLine ? undefined : this.pending.join('');
+      this.pending = [];
+      this.pendingLength = 0;
+      this.lineStart = '';
+      this.skippingLine = false;
+      if (line !== undefined) events.push(...this.line(line));
     }
-    return lines.flatMap((line) => this.line(line));
+    return events;
+  }
+
+  /** Adds to the line being read. Past the limit the line is dropped; a `data:` or `event:` line spoils its event. */
+  private hold(piece: string): void {
+    if (this.skippingLine || piece === '') return;
+    if (this.lineStart.length < FIELD_NAME_LENGTH) this.lineStart += piece.slice(0, FIELD_NAME_LENGTH);
+    this.pendingLength += piece.length;
+    if (this.pendingLength <= this.maxEventLength) {
+      this.pending.push(piece);
+      return;
+    }
+    this.skippingLine = true;
+    this.pending = [];
+    if (this.lineStart.startsWith('data:') || this.lineStart.startsWith('event:')) this.spoil();
   }
 
   private line(line: string): unknown[] {
     if (line === '') return this.dispatch();
-    if (line.startsWith('data:')) this.data.push(field(line, 'data:'));
-    else if (line.startsWith('event:')) this.event = field(line, 'event:');
+    if (line.startsWith('data:')) {
+      if (this.oversized) return [];
+      const data = field(line, 'data:');
+      this.dataLength += data.length + 1;
+      if (this.dataLength > this.maxEventLength) this.spoil();
+      else this.data.push(data);
+    } else if (line.startsWith('event:')) this.event = field(line, 'event:');
     // `id:`, `retry:` and comments carry nothing for the record.
     return [];
   }
 
-  private dispatch(): unknown[] {
-    const event = this.event;
-    this.event = undefined;
-    if (this.data.length === 0) return [];
-    const data = this.data.join('\n');
+  private spoil(): void {
+    this.oversized = true;
     this.data = [];
-    if (!this.reads(event)) return [];
+  }
+
+  private dispatch(): unknown[] {
+    const { event, oversized } = this;
+    const data = this.data.join('\n');
+    const empty = this.data.length === 0;
+    this.event = undefined;
+    this.data = [];
+    this.dataLength = 0;
+    this.oversized = false;
+    if ((empty && !oversized) || !this.reads(event)) return [];
+    if (oversized) {
+      this.unreadable += 1;
+      return [];
+    }
     if (data.trim() === '[DONE]') return ['[DONE]'];
     try {
       return [JSON.parse(data) as unknown];
@@ -62,6 +114,9 @@ export class SseEventReader {
     }
   }
 }
+
+/** Long enough to tell `data:` and `event:` lines from the rest. */
+const FIELD_NAME_LENGTH = 6;
 
 function field(line: string, name: string): string {
   return line.slice(line.startsWith(`${name} `) ? name.length + 1 : name.length);
