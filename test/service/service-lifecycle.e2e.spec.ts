@@ -19,7 +19,7 @@ describe('the service process with its embedded PostgreSQL', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('starts, reports health, stops PostgreSQL cleanly on SIGTERM and SIGINT, and reuses its data on the next start', async () => {
+  it('starts, reports health, stops PostgreSQL cleanly on SIGTERM and SIGINT, not on SIGHUP, and reuses its data on the next start', async () => {
     const pgPort = await freePort();
     const env = { PORT: String(await freePort()), LEDGER_DATA_DIR: dataDir, LEDGER_PG_PORT: String(pgPort) };
     const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
@@ -50,6 +50,11 @@ describe('the service process with its embedded PostgreSQL', () => {
     const reopened = await createPostgresEventLog({ connectionString });
     expect(await reopened.headPosition()).toBe(4n);
     await reopened.close();
+    // SIGHUP reloads what can be reloaded (the gateway's upstreams); it stops nothing, PostgreSQL included.
+    second.child.kill('SIGHUP');
+    const stillRunning = new Promise((resolve) => setTimeout(() => resolve('running'), 2_000));
+    expect(await Promise.race([second.exited, stillRunning])).toBe('running');
+    expect(await waitUntilHealthy(second)).toMatchObject({ status: 'ok', details: { database: { status: 'up' } } });
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
     expect(existsSync(pidFile)).toBe(false);

