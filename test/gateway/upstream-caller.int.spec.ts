@@ -225,6 +225,16 @@ describe('UpstreamCaller', () => {
     expect(inspect(results, { depth: 20, showHidden: true })).not.toContain('sk-');
   });
 
+  it("relays a 403 as the client's answer and keeps the key: a request cannot switch a key off for everyone", async () => {
+    const forbidden: Reply = { status: 403, chunks: ['{"error":{"message":"no access to this model"}}'] };
+    let arrivals = 0;
+    const { upstream } = await setUp(['sk-only'], () => (++arrivals === 1 ? forbidden : { status: 200 }));
+    const refused = await call(upstream, 's');
+    expect(refused.result).toMatchObject({ status: 403 });
+    expect((await call(upstream, 's')).result).toMatchObject({ status: 200, key: upstream.keys[0].hash });
+    expect(await metrics.registry.metrics()).toContain(`ledger_gateway_upstream_available_keys{upstream="main"} 1`);
+  });
+
   it('answers 503 when every key is disabled, without the 401 body', async () => {
     const { upstream } = await setUp(['sk-revoked'], ({ key }) => unauthorized(key));
     const unavailable = { kind: 'unavailable', status: 503, retryAfterSeconds: undefined };

@@ -5,7 +5,7 @@ export interface Clock {
   now(): number;
 }
 
-/** How one attempt with a key ended; `client_error` is a 4xx other than 401/403/429, the client's own fault. */
+/** How one attempt with a key ended; `client_error` is a 4xx other than 401/429 (403 included), the client's own fault. */
 export type AttemptOutcome =
   'ok' | 'rate_limited' | 'unauthorized' | 'server_error' | 'timeout' | 'network' | 'client_error';
 

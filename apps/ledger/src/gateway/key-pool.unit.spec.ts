@@ -135,7 +135,7 @@ describe('KeyPool', () => {
     });
   });
 
-  describe('401 and 403', () => {
+  describe('401', () => {
     it('disable the key until the configuration is reloaded, which gives every key a fresh start', () => {
       const { upstream, pool } = poolOf([{ key: 'a' }, { key: 'b' }]);
       pool.report(keyNamed(upstream, 'a'), 'unauthorized');

@@ -232,7 +232,9 @@ function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: Upstream
 
 function outcomeOf(status: number): AttemptOutcome {
   if (status === 429) return 'rate_limited';
-  if (status === 401 || status === 403) return 'unauthorized';
+  // 401 is about the key. 403 can be about the request (a model the key may not use): a client's request
+  // must not be able to switch a key off for everyone, so it is the client's answer.
+  if (status === 401) return 'unauthorized';
   if (status >= 500) return 'server_error';
   if (status >= 400) return 'client_error';
   return 'ok';
