@@ -207,11 +207,17 @@ export class UpstreamCaller {
 
 // Which provider account the gateway's keys belong to is not the client's business.
 const ACCOUNT_HEADERS = new Set(['set-cookie', 'openai-organization', 'openai-project', 'anthropic-organization-id']);
+/** What the ledger says itself (`x-ledger-*`), and what a browser would act on as the ledger's policy or challenge. */
+const LEDGER_HEADER =
+  /^(x-ledger-|access-control-|www-authenticate$|strict-transport-security$|content-security-policy)/;
 
-/** The provider's response headers a client may receive: hop-by-hop headers, cookies and account names dropped. */
+/**
+ * The provider's response headers a client may receive: hop-by-hop headers, cookies and account names dropped,
+ * and none that would speak for the ledger (a provider naming another session in `x-ledger-session`).
+ */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const relayed = ([name, value]: [string, unknown]) =>
-    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !ACCOUNT_HEADERS.has(name);
+    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !ACCOUNT_HEADERS.has(name) && !LEDGER_HEADER.test(name);
   return Object.fromEntries(Object.entries(headers).filter(relayed));
 }
 
