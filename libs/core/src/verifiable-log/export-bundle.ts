@@ -237,11 +237,15 @@ function isHashable(data: unknown): boolean {
 
 function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T {
   let json: unknown;
+  const content = line.endsWith('\r') ? line.slice(0, -1) : line;
   try {
-    json = JSON.parse(line);
+    json = JSON.parse(content);
   } catch {
     throw new BundleError(lineNumber, 'not a JSON line');
   }
+  // A key twice would show a reader one value and the check another: each line must be exactly as exported.
+  if (JSON.stringify(json) !== content)
+    throw new BundleError(lineNumber, 'not written as the ledger writes its lines (a key twice, or other spacing)');
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -105,6 +105,19 @@ describe('export bundle verification', () => {
     );
   });
 
+  it('names a line not written as the exporter writes it: a key twice shows readers one value and hashes another', () => {
+    const { lines } = given();
+    expect(lines[2]).toContain('"data":{"n":1}');
+    const doubled = [...lines];
+    doubled[2] = lines[2].replace('"data":{"n":1}', '"data":{"n":99,"n":1}');
+    expect(() => verifyBundle(`${doubled.join('\n')}\n`, vkey)).toThrow(/^line 3: not written as the ledger writes/);
+    const spaced = [...lines];
+    spaced[2] = JSON.stringify(JSON.parse(lines[2]), null, 1).replace(/\n/g, ' ');
+    expect(() => verifyBundle(`${spaced.join('\n')}\n`, vkey)).toThrow(/^line 3: not written as the ledger writes/);
+    // Line ends changed in transit (CRLF) change no content.
+    expect(verifyBundle(`${lines.join('\r\n')}\r\n`, vkey).streams[0].events).toHaveLength(3);
+  });
+
   it('names the line of a proof that does not lead to the root', () => {
     const { lines } = given();
     const event = JSON.parse(lines[3]);
