@@ -244,7 +244,8 @@ function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T
     throw new BundleError(lineNumber, 'not a JSON line');
   }
   // A key twice would show a reader one value and the check another: each line must be exactly as exported.
-  if (JSON.stringify(json) !== content)
+  // (Data too deep to write again is left to the hash's own check, which names it.)
+  if ((written(json) ?? content) !== content)
     throw new BundleError(lineNumber, 'not written as the ledger writes its lines (a key twice, or other spacing)');
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
@@ -252,6 +253,14 @@ function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T
     throw new BundleError(lineNumber, `${issue.path.join('.') || 'line'}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+function written(json: unknown): string | undefined {
+  try {
+    return JSON.stringify(json);
+  } catch {
+    return undefined;
+  }
 }
 
 function openManifest(line: string, verifier: NoteVerifier): BundleManifest {
