@@ -123,3 +123,52 @@ describe('gateway: a whole answer the gateway refuses to relay', () => {
     expect(answers.map((message) => message.status)).toEqual(answers.map(() => 'error'));
   });
 });
+
+describe('gateway: an answer the log cannot take whole', () => {
+  const BEFORE = 'Recorded before ';
+  let ledger: LedgerUnderTest;
+  let provider: OwnServer;
+
+  /** A Chat Completions stream: text, a delta with a NUL the log cannot store, more text, [DONE], then what the SDK skips. */
+  function chatStream(): string {
+    const chunk = (content: string) =>
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-own', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+    return [chunk(BEFORE), chunk('the\u0000NUL'), chunk(' after'), 'data: [DONE]\n\n', chunk(HIDDEN)].join('');
+  }
+
+  beforeAll(async () => {
+    provider = await startOwnServer((request, response) => {
+      request.resume();
+      request.on('end', () => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(chatStream()));
+    });
+    ledger = await startLedgerWithUpstream({ protocol: 'openai', baseUrl: `${provider.baseUrl}/v1`, key: 'sk-own' });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    await provider?.close();
+  });
+
+  it('records what came before the refused event, marks the gap, and nothing after [DONE]', async () => {
+    const sessionId = `unstorable-${randomUUID()}`;
+    const client = new OpenAI({
+      baseURL: `${ledger.baseUrl}/gateway/openai/v1`,
+      apiKey: await ledger.credentials.key('agent', { roles: ['producer', 'reader'] }),
+      maxRetries: 0,
+      defaultHeaders: { 'X-Ledger-Session': sessionId },
+    });
+    const { data: stream, response } = await client.chat.completions
+      .create({ model: 'gpt-own', messages: [{ role: 'user', content: 'Say something' }], stream: true })
+      .withResponse();
+    let received = '';
+    for await (const chunk of stream) received += chunk.choices[0]?.delta.content ?? '';
+    expect(received).toBe(`${BEFORE}the\u0000NUL after`);
+    const messageId = response.headers.get('x-ledger-message')!;
+    const read = () =>
+      ledger.request('GET', `/v1/sessions/${sessionId}/messages/${messageId}`).then((answer) => answer.body);
+    const message = await eventually(read, (body) => body?.status === 'error');
+    const text = message.blocks.find((block: { type: string }) => block.type === 'main_text');
+    expect(text.content).toBe(BEFORE);
+    expect(JSON.stringify(message.blocks)).toContain('RecordingGap');
+    expect(JSON.stringify(message)).not.toContain(HIDDEN.trim());
+  });
+});

@@ -30,6 +30,8 @@ export class AnswerRecording {
   private nextBatch: NodeJS.Timeout | undefined;
   private nextSeq = 0;
   private unrecorded = 0;
+  /** The session refused a batch: later events would not translate without it, so none is appended. */
+  private refusedBatch = false;
   /** Position of the record's last event so far. */
   private position = 0n;
   private finished: Promise<AnswerPlace | undefined> | undefined;
@@ -120,7 +122,7 @@ export class AnswerRecording {
 
   private async append(events: readonly unknown[]): Promise<void> {
     const place = await this.placed;
-    if (!place || this.unrecorded > 0) return this.lose(events.length);
+    if (!place || this.refusedBatch) return this.lose(events.length);
     try {
       const command = {
         type: 'append_dialect_events' as const,
@@ -132,16 +134,29 @@ export class AnswerRecording {
       this.position = (await this.sessions.execute(this.session, command, this.author)).position;
       this.nextSeq += events.length;
     } catch (error) {
-      // Later events would not translate without these: the rest of the answer is counted lost.
       this.observer.recordingFailed(error);
-      this.lose(events.length);
+      const refusedAt = firstRefusedEvent(error) ?? 0;
+      // The events before the one the session refused are what the client received first: they are recorded.
+      if (refusedAt > 0) await this.append(events.slice(0, refusedAt));
+      // Later events would not translate without the refused one: none is appended from here on.
+      this.refusedBatch = true;
+      this.lose(events.length - refusedAt);
     }
   }
 
-  /** Events of the answer that could not be recorded (unreadable, or refused by the log): counted, marked at the end. */
+  /**
+   * Events of the answer that could not be recorded (unreadable, or refused by the log): counted, marked at the
+   * end. Unreadable ones stop nothing: the events read around them are recorded.
+   */
   lose(count: number): void {
     if (count === 0) return;
     this.unrecorded += count;
     this.observer.unrecordedEvents(count);
   }
+}
+
+/** The index of the event a session refused a batch of provider events for (`events[i]…`), if it named one. */
+function firstRefusedEvent(error: unknown): number | undefined {
+  const index = error instanceof SessionError ? /^events\[(\d+)\]/.exec(error.field ?? '')?.[1] : undefined;
+  return index === undefined ? undefined : Number(index);
 }

@@ -2,7 +2,7 @@
  * Server-sent events read from a provider's stream as its bytes arrive, for the record only (the
  * client gets the bytes themselves). Only the events the client's SDK reads are taken (`reads`,
  * by event name), so the record holds what the client received. Each event's `data` is read as
- * JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it. An event whose data
+ * JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it, and ends what is read. An event whose data
  * is not JSON, or whose data (or a line of it) is longer than `maxEventLength`, is counted, not
  * guessed at. Memory stays within about `maxEventLength` whatever the stream sends: a longer line is
  * dropped as it arrives, to its end, and never read from its middle.
@@ -22,6 +22,8 @@ export class SseEventReader {
   private dataLength = 0;
   /** The current event has a field too long to read: it is counted, not read. */
   private oversized = false;
+  /** `[DONE]` was read: the client's SDK reads nothing after it. */
+  private done = false;
   private event: string | undefined;
   /** Events whose data was not JSON, or too long to read. */
   unreadable = 0;
@@ -100,12 +102,16 @@ export class SseEventReader {
     this.data = [];
     this.dataLength = 0;
     this.oversized = false;
-    if ((empty && !oversized) || !this.reads(event)) return [];
+    if ((empty && !oversized) || this.done || !this.reads(event)) return [];
     if (oversized) {
       this.unreadable += 1;
       return [];
     }
-    if (data.trim() === '[DONE]') return ['[DONE]'];
+    // As OpenAI's SDK reads it: data starting `[DONE]` ends the stream, and nothing after it is read.
+    if (data.startsWith('[DONE]')) {
+      this.done = true;
+      return ['[DONE]'];
+    }
     try {
       return [JSON.parse(data) as unknown];
     } catch {

@@ -20,6 +20,13 @@ describe('reading a provider stream for the record', () => {
     expect(read(stream.split(''))).toEqual(whole);
   });
 
+  it("ends at data starting [DONE], as OpenAI's SDK does: nothing after it is read or counted", () => {
+    expect(read(['data: {"a":1}\n\ndata: [DONE]x\n\ndata: {"after":1}\n\ndata: not json\n\n'])).toEqual({
+      events: [{ a: 1 }, '[DONE]'],
+      unreadable: 0,
+    });
+  });
+
   it('counts an event whose data is too long, without holding it, and reads on after it', () => {
     const line = `data: "${'x'.repeat(40)}",\n`;
     // Many short data lines of one event (a JSON array once joined), together past the limit.
