@@ -235,6 +235,16 @@ describe('UpstreamCaller', () => {
     expect(await metrics.registry.metrics()).toContain(`ledger_gateway_upstream_available_keys{upstream="main"} 1`);
   });
 
+  it('masks the key in an error body it relays, even quoted across two chunks, keeping its length', async () => {
+    const quoted = '{"error":{"message":"upstream said: Bearer sk-quoted-key-1234 was refused"}}';
+    const chunks = [quoted.slice(0, 54), quoted.slice(54)];
+    expect(chunks[0].endsWith('sk-quoted-k')).toBe(true);
+    const { upstream } = await setUp(['sk-quoted-key-1234'], () => ({ status: 500, chunks }));
+    const { result, body } = await call(upstream, 's');
+    expect(result).toMatchObject({ status: 500 });
+    expect(body).toBe(quoted.replace('sk-quoted-key-1234', '*'.repeat(18)));
+  });
+
   it('answers 503 when every key is disabled, without the 401 body', async () => {
     const { upstream } = await setUp(['sk-revoked'], ({ key }) => unauthorized(key));
     const unavailable = { kind: 'unavailable', status: 503, retryAfterSeconds: undefined };

@@ -1,6 +1,6 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { PassThrough, pipeline, type Readable } from 'node:stream';
+import { PassThrough, pipeline, Transform, type Readable } from 'node:stream';
 import type { AttemptOutcome, KeyPool, KeyPoolObserver } from './key-pool.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import type { Upstream, UpstreamKey } from './upstreams-config.js';
@@ -154,8 +154,9 @@ export class UpstreamCaller {
         kind: 'response',
         status: response.statusCode!,
         headers: response.headers,
-        // Errors reach the reader through the PassThrough, which pipeline destroys with them.
-        body: pipeline(response, new PassThrough(), () => {}),
+        // Errors reach the reader through the PassThrough, which pipeline destroys with them. An error's body
+        // may quote the key it was sent (a provider, or a proxy before it): masked before any client sees it.
+        body: pipeline(response, outcome === 'ok' ? new PassThrough() : maskingSecret(key.value()), () => {}),
         upstream: upstream.name,
         key: key.hash,
       };
@@ -234,6 +235,28 @@ function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: Upstream
   if (upstream.protocol === 'openai') headers.authorization = `Bearer ${key.value()}`;
   else headers['x-api-key'] = key.value();
   return headers;
+}
+
+/**
+ * Passes bytes through with every occurrence of `secret` overwritten by as many `*`, so lengths (and the
+ * response's Content-Length) hold; the last bytes of each chunk wait for the next, where a quote may go on.
+ */
+function maskingSecret(secret: string): Transform {
+  const needle = Buffer.from(secret);
+  let held = Buffer.alloc(0);
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const bytes = Buffer.concat([held, chunk]);
+      for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + needle.length))
+        bytes.fill('*', at, at + needle.length);
+      const kept = Math.min(bytes.length, needle.length - 1);
+      held = bytes.subarray(bytes.length - kept);
+      done(null, bytes.subarray(0, bytes.length - kept));
+    },
+    flush(done) {
+      done(null, held);
+    },
+  });
 }
 
 function outcomeOf(status: number): AttemptOutcome {
