@@ -7,7 +7,7 @@ import {
   placeModelCall,
   SessionError,
   readModelCallRequest,
-  SDK_READS,
+  SDK_READING,
   SseEventReader,
   type DialectName,
   type GatewayProtocol,
@@ -251,7 +251,7 @@ export class ModelCallProxy {
       'x-ledger-position': String(state.status === 'open' ? state.position : 0n),
     });
     response.flushHeaders();
-    const reader = new SseEventReader(SDK_READS[PROTOCOLS[protocol].upstream]);
+    const reader = new SseEventReader(SDK_READING[PROTOCOLS[protocol].upstream]);
     return new Promise<void>((resolve) => {
       let settled = false;
       const settle = (failure?: { name: string; message: string }) => {

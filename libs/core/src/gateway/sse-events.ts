@@ -1,7 +1,7 @@
 /**
  * Server-sent events read from a provider's stream as its bytes arrive, for the record only (the
- * client gets the bytes themselves). Only the events the client's SDK reads are taken (`reads`,
- * by event name), so the record holds what the client received. Each event's `data` is read as
+ * client gets the bytes themselves). Only the events the client's SDK reads are taken (`sdk`),
+ * up to where it stops reading (`[DONE]`, an event it cannot read), so the record holds what the client received. Each event's `data` is read as
  * JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it, and ends what is read. An event whose data
  * is not JSON, or whose data (or a line of it) is longer than `maxEventLength`, is counted, not
  * guessed at. Memory stays within about `maxEventLength` whatever the stream sends: a longer line is
@@ -29,7 +29,7 @@ export class SseEventReader {
   unreadable = 0;
 
   constructor(
-    private readonly reads: (event: string | undefined) => boolean,
+    private readonly sdk: SdkReading,
     private readonly maxEventLength = 16 * 1024 * 1024,
   ) {}
 
@@ -78,13 +78,16 @@ export class SseEventReader {
 
   private line(line: string): unknown[] {
     if (line === '') return this.dispatch();
-    if (line.startsWith('data:')) {
+    // As the SSE spec reads a line: the field's name up to the first colon, or the whole line without one.
+    const colon = line.indexOf(':');
+    const name = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? '' : line.slice(line.startsWith(': ', colon) ? colon + 2 : colon + 1);
+    if (name === 'data') {
       if (this.oversized) return [];
-      const data = field(line, 'data:');
-      this.dataLength += data.length + 1;
+      this.dataLength += value.length + 1;
       if (this.dataLength > this.maxEventLength) this.spoil();
-      else this.data.push(data);
-    } else if (line.startsWith('event:')) this.event = field(line, 'event:');
+      else this.data.push(value);
+    } else if (name === 'event') this.event = value;
     // `id:`, `retry:` and comments carry nothing for the record.
     return [];
   }
@@ -102,20 +105,24 @@ export class SseEventReader {
     this.data = [];
     this.dataLength = 0;
     this.oversized = false;
-    if ((empty && !oversized) || this.done || !this.reads(event)) return [];
+    if ((empty && !oversized) || this.done) return [];
+    // OpenAI's SDK ends the stream at `[DONE]`, whatever the event's name, and reads nothing after it.
+    if (this.sdk.endsAtDone && !oversized && data === '[DONE]') {
+      this.done = true;
+      return ['[DONE]'];
+    }
+    if (!this.sdk.reads(event)) return [];
+    // The client's SDK read it; the record cannot hold it: counted.
     if (oversized) {
       this.unreadable += 1;
       return [];
     }
-    // As OpenAI's SDK reads it: data starting `[DONE]` ends the stream, and nothing after it is read.
-    if (data.startsWith('[DONE]')) {
-      this.done = true;
-      return ['[DONE]'];
-    }
     try {
       return [JSON.parse(data) as unknown];
     } catch {
+      // The SDK throws on data that is not JSON: the client's stream ends there, and so does what is read.
       this.unreadable += 1;
+      this.done = true;
       return [];
     }
   }
@@ -124,14 +131,16 @@ export class SseEventReader {
 /** Long enough to tell `data:` and `event:` lines from the rest. */
 const FIELD_NAME_LENGTH = 6;
 
-function field(line: string, name: string): string {
-  return line.slice(line.startsWith(`${name} `) ? name.length + 1 : name.length);
+/** How a provider's SDK reads its stream: which events by name, and whether `[DONE]` ends it. */
+export interface SdkReading {
+  reads(event: string | undefined): boolean;
+  readonly endsAtDone: boolean;
 }
 
-/** The events each provider's SDK reads: Anthropic's by their names (never `ping`), OpenAI's unless named `thread.*`. */
-export const SDK_READS = {
-  anthropic: (event: string | undefined) => event !== undefined && ANTHROPIC_EVENTS.has(event),
-  openai: (event: string | undefined) => event === undefined || !event.startsWith('thread.'),
+/** Anthropic's SDK reads its events by their names (never `ping`); OpenAI's reads any but `thread.*`, up to `[DONE]`. */
+export const SDK_READING: Record<'anthropic' | 'openai', SdkReading> = {
+  anthropic: { reads: (event) => event !== undefined && ANTHROPIC_EVENTS.has(event), endsAtDone: false },
+  openai: { reads: (event) => event === undefined || !event.startsWith('thread.'), endsAtDone: true },
 };
 
 const ANTHROPIC_EVENTS = new Set([

@@ -1,10 +1,10 @@
-import { SDK_READS, SseEventReader } from './sse-events.js';
+import { SDK_READING, SseEventReader } from './sse-events.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
 /** Every event the reader takes from `parts`, sent one after another, then the stream's end. */
 function read(parts: readonly string[], maxEventLength?: number) {
-  const reader = new SseEventReader(SDK_READS.openai, maxEventLength);
+  const reader = new SseEventReader(SDK_READING.openai, maxEventLength);
   const events = [...parts.flatMap((part) => reader.push(bytes(part))), ...reader.end()];
   return { events, unreadable: reader.unreadable };
 }
@@ -20,11 +20,20 @@ describe('reading a provider stream for the record', () => {
     expect(read(stream.split(''))).toEqual(whole);
   });
 
-  it("ends at data starting [DONE], as OpenAI's SDK does: nothing after it is read or counted", () => {
-    expect(read(['data: {"a":1}\n\ndata: [DONE]x\n\ndata: {"after":1}\n\ndata: not json\n\n'])).toEqual({
+  it("ends where OpenAI's SDK stops reading: at [DONE] under any event name, or at data that is not JSON", () => {
+    const after = 'data: {"after":1}\n\ndata: not json\n\n';
+    expect(read([`data: {"a":1}\n\nevent: thread.x\ndata: [DONE]\n\n${after}`])).toEqual({
       events: [{ a: 1 }, '[DONE]'],
       unreadable: 0,
     });
+    // `[DONE]x` is not JSON: the SDK throws there.
+    expect(read([`data: {"a":1}\n\ndata: [DONE]x\n\n${after}`])).toEqual({ events: [{ a: 1 }], unreadable: 1 });
+    // A field without a colon is that field, empty (the SSE spec): `data` alone is data the SDK cannot parse.
+    expect(read([`data: {"a":1}\n\ndata\n\n${after}`])).toEqual({ events: [{ a: 1 }], unreadable: 1 });
+    // Anthropic's SDK has no [DONE], and skips what it does not read by name.
+    const anthropic = new SseEventReader(SDK_READING.anthropic);
+    const text = 'event: ping\ndata: [DONE]\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n';
+    expect([...anthropic.push(bytes(text)), ...anthropic.end()]).toEqual([{ type: 'message_stop' }]);
   });
 
   it('counts an event whose data is too long, without holding it, and reads on after it', () => {
