@@ -2,6 +2,7 @@ import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import {
   clientResponseHeaders,
@@ -243,6 +244,41 @@ describe('UpstreamCaller', () => {
     const { result, body } = await call(upstream, 's');
     expect(result).toMatchObject({ status: 500 });
     expect(body).toBe(quoted.replace('sk-quoted-key-1234', '*'.repeat(18)));
+  });
+
+  it('masks the key wherever a non-2xx answer quotes it: headers, a redirect, its JSON-escaped and URL-encoded forms', async () => {
+    const key = 'sk-"quoted"\\key';
+    const escaped = JSON.stringify(key).slice(1, -1);
+    const replies: { status: number; headers: Record<string, string>; chunks: string[] }[] = [
+      { status: 400, headers: { 'x-echo': `Bearer ${key}` }, chunks: [`{"error":"${escaped}"}`] },
+      {
+        status: 302,
+        headers: { location: `https://elsewhere.example/?k=${encodeURIComponent(key)}&raw=${key}` },
+        chunks: [key],
+      },
+    ];
+    let arrivals = 0;
+    const { upstream } = await setUp([key], () => replies[arrivals++]);
+    for (let index = 0; index < replies.length; index += 1) {
+      const { result, body } = await call(upstream, `s${index}`);
+      expect(result.kind === 'response' && JSON.stringify(result.headers)).not.toContain('quoted');
+      expect(body).not.toContain('quoted');
+      // Masked in place: the length (and Content-Length) holds.
+      expect(Buffer.byteLength(body!)).toBe(Buffer.byteLength(replies[index].chunks.join('')));
+    }
+  });
+
+  it('relays no body of a non-2xx answer it cannot search (compressed against accept-encoding: identity)', async () => {
+    const gzipped = gzipSync('{"error":"sk-compressed-key quoted"}');
+    const { upstream } = await setUp(['sk-compressed-key'], () => ({
+      status: 500,
+      headers: { 'content-encoding': 'gzip', 'content-length': String(gzipped.length) },
+      chunks: [gzipped],
+    }));
+    const { result, body } = await call(upstream, 's');
+    expect(result).toMatchObject({ status: 500 });
+    expect(body).toBe('');
+    expect(result.kind === 'response' && result.headers['content-encoding']).toBeUndefined();
   });
 
   it('answers 503 when every key is disabled, without the 401 body', async () => {

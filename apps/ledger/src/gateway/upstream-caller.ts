@@ -1,6 +1,6 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { PassThrough, pipeline, Transform, type Readable } from 'node:stream';
+import { PassThrough, pipeline, Readable, Transform } from 'node:stream';
 import type { AttemptOutcome, KeyPool, KeyPoolObserver } from './key-pool.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import type { Upstream, UpstreamKey } from './upstreams-config.js';
@@ -153,10 +153,7 @@ export class UpstreamCaller {
       const answer: UpstreamResponse = {
         kind: 'response',
         status: response.statusCode!,
-        headers: response.headers,
-        // Errors reach the reader through the PassThrough, which pipeline destroys with them. An error's body
-        // may quote the key it was sent (a provider, or a proxy before it): masked before any client sees it.
-        body: pipeline(response, outcome === 'ok' ? new PassThrough() : maskingSecret(key.value()), () => {}),
+        ...answerOf(response, key.value()),
         upstream: upstream.name,
         key: key.hash,
       };
@@ -238,18 +235,48 @@ function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: Upstream
 }
 
 /**
- * Passes bytes through with every occurrence of `secret` overwritten by as many `*`, so lengths (and the
+ * A provider's answer as the client may get it. Errors reach the reader through the stream piped into, which
+ * pipeline destroys with them. Anything but a 2xx may quote the key it was sent (a provider, or a proxy
+ * before it), in its headers or body, as is, JSON-escaped or URL-encoded: masked before any client sees it. A body
+ * encoded (compressed) against the request's `accept-encoding: identity` cannot be searched: not relayed.
+ */
+function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamResponse, 'headers' | 'body'> {
+  const status = response.statusCode!;
+  if (status >= 200 && status < 300)
+    return { headers: response.headers, body: pipeline(response, new PassThrough(), () => {}) };
+  const forms = [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])];
+  const mask = (value: string) => forms.reduce((text, form) => text.replaceAll(form, '*'.repeat(form.length)), value);
+  const headers = Object.fromEntries(
+    Object.entries(response.headers).map(([name, value]) => [
+      name,
+      Array.isArray(value) ? value.map(mask) : value === undefined ? value : mask(value),
+    ]),
+  );
+  const encoding = response.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') {
+    response.resume();
+    delete headers['content-encoding'];
+    headers['content-length'] = '0';
+    return { headers, body: Readable.from([]) };
+  }
+  return { headers, body: pipeline(response, maskingSecrets(forms), () => {}) };
+}
+
+/**
+ * Passes bytes through with every occurrence of each secret overwritten by as many `*`, so lengths (and the
  * response's Content-Length) hold; the last bytes of each chunk wait for the next, where a quote may go on.
  */
-function maskingSecret(secret: string): Transform {
-  const needle = Buffer.from(secret);
+function maskingSecrets(secrets: readonly string[]): Transform {
+  const needles = secrets.map((secret) => Buffer.from(secret));
+  const longest = Math.max(...needles.map((needle) => needle.length));
   let held = Buffer.alloc(0);
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       const bytes = Buffer.concat([held, chunk]);
-      for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + needle.length))
-        bytes.fill('*', at, at + needle.length);
-      const kept = Math.min(bytes.length, needle.length - 1);
+      for (const needle of needles)
+        for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + needle.length))
+          bytes.fill('*', at, at + needle.length);
+      const kept = Math.min(bytes.length, longest - 1);
       held = bytes.subarray(bytes.length - kept);
       done(null, bytes.subarray(0, bytes.length - kept));
     },
