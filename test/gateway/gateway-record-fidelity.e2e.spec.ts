@@ -131,8 +131,10 @@ describe('gateway: an answer the log cannot take whole', () => {
 
   /** A Chat Completions stream: text, a delta with a NUL the log cannot store, more text, [DONE], then what the SDK skips. */
   function chatStream(): string {
-    const chunk = (content: string) =>
-      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-own', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+    const chunk = (content: string) => {
+      const choices = [{ index: 0, delta: { content }, finish_reason: null }];
+      return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-own', choices })}\n\n`;
+    };
     return [chunk(BEFORE), chunk('the\u0000NUL'), chunk(' after'), 'data: [DONE]\n\n', chunk(HIDDEN)].join('');
   }
 
