@@ -16,11 +16,12 @@ interface Watched {
 /**
  * The guard checks a credential when a request arrives; a live feed stays open for hours after
  * that. Each watched response has its credential verified again, as a new request's would be: as
- * it starts (a change heard while it opened), at once when its key changes on any instance (ApiKeyStore hears revocations) or when changes may
- * have gone unheard, at its expiry, and at least every KEY_CACHE_MS (a token whose signing key
- * the provider withdrew). A credential that is refused, or no longer admits the route or the
- * tenant it was admitted for, ends the response. One that cannot be checked now (the key store or
- * the provider unreachable) is kept and checked again later: the feed depends on the same database.
+ * it starts (a change heard while it opened), at once when its key changes on any instance
+ * (ApiKeyStore hears revocations) or when changes may have gone unheard, at its expiry, and at
+ * least every KEY_CACHE_MS (a token whose signing key the provider withdrew). A credential that is
+ * refused, or no longer admits the route or the tenant it was admitted for, ends the response. One
+ * that cannot be checked now (the key store or the provider unreachable) is kept and checked again
+ * later: the feed depends on the same database.
  */
 @Injectable()
 export class CredentialWatch implements OnModuleDestroy {

@@ -1,11 +1,12 @@
 /**
  * Server-sent events read from a provider's stream as its bytes arrive, for the record only (the
- * client gets the bytes themselves). Only the events the client's SDK reads are taken (`sdk`),
- * up to where it stops reading (`[DONE]`, an event it cannot read), so the record holds what the client received. Each event's `data` is read as
- * JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it, and ends what is read. An event whose data
- * is not JSON, or whose data (or a line of it) is longer than `maxEventLength`, is counted, not
- * guessed at. Memory stays within about `maxEventLength` whatever the stream sends: a longer line is
- * dropped as it arrives, to its end, and never read from its middle.
+ * client gets the bytes themselves). Only the events the client's SDK reads are taken (`sdk`), up
+ * to where it stops reading, so the record holds what the client received. Each event's `data` is
+ * read as JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it, and ends what
+ * is read, as data that is not JSON does (the SDK throws there). An event whose data (or a line of
+ * it) is longer than `maxEventLength` is counted, not read. Memory stays within about
+ * `maxEventLength` whatever the stream sends: a longer line is dropped as it arrives, to its end,
+ * and never read from its middle.
  */
 export class SseEventReader {
   private readonly decoder = new TextDecoder();
