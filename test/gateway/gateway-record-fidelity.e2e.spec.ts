@@ -42,15 +42,20 @@ function anthropicStream(): string {
   ].join('');
 }
 
+/** A provider that answers every request with `stream` as server-sent events. */
+function streamingUpstream(stream: string): Promise<OwnServer> {
+  return startOwnServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(stream));
+  });
+}
+
 describe('gateway: the record says what the client received', () => {
   let ledger: LedgerUnderTest;
   let provider: OwnServer;
 
   beforeAll(async () => {
-    provider = await startOwnServer((request, response) => {
-      request.resume();
-      request.on('end', () => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(anthropicStream()));
-    });
+    provider = await streamingUpstream(anthropicStream());
     const baseUrl = `${provider.baseUrl}/v1`;
     ledger = await startLedgerWithUpstream({ protocol: 'anthropic', baseUrl, key: 'sk-ant-crafted' });
   });
@@ -139,10 +144,7 @@ describe('gateway: an answer the log cannot take whole', () => {
   }
 
   beforeAll(async () => {
-    provider = await startOwnServer((request, response) => {
-      request.resume();
-      request.on('end', () => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(chatStream()));
-    });
+    provider = await streamingUpstream(chatStream());
     ledger = await startLedgerWithUpstream({ protocol: 'openai', baseUrl: `${provider.baseUrl}/v1`, key: 'sk-own' });
   });
   afterAll(async () => {

@@ -54,8 +54,8 @@ export class CredentialWatch implements OnModuleDestroy {
 
   private schedule(entry: Watched): void {
     clearTimeout(entry.timer);
-    const untilExpiry = (entry.principal.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now();
-    entry.timer = setTimeout(() => void this.check(entry), Math.max(0, Math.min(KEY_CACHE_MS, untilExpiry)));
+    const delay = Math.max(0, Math.min(KEY_CACHE_MS, untilExpiry(entry.principal)));
+    entry.timer = setTimeout(() => void this.check(entry), delay);
     entry.timer.unref();
   }
 
@@ -70,7 +70,7 @@ export class CredentialWatch implements OnModuleDestroy {
   /** Whether the credential would be let in again as it was; yes while it cannot be checked. */
   private async stillAdmits(entry: Watched): Promise<boolean> {
     // Past its expiry a credential is refused whoever is asked, even a provider that cannot be reached now.
-    if ((entry.principal.expiresAt ?? Number.POSITIVE_INFINITY) <= Date.now()) return false;
+    if (untilExpiry(entry.principal) <= 0) return false;
     try {
       const principal = await this.authenticator.authenticate(entry.request);
       const admitted =
@@ -89,3 +89,6 @@ export class CredentialWatch implements OnModuleDestroy {
     this.watched.delete(entry);
   }
 }
+
+/** Milliseconds until the credential stops verifying; infinite for one that never expires. */
+const untilExpiry = ({ expiresAt }: Principal) => (expiresAt ?? Number.POSITIVE_INFINITY) - Date.now();
