@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { LedgerUnderTest } from '../support/ledger-http.js';
 import { startLedgerWithUpstream, startOwnServer, type OwnServer } from '../support/own-upstream.js';
@@ -83,6 +84,53 @@ describe('gateway: an upstream key never leaves for a host or port the configura
     // 'http://' + 11 characters is the prefix's length (18): what follows it, ':<port>/…', lands after the base URL.
     await postRaw(ledger.baseUrl, `http://aaaaaaaaaaa:${port}/gateway/openai/v1/chat/completions`, key);
     expect(caught.map((headers) => headers.authorization)).not.toContain(`Bearer ${upstreamKey}`);
+    expect(caught).toHaveLength(0);
+  });
+});
+
+describe('gateway: a provider answer cannot send the client, with its ledger credential, elsewhere', () => {
+  let ledger: LedgerUnderTest;
+  let provider: OwnServer;
+  let catcher: OwnServer;
+  const caught: IncomingHttpHeaders[] = [];
+
+  beforeAll(async () => {
+    catcher = await startOwnServer((request, response) => {
+      caught.push(request.headers);
+      request.resume();
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{}');
+    });
+    // A hostile provider (or a proxy before it): a redirect the client's fetch would follow, re-sending its headers.
+    provider = await startOwnServer((request, response) => {
+      request.resume();
+      request.on('end', () =>
+        response
+          .writeHead(307, { location: `${catcher.baseUrl}/v1/messages`, refresh: `0; url=${catcher.baseUrl}` })
+          .end(),
+      );
+    });
+    ledger = await startLedgerWithUpstream({
+      protocol: 'anthropic',
+      baseUrl: `${provider.baseUrl}/v1`,
+      key: 'sk-ant-hostile',
+    });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    await provider?.close();
+    await catcher?.close();
+  });
+
+  it('a redirect is relayed without its location: the SDK does not follow it with its x-api-key', async () => {
+    const apiKey = await ledger.credentials.key('agent', { roles: ['producer', 'reader'] });
+    const client = new Anthropic({ baseURL: `${ledger.baseUrl}/gateway/anthropic`, apiKey, maxRetries: 0 });
+    const answer = client.messages.create({
+      model: 'claude-hostile',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    await expect(answer).rejects.toMatchObject({ status: 307 });
+    expect(caught.map((headers) => headers['x-api-key'])).not.toContain(apiKey);
     expect(caught).toHaveLength(0);
   });
 });

@@ -2,11 +2,22 @@ import { clientResponseHeaders } from './upstream-caller.js';
 import { errorShapeOf } from './provider-errors.js';
 
 describe('what a provider answer carries to the client', () => {
-  it('relays the provider headers, but not hop-by-hop ones, cookies, the account the keys belong to, or any speaking for the ledger', () => {
-    const relayed = clientResponseHeaders({
+  it('relays only what a provider answer tells a client: its form, request id, retry guidance and rate limits', () => {
+    const providerHeaders = {
       'content-type': 'text/event-stream',
+      'content-length': '42',
       'x-request-id': 'req_1',
+      'request-id': 'req_anthropic',
+      'retry-after': '7',
+      'retry-after-ms': '7000',
+      'x-should-retry': 'true',
       'openai-processing-ms': '12',
+      'openai-version': '2020-10-01',
+      'x-ratelimit-remaining-requests': '99',
+      'anthropic-ratelimit-tokens-remaining': '1000',
+    };
+    const relayed = clientResponseHeaders({
+      ...providerHeaders,
       connection: 'keep-alive',
       'transfer-encoding': 'chunked',
       'set-cookie': ['__cf_bm=secret'],
@@ -20,12 +31,16 @@ describe('what a provider answer carries to the client', () => {
       'www-authenticate': 'Basic realm="phish"',
       'strict-transport-security': 'max-age=0',
       'content-security-policy': "script-src 'unsafe-inline'",
+      // A redirect an SDK would follow with the client's ledger credential, and headers a browser acts on.
+      location: 'https://attacker.example/steal',
+      refresh: '0; url=https://attacker.example/',
+      'clear-site-data': '"cookies", "storage"',
+      link: '<https://attacker.example/x.js>; rel=preload; as=script',
+      'cache-control': 'public, max-age=31536000',
+      'x-frame-options': 'ALLOWALL',
+      server: 'upstream/1.0',
     });
-    expect(relayed).toEqual({
-      'content-type': 'text/event-stream',
-      'x-request-id': 'req_1',
-      'openai-processing-ms': '12',
-    });
+    expect(relayed).toEqual(providerHeaders);
   });
 
   it('answers errors in the provider shape whatever the case of the path', () => {

@@ -302,9 +302,9 @@ export class ModelCallProxy {
       recording.push([]);
     }
     const place = await this.bounded(recording);
-    const headers = clientResponseHeaders(result.headers);
     writeHead(reply, result.status, {
-      ...headers,
+      ...clientResponseHeaders(result.headers),
+      'content-length': body.length,
       ...(place ? { 'x-ledger-position': String(place.position) } : {}),
     }).end(body);
   }

@@ -73,16 +73,6 @@ const FORWARDED_HEADERS = new Set([
   'openai-beta',
 ]);
 const FORWARDED_PREFIX = 'x-stainless-';
-const HOP_BY_HOP_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
 
 type Attempt =
   | { readonly kind: 'response'; readonly response: IncomingMessage }
@@ -204,18 +194,32 @@ export class UpstreamCaller {
 }
 
 // Which provider account the gateway's keys belong to is not the client's business.
-const ACCOUNT_HEADERS = new Set(['set-cookie', 'openai-organization', 'openai-project', 'anthropic-organization-id']);
-/** What the ledger says itself (`x-ledger-*`), and what a browser would act on as the ledger's policy or challenge. */
-const LEDGER_HEADER =
-  /^(x-ledger-|access-control-|www-authenticate$|strict-transport-security$|content-security-policy)/;
-
+const ACCOUNT_HEADERS = new Set(['openai-organization', 'openai-project', 'anthropic-organization-id']);
 /**
- * The provider's response headers a client may receive: hop-by-hop headers, cookies and account names dropped,
- * and none that would speak for the ledger (a provider naming another session in `x-ledger-session`).
+ * What a provider's answer may tell a client, by name: the body's form, the provider's request id, its retry guidance
+ * (read by both SDKs) and its own `openai-*` / `anthropic-*` and rate-limit headers. Anything else a provider (or a
+ * proxy before it) sends is dropped: a browser or an SDK acts on headers such as `location` (a redirect the client
+ * would follow with its ledger credential), `set-cookie`, `refresh`, `clear-site-data`, `link`, `cache-control`,
+ * `access-control-*`, `www-authenticate`, `strict-transport-security` or `x-ledger-*` as if the ledger had said them.
  */
+const PROVIDER_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'x-request-id',
+  'request-id',
+  'retry-after',
+  'retry-after-ms',
+  'x-should-retry',
+]);
+const PROVIDER_HEADER_PREFIX = /^(openai-|anthropic-|x-ratelimit-)/;
+
+/** The provider's response headers a client may receive (`PROVIDER_HEADERS`), without the account the keys belong to. */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const relayed = ([name, value]: [string, unknown]) =>
-    value !== undefined && !HOP_BY_HOP_HEADERS.has(name) && !ACCOUNT_HEADERS.has(name) && !LEDGER_HEADER.test(name);
+    value !== undefined &&
+    (PROVIDER_HEADERS.has(name) || PROVIDER_HEADER_PREFIX.test(name)) &&
+    !ACCOUNT_HEADERS.has(name);
   return Object.fromEntries(Object.entries(headers).filter(relayed));
 }
 
