@@ -216,11 +216,19 @@ export class KeyPool {
   }
 }
 
+/** A provider's day-long quota wait is honoured for an hour at a time; one answer asking for ages must not take a key out for good. */
+const MAX_RETRY_AFTER_MS = 3_600_000;
+
 /**
  * The wait a 429 asks for, in milliseconds: `retry-after-ms`, else `Retry-After` as seconds or as
- * an HTTP date. `undefined` when neither is there or readable.
+ * an HTTP date, at most `MAX_RETRY_AFTER_MS`. `undefined` when neither is there or readable.
  */
 export function retryAfterMs(headers: RetryAfterHeaders, now: number): number | undefined {
+  const asked = askedWaitMs(headers, now);
+  return asked === undefined ? undefined : Math.min(asked, MAX_RETRY_AFTER_MS);
+}
+
+function askedWaitMs(headers: RetryAfterHeaders, now: number): number | undefined {
   const milliseconds = Number(headers.retryAfterMs);
   if (headers.retryAfterMs && Number.isFinite(milliseconds) && milliseconds >= 0) return milliseconds;
   const value = headers.retryAfter?.trim();

@@ -223,6 +223,8 @@ describe('retryAfterMs', () => {
     ['nothing', {}, undefined],
     ['an unreadable value', { retryAfter: 'later' }, undefined],
     ['a negative number', { retryAfter: '-5' }, undefined],
+    ['a wait of ages, as at most an hour', { retryAfterMs: '1e308' }, 3_600_000],
+    ['a date years ahead, as at most an hour', { retryAfter: new Date(now + 9e10).toUTCString() }, 3_600_000],
   ])('reads %s', (_case, headers, expected) => {
     expect(retryAfterMs(headers, now)).toBe(expected);
   });

@@ -259,7 +259,8 @@ export class ModelCallProxy {
         settled = true;
         recording.push(reader.end());
         recording.lose(reader.unreadable);
-        void recording.finish(failure).then(
+        // The client's SDK raised the provider's error: its stream ended there, whatever came after.
+        void recording.finish(reader.raised ?? failure).then(
           () => resolve(),
           () => resolve(),
         );
@@ -296,11 +297,10 @@ export class ModelCallProxy {
       await this.bounded(recording, NOT_RELAYED);
       throw error;
     });
-    try {
-      recording.push([JSON.parse(body.toString('utf8')) as unknown]);
-    } catch {
-      recording.push([]);
-    }
+    const answer = answerAsSdkReads(result.headers['content-type'], body);
+    // What the client's SDK gets as text (not JSON, or JSON it cannot parse) is no answer the record can hold: a gap.
+    if (answer === undefined) recording.lose(1);
+    else recording.push([answer]);
     const place = await this.bounded(recording);
     writeHead(reply, result.status, {
       ...clientResponseHeaders(result.headers),
@@ -323,6 +323,20 @@ export class ModelCallProxy {
       setTimeout(() => resolve(undefined), this.config.gateway.recordWaitMs).unref(),
     );
     return Promise.race([work, waited]);
+  }
+}
+
+/**
+ * A whole answer's body as both SDKs read it: parsed as JSON when its media type says JSON (a byte order mark
+ * dropped, as `fetch` decodes it), else their caller gets text; `undefined` for text and for JSON that does not parse.
+ */
+function answerAsSdkReads(contentType: string | undefined, body: Buffer): unknown {
+  const mediaType = contentType?.split(';')[0].trim().toLowerCase();
+  if (!mediaType?.includes('application/json') && !mediaType?.endsWith('+json')) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(body)) as unknown;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,6 +1,6 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { PassThrough, pipeline, Readable, Transform } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import type { AttemptOutcome, KeyPool, KeyPoolObserver } from './key-pool.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import type { Upstream, UpstreamKey } from './upstreams-config.js';
@@ -118,13 +118,11 @@ export class UpstreamCaller {
         continue;
       }
       const outcome =
-        attempt.kind === 'response'
-          ? outcomeOf(attempt.response.statusCode!)
-          : attempt.kind === 'timeout'
-            ? 'timeout'
-            : 'network';
+        attempt.kind === 'response' ? outcomeOf(attempt.response) : attempt.kind === 'timeout' ? 'timeout' : 'network';
       this.options.observer?.upstreamAttempt(upstream.name, key.hash, outcome);
-      if (attempt.kind !== 'response') {
+      if (attempt.kind !== 'response' || outcome === 'network') {
+        // An answer no client can be given is no answer.
+        if (attempt.kind === 'response') attempt.response.resume();
         pool.report(key, outcome);
         lastFailure = outcome === 'timeout' ? 'timeout' : 'network';
         continue;
@@ -179,6 +177,13 @@ export class UpstreamCaller {
         clearTimeout(timer);
         resolve({ kind: 'response', response });
       });
+      // A 101 (switching protocols) is no answer to relay; without this listener node drops the connection and
+      // the request only closes, with no error, after the timer has already fired on it.
+      outgoing.once('upgrade', (_response, socket) => socket.destroy());
+      outgoing.once('close', () => {
+        clearTimeout(timer);
+        resolve({ kind: request.signal.aborted ? 'aborted' : 'network' });
+      });
       // Kept for the request's whole life: an abort after the headers errors it again, and an
       // unheard 'error' would end the process. Resolving twice is harmless.
       outgoing.on('error', (error) => {
@@ -205,7 +210,6 @@ const ACCOUNT_HEADERS = new Set(['openai-organization', 'openai-project', 'anthr
 const PROVIDER_HEADERS = new Set([
   'content-type',
   'content-length',
-  'content-encoding',
   'x-request-id',
   'request-id',
   'retry-after',
@@ -240,14 +244,12 @@ function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: Upstream
 
 /**
  * A provider's answer as the client may get it. Errors reach the reader through the stream piped into, which
- * pipeline destroys with them. Anything but a 2xx may quote the key it was sent (a provider, or a proxy
- * before it), in its headers or body, as is, JSON-escaped or URL-encoded: masked before any client sees it. A body
- * encoded (compressed) against the request's `accept-encoding: identity` cannot be searched: not relayed.
+ * pipeline destroys with them. Any answer may quote the key it was sent (a provider, or a proxy before it), in its
+ * headers or body, as is, JSON-escaped or URL-encoded: masked before any client sees it or the record reads it. A
+ * refusal's body encoded (compressed) against the request's `accept-encoding: identity` cannot be searched: not
+ * relayed (`outcomeOf` takes an encoded success for no answer at all).
  */
 function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamResponse, 'headers' | 'body'> {
-  const status = response.statusCode!;
-  if (status >= 200 && status < 300)
-    return { headers: response.headers, body: pipeline(response, new PassThrough(), () => {}) };
   const forms = [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])];
   const mask = (value: string) => forms.reduce((text, form) => text.replaceAll(form, '*'.repeat(form.length)), value);
   const headers = Object.fromEntries(
@@ -256,8 +258,7 @@ function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamRespo
       Array.isArray(value) ? value.map(mask) : value === undefined ? value : mask(value),
     ]),
   );
-  const encoding = response.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') {
+  if (encoded(response)) {
     response.resume();
     delete headers['content-encoding'];
     headers['content-length'] = '0';
@@ -266,22 +267,24 @@ function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamRespo
   return { headers, body: pipeline(response, maskingSecrets(forms), () => {}) };
 }
 
+const encoded = (response: IncomingMessage) => (response.headers['content-encoding'] ?? 'identity') !== 'identity';
+
 /**
  * Passes bytes through with every occurrence of each secret overwritten by as many `*`, so lengths (and the
- * response's Content-Length) hold; the last bytes of each chunk wait for the next, where a quote may go on.
+ * response's Content-Length) hold. A chunk's last bytes wait for the next only while they could begin a secret,
+ * so an event ending in a line break (no secret holds one) goes on at once.
  */
 function maskingSecrets(secrets: readonly string[]): Transform {
   const needles = secrets.map((secret) => Buffer.from(secret));
-  const longest = Math.max(...needles.map((needle) => needle.length));
   let held = Buffer.alloc(0);
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      const bytes = Buffer.concat([held, chunk]);
+      const bytes = held.length === 0 ? chunk : Buffer.concat([held, chunk]);
       for (const needle of needles)
         for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + needle.length))
           bytes.fill('*', at, at + needle.length);
-      const kept = Math.min(bytes.length, longest - 1);
-      held = bytes.subarray(bytes.length - kept);
+      const kept = secretStartAtEnd(bytes, needles);
+      held = Buffer.from(bytes.subarray(bytes.length - kept));
       done(null, bytes.subarray(0, bytes.length - kept));
     },
     flush(done) {
@@ -290,7 +293,21 @@ function maskingSecrets(secrets: readonly string[]): Transform {
   });
 }
 
-function outcomeOf(status: number): AttemptOutcome {
+/** How many of the last bytes could be the start of a secret, the rest of which is still to come. */
+function secretStartAtEnd(bytes: Buffer, needles: readonly Buffer[]): number {
+  const longest = Math.max(...needles.map((needle) => needle.length));
+  for (let length = Math.min(bytes.length, longest - 1); length > 0; length -= 1) {
+    const tail = bytes.subarray(bytes.length - length);
+    if (needles.some((needle) => needle.length > length && needle.subarray(0, length).equals(tail))) return length;
+  }
+  return 0;
+}
+
+function outcomeOf(response: IncomingMessage): AttemptOutcome {
+  const status = response.statusCode!;
+  // No status a client can be given, or a success in an encoding the request did not accept (the client's fetch
+  // would decode it, the record could not): no answer, as if the connection had failed.
+  if (status < 200 || status > 599 || (status < 300 && encoded(response))) return 'network';
   if (status === 429) return 'rate_limited';
   // 401 is about the key. 403 can be about the request (a model the key may not use): a client's request
   // must not be able to switch a key off for everyone, so it is the client's answer.

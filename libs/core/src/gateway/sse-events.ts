@@ -1,15 +1,18 @@
 /**
  * Server-sent events read from a provider's stream as its bytes arrive, for the record only (the
- * client gets the bytes themselves). Only the events the client's SDK reads are taken (`sdk`), up
+ * client gets the bytes themselves). Lines and events are cut as the client's SDK cuts them (a byte
+ * order mark dropped at the start of every line), and only the events it reads are taken (`sdk`), up
  * to where it stops reading, so the record holds what the client received. Each event's `data` is
  * read as JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it, and ends what
- * is read, as data that is not JSON does (the SDK throws there). An event whose data (or a line of
- * it) is longer than `maxEventLength` is counted, not read. Memory stays within about
- * `maxEventLength` whatever the stream sends: a longer line is dropped as it arrives, to its end,
- * and never read from its middle.
+ * is read, as data that is not JSON does (the SDK throws there). Where the SDK raises the provider's
+ * error instead of reading on, `raised` says what it raised. An event whose data (or a line of it)
+ * is longer than `maxEventLength` is counted, not read. Memory stays within about `maxEventLength`
+ * whatever the stream sends: a longer line is dropped as it arrives, to its end, and never read from
+ * its middle.
  */
 export class SseEventReader {
-  private readonly decoder = new TextDecoder();
+  // A byte order mark is the line's, dropped where each line starts (`hold`), as both SDKs do.
+  private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   /** The line being read, in the pieces it came in (joined once, when it ends). */
   private pending: string[] = [];
   private pendingLength = 0;
@@ -17,17 +20,21 @@ export class SseEventReader {
   private lineStart = '';
   /** In a line too long to read: dropped up to its end. */
   private skippingLine = false;
+  /** Nothing of the current line has come yet: a byte order mark first in it is dropped. */
+  private atLineStart = true;
   /** The last bytes ended with `\r`: a `\n` first in the next ones ends no second line. */
   private afterCarriageReturn = false;
   private data: string[] = [];
   private dataLength = 0;
   /** The current event has a field too long to read: it is counted, not read. */
   private oversized = false;
-  /** `[DONE]` was read: the client's SDK reads nothing after it. */
+  /** The client's SDK stopped reading (`[DONE]`, data it could not parse, an error it raised): nothing after is read. */
   private done = false;
   private event: string | undefined;
   /** Events whose data was not JSON, or too long to read. */
   unreadable = 0;
+  /** The provider's error the client's SDK raised, ending its stream. */
+  raised: RaisedError | undefined;
 
   constructor(
     private readonly sdk: SdkReading,
@@ -39,9 +46,10 @@ export class SseEventReader {
     return this.lines(this.decoder.decode(bytes, { stream: true }));
   }
 
-  /** The last event, when the stream ended without the blank line that closes it. */
+  /** What the stream's end completes: its last line, and its last event when the SDK reads one left without its closing blank line. */
   end(): unknown[] {
-    return [...this.lines(`${this.decoder.decode()}\n`), ...this.dispatch()];
+    const events = this.lines(`${this.decoder.decode()}\n`);
+    return this.sdk.dispatchesUnterminated ? [...events, ...this.dispatch()] : events;
   }
 
   private lines(text: string): unknown[] {
@@ -58,14 +66,17 @@ export class SseEventReader {
       this.pendingLength = 0;
       this.lineStart = '';
       this.skippingLine = false;
+      this.atLineStart = true;
       if (line !== undefined) events.push(...this.line(line));
     }
     return events;
   }
 
   /** Adds to the line being read. Past the limit the line is dropped; a `data:` or `event:` line spoils its event. */
-  private hold(piece: string): void {
-    if (this.skippingLine || piece === '') return;
+  private hold(text: string): void {
+    if (this.skippingLine || text === '') return;
+    const piece = this.atLineStart && text.startsWith(BYTE_ORDER_MARK) ? text.slice(1) : text;
+    this.atLineStart = false;
     if (this.lineStart.length < FIELD_NAME_LENGTH) this.lineStart += piece.slice(0, FIELD_NAME_LENGTH);
     this.pendingLength += piece.length;
     if (this.pendingLength <= this.maxEventLength) {
@@ -106,50 +117,118 @@ export class SseEventReader {
     this.data = [];
     this.dataLength = 0;
     this.oversized = false;
-    if ((empty && !oversized) || this.done) return [];
-    // OpenAI's SDK ends the stream at `[DONE]`, whatever the event's name, and reads nothing after it.
-    if (this.sdk.endsAtDone && !oversized && data === '[DONE]') {
-      this.done = true;
-      return ['[DONE]'];
-    }
-    if (!this.sdk.reads(event)) return [];
-    // The client's SDK read it; the record cannot hold it: counted.
+    // Both SDKs dispatch an event with a name or data (an empty name is none).
+    if ((empty && !event && !oversized) || this.done) return [];
     if (oversized) {
-      this.unreadable += 1;
+      // The client's SDK read it; the record cannot hold it: counted.
+      if (!this.sdk.skipsByName(event)) this.unreadable += 1;
       return [];
     }
-    try {
-      return [JSON.parse(data) as unknown];
-    } catch {
-      // The SDK throws on data that is not JSON: the client's stream ends there, and so does what is read.
-      this.unreadable += 1;
-      this.done = true;
-      return [];
-    }
+    const taken = this.sdk.take(event, data);
+    if (taken.kind === 'skip') return [];
+    if (taken.kind === 'read') return [taken.value];
+    this.done = true;
+    if (taken.kind === 'end') return [taken.value];
+    // The SDK throws here: the client's stream ends, and so does what is read.
+    if (taken.kind === 'unreadable') this.unreadable += 1;
+    else this.raised = taken.error;
+    return [];
   }
 }
 
+const BYTE_ORDER_MARK = '\uFEFF';
 /** Long enough to tell `data:` and `event:` lines from the rest. */
 const FIELD_NAME_LENGTH = 6;
 
-/** How a provider's SDK reads its stream: which events by name, and whether `[DONE]` ends it. */
-export interface SdkReading {
-  reads(event: string | undefined): boolean;
-  readonly endsAtDone: boolean;
+/** What the provider's stream said when the client's SDK raised it as an error. */
+export interface RaisedError {
+  readonly name: string;
+  readonly message: string;
 }
 
-/** Anthropic's SDK reads its events by their names (never `ping`); OpenAI's reads any but `thread.*`, up to `[DONE]`. */
+/** What an SDK does with an event it dispatched. */
+type Taken =
+  | { readonly kind: 'skip' }
+  | { readonly kind: 'read'; readonly value: unknown }
+  /** Read, and nothing after it. */
+  | { readonly kind: 'end'; readonly value: unknown }
+  /** Thrown on as data it cannot parse. */
+  | { readonly kind: 'unreadable' }
+  | { readonly kind: 'raise'; readonly error: RaisedError };
+
+/** How a provider's SDK reads its stream (the versions the gateway's tests drive: `openai` 7, `@anthropic-ai/sdk` 1). */
+export interface SdkReading {
+  take(event: string | undefined, data: string): Taken;
+  /** It skips events of this name whatever their data. */
+  skipsByName(event: string | undefined): boolean;
+  /** It reads an event the stream left without its closing blank line. */
+  readonly dispatchesUnterminated: boolean;
+}
+
+const SKIP: Taken = { kind: 'skip' };
+
 export const SDK_READING: Record<'anthropic' | 'openai', SdkReading> = {
-  anthropic: { reads: (event) => event !== undefined && ANTHROPIC_EVENTS.has(event), endsAtDone: false },
-  openai: { reads: (event) => event === undefined || !event.startsWith('thread.'), endsAtDone: true },
+  // `Stream.fromSSEResponse`: `[DONE]` ends it under any name; any data is parsed, and `thread.*` events are not
+  // chunks; an `error` event, or data with an `error`, is thrown.
+  openai: {
+    take(event, data) {
+      if (data === '[DONE]') return { kind: 'end', value: '[DONE]' };
+      const value = parsedJson(data);
+      if (value === UNPARSED) return { kind: 'unreadable' };
+      if (event?.startsWith('thread.')) return SKIP;
+      const error = (value as { error?: unknown } | null)?.error;
+      if (event === 'error' || error) return { kind: 'raise', error: raisedError(error ?? value) };
+      return { kind: 'read', value };
+    },
+    skipsByName: () => false,
+    dispatchesUnterminated: true,
+  },
+  // Every named event but `ping`, by its data's type; an `error` event is thrown; empty data is skipped.
+  anthropic: {
+    take(event, data) {
+      if (anthropicSkips(event)) return SKIP;
+      if (event === 'error') {
+        const body = parsedJson(data);
+        return { kind: 'raise', error: raisedError(body === UNPARSED ? data : body) };
+      }
+      if (data === '') return SKIP;
+      const value = parsedJson(data);
+      return value === UNPARSED ? { kind: 'unreadable' } : { kind: 'read', value };
+    },
+    skipsByName: (event) => anthropicSkips(event),
+    dispatchesUnterminated: false,
+  },
 };
 
-const ANTHROPIC_EVENTS = new Set([
-  'message_start',
-  'message_delta',
-  'message_stop',
-  'content_block_start',
-  'content_block_delta',
-  'content_block_stop',
-  'error',
-]);
+const anthropicSkips = (event: string | undefined) => event === undefined || event === 'ping';
+
+const UNPARSED = Symbol('unparsed');
+
+function parsedJson(data: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return UNPARSED;
+  }
+}
+
+/** Longest name and message kept of an error a provider's stream raised. */
+const RAISED_NAME_LENGTH = 100;
+const RAISED_MESSAGE_LENGTH = 2_000;
+
+/** The error's type (or code) and message, as the providers shape them: `{error: {type, message}}`, `{type: 'error', code, message}`. */
+function raisedError(body: unknown): RaisedError {
+  const error = (body as { error?: unknown } | null)?.error ?? body;
+  const text = (key: string) => {
+    const value = (error as Record<string, unknown> | null)?.[key];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
+  const type = text('type');
+  return {
+    name: ((type !== 'error' && type) || text('code') || 'APIError').slice(0, RAISED_NAME_LENGTH),
+    message: (text('message') ?? (typeof error === 'string' ? error : 'the provider stream reported an error')).slice(
+      0,
+      RAISED_MESSAGE_LENGTH,
+    ),
+  };
+}
