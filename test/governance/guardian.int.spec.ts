@@ -18,12 +18,18 @@ describe('guardian', () => {
   const guardian = (mode: 'off' | 'monitor' | 'enforce' = 'enforce', timeoutMs = 2_000) =>
     new Guardian({ mode, timeoutMs, endpoint: { baseUrl: server.baseUrl, apiKey: server.apiKey, model: 'guard-1' } });
   const tool = { server: 'fs', name: 'write_file' };
+  const call = (args: unknown, policyVersion = 'v1', tenant = 'acme') => ({
+    tenant,
+    tool,
+    arguments: args,
+    policyVersion,
+  });
 
   it('asks the model with structured output and caches the verdict by tool, canonical arguments and policy version', async () => {
     next = () => ({ content: '{"risk":"high","rationale":"overwrites a file"}' });
     const reviewer = guardian();
     const before = server.requests.length;
-    expect(await reviewer.review(tool, { path: 'a', content: 'x' }, 'v1')).toEqual({
+    expect(await reviewer.review(call({ path: 'a', content: 'x' }))).toEqual({
       risk: 'high',
       rationale: 'overwrites a file',
       reviewer: 'llm:guard-1',
@@ -34,13 +40,27 @@ describe('guardian', () => {
     const request = server.requests.at(-1)!;
     expect(request).toMatchObject({ model: 'guard-1', response_format: { type: 'json_schema' } });
     expect(request.messages[1].content).toBe('{"arguments":{"content":"x","path":"a"},"tool":"fs/write_file"}');
-    expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v1')).toMatchObject({
+    expect(await reviewer.review(call({ content: 'x', path: 'a' }))).toMatchObject({
       risk: 'high',
       cacheHit: true,
     });
     expect(server.requests.length).toBe(before + 1);
-    expect(await reviewer.review(tool, { content: 'x', path: 'a' }, 'v2')).toMatchObject({ cacheHit: false });
+    expect(await reviewer.review(call({ content: 'x', path: 'a' }, 'v2'))).toMatchObject({ cacheHit: false });
     expect(server.requests.length).toBe(before + 2);
+  });
+
+  it("never answers one tenant from another tenant's verdict: a hit would confirm what that tenant's agent asked", async () => {
+    next = () => ({ content: '{"risk":"medium","rationale":"acme bids on Initech"}' });
+    const reviewer = guardian();
+    const before = server.requests.length;
+    await reviewer.review(call({ message: 'acquire Initech, bid 42' }, 'v1', 'acme'));
+    next = () => ({ content: '{"risk":"low","rationale":"echo"}' });
+    const guess = await reviewer.review(call({ message: 'acquire Initech, bid 42' }, 'v1', 'globex'));
+    expect(guess).toMatchObject({ cacheHit: false, rationale: 'echo' });
+    expect(server.requests.length).toBe(before + 2);
+    const rules = new Guardian({ mode: 'enforce', timeoutMs: 1_000 });
+    rules.reviewAtOnce(call({ path: 'x' }, 'v1', 'acme'));
+    expect(rules.reviewAtOnce(call({ path: 'x' }, 'v1', 'globex'))).toMatchObject({ cacheHit: false });
   });
 
   it.each<[string, ScriptedReply, RegExp]>([
@@ -51,22 +71,24 @@ describe('guardian', () => {
     ['no answer in time', { content: '{"risk":"low","rationale":"late"}', delayMs: 1_500 }, /no answer within 300 ms/],
   ])('records a failure, never a verdict, for %s', async (_case, reply, rationale) => {
     next = () => reply;
-    const review = await guardian('enforce', 300).review(tool, { path: 'b' }, 'v1');
+    const review = await guardian('enforce', 300).review(call({ path: 'b' }));
     expect(review).toMatchObject({ failed: true, reviewer: 'llm:guard-1' });
     expect(review.rationale).toMatch(rationale);
   });
 
   it('uses the rule-based reviewer without an endpoint, and does nothing when off', async () => {
     const rules = new Guardian({ mode: 'monitor', timeoutMs: 1_000 });
-    expect(await rules.review({ server: 'fs', name: 'read_file' }, { path: 'a' }, 'v1')).toMatchObject({
+    expect(await rules.review({ ...call({ path: 'a' }), tool: { server: 'fs', name: 'read_file' } })).toMatchObject({
       risk: 'low',
       reviewer: 'rules:v1',
       mode: 'monitor',
     });
-    expect(await rules.review({ server: 'sh', name: 'run' }, { command: 'sudo rm -rf /' }, 'v1')).toMatchObject({
+    expect(
+      await rules.review({ ...call({ command: 'sudo rm -rf /' }), tool: { server: 'sh', name: 'run' } }),
+    ).toMatchObject({
       risk: 'critical',
     });
-    expect(await guardian('off').review(tool, {}, 'v1')).toMatchObject({
+    expect(await guardian('off').review(call({}))).toMatchObject({
       risk: 'none',
       reviewer: 'off',
       failed: false,

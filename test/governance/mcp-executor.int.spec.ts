@@ -31,7 +31,11 @@ describe('MCP execution against the official reference servers', () => {
       mcpServersSchema.parse({
         mcpServers: {
           filesystem: { command: process.execPath, args: [serverBin('server-filesystem'), folder] },
-          everything: { command: process.execPath, args: [serverBin('server-everything'), 'stdio'] },
+          everything: {
+            command: process.execPath,
+            args: [serverBin('server-everything'), 'stdio'],
+            tenants: ['alpha'],
+          },
           'everything-http': { url: `http://127.0.0.1:${port}/mcp` },
         },
       }),
@@ -77,8 +81,15 @@ describe('MCP execution against the official reference servers', () => {
       /has no tool format_disk/,
     );
     await expect(executor.call({ server: 'nowhere', name: 'x' }, {})).rejects.toThrow(/no MCP server named nowhere/);
-    expect(executor.serves('filesystem')).toBe(true);
-    expect(executor.serves('nowhere')).toBe(false);
+    expect(executor.serves('filesystem', 'alpha')).toBe(true);
+    expect(executor.serves('nowhere', 'alpha')).toBe(false);
+  });
+
+  it("serves a server listing its tenants to those tenants only: another's calls are not the ledger's to run", () => {
+    expect(executor.serves('everything', 'alpha')).toBe(true);
+    expect(executor.serves('everything', 'beta')).toBe(false);
+    expect(executor.serves('filesystem', 'beta')).toBe(true);
+    expect(() => mcpServersSchema.parse({ mcpServers: { x: { command: 'x', tenants: [] } } })).toThrow();
   });
 });
 

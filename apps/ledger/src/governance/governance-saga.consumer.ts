@@ -21,7 +21,7 @@ export function governanceSagaConsumer(
   pool: Pool,
 ): ProjectionDefinition {
   const executor = parts.executor;
-  const serves = (server: string) => executor?.serves(server) ?? false;
+  const serves = (server: string, tenant: string) => executor?.serves(server, tenant) ?? false;
   return {
     name: 'governance-saga',
     version: 1,

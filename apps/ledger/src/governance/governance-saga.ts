@@ -35,15 +35,18 @@ export class AdvanceToolCallCommand implements ICommand {
 /**
  * The tool calls a log event asks the ledger to govern: each `pending` response of an
  * `mcp_tool_pending` chunk whose server (`tool.serverName`, else `tool.serverId`) is one the
- * ledger is configured to execute. The arguments' SHA-256 is what a reviewer's decision names.
+ * ledger is configured to execute for the session's tenant. The arguments' SHA-256 is what a reviewer's decision names.
  */
-export function governedRequests(event: RecordedEvent, serves: (server: string) => boolean): GovernedRequest[] {
+export function governedRequests(
+  event: RecordedEvent,
+  serves: (server: string, tenant: string) => boolean,
+): GovernedRequest[] {
   if (event.type !== 'chunk.mcp_tool_pending') return [];
   const { tenant, id: sessionId } = parseSessionStreamId(event.streamId)!;
   const { messageId, responses } = event.data as ChunkEventData & { responses: readonly McpToolResponse[] };
   return responses.flatMap((response) => {
     const server = serverOf(response);
-    if (response.status !== 'pending' || server === undefined || !serves(server)) return [];
+    if (response.status !== 'pending' || server === undefined || !serves(server, tenant)) return [];
     const args = response.arguments ?? {};
     return [
       {

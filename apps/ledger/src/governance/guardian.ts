@@ -24,7 +24,9 @@ const SYSTEM_PROMPT = [
 /**
  * The guardian: an AI risk review of a tool call through an OpenAI-compatible endpoint (the
  * official `openai` client, structured output), or a rule-based reviewer when no endpoint is
- * configured. Verdicts are cached by SHA-256 of (tool, canonical arguments, policy version).
+ * configured. Verdicts are cached by SHA-256 of (tenant, tool, canonical arguments, policy version),
+ * the most recent `MAX_CACHED_VERDICTS`: a verdict, and whether one was cached (which a hit's speed tells
+ * too), is the tenant's own, never a confirmation of what another tenant's agent asked for.
  * A failure (error, timeout, malformed answer) is a review with `failed: true`; what follows is
  * the saga's configured failure policy.
  */
@@ -50,11 +52,11 @@ export class Guardian {
     this.client?.catch(() => undefined);
   }
 
-  async review(tool: ToolRef, args: unknown, policyVersion: string): Promise<GuardianReview> {
-    const atOnce = this.reviewAtOnce(tool, args, policyVersion);
+  async review(call: ReviewedCall): Promise<GuardianReview> {
+    const atOnce = this.reviewAtOnce(call);
     if (atOnce) return atOnce;
-    const review = await this.askModel(tool, args);
-    if (!review.failed) this.cache.set(reviewKey(tool, args, policyVersion), review);
+    const review = await this.askModel(call.tool, call.arguments);
+    if (!review.failed) this.remember(reviewKey(call), review);
     return { ...review, cacheHit: false, mode: this.options.mode };
   }
 
@@ -62,17 +64,25 @@ export class Guardian {
    * The review when it needs no outside wait: the guardian is off, the verdict is cached, or the
    * rules judge (no endpoint). `undefined` when the model must be asked.
    */
-  reviewAtOnce(tool: ToolRef, args: unknown, policyVersion: string): GuardianReview | undefined {
+  reviewAtOnce(call: ReviewedCall): GuardianReview | undefined {
     const { mode } = this.options;
     if (mode === 'off')
       return { risk: 'none', rationale: 'the guardian is off', reviewer: 'off', cacheHit: false, mode, failed: false };
-    const key = reviewKey(tool, args, policyVersion);
+    const key = reviewKey(call);
     const cached = this.cache.get(key);
     if (cached) return { ...cached, cacheHit: true, mode };
     if (this.client) return undefined;
-    const review = ruleBasedReview(tool, args);
-    this.cache.set(key, review);
+    const review = ruleBasedReview(call.tool, call.arguments);
+    this.remember(key, review);
     return { ...review, cacheHit: false, mode };
+  }
+
+  private remember(key: string, review: Omit<GuardianReview, 'cacheHit' | 'mode'>): void {
+    this.cache.set(key, review);
+    for (const [oldest] of this.cache) {
+      if (this.cache.size <= MAX_CACHED_VERDICTS) break;
+      this.cache.delete(oldest);
+    }
   }
 
   private async askModel(tool: ToolRef, args: unknown): Promise<Omit<GuardianReview, 'cacheHit' | 'mode'>> {
@@ -128,8 +138,19 @@ export class Guardian {
   }
 }
 
-const reviewKey = (tool: ToolRef, args: unknown, policyVersion: string) =>
-  sha256Hex(canonicalJson({ tool, arguments: args ?? null, policyVersion }));
+/** A tool call the guardian reviews: whose, what, and under which firewall policy. */
+export interface ReviewedCall {
+  readonly tenant: string;
+  readonly tool: ToolRef;
+  readonly arguments: unknown;
+  readonly policyVersion: string;
+}
+
+/** Verdicts kept: a few megabytes. */
+const MAX_CACHED_VERDICTS = 10_000;
+
+const reviewKey = ({ tenant, tool, arguments: args, policyVersion }: ReviewedCall) =>
+  sha256Hex(canonicalJson({ tenant, tool, arguments: args ?? null, policyVersion }));
 
 function failure(reviewer: string, rationale: string): Omit<GuardianReview, 'cacheHit' | 'mode'> {
   return { risk: 'high', rationale, reviewer, failed: true };

@@ -61,9 +61,11 @@ export class McpExecutor {
     await this.sdk;
   }
 
-  /** Whether the ledger is configured to execute tools of this server. */
-  serves(server: string): boolean {
-    return Object.hasOwn(this.config.mcpServers, server);
+  /** Whether the ledger is configured to execute this tenant's calls to tools of this server. */
+  serves(server: string, tenant: string): boolean {
+    if (!Object.hasOwn(this.config.mcpServers, server)) return false;
+    const { tenants } = this.config.mcpServers[server];
+    return tenants === undefined || tenants.includes(tenant);
   }
 
   async tools(server: string): Promise<readonly McpTool[]> {
@@ -121,16 +123,16 @@ export class McpExecutor {
     const { Client, getDefaultEnvironment, StdioClientTransport, StreamableHTTPClientTransport } = await this.sdk;
     if (this.closed) throw new Error('the MCP executor is closed');
     const client = new Client({ name: 'block-ledger', version: '0.1.0' });
+    // Started as its entry says: what the transport reads of it (not the ledger's own `tenants`), in the default
+    // environment plus its own.
+    const stdioTransport = ({ command, args, cwd, env }: StdioMcpServer) =>
+      new StdioClientTransport({ command, args, cwd, env: { ...getDefaultEnvironment(), ...env }, stderr: 'ignore' });
     const transport =
       'url' in entry && typeof entry.url === 'string'
         ? new StreamableHTTPClientTransport(new URL(entry.url), {
             requestInit: { headers: (entry as HttpMcpServer).headers },
           })
-        : new StdioClientTransport({
-            ...(entry as StdioMcpServer),
-            env: { ...getDefaultEnvironment(), ...(entry as StdioMcpServer).env },
-            stderr: 'ignore',
-          });
+        : stdioTransport(entry as StdioMcpServer);
     await client.connect(transport, { timeout: this.options.callTimeoutMs });
     return client;
   }

@@ -1,17 +1,23 @@
 import { z } from 'zod';
 import { loadConfigFile } from '../config/config-file.js';
 
-/** The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url. */
+/**
+ * The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url.
+ * The ledger adds `tenants`: the only tenants whose calls the server executes. A server without it serves every
+ * tenant, and shares its state (a folder's files) among them.
+ */
+const servedTenants = { tenants: z.array(z.string().min(1)).min(1).optional() };
 const stdioServer = z
   .object({
     command: z.string().min(1),
     args: z.array(z.string()).default([]),
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().optional(),
+    ...servedTenants,
   })
   .passthrough();
 const httpServer = z
-  .object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional() })
+  .object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional(), ...servedTenants })
   .passthrough();
 export const mcpServersSchema = z
   .object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) })

@@ -146,7 +146,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       const next: SagaStep | { kind: 'request' } =
         state.status === 'absent' ? { kind: 'request' } : nextSagaStep(state);
       if (next.kind === 'request' && !request) return;
-      if (this.waitsOutside(next, state) && draft.decided.length > 0) {
+      if (this.waitsOutside(next, state, ref.tenant) && draft.decided.length > 0) {
         await this.flush(draft);
         draft = await this.toolCalls.draft(ref);
         continue;
@@ -218,7 +218,13 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       }
       case 'review': {
         const reviewStarted = performance.now();
-        const review = await this.parts.guardian.review(tool, args, state.firewall!.policyVersion);
+        const policyVersion = state.firewall!.policyVersion;
+        const review = await this.parts.guardian.review({
+          tenant: draft.ref.tenant,
+          tool,
+          arguments: args,
+          policyVersion,
+        });
         this.metrics.recordToolCallStep('review', performance.now() - reviewStarted);
         const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
         const requiredApprovals = this.parts.firewall.requiredApprovals(tool, review.risk);
@@ -309,7 +315,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
    * stored first): a person, the model's review when no verdict is at hand, the MCP call, or, where
    * the log stores an append's parts one at a time, the completion, which follows the result on the block.
    */
-  private waitsOutside(next: SagaStep | { kind: 'request' }, state: ToolCallState): boolean {
+  private waitsOutside(next: SagaStep | { kind: 'request' }, state: ToolCallState, tenant: string): boolean {
     switch (next.kind) {
       case 'request':
       case 'screen':
@@ -317,8 +323,14 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       case 'execute':
         return false;
       case 'review': {
-        const { tool, arguments: args } = (state as OpenToolCall).request;
-        return !this.parts.guardian.reviewAtOnce(tool, args, (state as OpenToolCall).firewall!.policyVersion);
+        const { request, firewall } = state as OpenToolCall;
+        const { tool, arguments: args } = request;
+        return !this.parts.guardian.reviewAtOnce({
+          tenant,
+          tool,
+          arguments: args,
+          policyVersion: firewall!.policyVersion,
+        });
       }
       case 'complete':
         return !this.eventLog.appendsManyAtomically;
