@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
+import type { ConsoleMessage, Page } from 'playwright-core';
 import { accessibilityViolations, openBrowser, type TestBrowser } from '../support/browser.js';
 import {
   call,
@@ -167,6 +167,29 @@ describe('the reviewer console', () => {
     await snapshot('branches-compared');
   });
 
+  it('shows a session whose recorded values have shapes it does not expect, and keeps the page', async () => {
+    const odd = 'odd-shapes';
+    expect((await producer('POST', '/v1/sessions', { id: odd, title: 'Odd shapes' })).status).toBe(201);
+    const messages = `/v1/sessions/${odd}/messages`;
+    expect((await producer('POST', messages, { id: 'u1', role: 'user', content: 'Search' })).status).toBe(201);
+    expect((await producer('POST', messages, { id: 'a1', role: 'assistant' })).status).toBe(201);
+    const results = [null, { title: { nested: true } }];
+    const posted = await producer('POST', `${messages}/a1/chunks`, [
+      { seq: 1, type: 'llm_response_created' },
+      { seq: 2, type: 'text.start' },
+      { seq: 3, type: 'text.complete', text: 'Before the sources' },
+      { seq: 4, type: 'llm_websearch_in_progress' },
+      { seq: 5, type: 'llm_websearch_complete', llm_web_search: { source: 'web', results } },
+    ]);
+    expect(posted.status).toBe(200);
+    await page.goto(`${ledger.baseUrl}/console/sessions/${odd}`);
+    const chat = page.getByRole('region', { name: 'Conversation' });
+    await chat.getByText('Before the sources').waitFor(BOUND);
+    // The sources are shown as the JSON they are; the header and the rest of the page stay.
+    await chat.getByText('"nested": true', { exact: false }).waitFor(BOUND);
+    await page.getByTestId('who').waitFor(BOUND);
+  });
+
   it('approves a governed write (the file appears), denies another, and refuses a reviewer its own call', async () => {
     const target = path.join(fixture.workspace, 'approved.txt');
     const approved = await requestTool(
@@ -186,7 +209,8 @@ describe('the reviewer console', () => {
       { server: 'filesystem', name: 'write_file' },
       {
         path: path.join(fixture.workspace, 'denied.txt'),
-        content: 'never written',
+        // Padding and a right-to-left override, to hide the end off-screen or show it reversed.
+        content: `never written${' '.repeat(400)}\u202Ehs | lru`,
       },
     );
     const own = 'reviewers-own';
@@ -218,6 +242,10 @@ describe('the reviewer console', () => {
     expect(readFileSync(target, 'utf8')).toBe('approved in the console');
 
     const deniedCard = page.locator('article').filter({ hasText: 'denied.txt' });
+    // All of the arguments are on screen: long lines wrap in the card, the override is shown as its escape.
+    expect(await deniedCard.getByLabel('Arguments').textContent()).toContain('\\u202ehs | lru');
+    const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(overflow).toBeLessThanOrEqual(0);
     // With the keyboard alone: the comment, then Tab past Approve to Deny.
     await deniedCard.getByLabel('Comment').focus();
     await page.keyboard.type('not this one');
@@ -258,6 +286,23 @@ describe('the reviewer console', () => {
     await page.getByRole('link', { name: 'Log' }).click();
     await page.getByTestId('tree-size').waitFor(BOUND);
     await snapshot('log');
+  });
+
+  it('serves the API docs on its origin under their own policy (the UI runs, nothing frames them), and answers uncached', async () => {
+    const violations: string[] = [];
+    const listen = (message: ConsoleMessage) => {
+      if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text());
+    };
+    page.on('console', listen);
+    const docs = await page.goto(`${ledger.baseUrl}/docs`);
+    expect(docs?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    await page.getByText('/v1/sessions/{sid}/messages', { exact: false }).first().waitFor(BOUND);
+    page.off('console', listen);
+    expect(violations).toEqual([]);
+    // What the API answers is kept by no cache, and read as nothing but its type.
+    const answer = await fetch(`${ledger.baseUrl}/v1/console/config`);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('stays usable at phone width, with the keyboard alone', async () => {

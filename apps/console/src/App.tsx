@@ -7,6 +7,7 @@ import { ApprovalInbox, useApprovalCount } from './views/ApprovalInbox';
 import { LogCheckpoint } from './views/LogCheckpoint';
 import { SessionList } from './views/SessionList';
 import { SessionView } from './views/SessionView';
+import { RenderBoundary } from './views/RenderBoundary';
 import { SignIn } from './views/SignIn';
 import { ToolCallTrail } from './views/ToolCallTrail';
 
@@ -92,7 +93,9 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page path={path} />
+        <RenderBoundary key={path} what="page">
+          <Page path={path} />
+        </RenderBoundary>
       </main>
     </>
   );

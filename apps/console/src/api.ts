@@ -34,8 +34,10 @@ async function failureOf(response: Response): Promise<ApiFailure> {
 }
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  // A tenant's data is kept by no cache: the browser's would outlive a sign-out.
   const response = await fetch(path, {
     method,
+    cache: 'no-store',
     headers: { ...authHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
@@ -47,7 +49,7 @@ export const get = <T>(path: string) => api<T>('GET', path);
 
 /** A text answer (a signed checkpoint) or a download (an export bundle). */
 export async function getBlob(path: string): Promise<Blob> {
-  const response = await fetch(path, { headers: authHeaders() });
+  const response = await fetch(path, { cache: 'no-store', headers: authHeaders() });
   if (!response.ok) throw await failureOf(response);
   return response.blob();
 }

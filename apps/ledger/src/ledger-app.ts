@@ -69,6 +69,14 @@ export async function createLedgerApp(options: AppOptions): Promise<INestApplica
       throw credentialRefusal(error);
     }
   });
+  // Answers are a tenant's data, fetched with a credential: no cache keeps them (a browser's disk cache outlived a
+  // console's sign-out), and no browser reads them as another type. Routes that say otherwise (the console's files,
+  // the API docs) keep what they say.
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    if (!reply.hasHeader('cache-control')) void reply.header('cache-control', 'no-store');
+    if (!reply.hasHeader('x-content-type-options')) void reply.header('x-content-type-options', 'nosniff');
+    done(null, payload);
+  });
   readRequestBodies(fastify, { path: GATEWAY_PATH, maxBytes: config.gateway.maxRequestBytes });
   // Failures before Nest routes a request (hooks, body parsing) reach the same filter through Nest's error handler.
   app.useGlobalFilters(new ApiErrorFilter((status, reason) => metrics.requestRefused(status, reason)));

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { canonicalJson } from '../../../../libs/core/src/hashing/canonical-json';
 import { api, get, plainWords } from '../api';
 import { linkTo } from '../router';
-import { formatDuration, pretty } from './format';
+import { formatDuration, visibleJson } from './format';
 import type { ToolCall } from './toolcall';
 
 const QUEUE = '/v1/tool-calls?state=awaiting_approval&limit=1000';
@@ -145,8 +145,8 @@ function PendingCall({ call, onDecided }: { call: ToolCall; onDecided: () => Pro
           </span>
         </dd>
       </dl>
-      <pre className="arguments" aria-label="Arguments">
-        {pretty(call.arguments)}
+      <pre className="arguments wrap" aria-label="Arguments">
+        {visibleJson(call.arguments)}
       </pre>
       <label htmlFor={`comment-${call.id}`}>Comment</label>
       <textarea

@@ -3,9 +3,18 @@ import { useAbilities } from '../identity';
 import { linkTo } from '../router';
 import { formatDuration, pretty, textOf } from './format';
 import type { Block, Message } from './model';
+import { RenderBoundary } from './RenderBoundary';
 
-/** One block, as Cherry Studio would show it. */
+/** One block, as Cherry Studio would show it; a block that cannot be shown says so, and the rest stays. */
 export function BlockView({ block }: { block: Block }) {
+  return (
+    <RenderBoundary what="block">
+      <BlockBody block={block} />
+    </RenderBoundary>
+  );
+}
+
+function BlockBody({ block }: { block: Block }) {
   switch (block.type) {
     case 'main_text':
       return (
@@ -96,11 +105,12 @@ function ToolBlock({ block }: { block: Block }) {
 }
 
 function Citations({ block }: { block: Block }) {
-  const response = block.response as { results?: unknown; source?: string } | undefined;
-  const results = Array.isArray(response?.results) ? (response.results as { title?: string; url?: string }[]) : [];
+  const response = block.response as { results?: unknown; source?: unknown } | undefined;
+  // Results are listed when each has a title or a URL as text; any other shape is shown as the JSON it is.
+  const results = Array.isArray(response?.results) && response.results.every(isSource) ? response.results : [];
   return (
     <div className="block citation">
-      <strong>Sources{response?.source ? ` (${response.source})` : ''}</strong>
+      <strong>Sources{typeof response?.source === 'string' ? ` (${response.source})` : ''}</strong>
       {results.length > 0 ? (
         <ol>
           {results.map((result, index) => (
@@ -114,6 +124,13 @@ function Citations({ block }: { block: Block }) {
       )}
     </div>
   );
+}
+
+function isSource(result: unknown): result is { title?: string; url?: string } {
+  if (typeof result !== 'object' || result === null) return false;
+  const { title, url } = result as { title?: unknown; url?: unknown };
+  const text = (value: unknown) => value === undefined || typeof value === 'string';
+  return text(title) && text(url) && (title !== undefined || url !== undefined);
 }
 
 /** A message's header: role, model, status, and the time it took. */

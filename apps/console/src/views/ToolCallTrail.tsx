@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 import { get, plainWords } from '../api';
 import { useAbilities } from '../identity';
 import { linkTo } from '../router';
-import { formatTime, pretty, shortHash } from './format';
+import { formatTime, shortHash, visibleJson } from './format';
 import type { ToolCall, TrailEvent } from './toolcall';
 
 /** A tool call's full trail: every event of its stream, who recorded it, when, and its hash link. */
@@ -75,7 +75,7 @@ export function ToolCallTrail({ toolCallId }: { toolCallId: string }) {
                     <td>
                       <details>
                         <summary>data</summary>
-                        <pre>{pretty(event.data)}</pre>
+                        <pre className="wrap">{visibleJson(event.data)}</pre>
                       </details>
                     </td>
                   </tr>
