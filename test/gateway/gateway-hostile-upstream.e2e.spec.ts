@@ -176,7 +176,7 @@ describe('gateway: a hostile or broken provider', () => {
     const message = await answerMessage(sessionId, response.headers.get('x-ledger-message')!);
     expect(message.status).toBe('error');
     expect(message.blocks.find((block: { type: string }) => block.type === 'main_text')?.content).toBe('Seen. ');
-    expect(JSON.stringify(message.blocks)).toContain('APIError');
+    expect(JSON.stringify(message.blocks)).toContain('ProviderError');
     expect(JSON.stringify(message)).not.toContain('FAKE');
   });
 

@@ -247,7 +247,7 @@ describe('UpstreamCaller', () => {
   });
 
   it('masks the key wherever a non-2xx answer quotes it: headers, a redirect, its JSON-escaped and URL-encoded forms', async () => {
-    const key = 'sk-"quoted"\\key';
+    const key = 'sk-"quoted"\\key-0123456789';
     const escaped = JSON.stringify(key).slice(1, -1);
     const replies: { status: number; headers: Record<string, string>; chunks: string[] }[] = [
       { status: 400, headers: { 'x-echo': `Bearer ${key}` }, chunks: [`{"error":"${escaped}"}`] },
@@ -279,6 +279,19 @@ describe('UpstreamCaller', () => {
     expect(result).toMatchObject({ status: 500 });
     expect(body).toBe('');
     expect(result.kind === 'response' && result.headers['content-encoding']).toBeUndefined();
+  });
+
+  it("leaves a local server's placeholder key in its answer's text, and reads an identity coding in any case", async () => {
+    // `ollama` is no secret: masking it would change what the model said about itself.
+    const text = 'install ollama, then `ollama pull llama3`';
+    const { upstream } = await setUp(['ollama'], () => ({
+      status: 200,
+      headers: { 'content-encoding': 'Identity', 'content-type': 'application/json' },
+      chunks: [text],
+    }));
+    const { result, body } = await call(upstream, 's');
+    expect(result).toMatchObject({ kind: 'response', status: 200 });
+    expect(body).toBe(text);
   });
 
   it('answers 503 when every key is disabled, without the 401 body', async () => {

@@ -78,9 +78,11 @@ export class AnswerRecording {
   private async complete(failure: { name: string; message: string } | undefined): Promise<AnswerPlace | undefined> {
     for (this.appendBuffered(); this.appending; this.appendBuffered()) await this.appending;
     const place = await this.placed;
+    // A gap is what the message says first; how the answer ended, if it did not end well, goes with it.
+    const ended = failure ? ` (the answer ended in ${failure.name}: ${failure.message})` : '';
     const gap =
       this.unrecorded > 0
-        ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded` }
+        ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded${ended}` }
         : undefined;
     const error = gap ?? failure;
     if (place && error) {

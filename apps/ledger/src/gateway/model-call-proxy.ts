@@ -257,7 +257,7 @@ export class ModelCallProxy {
       const settle = (failure?: { name: string; message: string }) => {
         if (settled) return;
         settled = true;
-        recording.push(reader.end());
+        recording.push(reader.end(failure !== undefined));
         recording.lose(reader.unreadable);
         // The client's SDK raised the provider's error: its stream ended there, whatever came after.
         void recording.finish(reader.raised ?? failure).then(
@@ -328,10 +328,12 @@ export class ModelCallProxy {
 
 /**
  * A whole answer's body as both SDKs read it: parsed as JSON when its media type says JSON (a byte order mark
- * dropped, as `fetch` decodes it), else their caller gets text; `undefined` for text and for JSON that does not parse.
+ * dropped, as `fetch` decodes it), else their caller gets text; `undefined` for text, for JSON that does not parse,
+ * and for a media type not in lower case (`openai` reads it in any case, `@anthropic-ai/sdk` only in lower case).
  */
 function answerAsSdkReads(contentType: string | undefined, body: Buffer): unknown {
-  const mediaType = contentType?.split(';')[0].trim().toLowerCase();
+  const mediaType = contentType?.split(';')[0].trim();
+  if (mediaType !== mediaType?.toLowerCase()) return undefined;
   if (!mediaType?.includes('application/json') && !mediaType?.endsWith('+json')) return undefined;
   try {
     return JSON.parse(new TextDecoder().decode(body)) as unknown;

@@ -1,17 +1,21 @@
 /**
  * Server-sent events read from a provider's stream as its bytes arrive, for the record only (the
- * client gets the bytes themselves). Lines and events are cut as the client's SDK cuts them (a byte
- * order mark dropped at the start of every line), and only the events it reads are taken (`sdk`), up
- * to where it stops reading, so the record holds what the client received. Each event's `data` is
- * read as JSON; OpenAI's `[DONE]` stays the string "[DONE]", as the dialects take it, and ends what
- * is read, as data that is not JSON does (the SDK throws there). Where the SDK raises the provider's
- * error instead of reading on, `raised` says what it raised. An event whose data (or a line of it)
- * is longer than `maxEventLength` is counted, not read. Memory stays within about `maxEventLength`
- * whatever the stream sends: a longer line is dropped as it arrives, to its end, and never read from
- * its middle.
+ * client gets the bytes themselves). Lines and events are cut as the client's SDK cuts them, and only
+ * the events it reads are taken (`sdk`), up to where it stops reading, so the record holds what the
+ * client received. Each event's `data` is read as JSON; OpenAI's `[DONE]` stays the string "[DONE]",
+ * as the dialects take it, and ends what is read, as data that is not JSON does (the SDK throws
+ * there). Where the SDK raises the provider's error instead of reading on, `raised` says what it
+ * raised.
+ *
+ * Clients read some streams differently (the AI SDK reads on past `[DONE]` and past an error; it drops a
+ * line starting with a byte order mark; `openai` reads an event left without its closing blank line).
+ * Whatever a supported client might read that this reading does not record is counted in `unreadable`,
+ * never dropped silently: the record then marks the gap. So is an event too long to read
+ * (`maxEventLength`). Memory stays within about `maxEventLength` whatever the stream sends: a longer line
+ * is dropped as it arrives, to its end, and never read from its middle.
  */
 export class SseEventReader {
-  // A byte order mark is the line's, dropped where each line starts (`hold`), as both SDKs do.
+  // A byte order mark is the line's (`hold`): clients differ on it after the stream's first line.
   private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   /** The line being read, in the pieces it came in (joined once, when it ends). */
   private pending: string[] = [];
@@ -22,16 +26,22 @@ export class SseEventReader {
   private skippingLine = false;
   /** Nothing of the current line has come yet: a byte order mark first in it is dropped. */
   private atLineStart = true;
+  /** No line has ended yet: a byte order mark here is the stream's, which every client drops. */
+  private firstLine = true;
   /** The last bytes ended with `\r`: a `\n` first in the next ones ends no second line. */
   private afterCarriageReturn = false;
   private data: string[] = [];
   private dataLength = 0;
   /** The current event has a field too long to read: it is counted, not read. */
   private oversized = false;
+  /** Its name was too long to read: whether the SDK skips it is not known. */
+  private nameUnknown = false;
+  /** A line of the current event started with a byte order mark: clients read it differently. */
+  private divergent = false;
   /** The client's SDK stopped reading (`[DONE]`, data it could not parse, an error it raised): nothing after is read. */
   private done = false;
   private event: string | undefined;
-  /** Events whose data was not JSON, or too long to read. */
+  /** Events a client may have read that the record does not hold (see above). */
   unreadable = 0;
   /** The provider's error the client's SDK raised, ending its stream. */
   raised: RaisedError | undefined;
@@ -46,10 +56,17 @@ export class SseEventReader {
     return this.lines(this.decoder.decode(bytes, { stream: true }));
   }
 
-  /** What the stream's end completes: its last line, and its last event when the SDK reads one left without its closing blank line. */
-  end(): unknown[] {
-    const events = this.lines(`${this.decoder.decode()}\n`);
-    return this.sdk.dispatchesUnterminated ? [...events, ...this.dispatch()] : events;
+  /**
+   * The stream ended. Cleanly: its last line is completed, and an event left without its closing blank line, which
+   * `openai` alone reads, is counted, not recorded. Broken off (`broken`): no client reads what was still open.
+   */
+  end(broken = false): unknown[] {
+    const tail = this.decoder.decode();
+    if (broken) return [];
+    const events = tail !== '' || !this.atLineStart ? this.lines(`${tail}\n`) : [];
+    const open = this.data.length > 0 || this.oversized || this.divergent;
+    if (open && !this.done && this.sdk.readsUnterminated) this.count(this.event);
+    return events;
   }
 
   private lines(text: string): unknown[] {
@@ -67,6 +84,7 @@ export class SseEventReader {
       this.lineStart = '';
       this.skippingLine = false;
       this.atLineStart = true;
+      this.firstLine = false;
       if (line !== undefined) events.push(...this.line(line));
     }
     return events;
@@ -75,7 +93,11 @@ export class SseEventReader {
   /** Adds to the line being read. Past the limit the line is dropped; a `data:` or `event:` line spoils its event. */
   private hold(text: string): void {
     if (this.skippingLine || text === '') return;
-    const piece = this.atLineStart && text.startsWith(BYTE_ORDER_MARK) ? text.slice(1) : text;
+    let piece = text;
+    if (this.atLineStart && text.startsWith(BYTE_ORDER_MARK)) {
+      piece = text.slice(1);
+      if (!this.firstLine) this.divergent = true;
+    }
     this.atLineStart = false;
     if (this.lineStart.length < FIELD_NAME_LENGTH) this.lineStart += piece.slice(0, FIELD_NAME_LENGTH);
     this.pendingLength += piece.length;
@@ -85,7 +107,11 @@ export class SseEventReader {
     }
     this.skippingLine = true;
     this.pending = [];
-    if (this.lineStart.startsWith('data:') || this.lineStart.startsWith('event:')) this.spoil();
+    if (this.lineStart.startsWith('data:')) this.spoil();
+    if (this.lineStart.startsWith('event:')) {
+      this.spoil();
+      this.nameUnknown = true;
+    }
   }
 
   private line(line: string): unknown[] {
@@ -109,30 +135,46 @@ export class SseEventReader {
     this.data = [];
   }
 
+  /** An event a client may read, which the record will not hold. */
+  private count(event: string | undefined): void {
+    if (this.nameUnknown || !this.sdk.skipsByName(event)) this.unreadable += 1;
+  }
+
   private dispatch(): unknown[] {
-    const { event, oversized } = this;
+    const { event, oversized, divergent } = this;
     const data = this.data.join('\n');
     const empty = this.data.length === 0;
-    this.event = undefined;
+    // Both SDKs dispatch an event with a name or data (an empty name is none); with neither, a name set stays.
+    if (empty && !event && !oversized && !divergent) return [];
     this.data = [];
     this.dataLength = 0;
     this.oversized = false;
-    // Both SDKs dispatch an event with a name or data (an empty name is none).
-    if ((empty && !event && !oversized) || this.done) return [];
-    if (oversized) {
-      // The client's SDK read it; the record cannot hold it: counted.
-      if (!this.sdk.skipsByName(event)) this.unreadable += 1;
+    this.divergent = false;
+    try {
+      // Past where the SDK stopped, another client may read on; an oversized event the SDK may have raised on ends
+      // what is read; a divergent one is read differently by different clients.
+      if (this.done || oversized || divergent) {
+        if (!empty || oversized || divergent) this.count(event);
+        if (oversized) this.done = true;
+        return [];
+      }
+      const taken = this.sdk.take(event, data);
+      if (taken.kind === 'skip') return [];
+      if (taken.kind === 'read') return [taken.value];
+      if (taken.kind === 'diverges') {
+        this.unreadable += 1;
+        return [];
+      }
+      this.done = true;
+      if (taken.kind === 'end') return [taken.value];
+      // The SDK throws here: the client's stream ends, and so does what is read.
+      if (taken.kind === 'unreadable') this.unreadable += 1;
+      else this.raised = taken.error;
       return [];
+    } finally {
+      this.event = undefined;
+      this.nameUnknown = false;
     }
-    const taken = this.sdk.take(event, data);
-    if (taken.kind === 'skip') return [];
-    if (taken.kind === 'read') return [taken.value];
-    this.done = true;
-    if (taken.kind === 'end') return [taken.value];
-    // The SDK throws here: the client's stream ends, and so does what is read.
-    if (taken.kind === 'unreadable') this.unreadable += 1;
-    else this.raised = taken.error;
-    return [];
   }
 }
 
@@ -154,34 +196,36 @@ type Taken =
   | { readonly kind: 'end'; readonly value: unknown }
   /** Thrown on as data it cannot parse. */
   | { readonly kind: 'unreadable' }
-  | { readonly kind: 'raise'; readonly error: RaisedError };
+  | { readonly kind: 'raise'; readonly error: RaisedError }
+  /** Another client reads it differently: counted, not recorded. */
+  | { readonly kind: 'diverges' };
 
 /** How a provider's SDK reads its stream (the versions the gateway's tests drive: `openai` 7, `@anthropic-ai/sdk` 1). */
 export interface SdkReading {
   take(event: string | undefined, data: string): Taken;
   /** It skips events of this name whatever their data. */
   skipsByName(event: string | undefined): boolean;
-  /** It reads an event the stream left without its closing blank line. */
-  readonly dispatchesUnterminated: boolean;
+  /** A client of this protocol reads an event the stream left without its closing blank line. */
+  readonly readsUnterminated: boolean;
 }
 
 const SKIP: Taken = { kind: 'skip' };
 
 export const SDK_READING: Record<'anthropic' | 'openai', SdkReading> = {
-  // `Stream.fromSSEResponse`: `[DONE]` ends it under any name; any data is parsed, and `thread.*` events are not
-  // chunks; an `error` event, or data with an `error`, is thrown.
+  // `Stream.fromSSEResponse`: `[DONE]` ends it under any name; any data is parsed; an `error` event, or data with
+  // an `error`, is thrown. `thread.*` events are no chunks to it, but are to the AI SDK, which reads by data alone.
   openai: {
     take(event, data) {
       if (data === '[DONE]') return { kind: 'end', value: '[DONE]' };
       const value = parsedJson(data);
       if (value === UNPARSED) return { kind: 'unreadable' };
-      if (event?.startsWith('thread.')) return SKIP;
+      if (event?.startsWith('thread.')) return { kind: 'diverges' };
       const error = (value as { error?: unknown } | null)?.error;
       if (event === 'error' || error) return { kind: 'raise', error: raisedError(error ?? value) };
       return { kind: 'read', value };
     },
     skipsByName: () => false,
-    dispatchesUnterminated: true,
+    readsUnterminated: true,
   },
   // Every named event but `ping`, by its data's type; an `error` event is thrown; empty data is skipped.
   anthropic: {
@@ -196,7 +240,7 @@ export const SDK_READING: Record<'anthropic' | 'openai', SdkReading> = {
       return value === UNPARSED ? { kind: 'unreadable' } : { kind: 'read', value };
     },
     skipsByName: (event) => anthropicSkips(event),
-    dispatchesUnterminated: false,
+    readsUnterminated: false,
   },
 };
 
@@ -212,11 +256,13 @@ function parsedJson(data: string): unknown {
   }
 }
 
-/** Longest name and message kept of an error a provider's stream raised. */
-const RAISED_NAME_LENGTH = 100;
+/** Longest message kept of an error a provider's stream raised. */
 const RAISED_MESSAGE_LENGTH = 2_000;
 
-/** The error's type (or code) and message, as the providers shape them: `{error: {type, message}}`, `{type: 'error', code, message}`. */
+/**
+ * The error as the provider named it, `{error: {type, message}}` or `{type: 'error', code, message}`, under a name of
+ * its own (`ProviderError`): a provider never writes the ledger's names for how an answer ended (`AbortError`).
+ */
 function raisedError(body: unknown): RaisedError {
   const error = (body as { error?: unknown } | null)?.error ?? body;
   const text = (key: string) => {
@@ -224,11 +270,7 @@ function raisedError(body: unknown): RaisedError {
     return typeof value === 'string' && value !== '' ? value : undefined;
   };
   const type = text('type');
-  return {
-    name: ((type !== 'error' && type) || text('code') || 'APIError').slice(0, RAISED_NAME_LENGTH),
-    message: (text('message') ?? (typeof error === 'string' ? error : 'the provider stream reported an error')).slice(
-      0,
-      RAISED_MESSAGE_LENGTH,
-    ),
-  };
+  const kind = (type !== 'error' && type) || text('code');
+  const message = text('message') ?? (typeof error === 'string' ? error : 'the provider stream reported an error');
+  return { name: 'ProviderError', message: (kind ? `${kind}: ${message}` : message).slice(0, RAISED_MESSAGE_LENGTH) };
 }

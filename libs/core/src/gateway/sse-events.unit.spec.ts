@@ -20,28 +20,29 @@ describe('reading a provider stream for the record', () => {
     expect(read(stream.split(''))).toEqual(whole);
   });
 
-  it("ends where OpenAI's SDK stops reading: at [DONE] under any event name, or at data that is not JSON", () => {
+  it("ends where OpenAI's SDK stops reading (at [DONE] under any event name, or at data that is not JSON), counting what follows", () => {
+    // Another client (the AI SDK) reads on: the two events after the stop are counted, not recorded.
     const after = 'data: {"after":1}\n\ndata: not json\n\n';
     expect(read([`data: {"a":1}\n\nevent: thread.x\ndata: [DONE]\n\n${after}`])).toEqual({
       events: [{ a: 1 }, '[DONE]'],
-      unreadable: 0,
+      unreadable: 2,
     });
     // `[DONE]x` is not JSON: the SDK throws there.
-    expect(read([`data: {"a":1}\n\ndata: [DONE]x\n\n${after}`])).toEqual({ events: [{ a: 1 }], unreadable: 1 });
+    expect(read([`data: {"a":1}\n\ndata: [DONE]x\n\n${after}`])).toEqual({ events: [{ a: 1 }], unreadable: 3 });
     // A field without a colon is that field, empty (the SSE spec): `data` alone is data the SDK cannot parse.
-    expect(read([`data: {"a":1}\n\ndata\n\n${after}`])).toEqual({ events: [{ a: 1 }], unreadable: 1 });
+    expect(read([`data: {"a":1}\n\ndata\n\n${after}`])).toEqual({ events: [{ a: 1 }], unreadable: 3 });
     // Anthropic's SDK has no [DONE], and skips what it does not read by name.
     const anthropic = new SseEventReader(SDK_READING.anthropic);
     const text = 'event: ping\ndata: [DONE]\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n';
     expect([...anthropic.push(bytes(text)), ...anthropic.end()]).toEqual([{ type: 'message_stop' }]);
   });
 
-  it('counts an event whose data is too long, without holding it, and reads on after it', () => {
+  it('counts an event whose data is too long, without holding it, and what follows it (the SDK may have thrown on it)', () => {
     const line = `data: "${'x'.repeat(40)}",\n`;
     // Many short data lines of one event (a JSON array once joined), together past the limit.
     const parts = ['data: [\n', line, line, line, 'data: "last"]\n', '\ndata: {"after":true}\n\n'];
     const { events, unreadable } = read(parts, 100);
-    expect({ events, unreadable }).toEqual({ events: [{ after: true }], unreadable: 1 });
+    expect({ events, unreadable }).toEqual({ events: [], unreadable: 2 });
   });
 
   it('drops a line too long to read up to its end, so nothing from its middle is recorded', () => {
