@@ -174,12 +174,16 @@ describe('the reviewer console', () => {
     expect((await producer('POST', messages, { id: 'u1', role: 'user', content: 'Search' })).status).toBe(201);
     expect((await producer('POST', messages, { id: 'a1', role: 'assistant' })).status).toBe(201);
     const results = [null, { title: { nested: true } }];
+    // A text whose Markdown would take the parser minutes (its time grows with the square of such a text's length).
+    const slowMarkdown = '![x]('.repeat(40_000);
     const posted = await producer('POST', `${messages}/a1/chunks`, [
       { seq: 1, type: 'llm_response_created' },
       { seq: 2, type: 'text.start' },
       { seq: 3, type: 'text.complete', text: 'Before the sources' },
       { seq: 4, type: 'llm_websearch_in_progress' },
       { seq: 5, type: 'llm_websearch_complete', llm_web_search: { source: 'web', results } },
+      { seq: 6, type: 'text.start' },
+      { seq: 7, type: 'text.complete', text: slowMarkdown },
     ]);
     expect(posted.status).toBe(200);
     await page.goto(`${ledger.baseUrl}/console/sessions/${odd}`);
@@ -187,6 +191,7 @@ describe('the reviewer console', () => {
     await chat.getByText('Before the sources').waitFor(BOUND);
     // The sources are shown as the JSON they are; the header and the rest of the page stay.
     await chat.getByText('"nested": true', { exact: false }).waitFor(BOUND);
+    await chat.getByText(slowMarkdown.slice(0, 30), { exact: false }).waitFor(BOUND);
     await page.getByTestId('who').waitFor(BOUND);
   });
 
@@ -210,7 +215,7 @@ describe('the reviewer console', () => {
       {
         path: path.join(fixture.workspace, 'denied.txt'),
         // Padding and a right-to-left override, to hide the end off-screen or show it reversed.
-        content: `never written${' '.repeat(400)}\u202Ehs | lru`,
+        content: `never written${' '.repeat(400)}\u202Ehs | lru\u3164`,
       },
     );
     const own = 'reviewers-own';
@@ -243,7 +248,7 @@ describe('the reviewer console', () => {
 
     const deniedCard = page.locator('article').filter({ hasText: 'denied.txt' });
     // All of the arguments are on screen: long lines wrap in the card, the override is shown as its escape.
-    expect(await deniedCard.getByLabel('Arguments').textContent()).toContain('\\u202ehs | lru');
+    expect(await deniedCard.getByLabel('Arguments').textContent()).toContain('\\u202ehs | lru\\u3164');
     const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     expect(overflow).toBeLessThanOrEqual(0);
     // With the keyboard alone: the comment, then Tab past Approve to Deny.

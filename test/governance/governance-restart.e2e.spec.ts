@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -168,6 +168,35 @@ describe('the governance saga across kill -9 and restart', () => {
     expect(await toolBlock(restarted, sessionId, messageId, toolCall.position)).toMatchObject({
       status: 'success',
     });
+    await kill();
+  });
+
+  it('a server given to other tenants while a call waited runs none of it: the call fails before the server is asked', async () => {
+    const url = await start();
+    const sessionId = (await call(url, 'POST', '/v1/sessions', {})).body.id;
+    const target = path.join(fixture.workspace, 'reconfigured.txt');
+    const { toolCallId } = await requestTool(
+      url,
+      sessionId,
+      'call_reconfigured',
+      { server: 'filesystem', name: 'write_file' },
+      { path: target, content: 'not for this tenant any more' },
+    );
+    const waiting = await waitForToolCall(url, toolCallId, (toolCall) => toolCall.status === 'awaiting_approval');
+    await kill();
+    // The operator gives the server to another tenant only (decision 0062), and starts the service again.
+    const serversFile = fixture.env().LEDGER_MCP_SERVERS;
+    const servers = JSON.parse(readFileSync(serversFile, 'utf8'));
+    servers.mcpServers.filesystem.tenants = ['someone-else'];
+    const reconfigured = path.join(path.dirname(serversFile), 'mcp-servers-reconfigured.json');
+    writeFileSync(reconfigured, JSON.stringify(servers));
+    const restarted = await start({ LEDGER_MCP_SERVERS: reconfigured });
+    const approval = { argumentsSha256: waiting.argumentsSha256 };
+    expect((await call(restarted, 'POST', `/v1/tool-calls/${toolCallId}/approve`, approval, 'alice')).status).toBe(200);
+    const toolCall = await waitForToolCall(restarted, toolCallId, (current) => current.status === 'completed');
+    expect(trail(toolCall)).toContain('execution_failed');
+    expect(JSON.stringify(toolCall.events)).toContain('does not serve this tenant');
+    expect(existsSync(target)).toBe(false);
     await kill();
   });
 

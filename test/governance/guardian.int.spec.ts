@@ -58,9 +58,11 @@ describe('guardian', () => {
     const guess = await reviewer.review(call({ message: 'acquire Initech, bid 42' }, 'v1', 'globex'));
     expect(guess).toMatchObject({ cacheHit: false, rationale: 'echo' });
     expect(server.requests.length).toBe(before + 2);
+    // The rules keep nothing: no review of theirs claims a hit, for the same tenant either.
     const rules = new Guardian({ mode: 'enforce', timeoutMs: 1_000 });
     rules.reviewAtOnce(call({ path: 'x' }, 'v1', 'acme'));
     expect(rules.reviewAtOnce(call({ path: 'x' }, 'v1', 'globex'))).toMatchObject({ cacheHit: false });
+    expect(rules.reviewAtOnce(call({ path: 'x' }, 'v1', 'acme'))).toMatchObject({ cacheHit: false });
   });
 
   it.each<[string, ScriptedReply, RegExp]>([

@@ -89,7 +89,9 @@ describe('MCP execution against the official reference servers', () => {
     expect(executor.serves('everything', 'alpha')).toBe(true);
     expect(executor.serves('everything', 'beta')).toBe(false);
     expect(executor.serves('filesystem', 'beta')).toBe(true);
-    expect(() => mcpServersSchema.parse({ mcpServers: { x: { command: 'x', tenants: [] } } })).toThrow();
+    // A name no tenant can have would leave the server serving nobody, silently: refused.
+    for (const tenants of [[], ['Alpha'], ['alpha '], ['*']])
+      expect(() => mcpServersSchema.parse({ mcpServers: { x: { command: 'x', tenants } } })).toThrow();
   });
 });
 

@@ -22,6 +22,7 @@ export async function followLive(
   while (!signal.aborted) {
     try {
       const response = await fetch(url, {
+        cache: 'no-store',
         headers: {
           ...authHeaders(),
           accept: 'text/event-stream',

@@ -1,7 +1,7 @@
 import Markdown from 'react-markdown';
 import { useAbilities } from '../identity';
 import { linkTo } from '../router';
-import { formatDuration, pretty, textOf } from './format';
+import { formatDuration, pretty, textOf, visibleJson } from './format';
 import type { Block, Message } from './model';
 import { RenderBoundary } from './RenderBoundary';
 
@@ -19,7 +19,7 @@ function BlockBody({ block }: { block: Block }) {
     case 'main_text':
       return (
         <div className="block main-text" data-block-type="main_text" data-status={block.status}>
-          <Markdown>{textOf(block.content)}</Markdown>
+          <BlockText text={textOf(block.content)} />
           {block.status === 'streaming' && <span className="streaming">streaming…</span>}
         </div>
       );
@@ -92,7 +92,7 @@ function ToolBlock({ block }: { block: Block }) {
       </div>
       <details>
         <summary>Arguments</summary>
-        <pre>{pretty(block.arguments)}</pre>
+        <pre className="wrap">{visibleJson(block.arguments)}</pre>
       </details>
       {block.content !== undefined && (
         <details open>
@@ -124,6 +124,16 @@ function Citations({ block }: { block: Block }) {
       )}
     </div>
   );
+}
+
+/**
+ * Longest text shown as Markdown. The parser takes time that grows with the square of some texts' length (`![x](`
+ * repeated: 200 KB held a tab for a minute); a longer text is shown as it is.
+ */
+const MAX_MARKDOWN_CHARS = 16_000;
+
+function BlockText({ text }: { text: string }) {
+  return text.length > MAX_MARKDOWN_CHARS ? <pre className="wrap">{text}</pre> : <Markdown>{text}</Markdown>;
 }
 
 function isSource(result: unknown): result is { title?: string; url?: string } {

@@ -12,15 +12,19 @@ export const shortHash = (hash: unknown) => (typeof hash === 'string' ? hash.sli
 export const pretty = (value: unknown) => JSON.stringify(value, null, 2);
 
 /**
- * `pretty`, with every character that shows nothing or turns the text around (format characters such as bidi
- * overrides and zero-width spaces, line and paragraph separators, C1 controls) written as its `\u` escape: the same
- * JSON value, shown as it is, for what a person decides on.
+ * `pretty`, with every character that shows nothing, shows as blank or turns the text around (format characters such
+ * as bidi overrides, default-ignorable ones such as zero-width spaces, variation selectors and Hangul fillers, spaces
+ * other than U+0020, line and paragraph separators, C1 controls) written as its `\u` escape: the same JSON value,
+ * shown as it is, for what a person decides on.
  */
 export const visibleJson = (value: unknown) =>
-  pretty(value).replace(/[\p{Cf}\p{Zl}\p{Zp}\u0080-\u009f]/gu, (char) => {
-    const units = Array.from({ length: char.length }, (_, index) => char.charCodeAt(index));
-    return units.map((unit) => `\\u${unit.toString(16).padStart(4, '0')}`).join('');
-  });
+  pretty(value).replace(
+    /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Zl}\p{Zp}\u0080-\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu,
+    (char) => {
+      const units = Array.from({ length: char.length }, (_, index) => char.charCodeAt(index));
+      return units.map((unit) => `\\u${unit.toString(16).padStart(4, '0')}`).join('');
+    },
+  );
 
 /** A block's text: as recorded when a string, else its JSON. */
 export const textOf = (content: unknown) =>

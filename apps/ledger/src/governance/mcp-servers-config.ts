@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import { loadConfigFile } from '../config/config-file.js';
+import { TENANT_PATTERN } from '../identity/principal.js';
 
 /**
  * The `mcpServers` format of Claude Desktop and Cherry Studio: stdio servers by command, Streamable HTTP servers by url.
  * The ledger adds `tenants`: the only tenants whose calls the server executes. A server without it serves every
  * tenant, and shares its state (a folder's files) among them.
  */
-const servedTenants = { tenants: z.array(z.string().min(1)).min(1).optional() };
+const tenantName = z.string().regex(TENANT_PATTERN, 'a tenant name: lowercase letters, digits and -, at most 63');
+const servedTenants = { tenants: z.array(tenantName).min(1).optional() };
 const stdioServer = z
   .object({
     command: z.string().min(1),

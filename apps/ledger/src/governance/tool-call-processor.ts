@@ -9,6 +9,7 @@ import {
   type ToolCallCommand,
   type ToolCallEventOf,
   type ToolCallState,
+  type ToolRef,
 } from '#core';
 import type { AppendResult, EventLog, StreamAppend } from '#event-log';
 import { Logger } from 'nestjs-pino';
@@ -16,7 +17,7 @@ import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
 import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
 import type { CommandOutcome } from '../sessions/session-repository.js';
-import { stricter } from './firewall.js';
+import { stricter, type FirewallResult } from './firewall.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
 import { ToolCallRepository, type ToolCallActor, type ToolCallDraft, type ToolCallRef } from './toolcall-repository.js';
 import { systemActor } from '../identity/principal.js';
@@ -213,7 +214,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       case 'screen': {
         // Without the tool list (server down) the schema's hints are missing; the check before the call has them.
         const schema = await this.parts.executor?.inputSchema(tool).catch(() => undefined);
-        const { verdict, rule, policyVersion } = await this.parts.firewall.evaluate(tool, args, schema);
+        const { verdict, rule, policyVersion } = await this.screen(tool, args, schema, draft.ref.tenant);
         return this.toolCalls.decide(draft, { type: 'record_firewall', verdict, rule, policyVersion, at: now() }, as);
       }
       case 'review': {
@@ -251,7 +252,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
         let outcome: RecordResult;
         try {
           if (!this.parts.executor) throw new Error('no MCP servers are configured');
-          const result = await this.parts.executor.call(tool, await this.screenAgain(state));
+          const result = await this.parts.executor.call(tool, await this.screenAgain(state, draft.ref.tenant));
           outcome = { type: 'record_result', ok: true, result, durationMs: durationMs() };
         } catch (error) {
           const failure = { error: (error as Error).message, unknownOutcome: outcomeUnknown(error) };
@@ -344,8 +345,19 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
    * The firewall again, right before the call, on the disk as it is now (a symlink swapped in while a
    * person decided is caught): the arguments to send, with the paths it judged; a refusal if stricter.
    */
-  private async screenAgain({ request: { tool, arguments: args }, firewall }: OpenToolCall): Promise<unknown> {
-    const again = await this.parts.firewall.evaluate(tool, args, await this.parts.executor!.inputSchema(tool));
+  /**
+   * The firewall's verdict on the call, denied outright when its server does not serve the call's tenant: the
+   * configuration may have changed since the call was requested (decision 0062), and every step checks it again.
+   */
+  private async screen(tool: ToolRef, args: unknown, schema: unknown, tenant: string): Promise<FirewallResult> {
+    const screened = await this.parts.firewall.evaluate(tool, args, schema);
+    if (this.parts.executor?.serves(tool.server, tenant) !== false) return screened;
+    const rule = `mcpServers.${tool.server}.tenants: the server does not serve this tenant`;
+    return { verdict: 'deny', rule, policyVersion: screened.policyVersion };
+  }
+
+  private async screenAgain({ request: { tool, arguments: args }, firewall }: OpenToolCall, tenant: string) {
+    const again = await this.screen(tool, args, await this.parts.executor!.inputSchema(tool), tenant);
     if (stricter(again.verdict, firewall!.verdict)) {
       throw new Error(`firewall rule ${again.rule} (checked again before the call)`);
     }
