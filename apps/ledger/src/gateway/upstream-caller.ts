@@ -178,11 +178,12 @@ export class UpstreamCaller {
         resolve({ kind: 'response', response });
       });
       // A 101 (switching protocols) is no answer to relay; without this listener node drops the connection and
-      // the request only closes, with no error, after the timer has already fired on it.
+      // the request only closes, with no error, after the timer has already fired on it. A close with neither an
+      // answer nor an error is a failed attempt; a turn later, so that an error heard with it classifies it first.
       outgoing.once('upgrade', (_response, socket) => socket.destroy());
       outgoing.once('close', () => {
         clearTimeout(timer);
-        resolve({ kind: request.signal.aborted ? 'aborted' : 'network' });
+        setImmediate(() => resolve({ kind: request.signal.aborted ? 'aborted' : 'network' }));
       });
       // Kept for the request's whole life: an abort after the headers errors it again, and an
       // unheard 'error' would end the process. Resolving twice is harmless.
