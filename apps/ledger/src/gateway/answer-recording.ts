@@ -82,7 +82,10 @@ export class AnswerRecording {
     const ended = failure ? ` (the answer ended in ${failure.name}: ${failure.message})` : '';
     const gap =
       this.unrecorded > 0
-        ? { name: 'RecordingGap', message: `${this.unrecorded} provider events of this answer were not recorded${ended}` }
+        ? {
+            name: 'RecordingGap',
+            message: `${this.unrecorded} provider events of this answer were not recorded${ended}`,
+          }
         : undefined;
     const error = gap ?? failure;
     if (place && error) {
