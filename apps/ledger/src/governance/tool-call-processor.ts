@@ -19,6 +19,7 @@ import { ExecuteSessionCommand } from '../sessions/session-command.handler.js';
 import type { CommandOutcome } from '../sessions/session-repository.js';
 import { stricter, type FirewallResult } from './firewall.js';
 import { GOVERNANCE, type GovernanceParts } from './governance-parts.js';
+import type { ReviewedCall } from './guardian.js';
 import { ToolCallRepository, type ToolCallActor, type ToolCallDraft, type ToolCallRef } from './toolcall-repository.js';
 import { systemActor } from '../identity/principal.js';
 
@@ -219,13 +220,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       }
       case 'review': {
         const reviewStarted = performance.now();
-        const policyVersion = state.firewall!.policyVersion;
-        const review = await this.parts.guardian.review({
-          tenant: draft.ref.tenant,
-          tool,
-          arguments: args,
-          policyVersion,
-        });
+        const review = await this.parts.guardian.review(reviewedCall(state, draft.ref.tenant));
         this.metrics.recordToolCallStep('review', performance.now() - reviewStarted);
         const approvalDeadline = new Date(Date.now() + this.parts.approvalTimeoutMs).toISOString();
         const requiredApprovals = this.parts.firewall.requiredApprovals(tool, review.risk);
@@ -324,14 +319,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
       case 'execute':
         return false;
       case 'review': {
-        const { request, firewall } = state as OpenToolCall;
-        const { tool, arguments: args } = request;
-        return !this.parts.guardian.reviewAtOnce({
-          tenant,
-          tool,
-          arguments: args,
-          policyVersion: firewall!.policyVersion,
-        });
+        return !this.parts.guardian.reviewAtOnce(reviewedCall(state as OpenToolCall, tenant));
       }
       case 'complete':
         return !this.eventLog.appendsManyAtomically;
@@ -428,6 +416,11 @@ function blockCommand(state: ToolCallState) {
 }
 
 /** A timeout or a dropped connection leaves open whether the server ran the tool; a refusal before the call does not. */
+/** What the guardian reviews of a call: whose, what, under the firewall policy that screened it. */
+function reviewedCall({ request, firewall }: OpenToolCall, tenant: string): ReviewedCall {
+  return { tenant, tool: request.tool, arguments: request.arguments, policyVersion: firewall!.policyVersion };
+}
+
 function outcomeUnknown(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return code === -32001 || code === -32000;
