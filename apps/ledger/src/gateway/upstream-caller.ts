@@ -309,12 +309,18 @@ function maskingSecrets(secrets: readonly string[]): Transform {
 
 /** How many of the last bytes could be the start of a secret, the rest of which is still to come. */
 function secretStartAtEnd(bytes: Buffer, needles: readonly Buffer[]): number {
-  const longest = Math.max(...needles.map((needle) => needle.length));
-  for (let length = Math.min(bytes.length, longest - 1); length > 0; length -= 1) {
-    const tail = bytes.subarray(bytes.length - length);
-    if (needles.some((needle) => needle.length > length && needle.subarray(0, length).equals(tail))) return length;
+  let kept = 0;
+  for (const needle of needles) {
+    // Only where the secret's first byte is, among the bytes too few to hold it whole: the earliest match is longest.
+    const from = Math.max(0, bytes.length - needle.length + 1);
+    for (let at = bytes.indexOf(needle[0], from); at !== -1; at = bytes.indexOf(needle[0], at + 1)) {
+      if (needle.subarray(0, bytes.length - at).equals(bytes.subarray(at))) {
+        kept = Math.max(kept, bytes.length - at);
+        break;
+      }
+    }
   }
-  return 0;
+  return kept;
 }
 
 function outcomeOf(response: IncomingMessage): AttemptOutcome {
