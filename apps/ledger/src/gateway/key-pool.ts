@@ -216,7 +216,10 @@ export class KeyPool {
   }
 }
 
-/** A provider's day-long quota wait is honoured for an hour at a time; one answer asking for ages must not take a key out for good. */
+/**
+ * A provider's day-long quota wait is honoured an hour at a time: one answer asking for ages must not take a key out
+ * for good.
+ */
 const MAX_RETRY_AFTER_MS = 3_600_000;
 
 /**
