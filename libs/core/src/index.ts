@@ -34,3 +34,4 @@ export * from './verifiable-log/signed-note.js';
 export * from './verifiable-log/checkpoint.js';
 export * from './verifiable-log/chain-check.js';
 export * from './verifiable-log/export-bundle.js';
+export * from './bounded-map.js';

@@ -1,4 +1,12 @@
-import { canonicalJson, sha256Hex, type GuardianMode, type Risk, type ToolCallEventOf, type ToolRef } from '#core';
+import {
+  canonicalJson,
+  rememberNewest,
+  sha256Hex,
+  type GuardianMode,
+  type Risk,
+  type ToolCallEventOf,
+  type ToolRef,
+} from '#core';
 import type OpenAI from 'openai';
 import { z } from 'zod';
 
@@ -56,7 +64,7 @@ export class Guardian {
     const atOnce = this.reviewAtOnce(call);
     if (atOnce) return atOnce;
     const review = await this.askModel(call.tool, call.arguments);
-    if (!review.failed) this.remember(reviewKey(call), review);
+    if (!review.failed) rememberNewest(this.cache, reviewKey(call), review, MAX_CACHED_VERDICTS);
     return { ...review, cacheHit: false, mode: this.options.mode };
   }
 
@@ -68,20 +76,10 @@ export class Guardian {
     const { mode } = this.options;
     if (mode === 'off')
       return { risk: 'none', rationale: 'the guardian is off', reviewer: 'off', cacheHit: false, mode, failed: false };
-    const key = reviewKey(call);
-    const cached = this.cache.get(key);
-    if (cached) return { ...cached, cacheHit: true, mode };
-    if (this.client) return undefined;
     // The rules cost less than a lookup: nothing is cached, and no review claims a hit.
-    return { ...ruleBasedReview(call.tool, call.arguments), cacheHit: false, mode };
-  }
-
-  private remember(key: string, review: Omit<GuardianReview, 'cacheHit' | 'mode'>): void {
-    this.cache.set(key, review);
-    for (const [oldest] of this.cache) {
-      if (this.cache.size <= MAX_CACHED_VERDICTS) break;
-      this.cache.delete(oldest);
-    }
+    if (!this.client) return { ...ruleBasedReview(call.tool, call.arguments), cacheHit: false, mode };
+    const cached = this.cache.get(reviewKey(call));
+    return cached && { ...cached, cacheHit: true, mode };
   }
 
   private async askModel(tool: ToolRef, args: unknown): Promise<Omit<GuardianReview, 'cacheHit' | 'mode'>> {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { NO_STREAM, type EventLog } from '#event-log';
-import { nameUuid, tenantStreamId } from '#core';
+import { nameUuid, rememberNewest, tenantStreamId } from '#core';
 import type pg from 'pg';
 import { PG_POOL } from '../database/pg-pool-token.js';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
@@ -249,8 +249,8 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     if (this.changes !== changesBefore) return key;
     this.cache.delete(id);
     this.unknownIds.delete(id);
-    if (key) remember(this.cache, id, { key, readAt: now });
-    else remember(this.unknownIds, id, now);
+    if (key) rememberNewest(this.cache, id, { key, readAt: now }, MAX_CACHED_KEYS);
+    else rememberNewest(this.unknownIds, id, now, MAX_CACHED_KEYS);
     return key;
   }
 
@@ -279,15 +279,6 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     this.pool
       .query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [id])
       .catch(() => this.lastUsedWritten.delete(id));
-  }
-}
-
-/** Adds an entry as the newest, dropping the oldest beyond the bound. */
-function remember<Value>(map: Map<string, Value>, id: string, value: Value): void {
-  map.set(id, value);
-  for (const [oldest] of map) {
-    if (map.size <= MAX_CACHED_KEYS) break;
-    map.delete(oldest);
   }
 }
 
