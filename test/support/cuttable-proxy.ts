@@ -63,6 +63,15 @@ export class CuttableProxy {
     pair.upstream.destroy();
   }
 
+  /** Every forwarded connection reset at once, as a database restart or a failover does. */
+  resetAll(): void {
+    for (const { client, upstream } of this.pairs.values()) {
+      upstream.destroy();
+      client.resetAndDestroy();
+    }
+    this.pairs.clear();
+  }
+
   /** The muted connections closed cleanly, as a server answering again would. */
   endMuted(): void {
     for (const socket of this.muted) socket.end();

@@ -51,14 +51,16 @@ export class AppModule {
         TypeOrmModule.forRoot({
           type: 'postgres',
           url: connectionString,
+          connectTimeoutMS: config.databaseConnectTimeoutMs,
           synchronize: false,
           migrationsRun: false,
           entities: READ_MODEL_ENTITIES,
         }),
-        DatabaseModule.forRoot(connectionString),
+        DatabaseModule.forRoot(connectionString, config.databaseConnectTimeoutMs),
         MetricsModule,
         EventLogModule.forRoot({
           postgresUrl: connectionString,
+          connectTimeoutMs: config.databaseConnectTimeoutMs,
           eventStoreConnectionString: config.eventStoreConnectionString,
         }),
         HealthModule,

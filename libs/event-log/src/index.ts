@@ -2,7 +2,11 @@ export * from './event-log.js';
 export * from './errors.js';
 export * from './append-plan.js';
 export { readStreamAfterPosition } from './stream-page.js';
-export { createPostgresEventLog, type PostgresEventLogOptions } from './postgres/postgres-event-log.js';
+export {
+  createPostgresEventLog,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  type PostgresEventLogOptions,
+} from './postgres/postgres-event-log.js';
 export type { CommitStats } from './postgres/group-commit-writer.js';
 export { EventLog1763800000001 } from './postgres/1763800000001-event-log.migration.js';
 export { AppendFunction1763800000150 } from './postgres/1763800000150-append-function.migration.js';

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SESSION_QUOTA, type SessionQuota } from '#core';
+import { DEFAULT_CONNECT_TIMEOUT_MS } from '#event-log';
 import { StartupError } from '../database/embedded-postgres.js';
 import type { SseOptions } from '../live/sse-stream.js';
 
@@ -20,6 +21,7 @@ const environment = z
       .regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string')
       .optional(),
     LEDGER_CONNECT_RETRY_MS: z.coerce.number().int().min(0).default(30_000),
+    LEDGER_DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_CONNECT_TIMEOUT_MS),
     LEDGER_DATA_DIR: z.string().min(1).default('.data'),
     LEDGER_PG_PORT: port(54_329),
     LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
@@ -92,6 +94,8 @@ export interface LedgerConfig {
   readonly eventStoreConnectionString: string | undefined;
   /** At startup, how long the first connection to `DATABASE_URL` and to EventStoreDB is retried. */
   readonly connectRetryMs: number;
+  /** Once running, how long opening a PostgreSQL connection (or waiting for a pooled one) may take; past it, 503. */
+  readonly databaseConnectTimeoutMs: number;
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
   /** Largest request body accepted; larger ones get 413. */
@@ -218,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     databaseUrl: values.DATABASE_URL,
     eventStoreConnectionString: values.EVENTSTORE_CONNECTION_STRING,
     connectRetryMs: values.LEDGER_CONNECT_RETRY_MS,
+    databaseConnectTimeoutMs: values.LEDGER_DATABASE_CONNECT_TIMEOUT_MS,
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,

@@ -9,7 +9,7 @@ import { PG_POOL } from './pg-pool-token.js';
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 
-  static forRoot(connectionString: string): DynamicModule {
+  static forRoot(connectionString: string, connectTimeoutMs: number): DynamicModule {
     return {
       module: DatabaseModule,
       providers: [
@@ -20,6 +20,7 @@ export class DatabaseModule implements OnApplicationShutdown {
             // Keep-alive probes find a connection whose server side is gone (a failover, a host lost) in minutes.
             const pool = new pg.Pool({
               connectionString,
+              connectionTimeoutMillis: connectTimeoutMs,
               max: 6,
               keepAlive: true,
               keepAliveInitialDelayMillis: 10_000,

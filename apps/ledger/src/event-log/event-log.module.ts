@@ -16,9 +16,11 @@ export class EventLogModule implements OnApplicationShutdown {
   /** EventStoreDB when its connection string is set, else the PostgreSQL event log in `postgresUrl`. */
   static forRoot({
     postgresUrl,
+    connectTimeoutMs,
     eventStoreConnectionString,
   }: {
     postgresUrl: string;
+    connectTimeoutMs: number;
     eventStoreConnectionString?: string;
   }): DynamicModule {
     return {
@@ -37,6 +39,7 @@ export class EventLogModule implements OnApplicationShutdown {
                 })
               : await createPostgresEventLog({
                   connectionString: postgresUrl,
+                  connectTimeoutMs,
                   onCommit: (stats) => metrics.recordCommit(stats),
                   onError,
                 });

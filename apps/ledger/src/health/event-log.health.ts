@@ -2,9 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
+import { within } from '../projections/projection-runner.js';
 
 /** A writer holding the append lock longer than this stalls every subscriber: report the log as down. */
 const STALL_LIMIT_MS = 30_000;
+/** As the database's ping: a probe that waits on an unreachable log answers down, not never (a balancer gives up first). */
+const ANSWER_WITHIN_MS = 1_000;
 
 @Injectable()
 export class EventLogHealthIndicator {
@@ -17,7 +20,9 @@ export class EventLogHealthIndicator {
     const indicator = this.health.check(key);
     try {
       // Public: whether the log takes writes, never how much any tenant wrote (no head position, no queue lengths).
-      const { engine, appendLockHeldMs } = await this.eventLog.health();
+      const health = await within(this.eventLog.health(), ANSWER_WITHIN_MS);
+      if (!health) return indicator.down({ message: `the event log did not answer within ${ANSWER_WITHIN_MS} ms` });
+      const { engine, appendLockHeldMs } = health;
       const details = { engine, appendLockHeldMs };
       return (appendLockHeldMs ?? 0) > STALL_LIMIT_MS
         ? indicator.down({

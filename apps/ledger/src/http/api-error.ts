@@ -3,6 +3,7 @@ import { ChunkValidationError, ModelCallRequestError, SessionError, ToolCallErro
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
 import type { FastifyReply } from 'fastify';
 import { ZodError } from 'zod';
+import { isDatabaseUnavailable } from '../database/database-unavailable.js';
 import { errorShapeOf, providerErrorBody } from '../gateway/provider-errors.js';
 
 /** A 4xx the client can act on: `{ error: { code, message, field? } }`. */
@@ -74,12 +75,15 @@ export class ApiErrorFilter implements ExceptionFilter {
 
   constructor(private readonly countRefusal: RefusalCounter) {}
 
-  catch(error: unknown, host: ArgumentsHost): void {
+  catch(thrown: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const error = isDatabaseUnavailable(thrown)
+      ? new RetryLater('database_unavailable', 'the database cannot be reached now; retry later')
+      : thrown;
     const { status, body } = describeError(error, reply.request.routeOptions.bodyLimit);
     // The request named by method and path only: its headers and query may carry credentials.
     const path = reply.request.url.split('?', 1)[0];
-    if (status >= 500) this.logger.error({ err: error, method: reply.request.method, path });
+    if (status >= 500) this.logger.error({ err: thrown, method: reply.request.method, path });
     if (status === 401 || status === 403 || status === 429)
       this.countRefusal(status, (error as { reason?: string }).reason ?? body.code);
     // A response already under way (a live feed, a relayed stream) can only be cut short.

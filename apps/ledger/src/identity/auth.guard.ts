@@ -1,6 +1,6 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../http/api-error.js';
+import { ApiError, RetryLater } from '../http/api-error.js';
 import { Authenticator } from './authenticator.js';
 import { CredentialRateLimiter } from './credential-rate-limiter.js';
 import { IdentityProviderUnavailableError } from './identity-provider-error.js';
@@ -23,7 +23,7 @@ export function credentialRefusal(error: unknown): unknown {
     return new ApiError(401, 'unauthenticated', 'a valid credential is required', undefined, error.reason);
   // The token may be fine: the provider's keys could not be had. Say so, not "bad credential".
   if (error instanceof IdentityProviderUnavailableError)
-    return new ApiError(503, 'identity_provider_unavailable', 'the identity provider cannot be reached; retry later');
+    return new RetryLater('identity_provider_unavailable', 'the identity provider cannot be reached; retry later');
   return error;
 }
 

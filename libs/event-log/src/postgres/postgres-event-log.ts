@@ -24,9 +24,18 @@ import { PostgresNotifier } from './postgres-notifier.js';
 import { PollingSubscription } from './polling-subscription.js';
 import { RecentCommits } from './recent-commits.js';
 
+/**
+ * How long opening a connection, or waiting for a free one in a pool, may take before it fails. Without a bound a
+ * server that accepts and never answers (frozen, or a failed-over address that drops packets) hangs every request
+ * that needs a new connection, for ever, and a LISTEN connection that reconnects never comes back.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
 export interface PostgresEventLogOptions {
   readonly connectionString: string;
   readonly poolSize?: number;
+  /** `DEFAULT_CONNECT_TIMEOUT_MS` by default. */
+  readonly connectTimeoutMs?: number;
   readonly maxEventsPerCommit?: number;
   readonly readPageSize?: number;
   /**
@@ -145,7 +154,14 @@ export function pageQuery(
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
   const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? DEFAULT_READ_PAGE_BYTES);
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 8 });
+  const connection = {
+    connectionString: options.connectionString,
+    connectionTimeoutMillis: positiveInteger(
+      'connectTimeoutMs',
+      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    ),
+  };
+  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 8 });
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
@@ -155,7 +171,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     // either way: positions and revisions are taken as the text they come as.
     client.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
   });
-  const notifier = new PostgresNotifier(options.connectionString, onError);
+  const notifier = new PostgresNotifier(connection, onError);
   const recent = new RecentCommits(() => notifier.bump());
   const statistics = new LogStatistics(
     pool,

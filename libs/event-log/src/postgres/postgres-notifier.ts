@@ -20,12 +20,12 @@ export class PostgresNotifier {
   private closed = false;
 
   constructor(
-    private readonly connectionString: string,
+    private readonly connection: pg.ClientConfig,
     private readonly onError: (error: Error) => void,
   ) {}
 
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString });
+    const client = new pg.Client(this.connection);
     client.on('notification', ({ payload }) => this.announce(payload));
     client.on('error', (error) => this.reconnect(error));
     client.on('end', () => this.reconnect(new Error('LISTEN connection ended')));

@@ -1,0 +1,110 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
+import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
+import { CuttableProxy } from '../support/cuttable-proxy.js';
+import { eventually } from '../support/probe.js';
+import { authorization, registerCredentials, TestCredentials } from '../support/test-credentials.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/** Far above the connect timeout below: a request still unanswered by then hangs. */
+const HANG_MS = 8_000;
+
+/**
+ * A database that accepts connections and never answers (frozen, or a failed-over address that drops packets),
+ * after every open connection was reset. Found in the thirty-seventh round: every request, `/health` included,
+ * waited for ever on a new connection, and the log's LISTEN connection never came back.
+ */
+describe('a database that stops answering', () => {
+  let database: TestDatabase;
+  let proxy: CuttableProxy;
+  let app: INestApplication;
+  let dataDir: string;
+  let baseUrl: string;
+  let headers: Record<string, string>;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const proxied = await CuttableProxy.before(database.connectionString);
+    proxy = proxied.proxy;
+    dataDir = await mkdtemp(path.join(tmpdir(), 'db-unreachable-'));
+    const config = loadConfig({
+      LOG_LEVEL: 'silent',
+      LEDGER_DATA_DIR: dataDir,
+      LEDGER_DATABASE_CONNECT_TIMEOUT_MS: '1000',
+    });
+    app = await createLedgerApp({ config, connectionString: proxied.connectionString });
+    await app.listen(0, '127.0.0.1');
+    baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    registerCredentials(await TestCredentials.fromDataDir(baseUrl, config.dataDir));
+    headers = { ...(await authorization(baseUrl, 'client')), 'content-type': 'application/json' };
+  });
+  afterAll(async () => {
+    proxy?.endMuted();
+    await proxy?.close();
+    await app?.close();
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const call = async (method: string, route: string, body?: unknown) => {
+    const response = await fetch(`${baseUrl}${route}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(HANG_MS),
+    });
+    return {
+      status: response.status,
+      retryAfter: response.headers.get('retry-after'),
+      body: (await response.json()) as any,
+    };
+  };
+
+  it('is answered 503 within the connect timeout, health says down, and all works again once it answers', async () => {
+    const { body: session } = await call('POST', '/v1/sessions', {});
+    proxy.mode = 'mute';
+    proxy.resetAll();
+
+    const health = await call('GET', '/health');
+    expect(health.status).toBe(503);
+    expect(health.body).toMatchObject({
+      status: 'error',
+      error: {
+        database: { status: 'down' },
+        eventLog: { status: 'down', message: 'the event log did not answer within 1000 ms' },
+      },
+    });
+    for (const [method, route, body] of [
+      ['GET', `/v1/sessions/${session.id}`],
+      ['GET', '/v1/sessions'],
+      ['POST', '/v1/sessions', {}],
+      ['POST', `/v1/sessions/${session.id}/messages`, { role: 'user', content: 'hello' }],
+    ] as const) {
+      const answer = await call(method, route, body);
+      expect({ route, method, status: answer.status, retryAfter: answer.retryAfter, body: answer.body }).toEqual({
+        route,
+        method,
+        status: 503,
+        retryAfter: '1',
+        body: { error: { code: 'database_unavailable', message: 'the database cannot be reached now; retry later' } },
+      });
+    }
+
+    // The connections opened meanwhile stay unanswered: nothing may go on waiting for them.
+    proxy.mode = 'forward';
+    const written = await eventually(
+      'a message recorded again',
+      async () => {
+        const answer = await call('POST', `/v1/sessions/${session.id}/messages`, { role: 'user', content: 'again' });
+        return answer.status === 201 ? answer.body : undefined;
+      },
+      15_000,
+    );
+    const read = await call('GET', `/v1/sessions/${session.id}?minPosition=${written.position}`);
+    expect(read.status).toBe(200);
+    expect(read.body.messages.map((message: { id: string }) => message.id)).toEqual([written.id]);
+    expect((await call('GET', '/health')).status).toBe(200);
+  }, 60_000);
+});
