@@ -1,3 +1,4 @@
+import { rememberNewest } from '#core';
 import type { Upstream, UpstreamKey } from './upstreams-config.js';
 
 export interface Clock {
@@ -190,9 +191,7 @@ export class KeyPool {
   }
 
   private remember(sessionId: string, hash: string): void {
-    this.affinity.delete(sessionId);
-    this.affinity.set(sessionId, hash);
-    if (this.affinity.size > this.affinityCapacity) this.affinity.delete(this.affinity.keys().next().value!);
+    rememberNewest(this.affinity, sessionId, hash, this.affinityCapacity);
   }
 
   private recordFailure(health: KeyHealth, now: number): void {

@@ -2,6 +2,7 @@ import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/comm
 import { CommandBus } from '@nestjs/cqrs';
 import {
   nextSagaStep,
+  rememberNewest,
   SessionError,
   toolBlockUpdate,
   ToolCallError,
@@ -179,12 +180,7 @@ export class ToolCallProcessor implements BeforeApplicationShutdown {
 
   private seen(toolCallId: string, state: ToolCallState): void {
     if (state.status === 'absent') return;
-    this.positions.delete(toolCallId);
-    this.positions.set(toolCallId, state.position);
-    for (const [oldest] of this.positions) {
-      if (this.positions.size <= MAX_REMEMBERED_CALLS) break;
-      this.positions.delete(oldest);
-    }
+    rememberNewest(this.positions, toolCallId, state.position, MAX_REMEMBERED_CALLS);
   }
 
   /** A step another process (or a decision) overtook is not an error: `undefined`, and the caller reads where the call is. */

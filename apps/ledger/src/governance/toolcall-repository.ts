@@ -3,6 +3,7 @@ import {
   decideToolCall,
   evolveToolCall,
   initialToolCallState,
+  rememberNewest,
   ToolCallError,
   toolCallStreamId,
   type ToolCallCommand,
@@ -208,11 +209,6 @@ export class ToolCallRepository {
 
   private remember(ref: ToolCallRef, folded: { state: ToolCallState; revision: StreamState }): void {
     const key = toolCallStreamId(ref.tenant, ref.toolCallId);
-    this.folded.delete(key);
-    this.folded.set(key, { state: folded.state, revision: folded.revision });
-    for (const [oldest] of this.folded) {
-      if (this.folded.size <= MAX_CACHED_CALLS) break;
-      this.folded.delete(oldest);
-    }
+    rememberNewest(this.folded, key, { state: folded.state, revision: folded.revision }, MAX_CACHED_CALLS);
   }
 }

@@ -1,3 +1,4 @@
+import { rememberNewest } from '#core';
 import { Injectable } from '@nestjs/common';
 
 /** Credentials remembered at once; the oldest is forgotten first (its reads then wait for nothing). */
@@ -16,9 +17,7 @@ export class CredentialWrites {
   record(credentialId: string, position: bigint): void {
     const known = this.latest.get(credentialId);
     if (known !== undefined && known >= position) return;
-    this.latest.delete(credentialId);
-    this.latest.set(credentialId, position);
-    if (this.latest.size > MAX_CREDENTIALS) this.latest.delete(this.latest.keys().next().value!);
+    rememberNewest(this.latest, credentialId, position, MAX_CREDENTIALS);
   }
 
   latestOf(credentialId: string): bigint | undefined {

@@ -10,6 +10,7 @@ import {
   type SealedEvent,
   type StreamHead,
 } from '../append-plan.js';
+import { rememberNewest } from '#core';
 import { BatchingQueue } from '../batching-queue.js';
 import { NO_STREAM, type AppendResult, type RecordedEvent, type StreamState } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
@@ -190,12 +191,7 @@ export class GroupCommitWriter {
   }
 
   private remember(streamId: string, head: StreamHead): void {
-    this.heads.delete(streamId);
-    this.heads.set(streamId, head);
-    for (const [oldest] of this.heads) {
-      if (this.heads.size <= MAX_CACHED_STREAMS) break;
-      this.heads.delete(oldest);
-    }
+    rememberNewest(this.heads, streamId, head, MAX_CACHED_STREAMS);
   }
 }
 

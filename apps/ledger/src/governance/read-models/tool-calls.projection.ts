@@ -2,6 +2,7 @@ import {
   evolveToolCall,
   initialToolCallState,
   parseToolCallStreamId,
+  rememberNewest,
   TOOLCALL_STREAM_PREFIX,
   type ToolCallState,
 } from '#core';
@@ -58,12 +59,7 @@ export function toolCallsProjection(): ProjectionDefinition<ProjectionEvent> {
           kept && kept.revision === own[0].revision - 1n
             ? { ...kept, state: own.reduce(evolveToolCall, kept.state) }
             : foldedFrom(own[0].revision === 0n ? own : await readUpTo(eventLog, { tenant, toolCallId }, last));
-        calls.delete(streamId);
-        calls.set(streamId, { ...folded, revision: last.revision });
-        for (const [oldest] of calls) {
-          if (calls.size <= MAX_KEPT_CALLS) break;
-          calls.delete(oldest);
-        }
+        rememberNewest(calls, streamId, { ...folded, revision: last.revision }, MAX_KEPT_CALLS);
         const { state, requestedAt, requestedPosition } = folded;
         if (state.status === 'absent') continue;
         const { request } = state;

@@ -3,6 +3,7 @@ import {
   messageStatus,
   lastSeq,
   parseSessionStreamId,
+  rememberNewest,
   SESSION_STREAM_PREFIX,
   sessionChanges,
   summarizeChanges,
@@ -47,19 +48,15 @@ export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEven
         const state = await foldSessionEvents(eventLog, previous.state, own, 'read');
         const changed = sessionChanges(previous.state, state);
         if (!changed) {
-          sessions.set(streamId, { state, summary: previous.summary });
+          rememberNewest(sessions, streamId, { state, summary: previous.summary }, MAX_CACHED_SESSIONS);
           continue;
         }
         const summary = previous.summary
           ? summarizeChanges(previous.summary, changed)
           : summarizeSession(changed.session);
-        sessions.set(streamId, { state, summary });
+        rememberNewest(sessions, streamId, { state, summary }, MAX_CACHED_SESSIONS);
         const lastActivityAt = own.at(-1)!.metadata.recordedAt;
         changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, changed, summary, lastActivityAt });
-      }
-      for (const [oldest] of sessions) {
-        if (sessions.size <= MAX_CACHED_SESSIONS) break;
-        sessions.delete(oldest);
       }
       return changesStatement(changes);
     },
