@@ -65,6 +65,22 @@ describe('guardian', () => {
     expect(rules.reviewAtOnce(call({ path: 'x' }, 'v1', 'acme'))).toMatchObject({ cacheHit: false });
   });
 
+  it("keeps each tenant's verdicts apart: one tenant's many calls never push out another's", async () => {
+    next = () => ({ content: '{"risk":"low","rationale":"reads a file"}' });
+    const reviewer = new Guardian({
+      mode: 'enforce',
+      timeoutMs: 2_000,
+      endpoint: { baseUrl: server.baseUrl, apiKey: server.apiKey, model: 'guard-1' },
+      cachedVerdictsPerTenant: 2,
+    });
+    await reviewer.review(call({ path: 'kept' }, 'v1', 'globex'));
+    for (const path of ['a', 'b', 'c']) await reviewer.review(call({ path }, 'v1', 'acme'));
+    expect(reviewer.reviewAtOnce(call({ path: 'kept' }, 'v1', 'globex'))).toMatchObject({ cacheHit: true });
+    expect(
+      ['a', 'b', 'c'].map((path) => reviewer.reviewAtOnce(call({ path }, 'v1', 'acme'))?.cacheHit ?? 'asks the model'),
+    ).toEqual(['asks the model', true, true]);
+  });
+
   it.each<[string, ScriptedReply, RegExp]>([
     ['not JSON', { content: 'looks fine to me' }, /did not answer with JSON/],
     ['JSON of another shape', { content: '{"risk":"catastrophic","rationale":"x"}' }, /verdict schema \(risk\)/],

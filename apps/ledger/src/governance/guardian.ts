@@ -17,6 +17,8 @@ export interface GuardianOptions {
   /** An OpenAI-compatible endpoint; without one the rule-based reviewer judges. */
   readonly endpoint?: { readonly baseUrl: string; readonly apiKey: string; readonly model: string };
   readonly timeoutMs: number;
+  /** Verdicts kept per tenant, the most recent (`MAX_CACHED_VERDICTS_PER_TENANT` by default). */
+  readonly cachedVerdictsPerTenant?: number;
 }
 
 const RISKS = ['none', 'low', 'medium', 'high', 'critical'] as const;
@@ -32,16 +34,17 @@ const SYSTEM_PROMPT = [
 /**
  * The guardian: an AI risk review of a tool call through an OpenAI-compatible endpoint (the
  * official `openai` client, structured output), or a rule-based reviewer when no endpoint is
- * configured. Verdicts are cached by SHA-256 of (tenant, tool, canonical arguments, policy version),
- * the most recent `MAX_CACHED_VERDICTS`: a verdict, and whether one was cached (which a hit's speed tells
- * too), is the tenant's own, never a confirmation of what another tenant's agent asked for.
+ * configured. Verdicts are cached per tenant by SHA-256 of (tool, canonical arguments, policy version), each
+ * tenant's most recent: a verdict, and whether one was cached (which a hit's speed tells too), is the tenant's own,
+ * never a confirmation of what another tenant's agent asked for, and one tenant's calls never push out another's.
  * A failure (error, timeout, malformed answer) is a review with `failed: true`; what follows is
  * the saga's configured failure policy.
  */
 export class Guardian {
   /** Imported only when an endpoint is configured: loading the client's modules takes about 0.2 s of a start-up. */
   private readonly client: Promise<OpenAI> | undefined;
-  private readonly cache = new Map<string, Omit<GuardianReview, 'cacheHit' | 'mode'>>();
+  /** By tenant: tenants are the operator's (a credential's, verified), so their number is the operator's bound. */
+  private readonly cache = new Map<string, Map<string, Omit<GuardianReview, 'cacheHit' | 'mode'>>>();
 
   constructor(private readonly options: GuardianOptions) {
     const { endpoint } = options;
@@ -64,7 +67,12 @@ export class Guardian {
     const atOnce = this.reviewAtOnce(call);
     if (atOnce) return atOnce;
     const review = await this.askModel(call.tool, call.arguments);
-    if (!review.failed) rememberNewest(this.cache, reviewKey(call), review, MAX_CACHED_VERDICTS);
+    if (!review.failed) {
+      const tenantCache = this.cache.get(call.tenant) ?? new Map();
+      this.cache.set(call.tenant, tenantCache);
+      const bound = this.options.cachedVerdictsPerTenant ?? MAX_CACHED_VERDICTS_PER_TENANT;
+      rememberNewest(tenantCache, reviewKey(call), review, bound);
+    }
     return { ...review, cacheHit: false, mode: this.options.mode };
   }
 
@@ -78,7 +86,7 @@ export class Guardian {
       return { risk: 'none', rationale: 'the guardian is off', reviewer: 'off', cacheHit: false, mode, failed: false };
     // The rules cost less than a lookup: nothing is cached, and no review claims a hit.
     if (!this.client) return { ...ruleBasedReview(call.tool, call.arguments), cacheHit: false, mode };
-    const cached = this.cache.get(reviewKey(call));
+    const cached = this.cache.get(call.tenant)?.get(reviewKey(call));
     return cached && { ...cached, cacheHit: true, mode };
   }
 
@@ -144,10 +152,10 @@ export interface ReviewedCall {
 }
 
 /** Verdicts kept: a few megabytes. */
-const MAX_CACHED_VERDICTS = 10_000;
+const MAX_CACHED_VERDICTS_PER_TENANT = 2_000;
 
-const reviewKey = ({ tenant, tool, arguments: args, policyVersion }: ReviewedCall) =>
-  sha256Hex(canonicalJson({ tenant, tool, arguments: args ?? null, policyVersion }));
+const reviewKey = ({ tool, arguments: args, policyVersion }: ReviewedCall) =>
+  sha256Hex(canonicalJson({ tool, arguments: args ?? null, policyVersion }));
 
 function failure(reviewer: string, rationale: string): Omit<GuardianReview, 'cacheHit' | 'mode'> {
   return { risk: 'high', rationale, reviewer, failed: true };
