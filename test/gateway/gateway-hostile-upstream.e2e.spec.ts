@@ -59,6 +59,9 @@ const SCENARIOS: Record<string, () => Buffer> = {
   'bom-whole': () => answer('200 OK', { 'content-type': 'application/json' }, `\uFEFF${completion('with a mark')}`),
   'text-whole': () => answer('200 OK', { 'content-type': 'text/plain' }, completion('as text')),
   // OpenAI's SDK raises any event named `error`, whatever its data: here a chunk, which read as one would be text.
+  // Headers and part of the body, then a reset (`broken-off`, below).
+  'broken-off': () =>
+    Buffer.from('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"id":"c1",'),
   'error-event': () =>
     answer('200 OK', { 'content-type': 'text/event-stream' }, `${chunk('Seen. ')}event: error\n${chunk(FAKE)}`),
 };
@@ -79,7 +82,8 @@ async function startRawProvider(): Promise<{ baseUrl: string; close(): Promise<v
       const { model } = JSON.parse(received.subarray(headEnd + 4, headEnd + 4 + length).toString()) as {
         model: string;
       };
-      socket.end(SCENARIOS[model]());
+      if (model !== 'broken-off') return void socket.end(SCENARIOS[model]());
+      socket.write(SCENARIOS[model](), () => setTimeout(() => socket.resetAndDestroy(), 50));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -178,6 +182,13 @@ describe('gateway: a hostile or broken provider', () => {
     expect(message.blocks.find((block: { type: string }) => block.type === 'main_text')?.content).toBe('Seen. ');
     expect(JSON.stringify(message.blocks)).toContain('ProviderError');
     expect(JSON.stringify(message)).not.toContain('FAKE');
+  });
+
+  it('an answer broken off mid-body is 502 upstream_unavailable, not a database failure nor a 500', async () => {
+    const failure = await clientFor(`broken-off-${randomUUID()}`)
+      .chat.completions.create({ model: 'broken-off', ...ask })
+      .catch((error: unknown) => error);
+    expect(failure).toMatchObject({ status: 502, error: { code: 'upstream_unavailable' } });
   });
 
   // Last: each of these counts against the one key's health (three such failures in a minute cool it).

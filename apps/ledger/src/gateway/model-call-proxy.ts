@@ -384,13 +384,19 @@ function sessionIdOf(request: FastifyRequest): string {
 async function readAll(body: Readable, limit: number): Promise<Buffer> {
   const parts: Buffer[] = [];
   let size = 0;
-  for await (const part of body) {
-    size += (part as Buffer).length;
-    if (size > limit) {
-      body.destroy();
-      throw new ApiError(502, 'upstream_response_too_large', `the upstream's answer exceeds ${limit} bytes`);
+  try {
+    for await (const part of body) {
+      size += (part as Buffer).length;
+      if (size > limit) {
+        body.destroy();
+        throw new ApiError(502, 'upstream_response_too_large', `the upstream's answer exceeds ${limit} bytes`);
+      }
+      parts.push(part as Buffer);
     }
-    parts.push(part as Buffer);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    // The connection broke off mid-answer (a reset, a timeout): the provider's fault, as one before its headers.
+    throw new ApiError(502, 'upstream_unavailable', 'the upstream broke off its answer');
   }
   return Buffer.concat(parts);
 }

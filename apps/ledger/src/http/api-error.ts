@@ -3,7 +3,7 @@ import { ChunkValidationError, ModelCallRequestError, SessionError, ToolCallErro
 import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
 import type { FastifyReply } from 'fastify';
 import { ZodError } from 'zod';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { databaseFailure, type DatabaseFailure } from '../database/database-unavailable.js';
 import { errorShapeOf, providerErrorBody } from '../gateway/provider-errors.js';
 
 /** A 4xx the client can act on: `{ error: { code, message, field? } }`. */
@@ -65,6 +65,20 @@ export const MEDIA_TYPES_READ = 'send application/json (chunks also as applicati
 /** The code of a refusal Fastify or a plugin (the Swagger UI's files) made, by its status. */
 const CLIENT_ERROR_CODES: Readonly<Record<number, string>> = { 403: 'forbidden', 404: 'not_found' };
 
+/** What a request that failed on the database is told (decision 0063). */
+const DATABASE_FAILURES: Readonly<Record<DatabaseFailure, () => ApiError>> = {
+  busy: () => new RetryLater('database_busy', 'no database connection came free in time; retry later'),
+  unavailable: () => new RetryLater('database_unavailable', 'the database cannot be reached now; retry later'),
+  // Not "retry later": a write may have committed before the connection broke.
+  lost: () =>
+    new ApiError(
+      503,
+      'database_connection_lost',
+      'the connection to the database broke during the request: a write in it may have been stored; ' +
+        'retry with the same ids (sessions, messages, forks and chunk seqs are idempotent) or read first',
+    ),
+};
+
 /** Counts refused requests (401, 403, 429) by reason. */
 export type RefusalCounter = (status: number, reason: string) => void;
 
@@ -77,9 +91,10 @@ export class ApiErrorFilter implements ExceptionFilter {
 
   catch(thrown: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const error = isDatabaseUnavailable(thrown)
-      ? new RetryLater('database_unavailable', 'the database cannot be reached now; retry later')
-      : thrown;
+    const failure = databaseFailure(thrown);
+    // A read whose connection broke wrote nothing: it is as safe to retry as one that found no connection.
+    const safe = failure === 'lost' && (reply.request.method === 'GET' || reply.request.method === 'HEAD');
+    const error = failure ? DATABASE_FAILURES[safe ? 'unavailable' : failure]() : thrown;
     const { status, body } = describeError(error, reply.request.routeOptions.bodyLimit);
     // The request named by method and path only: its headers and query may carry credentials.
     const path = reply.request.url.split('?', 1)[0];

@@ -3,7 +3,7 @@ import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@ne
 import { NO_STREAM, type EventLog } from '#event-log';
 import { nameUuid, rememberNewest, tenantStreamId } from '#core';
 import type pg from 'pg';
-import { isDatabaseUnavailable } from '../database/database-unavailable.js';
+import { databaseFailure } from '../database/database-unavailable.js';
 import { PG_POOL } from '../database/pg-pool-token.js';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { ApiError } from '../http/api-error.js';
@@ -238,7 +238,7 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
       .catch((error: Error) => {
         // The key may be fine: it cannot be checked now. The guard answers 503, not 401 or 500; an unreachable
         // database is said to be one (with when to retry).
-        if (isDatabaseUnavailable(error)) throw error;
+        if (databaseFailure(error)) throw error;
         throw new IdentityProviderUnavailableError(`the key store cannot be read: ${error.message}`);
       });
     const row = rows[0];

@@ -160,11 +160,18 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       'connectTimeoutMs',
       options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     ),
+    // Keep-alive probes find a connection whose server side is gone (a failover, a host lost) in minutes.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   };
   const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 8 });
+  // Health checks ask on a connection of their own: reads and appends queued on the pool must not pass for a log
+  // that is down.
+  const healthPool = new pg.Pool({ ...connection, max: 1 });
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
+  healthPool.on('error', onError);
   pool.on('connect', (client) => {
     client.on('error', onError);
     // The driver's parser for bigint tests every value against a regular expression and gives back the same text
@@ -189,7 +196,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   try {
     await notifier.start();
   } catch (error) {
-    await pool.end();
+    await Promise.all([pool.end(), healthPool.end()]);
     throw error;
   }
 
@@ -246,15 +253,16 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
   async function health(): Promise<EventLogHealth> {
     // What can stall subscribers here: a writer transaction that holds the append lock (the
     // visible head cannot move past it). Report how long the current holder has held it.
-    const { rows } = await pool.query<{ held_ms: number | null; waiting: number }>(
-      `SELECT (SELECT extract(epoch FROM now() - a.xact_start) * 1000 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    const { rows } = await healthPool.query<{ held_ms: number | null; waiting: number; head: string }>(
+      `SELECT (SELECT position FROM event_log_head)::text AS head,
+              (SELECT extract(epoch FROM now() - a.xact_start) * 1000 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND l.granted LIMIT 1)::float8 AS held_ms,
               (SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND NOT l.granted)::int AS waiting`,
       [APPEND_LOCK_KEY],
     );
     return {
       engine: 'postgres',
-      headPosition: await headPosition(),
+      headPosition: BigInt(rows[0].head),
       appendLockHeldMs: rows[0].held_ms,
       waitingWriters: rows[0].waiting,
     };
@@ -294,7 +302,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
       await notifier.close();
       await statistics.settled();
-      await pool.end();
+      await Promise.all([pool.end(), healthPool.end()]);
     },
   };
 }
