@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import pg from 'pg';
+import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { PG_POOL } from '../../apps/ledger/src/database/pg-pool-token.js';

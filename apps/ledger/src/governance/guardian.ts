@@ -68,7 +68,7 @@ export class Guardian {
     if (atOnce) return atOnce;
     const review = await this.askModel(call.tool, call.arguments);
     if (!review.failed) {
-      const tenantCache = this.cache.get(call.tenant) ?? new Map();
+      const tenantCache = this.cache.get(call.tenant) ?? new Map<string, typeof review>();
       this.cache.set(call.tenant, tenantCache);
       const bound = this.options.cachedVerdictsPerTenant ?? MAX_CACHED_VERDICTS_PER_TENANT;
       rememberNewest(tenantCache, reviewKey(call), review, bound);
