@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createPostgresEventLog, type EventLog } from '#event-log';
+import { createPostgresEventLog, databaseFailure, type EventLog } from '#event-log';
 import pg from 'pg';
 import { ApiKeyStore } from '../../apps/ledger/src/identity/api-key-store.js';
 import { AuthenticationError } from '../../apps/ledger/src/identity/principal.js';
+import { CuttableProxy } from '../support/cuttable-proxy.js';
 import { eventually } from '../support/probe.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -145,5 +146,57 @@ describe('verified keys cached on several instances of one database', () => {
     await eventually('the first instance refuses the key revoked unheard', async () =>
       (await outcome(first, created.key, now)) === 'revoked' ? true : undefined,
     );
+  });
+});
+
+/**
+ * The key's row and its record in the log are written apart (the store's pool, then the log's): the second
+ * review of round 37 had the log refuse the record while the row was stored, and the admin told "nothing was done".
+ */
+describe('keys when the log cannot record them', () => {
+  let database: TestDatabase;
+  let proxy: CuttableProxy;
+  let pool: pg.Pool;
+  let eventLog: EventLog;
+  let keys: ApiKeyStore;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const proxied = await CuttableProxy.before(database.connectionString);
+    proxy = proxied.proxy;
+    pool = new pg.Pool({ connectionString: database.connectionString, max: 2 });
+    eventLog = await createPostgresEventLog({ connectionString: proxied.connectionString, connectTimeoutMs: 500 });
+    keys = new ApiKeyStore(pool, eventLog);
+  });
+  afterAll(async () => {
+    await eventLog?.close();
+    await proxy?.close();
+    await pool?.end();
+    await database?.drop();
+  });
+
+  it('keeps no key whose creation the log refused, and says a revocation is in effect though unrecorded', async () => {
+    const kept = await keys.create({ name: 'kept', tenant: 'default', roles: ['producer'] }, 'system:test');
+    proxy.mode = 'refuse';
+    proxy.resetAll();
+    const refused = await keys
+      .create({ name: 'refused', tenant: 'default', roles: ['producer'] }, 'system:test')
+      .catch((error: unknown) => error);
+    expect(databaseFailure(refused)).toBe('unavailable');
+    const revoked = await keys.revoke(kept.id, undefined, 'system:test').catch((error: unknown) => error);
+    expect(revoked).toMatchObject({ status: 503, code: 'revocation_unrecorded' });
+    const { rows } = await pool.query<{ name: string; revoked: boolean }>(
+      'SELECT name, revoked_at IS NOT NULL AS revoked FROM api_keys ORDER BY name',
+    );
+    expect(rows).toEqual([{ name: 'kept', revoked: true }]);
+
+    proxy.mode = 'forward';
+    await eventually('the revocation recorded on a second try', () =>
+      keys.revoke(kept.id, undefined, 'system:test').then(
+        () => true,
+        () => undefined,
+      ),
+    );
+    const { events } = await eventLog.readAll({ fromPosition: 0n });
+    expect(events.map((event) => event.type)).toEqual(['credential.created', 'credential.revoked']);
   });
 });

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import type pg from 'pg';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { PG_POOL } from '../../apps/ledger/src/database/pg-pool-token.js';
@@ -115,6 +115,20 @@ describe('a database that stops answering', () => {
     expect(read.body.messages.map((message: { id: string }) => message.id)).toEqual([written.id]);
     expect((await call('GET', '/health')).status).toBe(200);
   }, 60_000);
+
+  it('says down while its connections hang, and up again on new ones: a hung check does not hold the next', async () => {
+    expect((await call('GET', '/health')).status).toBe(200);
+    // Every connection open now is cut half-open (a failover, a NAT that lost its state); new ones are forwarded.
+    proxy.cutAll();
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const hung = await call('GET', '/health');
+    expect(hung.status).toBe(503);
+    await eventually(
+      'health up again',
+      async () => ((await call('GET', '/health')).status === 200 ? true : undefined),
+      5_000,
+    );
+  }, 30_000);
 });
 
 /**
@@ -145,5 +159,31 @@ describe('health while the pools are full', () => {
     } finally {
       for (const client of held) client.release();
     }
+  });
+});
+
+/** A failover that leaves the address on a standby, or a server read-only by setting: every append would fail. */
+describe('health on a database that takes no writes', () => {
+  let ledger: LedgerUnderTest;
+  beforeAll(async () => {
+    ledger = await startLedger();
+  });
+  afterAll(() => ledger?.close());
+
+  it('says the event log is down, naming why', async () => {
+    const admin = new pg.Client({ connectionString: ledger.database.connectionString });
+    await admin.connect();
+    try {
+      // Sessions opened from now on: the health checks' own connections open on their first check.
+      await admin.query(`ALTER DATABASE "${admin.database}" SET default_transaction_read_only = on`);
+    } finally {
+      await admin.end();
+    }
+    const response = await fetch(`${ledger.baseUrl}/health`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({
+      error: { eventLog: { status: 'down', message: 'the database takes no writes' } },
+      info: { database: { status: 'up' } },
+    });
   });
 });

@@ -63,6 +63,15 @@ export class CuttableProxy {
     pair.upstream.destroy();
   }
 
+  /** Every forwarded connection cut half-open at once (see `cut`). */
+  cutAll(): void {
+    for (const pair of this.pairs.values()) {
+      pair.cut = true;
+      pair.upstream.destroy();
+    }
+    this.pairs.clear();
+  }
+
   /** Every forwarded connection reset at once, as a database restart or a failover does. */
   resetAll(): void {
     for (const { client, upstream } of this.pairs.values()) {

@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DatabaseClient } from '#event-log';
 import { LoggerModule } from 'nestjs-pino';
 import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
 import { AdminModule } from './admin/admin.module.js';
@@ -52,6 +53,8 @@ export class AppModule {
           type: 'postgres',
           url: connectionString,
           connectTimeoutMS: config.databaseConnectTimeoutMs,
+          // Its failures then say whether the database is why (`databaseFailure`).
+          extra: { Client: DatabaseClient },
           synchronize: false,
           migrationsRun: false,
           entities: READ_MODEL_ENTITIES,

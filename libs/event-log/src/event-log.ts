@@ -177,6 +177,8 @@ export interface EventLogHealth {
   /** PostgreSQL: how long the transaction holding the append lock has been open (null when free). */
   readonly appendLockHeldMs?: number | null;
   readonly waitingWriters?: number;
+  /** PostgreSQL: false when the server refuses writes (a standby, or read-only by setting). */
+  readonly takesWrites?: boolean;
 }
 
 export interface EventLog extends EventLogReader, EventLogWriter {

@@ -1,5 +1,6 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
+import { DatabaseClient } from '#event-log';
 import pg from 'pg';
 import { PG_POOL } from './pg-pool-token.js';
 
@@ -21,6 +22,7 @@ export class DatabaseModule implements OnApplicationShutdown {
             const pool = new pg.Pool({
               connectionString,
               connectionTimeoutMillis: connectTimeoutMs,
+              Client: DatabaseClient,
               max: 6,
               keepAlive: true,
               keepAliveInitialDelayMillis: 10_000,

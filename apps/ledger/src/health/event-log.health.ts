@@ -1,9 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import type { EventLog } from '#event-log';
+import { HEALTH_ANSWER_MS, type EventLog } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
 import { within } from '../projections/projection-runner.js';
-import { HEALTH_ANSWER_MS } from './health-answer.js';
 
 /** A writer holding the append lock longer than this stalls every subscriber: report the log as down. */
 const STALL_LIMIT_MS = 30_000;
@@ -25,6 +24,7 @@ export class EventLogHealthIndicator {
       if (!health) return indicator.down({ message: `the event log did not answer within ${HEALTH_ANSWER_MS} ms` });
       const { engine, appendLockHeldMs } = health;
       const details = { engine, appendLockHeldMs };
+      if (health.takesWrites === false) return indicator.down({ ...details, message: 'the database takes no writes' });
       return (appendLockHeldMs ?? 0) > STALL_LIMIT_MS
         ? indicator.down({
             ...details,

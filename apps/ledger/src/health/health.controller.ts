@@ -1,13 +1,15 @@
 import { Controller, Get, Res, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
+import { HEALTH_ANSWER_MS } from '#event-log';
 import type { FastifyReply } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseHealthIndicator } from './database.health.js';
 import { EventLogHealthIndicator } from './event-log.health.js';
 
 @Controller('health')
 export class HealthController {
-  /** The check under way: probes arriving meanwhile share it, so a flood of them costs the database one. */
-  private running: Promise<HealthCheckResult> | undefined;
+  /** The latest check, shared by the probes arriving until `HEALTH_ANSWER_MS` after it started: a flood costs one. */
+  private latest: Promise<HealthCheckResult> | undefined;
 
   constructor(
     private readonly health: HealthCheckService,
@@ -19,11 +21,17 @@ export class HealthController {
   @Get()
   @HealthCheck()
   async check(@Res({ passthrough: true }) reply: FastifyReply) {
-    this.running ??= this.health
-      .check([() => this.database.check('database'), () => this.eventLog.check('eventLog')])
-      .finally(() => (this.running = undefined));
+    if (!this.latest) {
+      const check = this.health.check([() => this.database.check('database'), () => this.eventLog.check('eventLog')]);
+      this.latest = check;
+      const expire = () => {
+        if (this.latest === check) this.latest = undefined;
+      };
+      // Kept until it has both settled and been shared for its time, whichever comes later.
+      void Promise.all([check.catch(() => undefined), sleep(HEALTH_ANSWER_MS)]).then(expire);
+    }
     try {
-      return await this.running;
+      return await this.latest;
     } catch (error) {
       if (!(error instanceof ServiceUnavailableException)) throw error;
       void reply.status(503);

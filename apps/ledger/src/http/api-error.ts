@@ -1,9 +1,8 @@
 import { ArgumentsHost, Catch, HttpException, Logger, type ExceptionFilter } from '@nestjs/common';
 import { ChunkValidationError, ModelCallRequestError, SessionError, ToolCallError } from '#core';
-import { InvalidEventError, WrongExpectedRevisionError } from '#event-log';
+import { databaseFailure, InvalidEventError, WrongExpectedRevisionError, type DatabaseFailure } from '#event-log';
 import type { FastifyReply } from 'fastify';
 import { ZodError } from 'zod';
-import { databaseFailure, type DatabaseFailure } from '../database/database-unavailable.js';
 import { errorShapeOf, providerErrorBody } from '../gateway/provider-errors.js';
 
 /** A 4xx the client can act on: `{ error: { code, message, field? } }`. */

@@ -1,12 +1,11 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { NO_STREAM, type EventLog } from '#event-log';
+import { databaseFailure, NO_STREAM, type EventLog } from '#event-log';
 import { nameUuid, rememberNewest, tenantStreamId } from '#core';
 import type pg from 'pg';
-import { databaseFailure } from '../database/database-unavailable.js';
 import { PG_POOL } from '../database/pg-pool-token.js';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
-import { ApiError } from '../http/api-error.js';
+import { ApiError, RetryLater } from '../http/api-error.js';
 import { IdentityProviderUnavailableError } from './identity-provider-error.js';
 import { KeyChangeListener } from './key-change-listener.js';
 import { AuthenticationError, ROLES, type Principal, type Role } from './principal.js';
@@ -131,19 +130,25 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     );
     const record = present(rows[0]);
     const { name, tenant, roles, subject, expiresAt } = record;
-    await this.eventLog.append(
-      tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
-      [
-        {
-          id: nameUuid(`credential:${id}:created`),
-          type: 'credential.created',
-          data: { keyId: id, name, roles, subject, expiresAt },
-          actor: createdBy,
-          tenant,
-        },
-      ],
-      NO_STREAM,
-    );
+    try {
+      await this.eventLog.append(
+        tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
+        [
+          {
+            id: nameUuid(`credential:${id}:created`),
+            type: 'credential.created',
+            data: { keyId: id, name, roles, subject, expiresAt },
+            actor: createdBy,
+            tenant,
+          },
+        ],
+        NO_STREAM,
+      );
+    } catch (error) {
+      // No key without its record in the log, as the caller is told: its secret was never shown, so none is lost.
+      await this.pool.query('DELETE FROM api_keys WHERE id = $1', [id]).catch(() => undefined);
+      throw error;
+    }
     return { ...record, key: `blk_${id}_${secret}` };
   }
 
@@ -166,19 +171,27 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     if (rows.length === 0) throw new ApiError(404, 'key_not_found', 'no such key');
     const record = present(rows[0]);
     this.forget(id);
-    await this.eventLog.append(
-      tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id),
-      [
-        {
-          id: nameUuid(`credential:${id}:revoked`),
-          type: 'credential.revoked',
-          data: { keyId: id },
-          actor: revokedBy,
-          tenant: record.tenant,
-        },
-      ],
-      0n,
-    ); // A second revocation repeats the same event id: the log records it once.
+    await this.eventLog
+      .append(
+        tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id),
+        [
+          {
+            id: nameUuid(`credential:${id}:revoked`),
+            type: 'credential.revoked',
+            data: { keyId: id },
+            actor: revokedBy,
+            tenant: record.tenant,
+          },
+        ],
+        0n,
+      ) // A second revocation repeats the same event id: the log records it once.
+      .catch((error: unknown) => {
+        if (!databaseFailure(error)) throw error;
+        throw new RetryLater(
+          'revocation_unrecorded',
+          'the key is revoked, but the log could not record it now: revoke it again to record it',
+        );
+      });
     return record;
   }
 

@@ -12,6 +12,7 @@ import {
 } from '../append-plan.js';
 import { rememberNewest } from '#core';
 import { BatchingQueue } from '../batching-queue.js';
+import { databaseFailure } from './database-failure.js';
 import { NO_STREAM, type AppendResult, type RecordedEvent, type StreamState } from '../event-log.js';
 import { EVENT_LOG_CHANNEL } from './postgres-notifier.js';
 import type { RecentCommits } from './recent-commits.js';
@@ -70,8 +71,9 @@ export class GroupCommitWriter {
         return count;
       },
       // The server refused the statement: one append's data may be the cause (jsonb refuses NUL,
-      // a value over a limit). A failure to reach the server fails the batch whole.
-      splitOnFailure: (error) => error instanceof pg.DatabaseError,
+      // a value over a limit). A failure to reach the server, a connection that broke (the batch may have
+      // committed) or a server that cannot serve fails the batch whole.
+      splitOnFailure: (error) => error instanceof pg.DatabaseError && databaseFailure(error) === undefined,
       gatherTurn: true,
     });
   }

@@ -18,7 +18,9 @@ import type {
   Subscription,
 } from '../event-log.js';
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
+import { DatabaseClient } from './database-failure.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
+import { healthPoolOptions, healthQuery } from './health-query.js';
 import { LogStatistics } from './log-statistics.js';
 import { PostgresNotifier } from './postgres-notifier.js';
 import { PollingSubscription } from './polling-subscription.js';
@@ -164,10 +166,8 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   };
-  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 8 });
-  // Health checks ask on a connection of their own: reads and appends queued on the pool must not pass for a log
-  // that is down.
-  const healthPool = new pg.Pool({ ...connection, max: 1 });
+  const pool = new pg.Pool({ ...connection, Client: DatabaseClient, max: options.poolSize ?? 8 });
+  const healthPool = new pg.Pool(healthPoolOptions({ ...connection, Client: DatabaseClient }));
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
@@ -252,9 +252,12 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
 
   async function health(): Promise<EventLogHealth> {
     // What can stall subscribers here: a writer transaction that holds the append lock (the
-    // visible head cannot move past it). Report how long the current holder has held it.
-    const { rows } = await healthPool.query<{ held_ms: number | null; waiting: number; head: string }>(
+    // visible head cannot move past it). Report how long the current holder has held it. And what refuses every
+    // append: a server that takes no writes (a failover left the address on a standby, or read-only by setting).
+    const rows = await healthQuery<{ held_ms: number | null; waiting: number; head: string; read_only: boolean }>(
+      healthPool,
       `SELECT (SELECT position FROM event_log_head)::text AS head,
+              (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool) AS read_only,
               (SELECT extract(epoch FROM now() - a.xact_start) * 1000 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND l.granted LIMIT 1)::float8 AS held_ms,
               (SELECT count(*) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND NOT l.granted)::int AS waiting`,
@@ -265,6 +268,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
       headPosition: BigInt(rows[0].head),
       appendLockHeldMs: rows[0].held_ms,
       waitingWriters: rows[0].waiting,
+      takesWrites: !rows[0].read_only,
     };
   }
 

@@ -1,0 +1,92 @@
+import pg from 'pg';
+
+/**
+ * How a statement failed on the database, when the database (not the statement, not its caller) is why:
+ * - `busy`: no pooled connection came free within the pool's timeout: nothing was sent;
+ * - `unavailable`: no connection could be opened (refused, reset or closed while opening, not opened in time, the
+ *   server starting, full or read-only): nothing was done;
+ * - `lost`: the connection broke while a statement was under way: a write may have been committed before it broke.
+ */
+export type DatabaseFailure = 'busy' | 'unavailable' | 'lost';
+
+const TOLD = Symbol('databaseFailure');
+type ConnectCallback = Parameters<pg.Client['connect']>[0];
+/** SQLSTATEs a server sends instead of opening a session or instead of writing: nothing was done. */
+const UNAVAILABLE_SQLSTATES = new Set(['08001', '08004', '57P03', '53300', '25006']);
+/** SQLSTATEs of a session the server ended (shutdown, crash of another backend) or a connection failure (class 08). */
+const LOST_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[12])$/;
+/** Socket errors a query of a `DatabaseClient` is failed with when its connection breaks. */
+const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * A pg client whose failures say which they are: an error opening its connection is `unavailable`; a broken
+ * connection's error reaching a query is `lost`. Only what came through it, or shapes only pg makes, count
+ * (`databaseFailure`), so no other error (an upstream provider's reset, a client's aborted body) passes for the
+ * database's. Pools take it as their `Client`.
+ */
+export class DatabaseClient extends pg.Client {
+  // pg's overloads: a callback (pg-pool) or a promise. `never` stands for what each gives back.
+  override connect(callback?: ConnectCallback): never {
+    if (callback) {
+      const answer = callback as (error: Error | null, client?: pg.Client) => void;
+      return super.connect((error: Error | null, client?: pg.Client) =>
+        answer(error && told(error, 'unavailable'), client),
+      ) as never;
+    }
+    return super.connect().catch((error: Error) => {
+      throw told(error, 'unavailable');
+    }) as never;
+  }
+
+  // pg's overloads take callbacks (pg-pool, TypeORM), promises (ours) or submittables (left as they are).
+  override query(...args: unknown[]): never {
+    const last = args.at(-1);
+    if (typeof last === 'function')
+      args[args.length - 1] = (error: Error | null, result: unknown) =>
+        (last as (error: Error | null, result: unknown) => void)(error && brokenTold(error), result);
+    const result = (super.query as (...args: unknown[]) => unknown)(...args);
+    if (!(result instanceof Promise)) return result as never;
+    return result.catch((error: Error) => {
+      throw brokenTold(error);
+    }) as never;
+  }
+}
+
+/** How `error` (or what it wraps: TypeORM's `driverError`, a `cause`) failed on the database; undefined if not that. */
+export function databaseFailure(error: unknown): DatabaseFailure | undefined {
+  // Not `instanceof Error`: Node's system errors may come from another realm (under Jest's VM modules).
+  for (let seen = error, depth = 0; typeof seen === 'object' && seen !== null && depth < 4; depth++) {
+    const failure = ownFailure(seen as Error & { [TOLD]?: DatabaseFailure });
+    if (failure) return failure;
+    seen = (seen as { driverError?: unknown }).driverError ?? (seen as Error).cause;
+  }
+  return undefined;
+}
+
+function ownFailure(error: Error & { [TOLD]?: DatabaseFailure }): DatabaseFailure | undefined {
+  if (error[TOLD]) return error[TOLD];
+  if (error instanceof pg.DatabaseError && error.code !== undefined) {
+    if (UNAVAILABLE_SQLSTATES.has(error.code)) return 'unavailable';
+    return LOST_SQLSTATE.test(error.code) ? 'lost' : undefined;
+  }
+  if (error.constructor !== Error) return undefined;
+  // pg-pool's own words: its wait for a free connection, and a connection it gave up opening.
+  if (error.message === 'timeout exceeded when trying to connect') return 'busy';
+  if (error.message === 'Connection terminated due to connection timeout') return 'unavailable';
+  return undefined;
+}
+
+function told(error: Error, failure: DatabaseFailure): Error {
+  if (typeof error === 'object' && error !== null && !(TOLD in error))
+    Object.defineProperty(error, TOLD, { value: failure });
+  return error;
+}
+
+/** A query's error, told `lost` when it is the connection's breaking: a socket's error, or pg's word for an end. */
+function brokenTold(error: Error): Error {
+  const { code } = error as { code?: unknown };
+  const broken =
+    (typeof code === 'string' && BROKEN_CONNECTION.has(code)) ||
+    (error.constructor === Error && /^Connection terminated\b|is not queryable$/.test(error.message));
+  return broken ? told(error, 'lost') : error;
+}

@@ -1,0 +1,143 @@
+import net from 'node:net';
+import { DatabaseClient, databaseFailure } from '#event-log';
+import pg from 'pg';
+import { QueryFailedError } from 'typeorm';
+import { ApiError } from '../../apps/ledger/src/http/api-error.js';
+import { CuttableProxy } from '../support/cuttable-proxy.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/** Decision 0063: which failures are the database's, and of which kind; nothing else may pass for one. */
+function sqlError(code: string, message = 'failed'): pg.DatabaseError {
+  const error = new pg.DatabaseError(message, message.length, 'error');
+  error.code = code;
+  return error;
+}
+
+/** A system error as Node makes it for a failed `syscall`. */
+function systemError(code: string, syscall: string): Error {
+  return Object.assign(new Error(`${syscall} ${code}`), { code, syscall, errno: -1 });
+}
+
+async function listening(server: net.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as net.AddressInfo).port;
+}
+
+/** What a query on a pool of `DatabaseClient`s fails with: one connection, opened within 300 ms. */
+async function poolError(
+  connection: pg.PoolConfig,
+  text = 'SELECT 1',
+  before?: (pool: pg.Pool) => Promise<unknown>,
+): Promise<unknown> {
+  const pool = new pg.Pool({ ...connection, Client: DatabaseClient, connectionTimeoutMillis: 300, max: 1 });
+  pool.on('error', () => undefined);
+  const first = before?.(pool);
+  try {
+    return await pool.query(text).then(
+      () => new Error('answered'),
+      (error: unknown) => error,
+    );
+  } finally {
+    await first?.catch(() => undefined);
+    await pool.end();
+  }
+}
+
+describe('what is told as the database failing', () => {
+  it.each([
+    ['a server refusing new sessions (08004)', sqlError('08004'), 'unavailable'],
+    ['a server starting or shutting down (57P03)', sqlError('57P03'), 'unavailable'],
+    ['no connection slot left (53300)', sqlError('53300'), 'unavailable'],
+    ['a server taking no writes (25006)', sqlError('25006'), 'unavailable'],
+    ['a session the server ended (57P01)', sqlError('57P01'), 'lost'],
+    ['a broken connection (08006)', sqlError('08006'), 'lost'],
+    ['a session ended, as TypeORM wraps it', new QueryFailedError('SELECT 1', [], sqlError('57P01')), 'lost'],
+    ["pg-pool's wait for a free connection", new Error('timeout exceeded when trying to connect'), 'busy'],
+  ])('%s: %s', (_, error, failure) => {
+    expect(databaseFailure(error)).toBe(failure);
+  });
+
+  it.each([
+    ['a unique violation (23505)', sqlError('23505')],
+    ['a value out of range, as TypeORM wraps it', new QueryFailedError('SELECT $1', [1], sqlError('22003'))],
+    ["an error of ours in the driver's words", new ApiError(400, 'x', 'timeout exceeded when trying to connect')],
+    ["an error that copies an SQLSTATE but is not the driver's", Object.assign(new Error('x'), { code: '57P03' })],
+    [
+      "an upstream provider's reset mid-body (Node's `aborted`)",
+      Object.assign(new Error('aborted'), { code: 'ECONNRESET' }),
+    ],
+    ["a client's aborted request body", Object.assign(systemError('ECONNRESET', 'read'), { statusCode: 400 })],
+    ['a refused connection that no database client made', systemError('ECONNREFUSED', 'connect')],
+    [
+      'an upstream unreachable, behind fetch',
+      new TypeError('fetch failed', { cause: systemError('ECONNREFUSED', 'connect') }),
+    ],
+    ['a string', 'Connection terminated unexpectedly'],
+    ['nothing', undefined],
+  ])('%s: not the database', (_, error) => {
+    expect(databaseFailure(error)).toBeUndefined();
+  });
+
+  it('is what a pool of DatabaseClients says when it cannot connect: nothing listens, no answer, closed at once, no free one', async () => {
+    const closed = net.createServer();
+    const closedPort = await listening(closed);
+    await new Promise((resolve) => closed.close(resolve));
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((socket) => void sockets.add(socket));
+    const silentPort = await listening(silent);
+    // Accepts, then closes or resets before a word: "Connection terminated unexpectedly" while opening.
+    const closing = net.createServer((socket) => void sockets.add(socket.end()));
+    const closingPort = await listening(closing);
+    const resetting = net.createServer((socket) => socket.resetAndDestroy());
+    const resettingPort = await listening(resetting);
+    try {
+      const at = (port: number) => ({ host: '127.0.0.1', port });
+      const failures = [
+        await poolError(at(closedPort)),
+        await poolError(at(silentPort)),
+        await poolError(at(closingPort)),
+        await poolError(at(resettingPort)),
+        // The one connection is still being opened when the query asks for another: it waits for it.
+        await poolError(at(silentPort), 'SELECT 1', (pool) => pool.connect()),
+      ];
+      expect(failures.map(databaseFailure)).toEqual([
+        'unavailable',
+        'unavailable',
+        'unavailable',
+        'unavailable',
+        'busy',
+      ]);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all([silent, closing, resetting].map((server) => new Promise((resolve) => server.close(resolve))));
+    }
+  });
+
+  describe('on a real PostgreSQL', () => {
+    let database: TestDatabase;
+    let proxy: CuttableProxy;
+    let connectionString: string;
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      ({ proxy, connectionString } = await CuttableProxy.before(database.connectionString));
+    });
+    afterAll(async () => {
+      await proxy?.close();
+      await database?.drop();
+    });
+
+    it('a connection reset while a statement runs is lost; a write refused by a read-only server is unavailable', async () => {
+      const resetting = poolError({ connectionString }, 'SELECT pg_sleep(5)');
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      proxy.resetAll();
+      const reset = await resetting;
+      expect(reset).toMatchObject({ code: 'ECONNRESET' });
+      const readOnly = await poolError(
+        { connectionString, options: '-c default_transaction_read_only=on' },
+        'CREATE TABLE refused (id int)',
+      );
+      expect(readOnly).toMatchObject({ code: '25006' });
+      expect([reset, readOnly].map(databaseFailure)).toEqual(['lost', 'unavailable']);
+    });
+  });
+});
