@@ -1,17 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { INestApplication } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { loadConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { PG_POOL } from '../../apps/ledger/src/database/pg-pool-token.js';
-import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
-import { CuttableProxy } from '../support/cuttable-proxy.js';
+import type { CuttableProxy } from '../support/cuttable-proxy.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { eventually } from '../support/probe.js';
-import { authorization, registerCredentials, TestCredentials } from '../support/test-credentials.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { authorization } from '../support/test-credentials.js';
 
 /** Far above the connect timeout below: a request still unanswered by then hangs. */
 const HANG_MS = 8_000;
@@ -22,38 +15,18 @@ const HANG_MS = 8_000;
  * waited for ever on a new connection, and the log's LISTEN connection never came back.
  */
 describe('a database that stops answering', () => {
-  let database: TestDatabase;
+  let ledger: LedgerUnderTest;
   let proxy: CuttableProxy;
-  let app: INestApplication;
-  let dataDir: string;
-  let baseUrl: string;
   let headers: Record<string, string>;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const proxied = await CuttableProxy.before(database.connectionString);
-    proxy = proxied.proxy;
-    dataDir = await mkdtemp(path.join(tmpdir(), 'db-unreachable-'));
-    const config = loadConfig({
-      LOG_LEVEL: 'silent',
-      LEDGER_DATA_DIR: dataDir,
-      LEDGER_DATABASE_CONNECT_TIMEOUT_MS: '1000',
-    });
-    app = await createLedgerApp({ config, connectionString: proxied.connectionString });
-    await app.listen(0, '127.0.0.1');
-    baseUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-    registerCredentials(await TestCredentials.fromDataDir(baseUrl, config.dataDir));
-    headers = { ...(await authorization(baseUrl, 'client')), 'content-type': 'application/json' };
+    ledger = await startLedger({ LEDGER_DATABASE_CONNECT_TIMEOUT_MS: '1000' }, { proxied: true });
+    proxy = ledger.proxy!;
+    headers = { ...(await authorization(ledger.baseUrl, 'client')), 'content-type': 'application/json' };
   });
-  afterAll(async () => {
-    proxy?.endMuted();
-    await proxy?.close();
-    await app?.close();
-    await database?.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => ledger?.close());
 
   const call = async (method: string, route: string, body?: unknown) => {
-    const response = await fetch(`${baseUrl}${route}`, {
+    const response = await fetch(`${ledger.baseUrl}${route}`, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -1,15 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { INestApplication } from '@nestjs/common';
+import { rm } from 'node:fs/promises';
 import pg from 'pg';
-import { LEDGER_CONFIG, loadConfig, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
-import { createLedgerApp } from '../../apps/ledger/src/ledger-app.js';
-import { CuttableProxy } from '../support/cuttable-proxy.js';
+import { LEDGER_CONFIG, type LedgerConfig } from '../../apps/ledger/src/config/ledger-config.js';
 import { runCli } from '../support/ledger-cli.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { eventually } from '../support/probe.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /**
  * The instance lock (decision 0051): every running instance holds it shared, so that `cli.js log-repair` runs only
@@ -65,37 +59,21 @@ describe('the instance lock after its backend is terminated (a restart of Postgr
 });
 
 describe('the instance lock on a connection cut half-open (a failover, a NAT that dropped its state)', () => {
-  let database: TestDatabase;
-  let proxy: CuttableProxy;
-  let app: INestApplication | undefined;
-  let dataDir: string;
+  let ledger: LedgerUnderTest;
   let db: pg.Client;
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const proxied = await CuttableProxy.before(database.connectionString);
-    proxy = proxied.proxy;
-    dataDir = await mkdtemp(path.join(tmpdir(), 'instance-lock-'));
-    const config = loadConfig({
-      LOG_LEVEL: 'silent',
-      LEDGER_DATA_DIR: dataDir,
-      LEDGER_CHECKPOINT_INTERVAL_MS: '600000',
-    });
-    app = await createLedgerApp({ config, connectionString: proxied.connectionString });
-    await app.listen(0, '127.0.0.1');
-    db = new pg.Client({ connectionString: database.connectionString });
+    ledger = await startLedger({ LEDGER_CHECKPOINT_INTERVAL_MS: '600000' }, { proxied: true });
+    db = new pg.Client({ connectionString: ledger.database.connectionString });
     await db.connect();
   });
   afterAll(async () => {
-    await proxy?.close();
-    await app?.close();
     await db?.end();
-    await database?.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await ledger?.close();
   });
 
   it('is found lost within seconds, and the share taken again on a new connection', async () => {
     const [held] = await sharesOn(db);
-    proxy.cut(held.client_port);
+    ledger.proxy!.cut(held.client_port);
     // With a timeout it returns once the backend has gone: its share with it (it only signals otherwise).
     await db.query('SELECT pg_terminate_backend($1, 10000)', [held.pid]);
     expect(await sharesOn(db)).toEqual([]);
