@@ -16,7 +16,7 @@ import {
 } from '../support/governance-fixture.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { keyActor } from '../support/test-credentials.js';
-import { probe } from '../support/probe.js';
+import { eventually, probe } from '../support/probe.js';
 
 const run = promisify(execFile);
 const VERIFY_CLI = path.resolve('dist/apps/ledger/src/verify.js');
@@ -99,7 +99,13 @@ describe('session export bundles', () => {
 
   it('verifies offline with the key alone, folds as the read routes show, and is recorded as an event', async () => {
     const forkId = await recordForkedSession('exported');
-    const last = (await ledger.request('GET', `/v1/sessions/${forkId}`)).body.position;
+    // A read waits up to 5 s for the read models to hold the caller's writes, then answers 503: asked again then.
+    const current = await eventually('the fork read', async () => {
+      const answer = await ledger.request('GET', `/v1/sessions/${forkId}`);
+      return answer.status === 503 ? undefined : answer;
+    });
+    expect(current.status).toBe(200);
+    const last = current.body.position;
     const bundle = await bundleOf(forkId);
     const verified = await verifySessionBundle(bundle, vkey);
     expect(verified.manifest).toMatchObject({
