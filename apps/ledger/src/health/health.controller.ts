@@ -2,7 +2,6 @@ import { Controller, Get, Res, ServiceUnavailableException } from '@nestjs/commo
 import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import { HEALTH_ANSWER_MS } from '#event-log';
 import type { FastifyReply } from 'fastify';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseHealthIndicator } from './database.health.js';
 import { EventLogHealthIndicator } from './event-log.health.js';
 
@@ -27,8 +26,9 @@ export class HealthController {
       const expire = () => {
         if (this.latest === check) this.latest = undefined;
       };
-      // Kept until it has both settled and been shared for its time, whichever comes later.
-      void Promise.all([check.catch(() => undefined), sleep(HEALTH_ANSWER_MS)]).then(expire);
+      // Kept until it has both been shared for its time and settled, whichever comes later. Unref'd: a probe just
+      // before shutdown must not hold the process.
+      setTimeout(() => void check.catch(() => undefined).then(expire), HEALTH_ANSWER_MS).unref();
     }
     try {
       return await this.latest;
