@@ -115,7 +115,7 @@ describe('health while the pools are full', () => {
   });
   afterAll(() => ledger?.close());
 
-  it('answers up from a connection of its own, and a flood of probes shares one check', async () => {
+  it('answers up to a flood of probes from a connection of its own', async () => {
     const pools = [
       ledger.app.get<pg.Pool>(PG_POOL),
       (ledger.app.get(DataSource).driver as unknown as { master: pg.Pool }).master,

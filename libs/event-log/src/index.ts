@@ -4,6 +4,7 @@ export * from './append-plan.js';
 export { readStreamAfterPosition } from './stream-page.js';
 export {
   createPostgresEventLog,
+  databaseConnection,
   DEFAULT_CONNECT_TIMEOUT_MS,
   type PostgresEventLogOptions,
 } from './postgres/postgres-event-log.js';

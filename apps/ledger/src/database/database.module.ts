@@ -1,6 +1,6 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
-import { DatabaseClient } from '#event-log';
+import { DatabaseClient, databaseConnection } from '#event-log';
 import pg from 'pg';
 import { PG_POOL } from './pg-pool-token.js';
 
@@ -18,14 +18,10 @@ export class DatabaseModule implements OnApplicationShutdown {
           provide: PG_POOL,
           inject: [Logger],
           useFactory: (logger: Logger) => {
-            // Keep-alive probes find a connection whose server side is gone (a failover, a host lost) in minutes.
             const pool = new pg.Pool({
-              connectionString,
-              connectionTimeoutMillis: connectTimeoutMs,
+              ...databaseConnection(connectionString, connectTimeoutMs),
               Client: DatabaseClient,
               max: 6,
-              keepAlive: true,
-              keepAliveInitialDelayMillis: 10_000,
             });
             // A connection can drop (a restart of PostgreSQL), idle in the pool or checked out between two
             // queries; without a listener that would crash the process. The next query on it fails instead.

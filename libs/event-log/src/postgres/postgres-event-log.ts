@@ -33,6 +33,20 @@ import { RecentCommits } from './recent-commits.js';
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * How the service connects to PostgreSQL, every pool and LISTEN connection alike: opening bounded by
+ * `connectTimeoutMs`, and keep-alive probes that find a connection whose server side is gone (a failover, a host
+ * lost) in minutes. Pools add `Client: DatabaseClient`.
+ */
+export function databaseConnection(connectionString: string, connectTimeoutMs: number): pg.ClientConfig {
+  return {
+    connectionString,
+    connectionTimeoutMillis: positiveInteger('connectTimeoutMs', connectTimeoutMs),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+}
+
 export interface PostgresEventLogOptions {
   readonly connectionString: string;
   readonly poolSize?: number;
@@ -156,16 +170,10 @@ export function pageQuery(
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
   const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? DEFAULT_READ_PAGE_BYTES);
-  const connection = {
-    connectionString: options.connectionString,
-    connectionTimeoutMillis: positiveInteger(
-      'connectTimeoutMs',
-      options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    ),
-    // Keep-alive probes find a connection whose server side is gone (a failover, a host lost) in minutes.
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 10_000,
-  };
+  const connection = databaseConnection(
+    options.connectionString,
+    options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+  );
   const pool = new pg.Pool({ ...connection, Client: DatabaseClient, max: options.poolSize ?? 8 });
   const healthPool = new pg.Pool(healthPoolOptions({ ...connection, Client: DatabaseClient }));
   const onError = options.onError ?? (() => undefined);
