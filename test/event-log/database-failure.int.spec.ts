@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { DatabaseClient, databaseFailure } from '#event-log';
+import { DatabaseClient, databaseConnection, databaseFailure } from '#event-log';
 import pg from 'pg';
 import { QueryFailedError } from 'typeorm';
 import { ApiError } from '../../apps/ledger/src/http/api-error.js';
@@ -138,6 +138,48 @@ describe('what is told as the database failing', () => {
       );
       expect(readOnly).toMatchObject({ code: '25006' });
       expect([reset, readOnly].map(databaseFailure)).toEqual(['lost', 'unavailable']);
+    });
+
+    /** A pool of one connection whose statements are bounded at 300 ms (decision 0064). */
+    const boundedPool = () => {
+      const pool = new pg.Pool({
+        ...databaseConnection(connectionString, { connectTimeoutMs: 1_000, statementTimeoutMs: 300 }),
+        Client: DatabaseClient,
+        max: 1,
+      });
+      pool.on('error', () => undefined);
+      return pool;
+    };
+    const backend = async (on: pg.Pool | pg.PoolClient) =>
+      (await on.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+
+    it('a statement past the statement timeout is cancelled by the server: a timeout', async () => {
+      const pool = boundedPool();
+      try {
+        const cancelled = await pool.query('SELECT pg_sleep(30)').catch((error: unknown) => error);
+        expect(cancelled).toMatchObject({ code: '57014', message: 'canceling statement due to statement timeout' });
+        expect(databaseFailure(cancelled)).toBe('timeout');
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('a connection whose server stops answering: the statement is lost, and the connection closed, not pooled again', async () => {
+      const pool = boundedPool();
+      try {
+        // Held as a transaction holds its connection, and given back as one does after a failure: without an error.
+        const client = await pool.connect();
+        const before = await backend(client);
+        proxy.freezeAll();
+        const frozen = await client.query('SELECT 1').catch((error: unknown) => error);
+        client.release();
+        expect(frozen).toMatchObject({ message: 'Query read timeout' });
+        expect(databaseFailure(frozen)).toBe('lost');
+        // New connections are forwarded: the next statement runs on one of them, not behind the frozen one.
+        expect(await backend(pool)).not.toBe(before);
+      } finally {
+        await pool.end();
+      }
     });
   });
 });

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { PG_POOL } from '../../apps/ledger/src/database/pg-pool-token.js';
+import { APPEND_LOCK_KEY } from '../../libs/event-log/src/postgres/group-commit-writer.js';
 import type { CuttableProxy } from '../support/cuttable-proxy.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { eventually } from '../support/probe.js';
@@ -101,6 +102,132 @@ describe('a database that stops answering', () => {
       async () => ((await call('GET', '/health')).status === 200 ? true : undefined),
       5_000,
     );
+  }, 30_000);
+});
+
+/**
+ * Decision 0064: a statement is bounded, by the server (it cancels one past the statement timeout) and by the client
+ * (a server that stops answering on a connection already open). Found in the thirty-eighth round: a server frozen
+ * with its connections open (its kernel still answers keep-alive probes) held every request on them for ever.
+ */
+describe('a database that stops answering on the connections already open', () => {
+  let ledger: LedgerUnderTest;
+  let admin: pg.Client;
+  let headers: Record<string, string>;
+  beforeAll(async () => {
+    ledger = await startLedger({ LEDGER_DATABASE_STATEMENT_TIMEOUT_MS: '1000' }, { proxied: true });
+    admin = new pg.Client({ connectionString: ledger.database.connectionString });
+    await admin.connect();
+    headers = { ...(await authorization(ledger.baseUrl, 'client')), 'content-type': 'application/json' };
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await ledger?.close();
+  });
+
+  const call = async (method: string, route: string, body?: unknown) => {
+    const response = await fetch(`${ledger.baseUrl}${route}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(HANG_MS),
+    });
+    return {
+      status: response.status,
+      retryAfter: response.headers.get('retry-after'),
+      body: (await response.json()) as any,
+    };
+  };
+
+  it('is answered 503 on each frozen connection, which is then closed: the service goes on, on new ones', async () => {
+    const { body: session } = await call('POST', '/v1/sessions', {});
+    expect(
+      (await call('POST', `/v1/sessions/${session.id}/messages`, { role: 'user', content: 'before' })).status,
+    ).toBe(201);
+    expect((await call('GET', `/v1/sessions/${session.id}`)).status).toBe(200);
+    // Every connection open now (pooled, leading a projection, listening) is frozen; new ones are forwarded. The
+    // server ends their sessions, as its keep-alive probes do once unanswered: what they held (a projection's lead)
+    // is free again, and the service, which never hears of it, must give up on them by itself.
+    const frozen = ledger.proxy!.freezeAll();
+    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_port = ANY($1)', [frozen]);
+
+    const refusals = new Set<string>();
+    const written = await eventually(
+      'a message recorded on new connections',
+      async () => {
+        const answer = await call('POST', `/v1/sessions/${session.id}/messages`, { role: 'user', content: 'after' });
+        if (answer.status === 201) return answer.body;
+        refusals.add(`${answer.status} ${answer.body.error.code}`);
+      },
+      30_000,
+    );
+    const read = await eventually(
+      'the message read back once the projections are on new connections too',
+      async () => {
+        const answer = await call('GET', `/v1/sessions/${session.id}?minPosition=${written.position}`);
+        if (answer.status === 200) return answer.body;
+        refusals.add(`${answer.status} ${answer.body.error.code}`);
+      },
+      30_000,
+    );
+    expect(read.messages.map((message: { content: string }) => message.content)).toEqual(['before', 'after']);
+    // A write on a connection that stopped answering may have been stored; a read is told to retry.
+    expect([...refusals].filter((refusal) => !refusal.startsWith('503 database_'))).toEqual([]);
+    expect(refusals.has('503 database_connection_lost')).toBe(true);
+    expect((await call('GET', '/health')).status).toBe(200);
+  }, 90_000);
+
+  it("asks the server to probe its side of each connection, so that a vanished client's session ends", async () => {
+    const settings = await ledger.app.get<pg.Pool>(PG_POOL).query<{ name: string; setting: string }>(
+      `SELECT name, setting FROM pg_settings WHERE name LIKE 'tcp_keepalives_%' OR name = 'statement_timeout'
+          ORDER BY name`,
+    );
+    expect(settings.rows).toEqual([
+      { name: 'statement_timeout', setting: '1000' },
+      { name: 'tcp_keepalives_count', setting: '3' },
+      { name: 'tcp_keepalives_idle', setting: '10' },
+      { name: 'tcp_keepalives_interval', setting: '5' },
+    ]);
+  });
+
+  it('a statement held past the statement timeout is cancelled: 503 database_timeout, nothing stored', async () => {
+    const { body: session } = await call('POST', '/v1/sessions', {});
+    // Every append waits for this lock (one writer at a time across instances).
+    await admin.query('SELECT pg_advisory_lock($1)', [APPEND_LOCK_KEY]);
+    let refused: Awaited<ReturnType<typeof call>>;
+    try {
+      refused = await call('POST', `/v1/sessions/${session.id}/messages`, { id: 'held', role: 'user', content: 'x' });
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock($1)', [APPEND_LOCK_KEY]);
+    }
+    expect(refused).toEqual({
+      status: 503,
+      retryAfter: '1',
+      body: {
+        error: {
+          code: 'database_timeout',
+          message: 'the database did not finish the request in time; nothing was done; retry later',
+        },
+      },
+    });
+    const events = await call('GET', `/v1/sessions/${session.id}/events`);
+    expect(events.body.events.map((event: { type: string }) => event.type)).toEqual(['session.opened']);
+
+    // Read once the session is in the read model, so that the read does not wait for the projection of it.
+    await eventually(
+      'the session read',
+      async () => ((await call('GET', `/v1/sessions/${session.id}`)).status === 200 ? true : undefined),
+      10_000,
+    );
+    await admin.query('BEGIN');
+    try {
+      await admin.query('LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE');
+      const read = await call('GET', `/v1/sessions/${session.id}`);
+      expect({ status: read.status, code: read.body.error?.code }).toEqual({ status: 503, code: 'database_timeout' });
+    } finally {
+      await admin.query('COMMIT');
+    }
+    expect((await call('GET', `/v1/sessions/${session.id}`)).status).toBe(200);
   }, 30_000);
 });
 

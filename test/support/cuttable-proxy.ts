@@ -2,6 +2,8 @@ import net from 'node:net';
 
 /**
  * A TCP proxy in front of PostgreSQL for the faults a network makes:
+ * - `freezeAll`: every open connection kept open both ways with nothing passing: a server that stopped (frozen,
+ *   swapping, its storage hung) while its kernel still keeps its connections, keep-alive probes answered.
  * - `cut`: a connection cut half-open. The server's side is closed (its backend ends, its locks are released);
  *   the client's side stays open, never hears of it, and its own FIN is never answered. That is a connection
  *   after a database failover, a host gone, or a NAT that dropped its state.
@@ -70,6 +72,17 @@ export class CuttableProxy {
       pair.upstream.destroy();
     }
     this.pairs.clear();
+  }
+
+  /**
+   * Every forwarded connection frozen at once (see the class); new ones are forwarded as `mode` says. Gives back
+   * the ports PostgreSQL sees them from (`pg_stat_activity.client_port`).
+   */
+  freezeAll(): number[] {
+    for (const pair of this.pairs.values()) pair.cut = true;
+    const ports = [...this.pairs.keys()];
+    this.pairs.clear();
+    return ports;
   }
 
   /** Every forwarded connection reset at once, as a database restart or a failover does. */

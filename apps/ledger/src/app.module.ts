@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DatabaseClient } from '#event-log';
+import { DatabaseClient, databaseConnection } from '#event-log';
 import { LoggerModule } from 'nestjs-pino';
 import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
 import { AdminModule } from './admin/admin.module.js';
@@ -52,18 +52,17 @@ export class AppModule {
         TypeOrmModule.forRoot({
           type: 'postgres',
           url: connectionString,
-          connectTimeoutMS: config.databaseConnectTimeoutMs,
-          // Its failures then say whether the database is why (`databaseFailure`).
-          extra: { Client: DatabaseClient },
+          // Bounded as every pool is; its failures then say whether the database is why (`databaseFailure`).
+          extra: { ...databaseConnection(connectionString, config.databaseBounds), Client: DatabaseClient },
           synchronize: false,
           migrationsRun: false,
           entities: READ_MODEL_ENTITIES,
         }),
-        DatabaseModule.forRoot(connectionString, config.databaseConnectTimeoutMs),
+        DatabaseModule.forRoot(connectionString, config.databaseBounds),
         MetricsModule,
         EventLogModule.forRoot({
           postgresUrl: connectionString,
-          connectTimeoutMs: config.databaseConnectTimeoutMs,
+          databaseBounds: config.databaseBounds,
           eventStoreConnectionString: config.eventStoreConnectionString,
         }),
         HealthModule,

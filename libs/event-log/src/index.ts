@@ -6,6 +6,7 @@ export {
   createPostgresEventLog,
   databaseConnection,
   DEFAULT_CONNECT_TIMEOUT_MS,
+  type DatabaseBounds,
   type PostgresEventLogOptions,
 } from './postgres/postgres-event-log.js';
 export type { CommitStats } from './postgres/group-commit-writer.js';

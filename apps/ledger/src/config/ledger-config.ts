@@ -1,9 +1,16 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SESSION_QUOTA, type SessionQuota } from '#core';
-import { DEFAULT_CONNECT_TIMEOUT_MS } from '#event-log';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type DatabaseBounds } from '#event-log';
 import { StartupError } from '../database/embedded-postgres.js';
 import type { SseOptions } from '../live/sse-stream.js';
+
+/**
+ * How long a statement of the service may run (decision 0064): past it the server cancels it, and a server that does
+ * not answer at all is given up on a moment later. The service's statements are small (pages, batches); a runaway
+ * one (a pathological search) or a frozen server must not hold a request, a pooled connection or a consumer for ever.
+ */
+const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
 
@@ -22,6 +29,7 @@ const environment = z
       .optional(),
     LEDGER_CONNECT_RETRY_MS: z.coerce.number().int().min(0).default(30_000),
     LEDGER_DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_CONNECT_TIMEOUT_MS),
+    LEDGER_DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_STATEMENT_TIMEOUT_MS),
     LEDGER_DATA_DIR: z.string().min(1).default('.data'),
     LEDGER_PG_PORT: port(54_329),
     LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
@@ -94,8 +102,11 @@ export interface LedgerConfig {
   readonly eventStoreConnectionString: string | undefined;
   /** At startup, how long the first connection to `DATABASE_URL` and to EventStoreDB is retried. */
   readonly connectRetryMs: number;
-  /** Once running, how long opening a PostgreSQL connection (or waiting for a pooled one) may take; past it, 503. */
-  readonly databaseConnectTimeoutMs: number;
+  /**
+   * Once running, how long opening a PostgreSQL connection (or waiting for a pooled one) and a statement may take;
+   * past either, 503.
+   */
+  readonly databaseBounds: Required<DatabaseBounds>;
   readonly dataDir: string;
   readonly embeddedPostgresPort: number;
   /** Largest request body accepted; larger ones get 413. */
@@ -222,7 +233,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     databaseUrl: values.DATABASE_URL,
     eventStoreConnectionString: values.EVENTSTORE_CONNECTION_STRING,
     connectRetryMs: values.LEDGER_CONNECT_RETRY_MS,
-    databaseConnectTimeoutMs: values.LEDGER_DATABASE_CONNECT_TIMEOUT_MS,
+    databaseBounds: {
+      connectTimeoutMs: values.LEDGER_DATABASE_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: values.LEDGER_DATABASE_STATEMENT_TIMEOUT_MS,
+    },
     dataDir: path.resolve(values.LEDGER_DATA_DIR),
     embeddedPostgresPort: values.LEDGER_PG_PORT,
     maxBodyBytes: values.LEDGER_MAX_BODY_BYTES,

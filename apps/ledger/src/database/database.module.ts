@@ -1,6 +1,6 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
-import { DatabaseClient, databaseConnection } from '#event-log';
+import { DatabaseClient, databaseConnection, type DatabaseBounds } from '#event-log';
 import pg from 'pg';
 import { PG_POOL } from './pg-pool-token.js';
 
@@ -10,7 +10,7 @@ import { PG_POOL } from './pg-pool-token.js';
 export class DatabaseModule implements OnApplicationShutdown {
   constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 
-  static forRoot(connectionString: string, connectTimeoutMs: number): DynamicModule {
+  static forRoot(connectionString: string, bounds: DatabaseBounds): DynamicModule {
     return {
       module: DatabaseModule,
       providers: [
@@ -19,7 +19,7 @@ export class DatabaseModule implements OnApplicationShutdown {
           inject: [Logger],
           useFactory: (logger: Logger) => {
             const pool = new pg.Pool({
-              ...databaseConnection(connectionString, connectTimeoutMs),
+              ...databaseConnection(connectionString, bounds),
               Client: DatabaseClient,
               max: 6,
             });

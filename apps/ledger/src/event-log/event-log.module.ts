@@ -1,5 +1,5 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import { createPostgresEventLog, type EventLog } from '#event-log';
+import { createPostgresEventLog, type DatabaseBounds, type EventLog } from '#event-log';
 import { Logger } from 'nestjs-pino';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { LedgerMetrics } from '../metrics/ledger-metrics.js';
@@ -16,11 +16,11 @@ export class EventLogModule implements OnApplicationShutdown {
   /** EventStoreDB when its connection string is set, else the PostgreSQL event log in `postgresUrl`. */
   static forRoot({
     postgresUrl,
-    connectTimeoutMs,
+    databaseBounds,
     eventStoreConnectionString,
   }: {
     postgresUrl: string;
-    connectTimeoutMs: number;
+    databaseBounds: DatabaseBounds;
     eventStoreConnectionString?: string;
   }): DynamicModule {
     return {
@@ -39,7 +39,7 @@ export class EventLogModule implements OnApplicationShutdown {
                 })
               : await createPostgresEventLog({
                   connectionString: postgresUrl,
-                  connectTimeoutMs,
+                  ...databaseBounds,
                   onCommit: (stats) => metrics.recordCommit(stats),
                   onError,
                 });

@@ -68,6 +68,11 @@ const CLIENT_ERROR_CODES: Readonly<Record<number, string>> = { 403: 'forbidden',
 const DATABASE_FAILURES: Readonly<Record<DatabaseFailure, () => ApiError>> = {
   busy: () => new RetryLater('database_busy', 'no database connection came free in time; retry later'),
   unavailable: () => new RetryLater('database_unavailable', 'the database cannot be reached now; retry later'),
+  timeout: () =>
+    new RetryLater(
+      'database_timeout',
+      'the database did not finish the request in time; nothing was done; retry later',
+    ),
   // Not "retry later": a write may have committed before the connection broke.
   lost: () =>
     new ApiError(

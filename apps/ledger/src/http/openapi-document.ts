@@ -62,7 +62,7 @@ export function openApiDocument(modules: readonly RouteContracts[]): OpenApiDocu
         'Immutable ledger of LLM agent sessions. Errors are `{error: {code, message, field?}}`; positions are ' +
         'log positions (JSON numbers). A position beyond the log head is `422 position_beyond_head` naming the ' +
         'parameter (`?minPosition` first waits up to 5 s). Any route may answer 503 when the database cannot serve: ' +
-        '`database_busy` or `database_unavailable` with `Retry-After` (nothing was done), or ' +
+        '`database_busy`, `database_unavailable` or `database_timeout` with `Retry-After` (nothing was done), or ' +
         '`database_connection_lost` (a write may have been stored: retry with the same ids, or read first). ' +
         'Quickstart: docs/quickstart.md.',
     },

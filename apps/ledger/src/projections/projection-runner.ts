@@ -130,11 +130,16 @@ export class ProjectionRunner {
   private async run(): Promise<void> {
     const lockKey = lockKeyOf(this.definition.name);
     while (!this.stopped) {
-      const lock = await this.pool.connect().catch((error: Error) => error);
-      if (lock instanceof Error) {
-        await this.pause(lock);
+      // Not `instanceof Error`: a socket's error can come from another realm (Node's own, under a VM context).
+      const taken = await this.pool.connect().then(
+        (client) => ({ client }),
+        (error: Error) => ({ error }),
+      );
+      if ('error' in taken) {
+        await this.pause(taken.error);
         continue;
       }
+      const lock = taken.client;
       // The lock's connection can die while it waits between batches (a database restart): without a
       // listener that would crash the process; with it, the leader steps down and takes the lock anew.
       let broken: Error | undefined;

@@ -5,9 +5,12 @@ import pg from 'pg';
  * - `busy`: no pooled connection came free within the pool's timeout: nothing was sent;
  * - `unavailable`: no connection could be opened (refused, reset or closed while opening, not opened in time, the
  *   server starting, full or read-only): nothing was done;
- * - `lost`: the connection broke while a statement was under way: a write may have been committed before it broke.
+ * - `timeout`: the server cancelled a statement that ran past the statement timeout (or an operator cancelled it):
+ *   nothing was done;
+ * - `lost`: the connection broke while a statement was under way, or the server did not answer it at all (then the
+ *   connection is closed): a write may have been committed.
  */
-export type DatabaseFailure = 'busy' | 'unavailable' | 'lost';
+export type DatabaseFailure = 'busy' | 'unavailable' | 'timeout' | 'lost';
 
 const TOLD = Symbol('databaseFailure');
 type ConnectCallback = Parameters<pg.Client['connect']>[0];
@@ -15,12 +18,15 @@ type ConnectCallback = Parameters<pg.Client['connect']>[0];
 const UNAVAILABLE_SQLSTATES = new Set(['08001', '08004', '57P03', '53300', '25006']);
 /** SQLSTATEs of a session the server ended (shutdown, crash of another backend) or a connection failure (class 08). */
 const LOST_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[12])$/;
+/** The SQLSTATE of a statement the server cancelled: past `statement_timeout`, or by `pg_cancel_backend`. */
+const CANCELLED_SQLSTATE = '57014';
 /** Socket errors a query of a `DatabaseClient` is failed with when its connection breaks. */
 const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
  * A pg client whose failures say which they are: an error opening its connection is `unavailable`; a broken
- * connection's error reaching a query is `lost`. Only what came through it, or shapes only pg makes, count
+ * connection's error reaching a query is `lost`, and so is a query the server did not answer within the client's
+ * `query_timeout`, whose connection it closes (still waiting for that answer, it would hold every later query). Only what came through it, or shapes only pg makes, count
  * (`databaseFailure`), so no other error (an upstream provider's reset, a client's aborted body) passes for the
  * database's. Pools take it as their `Client`.
  */
@@ -43,12 +49,19 @@ export class DatabaseClient extends pg.Client {
     const last = args.at(-1);
     if (typeof last === 'function')
       args[args.length - 1] = (error: Error | null, result: unknown) =>
-        (last as (error: Error | null, result: unknown) => void)(error && brokenTold(error), result);
+        (last as (error: Error | null, result: unknown) => void)(error && this.queryFailure(error), result);
     const result = (super.query as (...args: unknown[]) => unknown)(...args);
     if (!(result instanceof Promise)) return result as never;
     return result.catch((error: Error) => {
-      throw brokenTold(error);
+      throw this.queryFailure(error);
     }) as never;
+  }
+
+  private queryFailure(error: Error): Error {
+    if (error.constructor !== Error || error.message !== 'Query read timeout') return brokenTold(error);
+    // Ending marks it at once for the pool not to take back; pg destroys a socket with a query under way.
+    this.end().catch(() => undefined);
+    return told(error, 'lost');
   }
 }
 
@@ -67,6 +80,7 @@ function ownFailure(error: Error & { [TOLD]?: DatabaseFailure }): DatabaseFailur
   if (error[TOLD]) return error[TOLD];
   if (error instanceof pg.DatabaseError && error.code !== undefined) {
     if (UNAVAILABLE_SQLSTATES.has(error.code)) return 'unavailable';
+    if (error.code === CANCELLED_SQLSTATE) return 'timeout';
     return LOST_SQLSTATE.test(error.code) ? 'lost' : undefined;
   }
   if (error.constructor !== Error) return undefined;

@@ -34,17 +34,54 @@ import { RecentCommits } from './recent-commits.js';
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
+ * How long the client waits for an answer past the statement timeout before it gives up on the server: long enough
+ * for the server's own cancellation (nothing done, the connection kept) to arrive first from a server that answers.
+ */
+const SERVER_CANCEL_GRACE_MS = 1_000;
+
+/** What bounds the waits on PostgreSQL (decisions 0063 and 0064). */
+export interface DatabaseBounds {
+  /** Opening a connection, or waiting for a free one in a pool. */
+  readonly connectTimeoutMs: number;
+  /** A statement: the server cancels it past this (`57014`); none if not given. */
+  readonly statementTimeoutMs?: number;
+}
+
+/**
  * How the service connects to PostgreSQL, every pool and LISTEN connection alike: opening bounded by
  * `connectTimeoutMs`, and keep-alive probes that find a connection whose server side is gone (a failover, a host
- * lost) in minutes. Pools add `Client: DatabaseClient`.
+ * lost) in minutes. With `statementTimeoutMs`, a statement is bounded too, even on a server that stopped answering
+ * with its connection open (frozen: its kernel still answers keep-alive probes): the client then gives up a
+ * moment after the server would have cancelled it, and `DatabaseClient` closes that connection. Pools add
+ * `Client: DatabaseClient`.
  */
-export function databaseConnection(connectionString: string, connectTimeoutMs: number): pg.ClientConfig {
+export function databaseConnection(connectionString: string, bounds: DatabaseBounds): pg.ClientConfig {
+  const { statementTimeoutMs } = bounds;
   return {
-    connectionString,
-    connectionTimeoutMillis: positiveInteger('connectTimeoutMs', connectTimeoutMs),
+    connectionString: withServerKeepAlive(connectionString),
+    connectionTimeoutMillis: positiveInteger('connectTimeoutMs', bounds.connectTimeoutMs),
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    ...(statementTimeoutMs !== undefined && {
+      statement_timeout: positiveInteger('statementTimeoutMs', statementTimeoutMs),
+      query_timeout: statementTimeoutMs + SERVER_CANCEL_GRACE_MS,
+    }),
   };
+}
+
+/**
+ * Keep-alive probes from the server's side too: it then finds a connection whose client is gone without a word (a
+ * network partition, a NAT that dropped it, a client that gave up on a frozen path) in about 25 s, ending its
+ * session and what the session held (a projection's lead, a transaction's locks), where the system's default waits
+ * two hours. Appended to the connection string's own `options`, which pg would otherwise let override these.
+ */
+const SERVER_KEEP_ALIVE = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3';
+
+function withServerKeepAlive(connectionString: string): string {
+  if (!URL.canParse(connectionString)) return connectionString;
+  const url = new URL(connectionString);
+  url.searchParams.set('options', [url.searchParams.get('options'), SERVER_KEEP_ALIVE].filter(Boolean).join(' '));
+  return url.toString();
 }
 
 export interface PostgresEventLogOptions {
@@ -52,6 +89,8 @@ export interface PostgresEventLogOptions {
   readonly poolSize?: number;
   /** `DEFAULT_CONNECT_TIMEOUT_MS` by default. */
   readonly connectTimeoutMs?: number;
+  /** Unbounded by default (a command line's long reads); the service bounds it (`DatabaseBounds`). */
+  readonly statementTimeoutMs?: number;
   readonly maxEventsPerCommit?: number;
   readonly readPageSize?: number;
   /**
@@ -170,10 +209,10 @@ export function pageQuery(
 export async function createPostgresEventLog(options: PostgresEventLogOptions): Promise<EventLog> {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
   const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? DEFAULT_READ_PAGE_BYTES);
-  const connection = databaseConnection(
-    options.connectionString,
-    options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-  );
+  const connection = databaseConnection(options.connectionString, {
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: options.statementTimeoutMs,
+  });
   const pool = new pg.Pool({ ...connection, Client: DatabaseClient, max: options.poolSize ?? 8 });
   const healthPool = new pg.Pool(healthPoolOptions({ ...connection, Client: DatabaseClient }));
   const onError = options.onError ?? (() => undefined);
