@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { BatchingQueue } from '#event-log';
 
 class Refused extends Error {}
@@ -34,6 +35,13 @@ describe('BatchingQueue', () => {
     const outcomes = await Promise.allSettled([1, 2, -3, 4].map((item) => queue.push(item)));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'rejected']);
     expect(batches).toEqual([[1], [2, -3, 4]]);
+  });
+
+  it("rejects with what the batch threw, even an error of another realm (Node's own, under a VM context)", async () => {
+    const foreign = runInNewContext('new Error("connect ECONNREFUSED")') as Error;
+    expect(foreign instanceof Error).toBe(false);
+    const { queue } = doubler(() => foreign);
+    await expect(queue.push(-1)).rejects.toBe(foreign);
   });
 
   describe('gathering a turn before each batch', () => {

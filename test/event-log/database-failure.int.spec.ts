@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { DatabaseClient, databaseConnection, databaseFailure } from '#event-log';
 import pg from 'pg';
@@ -161,6 +162,49 @@ describe('what is told as the database failing', () => {
         expect(databaseFailure(cancelled)).toBe('timeout');
       } finally {
         await pool.end();
+      }
+    });
+
+    it("takes the connection string as the operator wrote it: a password with a raw '%', options of its own", async () => {
+      // pg reads a '%' not followed by two hex digits as itself: rewriting the string broke such a password.
+      const role = `pct_${randomUUID().replaceAll('-', '')}`;
+      const admin = new pg.Client({ connectionString: database.connectionString });
+      await admin.connect();
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '100%zz'`);
+      const url = new URL(connectionString);
+      const settingsFrom = async (written: string) => {
+        const pool = new pg.Pool({
+          ...databaseConnection(written, { connectTimeoutMs: 1_000, statementTimeoutMs: 300 }),
+          Client: DatabaseClient,
+          max: 1,
+        });
+        try {
+          const { rows } = await pool.query<Record<string, string>>(
+            `SELECT current_user AS "user", current_setting('application_name') AS "applicationName",
+                    current_setting('tcp_keepalives_idle') AS "keepAliveIdle",
+                    current_setting('statement_timeout') AS "statementTimeout"`,
+          );
+          return rows[0];
+        } finally {
+          await pool.end();
+        }
+      };
+      try {
+        expect(await settingsFrom(`postgres://${role}:100%zz@${url.host}${url.pathname}`)).toEqual({
+          user: role,
+          applicationName: '',
+          keepAliveIdle: '10',
+          statementTimeout: '300ms',
+        });
+        url.searchParams.set('options', '-c application_name=mine');
+        expect(await settingsFrom(url.toString())).toMatchObject({
+          applicationName: 'mine',
+          keepAliveIdle: '10',
+          statementTimeout: '300ms',
+        });
+      } finally {
+        await admin.query(`DROP ROLE ${role}`);
+        await admin.end();
       }
     });
 

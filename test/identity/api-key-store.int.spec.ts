@@ -90,9 +90,13 @@ describe('verified keys cached on several instances of one database', () => {
     // One clock reading for every check on the first instance: its entry never ages, only a notification can drop it.
     const now = Date.now();
     expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:agent`);
-    const before = pools[0].statements;
-    expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:agent`);
-    expect(pools[0].statements).toBe(before);
+    // The creation's notification may still be on its way (dropping the entry once): then cached, the key is checked
+    // with no statement.
+    await eventually('a check from the cache', async () => {
+      const before = pools[0].statements;
+      expect(await outcome(first, created.key, now)).toBe(`key:${created.id}:agent`);
+      return pools[0].statements === before ? true : undefined;
+    });
 
     await second.revoke(created.id, 'default', 'system:test');
     await eventually('the first instance refuses the revoked key', async () =>
@@ -181,7 +185,8 @@ describe('keys when the log cannot record them', () => {
     const refused = await keys
       .create({ name: 'refused', tenant: 'default', roles: ['producer'] }, 'system:test')
       .catch((error: unknown) => error);
-    expect(databaseFailure(refused)).toBe('unavailable');
+    // The first statement after the reset may go on a pooled connection not yet known to be gone.
+    expect(databaseFailure(refused)).toMatch(/^(unavailable|lost)$/);
     const revoked = await keys.revoke(kept.id, undefined, 'system:test').catch((error: unknown) => error);
     expect(revoked).toMatchObject({ status: 503, code: 'revocation_unrecorded' });
     const { rows } = await pool.query<{ name: string; revoked: boolean }>(
@@ -198,5 +203,51 @@ describe('keys when the log cannot record them', () => {
     );
     const { events } = await eventLog.readAll({ fromPosition: 0n });
     expect(events.map((event) => event.type)).toEqual(['credential.created', 'credential.revoked']);
+  });
+
+  it('records a key before its row: a row that cannot be written leaves a record closed by a revocation', async () => {
+    // Round 38's review: the row was written first, and when the log refused the record, the delete could time out
+    // too (a lock held on the table), leaving a key in effect that the log never heard of.
+    await pool.query(`CREATE FUNCTION refuse_insert() RETURNS trigger LANGUAGE plpgsql AS
+                        $$ BEGIN RAISE EXCEPTION 'inserts refused'; END $$`);
+    await pool.query(
+      'CREATE TRIGGER refuse_insert BEFORE INSERT ON api_keys FOR EACH ROW EXECUTE FUNCTION refuse_insert()',
+    );
+    const before = await eventually('the log read on connections of its own again', () =>
+      eventLog.readAll({ fromPosition: 0n }).then(
+        ({ events }) => events.length,
+        () => undefined,
+      ),
+    );
+    try {
+      const refused = await keys
+        .create({ name: 'unwritten', tenant: 'default', roles: ['producer'] }, 'system:test')
+        .catch((error: unknown) => error);
+      expect(refused).toMatchObject({ message: 'inserts refused' });
+    } finally {
+      await pool.query('DROP TRIGGER refuse_insert ON api_keys');
+    }
+    expect((await pool.query(`SELECT 1 FROM api_keys WHERE name = 'unwritten'`)).rowCount).toBe(0);
+    const recorded = (await eventLog.readAll({ fromPosition: 0n })).events.slice(before);
+    expect(recorded.map(({ type, data }) => ({ type, name: (data as { name?: string }).name }))).toEqual([
+      { type: 'credential.created', name: 'unwritten' },
+      { type: 'credential.revoked', name: undefined },
+    ]);
+    expect(new Set(recorded.map(({ data }) => (data as { keyId: string }).keyId)).size).toBe(1);
+
+    const made = await keys.create(
+      { name: 'made', tenant: 'default', roles: ['producer'], expiresAt: '2099-01-01T00:00:00+02:00' },
+      'system:test',
+    );
+    const { events } = await eventLog.readAll({ fromPosition: 0n });
+    // The record says what the table holds.
+    expect(events.at(-1)!.data).toEqual({
+      keyId: made.id,
+      name: 'made',
+      roles: ['producer'],
+      subject: null,
+      expiresAt: made.expiresAt,
+    });
+    expect(made.expiresAt).toBe('2098-12-31T22:00:00.000Z');
   });
 });

@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { createPostgresEventLog, NO_STREAM, ANY, type EventLog, type RecordedEvent } from '#event-log';
+import {
+  createPostgresEventLog,
+  DatabaseClient,
+  databaseConnection,
+  databaseFailure,
+  NO_STREAM,
+  ANY,
+  type EventLog,
+  type RecordedEvent,
+} from '#event-log';
 import pg from 'pg';
 import type { ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
 import { CheckpointMovedError, ProjectionRunner, within } from '../../apps/ledger/src/projections/projection-runner.js';
@@ -89,9 +98,20 @@ describe('projection runner', () => {
       onError?: (error: Error) => void;
       /** Hears the text of each query the runner sends, on any of its connections. */
       onQuery?: (text: string) => void;
+      /** Its pool's statements bounded so, as the service's are. */
+      statementTimeoutMs?: number;
     } = {},
   ) {
-    const pool = new pg.Pool({ connectionString: database.connectionString, max: poolSize });
+    const { statementTimeoutMs } = options;
+    const pool = new pg.Pool({
+      ...(statementTimeoutMs === undefined
+        ? { connectionString: database.connectionString }
+        : {
+            ...databaseConnection(database.connectionString, { connectTimeoutMs: 5_000, statementTimeoutMs }),
+            Client: DatabaseClient,
+          }),
+      max: poolSize,
+    });
     pools.push(pool);
     if (onQuery)
       pool.on('connect', (client) => {
@@ -203,6 +223,27 @@ describe('projection runner', () => {
         'the idle checkpoint is stored',
       );
       expect(await rows(`single-${form}`)).toEqual(appended.events.map((recorded) => recorded.position));
+    });
+
+    it('a batch whose commit runs past the statement timeout is committed in smaller slices, each row once', async () => {
+      const errors: Error[] = [];
+      const name = `slow-${form}`;
+      // 50 ms a row: the batch of 20 takes 1 s, against statements bounded at 300 ms.
+      const text = `INSERT INTO runner_rows (name, position)
+                    SELECT $1, position FROM unnest($2::bigint[]) AS position, LATERAL pg_sleep(0.05 + 0 * position)`;
+      start(definition(name, { text }, form), {
+        statementTimeoutMs: 300,
+        onError: (error) => errors.push(error),
+      });
+      const appended = await eventLog.append(
+        `kept-${name}-1`,
+        Array.from({ length: 20 }, () => event()),
+        NO_STREAM,
+      );
+      await eventually(async () => (await stored(name)) === appended.position, 'every slice committed');
+      expect(await rows(name)).toEqual(appended.events.map((recorded) => recorded.position));
+      expect(errors.length).toBeGreaterThan(0);
+      expect(errors.map(databaseFailure)).toEqual(errors.map(() => 'timeout'));
     });
 
     it('a batch whose checkpoint another runner moved meanwhile commits none of its rows, and the runner follows the moved checkpoint', async () => {

@@ -3,8 +3,11 @@ import { EventLogClosedError } from './errors.js';
 interface Queued<Item, Result> {
   readonly item: Item;
   readonly resolve: (result: Result) => void;
-  readonly reject: (error: Error) => void;
+  readonly reject: (error: unknown) => void;
 }
+
+/** An item's outcome: its result, or the error it is rejected with. */
+type Outcome<Result> = { readonly result: Result } | { readonly error: unknown };
 
 export interface BatchingOptions<Item> {
   /** How many of the waiting items the next batch takes (at least one); all of them by default. */
@@ -74,11 +77,11 @@ export class BatchingQueue<Item, Result> {
         if (this.queue.length === 0) break;
         const count = Math.max(1, this.batchSize(this.queue.map((queued) => queued.item)));
         const batch = this.queue.splice(0, count);
-        const results = await this.settle(batch.map((queued) => queued.item));
+        const outcomes = await this.settle(batch.map((queued) => queued.item));
         batch.forEach((queued, index) => {
-          const result = results[index];
-          if (result instanceof Error) queued.reject(result);
-          else queued.resolve(result);
+          const outcome = outcomes[index];
+          if ('error' in outcome) queued.reject(outcome.error);
+          else queued.resolve(outcome.result);
         });
       }
     } finally {
@@ -89,12 +92,14 @@ export class BatchingQueue<Item, Result> {
   }
 
   /** One outcome per item: the batch's, or, when it failed, its halves' (one after the other, keeping queue order). */
-  private async settle(items: readonly Item[]): Promise<readonly (Result | Error)[]> {
+  private async settle(items: readonly Item[]): Promise<readonly Outcome<Result>[]> {
     try {
-      return await this.process(items);
+      return (await this.process(items)).map((result) => (result instanceof Error ? { error: result } : { result }));
     } catch (thrown) {
+      // Not told apart by `instanceof Error`: what was thrown may come from another realm (Node's own errors under a
+      // VM context), and it must reject all the same.
       const error = thrown as Error;
-      if (items.length === 1 || !this.splitOnFailure(error)) return items.map(() => error);
+      if (items.length === 1 || !this.splitOnFailure(error)) return items.map(() => ({ error }));
       const middle = Math.ceil(items.length / 2);
       return [...(await this.settle(items.slice(0, middle))), ...(await this.settle(items.slice(middle)))];
     }

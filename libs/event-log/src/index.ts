@@ -15,6 +15,12 @@ export { AppendFunction1763800000150 } from './postgres/1763800000150-append-fun
 export { CompactEventLog1763800000250 } from './postgres/1763800000250-compact-event-log.migration.js';
 export { AppendLookupsByKey1763800000340 } from './postgres/1763800000340-append-lookups-by-key.migration.js';
 export { BatchingQueue } from './batching-queue.js';
-export { DatabaseClient, databaseFailure, type DatabaseFailure } from './postgres/database-failure.js';
+export {
+  DatabaseClient,
+  databaseFailure,
+  TimeoutShare,
+  type DatabaseConnection,
+  type DatabaseFailure,
+} from './postgres/database-failure.js';
 export { HEALTH_ANSWER_MS, healthPoolOptions, healthQuery } from './postgres/health-query.js';
 export { partitionPoint } from './partition-point.js';

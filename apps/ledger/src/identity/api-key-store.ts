@@ -112,44 +112,36 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     const id = randomBytes(10).toString('hex').slice(0, 16);
     const secret = randomBytes(24).toString('base64url');
     const salt = randomBytes(16);
-    const { rows } = await this.pool.query<KeyRecord>(
-      `INSERT INTO api_keys (id, name, tenant, roles, subject, expires_at, salt, secret_hash, suffix, created_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+    const { name, tenant } = input;
+    const roles = [...input.roles];
+    const subject = input.subject ?? null;
+    const expiresAt = isoTime(input.expiresAt);
+    // Recorded first: no key works before its record is in the log. A row then not written leaves the record of a
+    // key that never worked, closed by a revocation when one can be recorded (its secret was never shown).
+    await this.eventLog.append(
+      tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
       [
-        id,
-        input.name,
-        input.tenant,
-        [...input.roles],
-        input.subject ?? null,
-        input.expiresAt ?? null,
-        salt,
-        digest(salt, secret),
-        secret.slice(-4),
-        createdBy,
+        {
+          id: nameUuid(`credential:${id}:created`),
+          type: 'credential.created',
+          data: { keyId: id, name, roles, subject, expiresAt },
+          actor: createdBy,
+          tenant,
+        },
       ],
+      NO_STREAM,
     );
-    const record = present(rows[0]);
-    const { name, tenant, roles, subject, expiresAt } = record;
-    try {
-      await this.eventLog.append(
-        tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
-        [
-          {
-            id: nameUuid(`credential:${id}:created`),
-            type: 'credential.created',
-            data: { keyId: id, name, roles, subject, expiresAt },
-            actor: createdBy,
-            tenant,
-          },
-        ],
-        NO_STREAM,
-      );
-    } catch (error) {
-      // No key without its record in the log, as the caller is told: its secret was never shown, so none is lost.
-      await this.pool.query('DELETE FROM api_keys WHERE id = $1', [id]).catch(() => undefined);
-      throw error;
-    }
-    return { ...record, key: `blk_${id}_${secret}` };
+    const { rows } = await this.pool
+      .query<KeyRecord>(
+        `INSERT INTO api_keys (id, name, tenant, roles, subject, expires_at, salt, secret_hash, suffix, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+        [id, name, tenant, roles, subject, expiresAt, salt, digest(salt, secret), secret.slice(-4), createdBy],
+      )
+      .catch(async (error: unknown) => {
+        await this.recordRevocation(id, tenant, createdBy).catch(() => undefined);
+        throw error;
+      });
+    return { ...present(rows[0]), key: `blk_${id}_${secret}` };
   }
 
   /** Keys of a tenant (every tenant's when `tenant` is undefined), newest first, without secrets. */
@@ -171,28 +163,31 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
     if (rows.length === 0) throw new ApiError(404, 'key_not_found', 'no such key');
     const record = present(rows[0]);
     this.forget(id);
-    await this.eventLog
-      .append(
-        tenantStreamId(CREDENTIAL_STREAM_PREFIX, record.tenant, id),
-        [
-          {
-            id: nameUuid(`credential:${id}:revoked`),
-            type: 'credential.revoked',
-            data: { keyId: id },
-            actor: revokedBy,
-            tenant: record.tenant,
-          },
-        ],
-        0n,
-      ) // A second revocation repeats the same event id: the log records it once.
-      .catch((error: unknown) => {
-        if (!databaseFailure(error)) throw error;
-        throw new RetryLater(
-          'revocation_unrecorded',
-          'the key is revoked, but the log could not record it now: revoke it again to record it',
-        );
-      });
+    await this.recordRevocation(id, record.tenant, revokedBy).catch((error: unknown) => {
+      if (!databaseFailure(error)) throw error;
+      throw new RetryLater(
+        'revocation_unrecorded',
+        'the key is revoked, but the log could not record it now: revoke it again to record it',
+      );
+    });
     return record;
+  }
+
+  /** Records a key's revocation; a second one repeats the same event id, which the log records once. */
+  private recordRevocation(id: string, tenant: string, revokedBy: string): Promise<unknown> {
+    return this.eventLog.append(
+      tenantStreamId(CREDENTIAL_STREAM_PREFIX, tenant, id),
+      [
+        {
+          id: nameUuid(`credential:${id}:revoked`),
+          type: 'credential.revoked',
+          data: { keyId: id },
+          actor: revokedBy,
+          tenant,
+        },
+      ],
+      0n,
+    );
   }
 
   /**
@@ -319,21 +314,23 @@ function digest(salt: Buffer, secret: string): Buffer {
   return createHash('sha256').update(salt).update(secret).digest();
 }
 
+/** A time as the table gives it back (an ISO string in UTC, to the millisecond); null for none. */
+const isoTime = (value: unknown): string | null =>
+  value === null || value === undefined ? null : new Date(value as string).toISOString();
+
 function present(row: KeyRecord): KeyRecord {
-  const iso = (value: unknown) =>
-    value === null || value === undefined ? null : new Date(value as string).toISOString();
   return {
     id: row.id,
     name: row.name,
     tenant: row.tenant,
     roles: row.roles,
     subject: row.subject,
-    expiresAt: iso(row.expiresAt),
+    expiresAt: isoTime(row.expiresAt),
     createdBy: row.createdBy,
-    createdAt: iso(row.createdAt)!,
-    revokedAt: iso(row.revokedAt),
+    createdAt: isoTime(row.createdAt)!,
+    revokedAt: isoTime(row.revokedAt),
     revokedBy: row.revokedBy,
-    lastUsedAt: iso(row.lastUsedAt),
+    lastUsedAt: isoTime(row.lastUsedAt),
     suffix: row.suffix,
   };
 }

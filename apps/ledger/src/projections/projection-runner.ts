@@ -1,4 +1,4 @@
-import type { EventLog, RecordedEvent, Subscription } from '#event-log';
+import { TimeoutShare, type EventLog, type RecordedEvent, type Subscription, type SubscriptionBatch } from '#event-log';
 import pg, { type Pool, type PoolClient, type QueryConfig } from 'pg';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -59,6 +59,8 @@ export class ProjectionRunner {
   private subscription: Subscription | undefined;
   private loop: Promise<void> | undefined;
   private readonly waiters = new Set<() => void>();
+  /** Batches commit in smaller slices while the server cancels their commits for taking too long (decision 0064). */
+  private readonly commitShare = new TimeoutShare();
 
   constructor(
     private readonly pool: Pool,
@@ -207,9 +209,10 @@ export class ProjectionRunner {
         const batch = result.value;
         if (batch.checkpoint === reached) continue;
         if (batch.events.length > 0) this.definition.react?.(batch.events);
-        if (batch.events.some(writesFor) && (await this.commitBatch(lock, batch.events, stored, batch.checkpoint))) {
+        const committed = batch.events.some(writesFor) ? await this.commitInSlices(lock, batch, stored) : stored;
+        if (committed !== stored) {
           lastBatchAt = performance.now();
-          stored = batch.checkpoint;
+          stored = committed;
         } else if (reached === stored) unstoredSince = performance.now();
         reached = batch.checkpoint;
         this.advance(reached);
@@ -219,6 +222,23 @@ export class ProjectionRunner {
       this.definition.reset();
       throw error;
     }
+  }
+
+  /**
+   * Commits the batch in slices of the share `commitShare` allows (all of it, unless commits ran past the statement
+   * timeout); the position stored last, `from` when no slice had anything to write.
+   */
+  private async commitInSlices(lock: PoolClient, batch: SubscriptionBatch, from: bigint): Promise<bigint> {
+    const { events } = batch;
+    let stored = from;
+    for (let start = 0; start < events.length;) {
+      const end = Math.min(events.length, start + this.commitShare.of(events.length));
+      const to = end === events.length ? batch.checkpoint : events[end - 1].position;
+      const slice = events.slice(start, end);
+      if (await this.commitShare.run(() => this.commitBatch(lock, slice, stored, to))) stored = to;
+      start = end;
+    }
+    return stored;
   }
 
   /**

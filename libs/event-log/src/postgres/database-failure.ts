@@ -23,25 +23,57 @@ const CANCELLED_SQLSTATE = '57014';
 /** Socket errors a query of a `DatabaseClient` is failed with when its connection breaks. */
 const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+/** A connection's configuration, with the server settings a `DatabaseClient` makes on it once opened. */
+export interface DatabaseConnection extends pg.ClientConfig {
+  readonly sessionSettings?: Readonly<Record<string, string>>;
+}
+
 /**
  * A pg client whose failures say which they are: an error opening its connection is `unavailable`; a broken
  * connection's error reaching a query is `lost`, and so is a query the server did not answer within the client's
- * `query_timeout`, whose connection it closes (still waiting for that answer, it would hold every later query). Only what came through it, or shapes only pg makes, count
- * (`databaseFailure`), so no other error (an upstream provider's reset, a client's aborted body) passes for the
- * database's. Pools take it as their `Client`.
+ * `query_timeout`, whose connection it closes (still waiting for that answer, it would hold every later query).
+ * Only what came through it, or shapes only pg makes, count (`databaseFailure`), so no other error (an upstream
+ * provider's reset, a client's aborted body) passes for the database's. Once open, it makes its `sessionSettings`
+ * before anything else runs on it. Pools take it as their `Client`.
  */
 export class DatabaseClient extends pg.Client {
+  private readonly sessionSettings: Readonly<Record<string, string>>;
+
+  constructor(config?: string | DatabaseConnection) {
+    super(config);
+    this.sessionSettings = (typeof config === 'object' && config.sessionSettings) || {};
+  }
+
   // pg's overloads: a callback (pg-pool) or a promise. `never` stands for what each gives back.
   override connect(callback?: ConnectCallback): never {
-    if (callback) {
-      const answer = callback as (error: Error | null, client?: pg.Client) => void;
-      return super.connect((error: Error | null, client?: pg.Client) =>
-        answer(error && told(error, 'unavailable'), client),
-      ) as never;
-    }
-    return super.connect().catch((error: Error) => {
-      throw told(error, 'unavailable');
-    }) as never;
+    const opened = new Promise<void>((resolve, reject) =>
+      super.connect((error: Error | null) => (error ? reject(error) : resolve())),
+    )
+      .then(() =>
+        this.settle().catch((error: Error) => {
+          // Open, but not as it must be: not handed out (a pool forgets a client that failed to connect).
+          this.end().catch(() => undefined);
+          throw error;
+        }),
+      )
+      .catch((error: Error) => {
+        throw told(error, 'unavailable');
+      });
+    if (!callback) return opened as never;
+    const answer = callback as (error: Error | null, client?: pg.Client) => void;
+    opened.then(
+      () => answer(null, this),
+      (error: Error) => answer(error),
+    );
+    return undefined as never;
+  }
+
+  /** The session settings, in one statement. */
+  private async settle(): Promise<void> {
+    const settings = Object.entries(this.sessionSettings);
+    if (settings.length === 0) return;
+    const calls = settings.map((_, index) => `set_config($${2 * index + 1}, $${2 * index + 2}, false)`);
+    await super.query(`SELECT ${calls.join(', ')}`, settings.flat());
   }
 
   // pg's overloads take callbacks (pg-pool, TypeORM), promises (ours) or submittables (left as they are).
@@ -103,4 +135,32 @@ function brokenTold(error: Error): Error {
     (typeof code === 'string' && BROKEN_CONNECTION.has(code)) ||
     (error.constructor === Error && /^Connection terminated\b|is not queryable$/.test(error.message));
   return broken ? told(error, 'lost') : error;
+}
+
+/** The smallest share `TimeoutShare` goes down to: one event of any page or batch the service makes. */
+const MIN_SHARE = 2 ** -24;
+
+/**
+ * The share (at most all) of a page or batch to take now: halved each time a statement of it ran past the statement
+ * timeout, doubled back each time one ran. A consumer that retries what the server cancelled then makes progress on a
+ * slow database, where the same statement would be cancelled for ever (decision 0064).
+ */
+export class TimeoutShare {
+  private share = 1;
+
+  /** The share of `full`, at least 1. */
+  of(full: number): number {
+    return Math.max(1, Math.floor(full * this.share));
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      const result = await work();
+      this.share = Math.min(1, this.share * 2);
+      return result;
+    } catch (error) {
+      if (databaseFailure(error) === 'timeout') this.share = Math.max(MIN_SHARE, this.share / 2);
+      throw error;
+    }
+  }
 }

@@ -18,7 +18,7 @@ import type {
   Subscription,
 } from '../event-log.js';
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
-import { DatabaseClient } from './database-failure.js';
+import { DatabaseClient, TimeoutShare, type DatabaseConnection } from './database-failure.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
 import { healthPoolOptions, healthQuery } from './health-query.js';
 import { LogStatistics } from './log-statistics.js';
@@ -48,40 +48,40 @@ export interface DatabaseBounds {
 }
 
 /**
- * How the service connects to PostgreSQL, every pool and LISTEN connection alike: opening bounded by
- * `connectTimeoutMs`, and keep-alive probes that find a connection whose server side is gone (a failover, a host
- * lost) in minutes. With `statementTimeoutMs`, a statement is bounded too, even on a server that stopped answering
- * with its connection open (frozen: its kernel still answers keep-alive probes): the client then gives up a
- * moment after the server would have cancelled it, and `DatabaseClient` closes that connection. Pools add
- * `Client: DatabaseClient`.
+ * Server-side keep-alive probes: the server then finds a connection whose client is gone without a word (a network
+ * partition, a NAT that dropped it, a client that gave up on a frozen path) in about 25 s, ending its session and
+ * what the session held (a projection's lead, a transaction's locks), where the system's default waits two hours.
  */
-export function databaseConnection(connectionString: string, bounds: DatabaseBounds): pg.ClientConfig {
+const SERVER_KEEP_ALIVE: Readonly<Record<string, string>> = {
+  tcp_keepalives_idle: '10',
+  tcp_keepalives_interval: '5',
+  tcp_keepalives_count: '3',
+};
+
+/**
+ * How the service connects to PostgreSQL, every pool and LISTEN connection alike: opening bounded by
+ * `connectTimeoutMs`, and keep-alive probes from both sides that find a connection whose other side is gone (a
+ * failover, a host lost) in minutes. With `statementTimeoutMs`, a statement is bounded too, and a transaction left
+ * idle by a client that stopped sending; even on a server that stopped answering with its connection open (frozen:
+ * its kernel still answers keep-alive probes), the client gives up a moment after the server would have cancelled
+ * it, and `DatabaseClient` closes that connection. Pools add `Client: DatabaseClient`, which makes the server-side
+ * settings on each connection it opens: set there rather than in the startup packet, which a pooler in between
+ * may refuse, and rather than in the connection string, whose own parameters are the operator's.
+ */
+export function databaseConnection(connectionString: string, bounds: DatabaseBounds): DatabaseConnection {
   const { statementTimeoutMs } = bounds;
+  const statementBound = statementTimeoutMs !== undefined && {
+    statement_timeout: String(positiveInteger('statementTimeoutMs', statementTimeoutMs)),
+    idle_in_transaction_session_timeout: String(statementTimeoutMs),
+  };
   return {
-    connectionString: withServerKeepAlive(connectionString),
+    connectionString,
     connectionTimeoutMillis: positiveInteger('connectTimeoutMs', bounds.connectTimeoutMs),
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
-    ...(statementTimeoutMs !== undefined && {
-      statement_timeout: positiveInteger('statementTimeoutMs', statementTimeoutMs),
-      query_timeout: statementTimeoutMs + SERVER_CANCEL_GRACE_MS,
-    }),
+    ...(statementTimeoutMs !== undefined && { query_timeout: statementTimeoutMs + SERVER_CANCEL_GRACE_MS }),
+    sessionSettings: { ...SERVER_KEEP_ALIVE, ...statementBound },
   };
-}
-
-/**
- * Keep-alive probes from the server's side too: it then finds a connection whose client is gone without a word (a
- * network partition, a NAT that dropped it, a client that gave up on a frozen path) in about 25 s, ending its
- * session and what the session held (a projection's lead, a transaction's locks), where the system's default waits
- * two hours. Appended to the connection string's own `options`, which pg would otherwise let override these.
- */
-const SERVER_KEEP_ALIVE = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3';
-
-function withServerKeepAlive(connectionString: string): string {
-  if (!URL.canParse(connectionString)) return connectionString;
-  const url = new URL(connectionString);
-  url.searchParams.set('options', [url.searchParams.get('options'), SERVER_KEEP_ALIVE].filter(Boolean).join(' '));
-  return url.toString();
 }
 
 export interface PostgresEventLogOptions {
@@ -252,6 +252,9 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     return BigInt(rows[0].position);
   }
 
+  /** Pages shrink while the server cancels them for taking too long (a slow database), and grow back. */
+  const pageShare = new TimeoutShare();
+
   /** A page of the log with the columns given, each row made an event by `toEvent`. */
   async function readPage<Row extends unknown[], Event extends Pick<RecordedEvent, 'position'>>(
     readOptions: ReadAllOptions,
@@ -259,13 +262,15 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     toEvent: (row: Row) => Event,
   ): Promise<ReadAllResult<Event>> {
     const after = readOptions.fromPosition ?? 0n;
-    const limit = pageLimit(readOptions.maxCount, readPageSize);
+    const limit = pageShare.of(pageLimit(readOptions.maxCount, readPageSize));
     const { text, filterParams } = pageQuery(columns, readOptions.filter);
-    const { rows } = await pool.query<unknown[]>({
-      text,
-      values: [after.toString(), limit, readPageBytes, ...filterParams],
-      rowMode: 'array',
-    });
+    const { rows } = await pageShare.run(() =>
+      pool.query<unknown[]>({
+        text,
+        values: [after.toString(), limit, pageShare.of(readPageBytes), ...filterParams],
+        rowMode: 'array',
+      }),
+    );
     // Each row: the columns, whether the byte bound was reached there, the head.
     const reachedBytes = columns.length;
     const head = BigInt(rows[0][reachedBytes + 1] as string);
