@@ -208,6 +208,42 @@ describe('what is told as the database failing', () => {
       }
     });
 
+    it('a connection that breaks while its settings are made fails to open: unavailable, and nothing else hears of it', async () => {
+      // Forwards until the server's first ReadyForQuery ('Z', length 5), then ends both sides: the session opened,
+      // its settings not made. Round 38's second review: an 'error' event nobody listened for then ended the process.
+      const readyForQuery = Buffer.from([0x5a, 0, 0, 0, 5]);
+      const target = new URL(connectionString);
+      const sockets = new Set<net.Socket>();
+      const closing = net.createServer((client) => {
+        const upstream = net.connect(Number(target.port), target.hostname);
+        for (const socket of [client, upstream]) sockets.add(socket.on('error', () => undefined));
+        client.on('data', (data) => upstream.write(data));
+        upstream.on('data', (data) => {
+          client.write(data);
+          if (data.includes(readyForQuery)) {
+            client.end();
+            upstream.end();
+          }
+        });
+      });
+      const closed = new URL(connectionString);
+      closed.port = String(await listening(closing));
+      const pool = new pg.Pool({
+        ...databaseConnection(closed.toString(), { connectTimeoutMs: 1_000, statementTimeoutMs: 300 }),
+        Client: DatabaseClient,
+        max: 1,
+      });
+      try {
+        const failure = await pool.query('SELECT 1').catch((error: unknown) => error);
+        expect(databaseFailure(failure)).toBe('unavailable');
+        expect(pool.totalCount).toBe(0);
+      } finally {
+        await pool.end();
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => closing.close(resolve));
+      }
+    });
+
     it('a connection whose server stops answering: the statement is lost, and the connection closed, not pooled again', async () => {
       const pool = boundedPool();
       try {

@@ -209,7 +209,7 @@ describe('keys when the log cannot record them', () => {
     // Round 38's review: the row was written first, and when the log refused the record, the delete could time out
     // too (a lock held on the table), leaving a key in effect that the log never heard of.
     await pool.query(`CREATE FUNCTION refuse_insert() RETURNS trigger LANGUAGE plpgsql AS
-                        $$ BEGIN RAISE EXCEPTION 'inserts refused'; END $$`);
+                        $$ BEGIN RAISE EXCEPTION 'inserts refused' USING ERRCODE = 'query_canceled'; END $$`);
     await pool.query(
       'CREATE TRIGGER refuse_insert BEFORE INSERT ON api_keys FOR EACH ROW EXECUTE FUNCTION refuse_insert()',
     );
@@ -223,7 +223,14 @@ describe('keys when the log cannot record them', () => {
       const refused = await keys
         .create({ name: 'unwritten', tenant: 'default', roles: ['producer'] }, 'system:test')
         .catch((error: unknown) => error);
-      expect(refused).toMatchObject({ message: 'inserts refused' });
+      // Refused as a statement cancelled for its time would be: the caller is told what was recorded.
+      expect(refused).toMatchObject({
+        status: 503,
+        code: 'key_not_stored',
+        message:
+          "the key's creation was recorded, but the key could not be stored, so it never worked; its record is revoked: " +
+          'create another',
+      });
     } finally {
       await pool.query('DROP TRIGGER refuse_insert ON api_keys');
     }

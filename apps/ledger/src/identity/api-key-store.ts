@@ -138,8 +138,21 @@ export class ApiKeyStore implements OnModuleInit, OnModuleDestroy {
         [id, name, tenant, roles, subject, expiresAt, salt, digest(salt, secret), secret.slice(-4), createdBy],
       )
       .catch(async (error: unknown) => {
-        await this.recordRevocation(id, tenant, createdBy).catch(() => undefined);
-        throw error;
+        // A row the insert stored before its connection broke is revoked too; the caller never saw its secret.
+        await this.pool
+          .query('UPDATE api_keys SET revoked_at = now(), revoked_by = $2 WHERE id = $1', [id, createdBy])
+          .catch(() => undefined);
+        const revoked = await this.recordRevocation(id, tenant, createdBy).then(
+          () => true,
+          () => false,
+        );
+        if (!databaseFailure(error)) throw error;
+        throw new RetryLater(
+          'key_not_stored',
+          `the key's creation was recorded, but the key could not be stored, so it never worked; ${
+            revoked ? 'its record is revoked' : 'its revocation could not be recorded yet'
+          }: create another`,
+        );
       });
     return { ...present(rows[0]), key: `blk_${id}_${secret}` };
   }

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import { DatabaseClient } from '#event-log';
+import type pg from 'pg';
 
 export const KEY_CHANGED_CHANNEL = 'api_key_changed';
 const RECONNECT_MS = 1_000;
@@ -27,7 +28,7 @@ export class KeyChangeListener {
 
   /** Starts listening; a database that cannot be reached now is retried, as a dropped connection is. */
   async start(): Promise<void> {
-    const client = new pg.Client(this.connection);
+    const client: pg.Client = new DatabaseClient(this.connection);
     client.on('notification', ({ payload }) => {
       if (payload) this.onChange(payload);
     });

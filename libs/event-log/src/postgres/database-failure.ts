@@ -46,6 +46,10 @@ export class DatabaseClient extends pg.Client {
 
   // pg's overloads: a callback (pg-pool) or a promise. `never` stands for what each gives back.
   override connect(callback?: ConnectCallback): never {
+    // Until it is handed out, nobody else listens for its errors: the connection breaking while the settings are
+    // made would be an unheard 'error' event, which ends the process. The settings' statement fails with it.
+    const unheard = () => undefined;
+    this.on('error', unheard);
     const opened = new Promise<void>((resolve, reject) =>
       super.connect((error: Error | null) => (error ? reject(error) : resolve())),
     )
@@ -56,6 +60,7 @@ export class DatabaseClient extends pg.Client {
           throw error;
         }),
       )
+      .finally(() => this.off('error', unheard))
       .catch((error: Error) => {
         throw told(error, 'unavailable');
       });

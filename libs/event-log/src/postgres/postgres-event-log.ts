@@ -1,3 +1,4 @@
+import { rememberNewest } from '#core';
 import pg from 'pg';
 import { prepareAppends } from '../append-plan.js';
 import type {
@@ -33,6 +34,9 @@ import { RecentCommits } from './recent-commits.js';
  */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
+/** Filters whose page shares are kept (the service's consumers have a handful; clients' live feeds the rest). */
+const MAX_PAGE_SHARES = 1_000;
+
 /**
  * How long the client waits for an answer past the statement timeout before it gives up on the server: long enough
  * for the server's own cancellation (nothing done, the connection kept) to arrive first from a server that answers.
@@ -61,10 +65,9 @@ const SERVER_KEEP_ALIVE: Readonly<Record<string, string>> = {
 /**
  * How the service connects to PostgreSQL, every pool and LISTEN connection alike: opening bounded by
  * `connectTimeoutMs`, and keep-alive probes from both sides that find a connection whose other side is gone (a
- * failover, a host lost) in minutes. With `statementTimeoutMs`, a statement is bounded too, and a transaction left
- * idle by a client that stopped sending; even on a server that stopped answering with its connection open (frozen:
- * its kernel still answers keep-alive probes), the client gives up a moment after the server would have cancelled
- * it, and `DatabaseClient` closes that connection. Pools add `Client: DatabaseClient`, which makes the server-side
+ * failover, a host lost) in minutes. With `statementTimeoutMs`, a statement is bounded too, even on a server that
+ * stopped answering with its connection open (frozen: its kernel still answers keep-alive probes): the client gives
+ * up a moment after the server would have cancelled it, and `DatabaseClient` closes that connection. Pools add `Client: DatabaseClient`, which makes the server-side
  * settings on each connection it opens: set there rather than in the startup packet, which a pooler in between
  * may refuse, and rather than in the connection string, whose own parameters are the operator's.
  */
@@ -72,7 +75,6 @@ export function databaseConnection(connectionString: string, bounds: DatabaseBou
   const { statementTimeoutMs } = bounds;
   const statementBound = statementTimeoutMs !== undefined && {
     statement_timeout: String(positiveInteger('statementTimeoutMs', statementTimeoutMs)),
-    idle_in_transaction_session_timeout: String(statementTimeoutMs),
   };
   return {
     connectionString,
@@ -252,8 +254,17 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     return BigInt(rows[0].position);
   }
 
-  /** Pages shrink while the server cancels them for taking too long (a slow database), and grow back. */
-  const pageShare = new TimeoutShare();
+  /**
+   * Pages shrink while the server cancels them for taking too long (a slow database), and grow back: per filter, so
+   * that a client's own filtered scans (a live feed of types that match nothing) shrink no other reader's pages.
+   */
+  const pageShares = new Map<string, TimeoutShare>();
+  const pageShareOf = (filter: ReadAllOptions['filter']): TimeoutShare => {
+    const key = JSON.stringify(filter ?? null);
+    const share = pageShares.get(key) ?? new TimeoutShare();
+    rememberNewest(pageShares, key, share, MAX_PAGE_SHARES);
+    return share;
+  };
 
   /** A page of the log with the columns given, each row made an event by `toEvent`. */
   async function readPage<Row extends unknown[], Event extends Pick<RecordedEvent, 'position'>>(
@@ -262,6 +273,7 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     toEvent: (row: Row) => Event,
   ): Promise<ReadAllResult<Event>> {
     const after = readOptions.fromPosition ?? 0n;
+    const pageShare = pageShareOf(readOptions.filter);
     const limit = pageShare.of(pageLimit(readOptions.maxCount, readPageSize));
     const { text, filterParams } = pageQuery(columns, readOptions.filter);
     const { rows } = await pageShare.run(() =>

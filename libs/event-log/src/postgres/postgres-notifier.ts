@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { DatabaseClient } from './database-failure.js';
 
 export const EVENT_LOG_CHANNEL = 'event_log_appended';
 
@@ -25,7 +26,7 @@ export class PostgresNotifier {
   ) {}
 
   async start(): Promise<void> {
-    const client = new pg.Client(this.connection);
+    const client: pg.Client = new DatabaseClient(this.connection);
     client.on('notification', ({ payload }) => this.announce(payload));
     client.on('error', (error) => this.reconnect(error));
     client.on('end', () => this.reconnect(new Error('LISTEN connection ended')));
