@@ -10,6 +10,27 @@ import { authorization } from '../support/test-credentials.js';
 /** Far above the connect timeout below: a request still unanswered by then hangs. */
 const HANG_MS = 8_000;
 
+/** A request to `ledger`, given up on (and so failing the test) if unanswered after `HANG_MS`. */
+async function answer(
+  ledger: LedgerUnderTest,
+  headers: Record<string, string>,
+  method: string,
+  route: string,
+  body?: unknown,
+) {
+  const response = await fetch(`${ledger.baseUrl}${route}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(HANG_MS),
+  });
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    body: (await response.json()) as any,
+  };
+}
+
 /**
  * A database that accepts connections and never answers (frozen, or a failed-over address that drops packets),
  * after every open connection was reset. Found in the thirty-seventh round: every request, `/health` included,
@@ -26,19 +47,7 @@ describe('a database that stops answering', () => {
   });
   afterAll(() => ledger?.close());
 
-  const call = async (method: string, route: string, body?: unknown) => {
-    const response = await fetch(`${ledger.baseUrl}${route}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(HANG_MS),
-    });
-    return {
-      status: response.status,
-      retryAfter: response.headers.get('retry-after'),
-      body: (await response.json()) as any,
-    };
-  };
+  const call = (method: string, route: string, body?: unknown) => answer(ledger, headers, method, route, body);
 
   it('is answered 503 within the connect timeout, health says down, and all works again once it answers', async () => {
     const { body: session } = await call('POST', '/v1/sessions', {});
@@ -125,19 +134,7 @@ describe('a database that stops answering on the connections already open', () =
     await ledger?.close();
   });
 
-  const call = async (method: string, route: string, body?: unknown) => {
-    const response = await fetch(`${ledger.baseUrl}${route}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(HANG_MS),
-    });
-    return {
-      status: response.status,
-      retryAfter: response.headers.get('retry-after'),
-      body: (await response.json()) as any,
-    };
-  };
+  const call = (method: string, route: string, body?: unknown) => answer(ledger, headers, method, route, body);
 
   it('is answered 503 on each frozen connection, which is then closed: the service goes on, on new ones', async () => {
     const { body: session } = await call('POST', '/v1/sessions', {});
