@@ -145,7 +145,6 @@ describe('what is told as the database failing', () => {
     const boundedPool = () => {
       const pool = new pg.Pool({
         ...databaseConnection(connectionString, { connectTimeoutMs: 1_000, statementTimeoutMs: 300 }),
-        Client: DatabaseClient,
         max: 1,
       });
       pool.on('error', () => undefined);
@@ -175,7 +174,6 @@ describe('what is told as the database failing', () => {
       const settingsFrom = async (written: string) => {
         const pool = new pg.Pool({
           ...databaseConnection(written, { connectTimeoutMs: 1_000, statementTimeoutMs: 300 }),
-          Client: DatabaseClient,
           max: 1,
         });
         try {
@@ -230,7 +228,6 @@ describe('what is told as the database failing', () => {
       closed.port = String(await listening(closing));
       const pool = new pg.Pool({
         ...databaseConnection(closed.toString(), { connectTimeoutMs: 1_000, statementTimeoutMs: 300 }),
-        Client: DatabaseClient,
         max: 1,
       });
       try {

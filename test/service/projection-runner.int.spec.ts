@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   createPostgresEventLog,
-  DatabaseClient,
   databaseConnection,
   databaseFailure,
   NO_STREAM,
@@ -108,7 +107,6 @@ describe('projection runner', () => {
         ? { connectionString: database.connectionString }
         : {
             ...databaseConnection(database.connectionString, { connectTimeoutMs: 5_000, statementTimeoutMs }),
-            Client: DatabaseClient,
           }),
       max: poolSize,
     });

@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DatabaseClient, databaseConnection } from '#event-log';
+import { databaseConnection } from '#event-log';
 import { LoggerModule } from 'nestjs-pino';
 import { LEDGER_CONFIG, type LedgerConfig } from './config/ledger-config.js';
 import { AdminModule } from './admin/admin.module.js';
@@ -53,7 +53,7 @@ export class AppModule {
           type: 'postgres',
           url: connectionString,
           // Bounded as every pool is; its failures then say whether the database is why (`databaseFailure`).
-          extra: { ...databaseConnection(connectionString, config.databaseBounds), Client: DatabaseClient },
+          extra: databaseConnection(connectionString, config.databaseBounds),
           synchronize: false,
           migrationsRun: false,
           entities: READ_MODEL_ENTITIES,

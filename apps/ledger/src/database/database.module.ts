@@ -1,6 +1,6 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
-import { DatabaseClient, databaseConnection, type DatabaseBounds } from '#event-log';
+import { databaseConnection, type DatabaseBounds } from '#event-log';
 import pg from 'pg';
 import { PG_POOL } from './pg-pool-token.js';
 
@@ -20,7 +20,6 @@ export class DatabaseModule implements OnApplicationShutdown {
           useFactory: (logger: Logger) => {
             const pool = new pg.Pool({
               ...databaseConnection(connectionString, bounds),
-              Client: DatabaseClient,
               max: 6,
             });
             // A connection can drop (a restart of PostgreSQL), idle in the pool or checked out between two

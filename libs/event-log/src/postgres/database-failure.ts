@@ -34,7 +34,7 @@ export interface DatabaseConnection extends pg.ClientConfig {
  * `query_timeout`, whose connection it closes (still waiting for that answer, it would hold every later query).
  * Only what came through it, or shapes only pg makes, count (`databaseFailure`), so no other error (an upstream
  * provider's reset, a client's aborted body) passes for the database's. Once open, it makes its `sessionSettings`
- * before anything else runs on it. Pools take it as their `Client`.
+ * before anything else runs on it. Pools configured by `databaseConnection` make it their `Client`.
  */
 export class DatabaseClient extends pg.Client {
   private readonly sessionSettings: Readonly<Record<string, string>>;

@@ -67,11 +67,15 @@ const SERVER_KEEP_ALIVE: Readonly<Record<string, string>> = {
  * `connectTimeoutMs`, and keep-alive probes from both sides that find a connection whose other side is gone (a
  * failover, a host lost) in minutes. With `statementTimeoutMs`, a statement is bounded too, even on a server that
  * stopped answering with its connection open (frozen: its kernel still answers keep-alive probes): the client gives
- * up a moment after the server would have cancelled it, and `DatabaseClient` closes that connection. Pools add `Client: DatabaseClient`, which makes the server-side
- * settings on each connection it opens: set there rather than in the startup packet, which a pooler in between
- * may refuse, and rather than in the connection string, whose own parameters are the operator's.
+ * up a moment after the server would have cancelled it, and `DatabaseClient` closes that connection. A pool given
+ * this configuration makes `DatabaseClient`s, which make the server-side settings on each connection they open: set
+ * there rather than in the startup packet, which a pooler in between may refuse, and rather than in the connection
+ * string, whose own parameters are the operator's.
  */
-export function databaseConnection(connectionString: string, bounds: DatabaseBounds): DatabaseConnection {
+export function databaseConnection(
+  connectionString: string,
+  bounds: DatabaseBounds,
+): DatabaseConnection & Pick<pg.PoolConfig, 'Client'> {
   const { statementTimeoutMs } = bounds;
   const statementBound = statementTimeoutMs !== undefined && {
     statement_timeout: String(positiveInteger('statementTimeoutMs', statementTimeoutMs)),
@@ -83,6 +87,7 @@ export function databaseConnection(connectionString: string, bounds: DatabaseBou
     keepAliveInitialDelayMillis: 10_000,
     ...(statementTimeoutMs !== undefined && { query_timeout: statementTimeoutMs + SERVER_CANCEL_GRACE_MS }),
     sessionSettings: { ...SERVER_KEEP_ALIVE, ...statementBound },
+    Client: DatabaseClient,
   };
 }
 
@@ -215,8 +220,8 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: options.statementTimeoutMs,
   });
-  const pool = new pg.Pool({ ...connection, Client: DatabaseClient, max: options.poolSize ?? 8 });
-  const healthPool = new pg.Pool(healthPoolOptions({ ...connection, Client: DatabaseClient }));
+  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 8 });
+  const healthPool = new pg.Pool(healthPoolOptions(connection));
   const onError = options.onError ?? (() => undefined);
   // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
   pool.on('error', onError);
