@@ -55,8 +55,116 @@ function canonicalObject(members: Record<string, unknown>): string {
 }
 
 /**
- * A JSON value's size as canonical JSON, in UTF-8 bytes, without sorting its keys (order changes
- * no length): what an event's data weighs wherever it is measured (a session's quota, a page of
- * the log).
+ * A JSON value's size as canonical JSON, in UTF-8 bytes: what an event's data weighs wherever it
+ * is measured (a session's quota, a page of the log). The length of `JSON.stringify(value)` (order
+ * changes no length), counted without writing it: a text of a megabyte would otherwise be copied
+ * twice per measure, which cost milliseconds each (issue 15's thirty-ninth round). Anything but
+ * plain objects, arrays and primitives is measured as `JSON.stringify` writes it.
  */
-export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '');
+export function jsonBytes(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return stringJsonBytes(value);
+    case 'number':
+      return Number.isFinite(value) ? String(value).length : 'null'.length;
+    case 'boolean':
+      return value ? 'true'.length : 'false'.length;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return 0;
+    case 'object':
+      if (value === null) return 'null'.length;
+      if (Array.isArray(value)) return arrayJsonBytes(value);
+      if (
+        Object.prototype.toString.call(value) === '[object Object]' &&
+        typeof (value as { toJSON?: unknown }).toJSON !== 'function'
+      )
+        return objectJsonBytes(value as Record<string, unknown>);
+  }
+  return Buffer.byteLength(JSON.stringify(value) ?? '');
+}
+
+/** What JSON.stringify leaves out of an object, and writes as `null` in an array. */
+const isUnwritten = (value: unknown) => value === undefined || typeof value === 'function' || typeof value === 'symbol';
+
+function arrayJsonBytes(items: readonly unknown[]): number {
+  // The brackets and a comma between each two items.
+  let bytes = items.length === 0 ? 2 : items.length + 1;
+  for (const item of items) bytes += isUnwritten(item) ? 'null'.length : jsonBytes(item);
+  return bytes;
+}
+
+function objectJsonBytes(members: Record<string, unknown>): number {
+  let bytes = 1;
+  for (const key of Object.keys(members)) {
+    const member = members[key];
+    if (isUnwritten(member)) continue;
+    // The key, its colon, its value and the comma (or closing brace) after it.
+    bytes += stringJsonBytes(key) + 1 + jsonBytes(member) + 1;
+  }
+  return bytes === 1 ? 2 : bytes;
+}
+
+/**
+ * A text at least this long is a large object to V8: each copy of it (a concatenation flattened,
+ * a string written or parsed again) costs milliseconds to allocate, where a short one's costs
+ * next to nothing. Hot paths that meet such texts pass them on rather than copy them; shorter
+ * ones take the simpler way, which is the quicker there.
+ */
+export const LARGE_TEXT = 32 * 1024;
+/** Characters JSON.stringify writes otherwise than as UTF-8 would: quotes, backslashes, controls and surrogates. */
+// eslint-disable-next-line no-control-regex -- the controls are what JSON escapes
+const WRITTEN_OTHERWISE = /["\\\u0000-\u001f\ud800-\udfff]/;
+/** The controls JSON.stringify writes as a backslash and a letter; the other controls take `\u00XX`. */
+const SHORT_ESCAPES = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d]);
+
+/** A string's length as JSON in UTF-8: its UTF-8 length, its quotes, and what escaping adds. */
+function stringJsonBytes(text: string): number {
+  if (text.length < LARGE_TEXT) return Buffer.byteLength(JSON.stringify(text));
+  let bytes = Buffer.byteLength(text) + 2;
+  const first = text.search(WRITTEN_OTHERWISE);
+  if (first < 0) return bytes;
+  for (let index = first; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code >= 0x20 && code !== 0x22 && code !== 0x5c && (code < 0xd800 || code > 0xdfff)) continue;
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = text.charCodeAt(index + 1);
+      // A pair is written as it is (4 bytes, as counted); a lone surrogate as `\udXXX`, 6 bytes where UTF-8 counted 3.
+      if (next >= 0xdc00 && next <= 0xdfff) index++;
+      else bytes += 3;
+    } else if (code >= 0xdc00) bytes += 3;
+    // `\"`, `\\` and `\n` add a backslash to a 1-byte character; `\u00XX` adds five.
+    else bytes += code < 0x20 && !SHORT_ESCAPES.has(code) ? 5 : 1;
+  }
+  return bytes;
+}
+
+/**
+ * The value `JSON.parse(canonicalJson(value))` gives, made without writing and reading the text:
+ * its objects and arrays new, its strings shared (they cannot change), members in canonical order,
+ * `undefined` members dropped and `undefined` items `null`, `-0` as `0`. For a value canonicalJson
+ * takes.
+ */
+export function canonicalCopy(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value === 0 ? 0 : value;
+  if (Array.isArray(value)) return Array.from(value, (item) => (item === undefined ? null : canonicalCopy(item)));
+  const members = value as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(members).sort()) {
+    const member = members[key];
+    if (member === undefined) continue;
+    // Defined, not assigned: a member named `__proto__` is data, as JSON.parse makes it, not the copy's prototype.
+    Object.defineProperty(copy, key, {
+      value: canonicalCopy(member),
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  return copy;
+}
+
+/** What a read of `json`, which is `canonicalJson(value)`, gives back: parsed when short, copied when large (`LARGE_TEXT`). */
+export const readBack = (value: unknown, json: string): unknown =>
+  json.length < LARGE_TEXT ? JSON.parse(json) : canonicalCopy(value);

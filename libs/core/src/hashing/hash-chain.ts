@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
-import { canonicalJson } from './canonical-json.js';
+import { createHash, hash } from 'node:crypto';
+import { canonicalJson, LARGE_TEXT } from './canonical-json.js';
 
 /** The hash a stream's first event chains from. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -44,22 +44,28 @@ const HASHED_MEMBERS = [
  * string), chaining each stream. The object is written member by member in canonical order, so
  * no copy of it is made and no key list sorted per event. `dataJson`, when given, must be
  * `canonicalJson(event.data)`: an appender that made it already (to check and store the data)
- * passes it rather than have it made again.
+ * passes it rather than have it made again. Large data is hashed as it is, between the text
+ * before it and after it, rather than copied into one text with them (`LARGE_TEXT`).
  */
 export function chainHash(prevHash: string, event: HashedEventContent, dataJson?: string): string {
-  let text = '{';
+  let text = `${prevHash}\n{`;
+  let beforeData: string | undefined;
+  let data = '';
+  let first = true;
   for (const member of HASHED_MEMBERS) {
     const value = event[member];
     // As canonicalJson drops an undefined member.
     if (value === undefined) continue;
-    if (text.length > 1) text += ',';
-    const json =
-      member === 'data'
-        ? (dataJson ?? canonicalJson(value))
-        : member === 'revision'
-          ? `"${event.revision}"`
-          : canonicalJson(value);
-    text += `"${member}":${json}`;
+    text += `${first ? '' : ','}"${member}":`;
+    first = false;
+    if (member === 'data') {
+      beforeData = text;
+      data = dataJson ?? canonicalJson(value);
+      text = '';
+    } else text += member === 'revision' ? `"${event.revision}"` : canonicalJson(value);
   }
-  return sha256Hex(`${prevHash}\n${text}}`);
+  text += '}';
+  if (beforeData === undefined) return sha256Hex(text);
+  if (data.length < LARGE_TEXT) return sha256Hex(beforeData + data + text);
+  return createHash('sha256').update(beforeData).update(data).update(text).digest('hex');
 }

@@ -1,4 +1,4 @@
-import { canonicalJson } from './canonical-json.js';
+import { canonicalCopy, canonicalJson, jsonBytes, LARGE_TEXT, readBack } from './canonical-json.js';
 import { chainHash, GENESIS_HASH, sha256Hex, type HashedEventContent } from './hash-chain.js';
 import { nameUuid } from './name-uuid.js';
 
@@ -60,6 +60,121 @@ describe('canonicalJson', () => {
   });
 });
 
+/** Characters whose JSON differs from their UTF-8: a quote, a backslash, controls, surrogates alone and paired. */
+const AWKWARD = [
+  '"',
+  '\\',
+  '\n',
+  '\t',
+  '\b',
+  '\f',
+  '\r',
+  '\u0001',
+  '\u001f',
+  '\ud800',
+  '\udc00',
+  '😀',
+  'é',
+  '\u2028',
+  'a',
+];
+
+/** A deterministic string of `length` units drawn from AWKWARD and plain letters (a pair counts two). */
+function awkwardText(length: number, seed: number): string {
+  let state = seed;
+  let text = '';
+  while (text.length < length) {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    text += state % 3 === 0 ? AWKWARD[state % AWKWARD.length] : 'x';
+  }
+  return text;
+}
+
+describe('jsonBytes', () => {
+  const stringified = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
+  it('is the UTF-8 length of JSON.stringify for strings short and long, escapes and surrogates included', () => {
+    for (const length of [0, 1, 40, LARGE_TEXT - 1, LARGE_TEXT, LARGE_TEXT + 3, 3 * LARGE_TEXT]) {
+      for (let seed = 1; seed <= 12; seed++) {
+        const text = awkwardText(length, seed);
+        expect([length, seed, jsonBytes(text)]).toEqual([length, seed, stringified(text)]);
+      }
+    }
+    const long = 'x'.repeat(LARGE_TEXT);
+    // A lone surrogate at either end, a pair split by the end, nothing to escape at all.
+    for (const text of [`${long}\ud83d`, `\udc00${long}`, `${long}😀`, long, `"${long}\\`, `${long}é`]) {
+      expect(jsonBytes(text)).toBe(stringified(text));
+      expect(jsonBytes({ [text]: text })).toBe(stringified({ [text]: text }));
+    }
+  });
+  it('is the UTF-8 length of JSON.stringify for values of every kind', () => {
+    const sparse = [1, , 3]; // eslint-disable-line no-sparse-arrays
+    const values: unknown[] = [
+      null,
+      true,
+      false,
+      0,
+      -0,
+      1e21,
+      5e-7,
+      -1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      [],
+      {},
+      [undefined, () => 1, Symbol('s'), null],
+      sparse,
+      { a: undefined, b: () => 1, c: Symbol('s'), d: 1 },
+      { only: undefined },
+      { nested: { deep: [{ é: 'ü', '"': '\\' }], empty: [] }, text: awkwardText(LARGE_TEXT * 2, 7) },
+      { at: new Date(0), map: new Map([['a', 1]]), boxed: [new Number(5), new String('ab'), new Boolean(false)] },
+      { toJSON: () => ({ replaced: true }) },
+      Object.assign(Object.create(null), { b: 1, a: 'x' }),
+      { ['__proto__']: { polluted: true } },
+      undefined,
+    ];
+    for (const value of values) expect(jsonBytes(value)).toBe(stringified(value));
+  });
+});
+
+describe('readBack and canonicalCopy', () => {
+  const data = {
+    zebra: 1,
+    dropped: undefined,
+    negativeZero: -0,
+    apple: { nested: [1, 'two', null, undefined, { gone: undefined, half: 1.5 }], empty: {} },
+    ['__proto__']: { polluted: true },
+    '10': 'integer-like keys',
+    '9': 'come first',
+    text: awkwardText(LARGE_TEXT + 10, 3),
+  };
+  it('gives what reading the canonical JSON back gives, for data large and small', () => {
+    const parsed = JSON.parse(canonicalJson(data));
+    expect(canonicalCopy(data)).toStrictEqual(parsed);
+    expect(readBack(data, canonicalJson(data))).toStrictEqual(parsed);
+    const small = { ...data, text: 'short' };
+    expect(readBack(small, canonicalJson(small))).toStrictEqual(JSON.parse(canonicalJson(small)));
+    // Member order as a read gives it too (integer-like keys first, as JavaScript orders them).
+    expect(Object.keys(canonicalCopy(data) as object)).toEqual(Object.keys(parsed));
+    expect(Object.is((canonicalCopy(data) as typeof data).negativeZero, 0)).toBe(true);
+    expect(canonicalCopy([1, , 3])).toEqual([1, null, 3]); // eslint-disable-line no-sparse-arrays
+  });
+  it("keeps a member named __proto__ as data, not as the copy's prototype", () => {
+    const copy = canonicalCopy(data) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(Object.hasOwn(copy, '__proto__')).toBe(true);
+    expect((copy as { polluted?: boolean }).polluted).toBeUndefined();
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+  it('shares no object or array with the value copied', () => {
+    const value = { list: [{ a: 1 }], inner: { b: 2 } };
+    const copy = canonicalCopy(value) as typeof value;
+    value.list[0].a = 9;
+    value.list.push({ a: 3 });
+    value.inner.b = 9;
+    expect(copy).toEqual({ inner: { b: 2 }, list: [{ a: 1 }] });
+  });
+});
+
 describe('chainHash', () => {
   it('is stable across key order and a JSON round trip', () => {
     const roundTripped = {
@@ -77,6 +192,9 @@ describe('chainHash', () => {
       { ...event, data: [1, { z: 'é', a: null }], schemaVersion: 3, tenant: 'acme', actor: 'key:\u0000x' },
       { ...event, data: 'text', type: 'chunk.text.delta' },
       { ...event, correlationId: undefined as unknown as null },
+      // Large data, hashed between the text before and after it rather than copied into one text with them.
+      { ...event, data: { text: awkwardText(LARGE_TEXT * 2, 5), seq: 2 } },
+      { ...event, data: awkwardText(LARGE_TEXT, 6) },
     ];
     for (const content of variants) {
       expect(chainHash('ab'.repeat(32), content)).toBe(reference('ab'.repeat(32), content));

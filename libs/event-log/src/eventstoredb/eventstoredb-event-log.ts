@@ -1,5 +1,5 @@
 import esdb from '@eventstore/db-client';
-import { jsonBytes } from '#core';
+import { jsonBytes, readBack } from '#core';
 import {
   appendResult,
   EMPTY_STREAM,
@@ -156,7 +156,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
             jsonEvent({
               id: event.id,
               type: event.type,
-              data: JSON.parse(sealedJson[index]),
+              data: readBack(event.data, sealedJson[index]) as never,
               metadata: event.metadata as never,
             }),
           );

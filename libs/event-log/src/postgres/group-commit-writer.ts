@@ -10,7 +10,7 @@ import {
   type SealedEvent,
   type StreamHead,
 } from '../append-plan.js';
-import { rememberNewest } from '#core';
+import { readBack, rememberNewest } from '#core';
 import { BatchingQueue } from '../batching-queue.js';
 import { databaseFailure } from './database-failure.js';
 import { NO_STREAM, type AppendResult, type RecordedEvent, type StreamState } from '../event-log.js';
@@ -172,7 +172,10 @@ export class GroupCommitWriter {
     }
   }
 
-  /** After the commit: each caller's result, and the stored events (parsed from the JSON that was stored) to `recent`. */
+  /**
+   * After the commit: each caller's result, and the stored events to `recent`, their data as read
+   * back from the JSON that was stored (large data copied to the same value instead, `LARGE_TEXT`).
+   */
   private settle(planned: PlannedBatch, base: bigint): (AppendResult[] | Error)[] {
     for (const [streamId, head] of planned.after) this.remember(streamId, head);
     const positionOf = (event: SealedEvent) => base + BigInt(planned.ordinals.get(event)!);
@@ -181,7 +184,7 @@ export class GroupCommitWriter {
       const stored = planned.rows.map((event, index): RecordedEvent => {
         const text = planned.dataJson[index];
         dataSize += text.length;
-        return recordedEvent(event, positionOf(event), JSON.parse(text));
+        return recordedEvent(event, positionOf(event), readBack(event.data, text));
       });
       this.options.recent.add(base, stored, dataSize);
     }

@@ -788,6 +788,10 @@ export function eventLogContract(
           text: 'é 😀 "quoted" \\ slash',
           big: 1e21,
           small: 5e-7,
+          negativeZero: -0,
+          ['__proto__']: { kept: 'as a member' },
+          // Past LARGE_TEXT: the appending instance copies such data rather than parse the text it stored.
+          long: 'é 😀 "quoted" \\ slash\n'.repeat(3_000),
         };
         const append = () =>
           Promise.all([
