@@ -85,23 +85,22 @@ export function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? '');
 }
 
-/** What JSON.stringify leaves out of an object, and writes as `null` in an array. */
-const isUnwritten = (value: unknown) => value === undefined || typeof value === 'function' || typeof value === 'symbol';
+// A value JSON.stringify does not write (undefined, a function, a symbol, a toJSON giving undefined) measures 0:
+// an object leaves such a member out, an array writes `null` in its place. Every value written measures 1 or more.
 
 function arrayJsonBytes(items: readonly unknown[]): number {
   // The brackets and a comma between each two items.
   let bytes = items.length === 0 ? 2 : items.length + 1;
-  for (const item of items) bytes += isUnwritten(item) ? 'null'.length : jsonBytes(item);
+  for (const item of items) bytes += jsonBytes(item) || 'null'.length;
   return bytes;
 }
 
 function objectJsonBytes(members: Record<string, unknown>): number {
   let bytes = 1;
   for (const key of Object.keys(members)) {
-    const member = members[key];
-    if (isUnwritten(member)) continue;
+    const member = jsonBytes(members[key]);
     // The key, its colon, its value and the comma (or closing brace) after it.
-    bytes += stringJsonBytes(key) + 1 + jsonBytes(member) + 1;
+    if (member > 0) bytes += stringJsonBytes(key) + 1 + member + 1;
   }
   return bytes === 1 ? 2 : bytes;
 }
@@ -121,10 +120,10 @@ const SHORT_ESCAPES = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d]);
 
 /** A string's length as JSON in UTF-8: its UTF-8 length, its quotes, and what escaping adds. */
 function stringJsonBytes(text: string): number {
+  const first = text.search(WRITTEN_OTHERWISE);
+  if (first < 0) return Buffer.byteLength(text) + 2;
   if (text.length < LARGE_TEXT) return Buffer.byteLength(JSON.stringify(text));
   let bytes = Buffer.byteLength(text) + 2;
-  const first = text.search(WRITTEN_OTHERWISE);
-  if (first < 0) return bytes;
   for (let index = first; index < text.length; index++) {
     const code = text.charCodeAt(index);
     if (code >= 0x20 && code !== 0x22 && code !== 0x5c && (code < 0xd800 || code > 0xdfff)) continue;
@@ -165,6 +164,20 @@ export function canonicalCopy(value: unknown): unknown {
   return copy;
 }
 
-/** What a read of `json`, which is `canonicalJson(value)`, gives back: parsed when short, copied when large (`LARGE_TEXT`). */
+/**
+ * What a read of `json`, which is `canonicalJson(value)`, gives back: copied when the value holds a
+ * large text (`LARGE_TEXT`), parsed otherwise (many small values parse quicker than they copy).
+ */
 export const readBack = (value: unknown, json: string): unknown =>
-  json.length < LARGE_TEXT ? JSON.parse(json) : canonicalCopy(value);
+  json.length >= LARGE_TEXT && holdsLargeText(value) ? canonicalCopy(value) : JSON.parse(json);
+
+/** Whether a string of at least `LARGE_TEXT` characters lies anywhere in the value; stops at the first. */
+function holdsLargeText(value: unknown): boolean {
+  if (typeof value === 'string') return value.length >= LARGE_TEXT;
+  if (typeof value !== 'object' || value === null) return false;
+  if (Array.isArray(value)) return value.some(holdsLargeText);
+  // Not Object.values: on an object of many members (a dictionary to V8) it took three times as long.
+  for (const key in value)
+    if (Object.hasOwn(value, key) && holdsLargeText((value as Record<string, unknown>)[key])) return true;
+  return false;
+}

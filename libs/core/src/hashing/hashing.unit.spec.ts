@@ -128,6 +128,8 @@ describe('jsonBytes', () => {
       { nested: { deep: [{ é: 'ü', '"': '\\' }], empty: [] }, text: awkwardText(LARGE_TEXT * 2, 7) },
       { at: new Date(0), map: new Map([['a', 1]]), boxed: [new Number(5), new String('ab'), new Boolean(false)] },
       { toJSON: () => ({ replaced: true }) },
+      // A toJSON giving undefined: the member left out, the item written as null.
+      { gone: { toJSON: () => undefined }, kept: [{ toJSON: () => undefined }, 1] },
       Object.assign(Object.create(null), { b: 1, a: 'x' }),
       { ['__proto__']: { polluted: true } },
       undefined,
@@ -157,6 +159,14 @@ describe('readBack and canonicalCopy', () => {
     expect(Object.keys(canonicalCopy(data) as object)).toEqual(Object.keys(parsed));
     expect(Object.is((canonicalCopy(data) as typeof data).negativeZero, 0)).toBe(true);
     expect(canonicalCopy([1, , 3])).toEqual([1, null, 3]); // eslint-disable-line no-sparse-arrays
+  });
+  it('parses the text when the data holds no large text, however long its JSON: many small values parse quicker', () => {
+    const manySmall = Object.fromEntries(Array.from({ length: LARGE_TEXT / 8 }, (_, index) => [`k${index}`, index]));
+    expect(canonicalJson(manySmall).length).toBeGreaterThan(LARGE_TEXT);
+    // The text given, not the value, is what comes back: it was parsed.
+    const padded = `${canonicalJson({ parsed: true })}${' '.repeat(LARGE_TEXT)}`;
+    expect(readBack(manySmall, padded)).toEqual({ parsed: true });
+    expect(readBack(data, padded)).not.toEqual({ parsed: true });
   });
   it("keeps a member named __proto__ as data, not as the copy's prototype", () => {
     const copy = canonicalCopy(data) as Record<string, unknown>;
