@@ -31,36 +31,44 @@ function textProblem(text: string): string | undefined {
  * shares with others.
  */
 export function findUnstorableJson(value: unknown, maxDepth = MAX_JSON_DEPTH): UnstorableJson | undefined {
-  const visit = (current: unknown, path: (string | number)[]): UnstorableJson | undefined => {
+  // One path, grown and shrunk as the walk goes, copied only into a problem: a copy per value cost
+  // more than the checks on a body of many small values.
+  const path: (string | number)[] = [];
+  const found = (message: string, at: readonly (string | number)[] = path) => ({ path: [...at], message });
+  const visit = (current: unknown): UnstorableJson | undefined => {
     if (typeof current === 'string') {
       const message = textProblem(current);
-      return message ? { path, message } : undefined;
+      return message ? found(message) : undefined;
     }
     // JSON.parse turns a number beyond the double range (1e400) into Infinity, which JSON cannot hold again.
-    if (typeof current === 'number')
-      return Number.isFinite(current) ? undefined : { path, message: 'is not a finite number' };
+    if (typeof current === 'number') return Number.isFinite(current) ? undefined : found('is not a finite number');
     if (typeof current !== 'object' || current === null) return undefined;
     if (path.length >= maxDepth) {
-      return { path: path.slice(0, 1), message: `nests arrays and objects deeper than ${maxDepth} levels` };
+      return found(`nests arrays and objects deeper than ${maxDepth} levels`, path.slice(0, 1));
     }
     if (Array.isArray(current)) {
-      for (const [index, item] of current.entries()) {
-        const problem = visit(item, [...path, index]);
+      for (let index = 0; index < current.length; index++) {
+        path.push(index);
+        const problem = visit(current[index]);
+        path.pop();
         if (problem) return problem;
       }
       return undefined;
     }
-    for (const [key, item] of Object.entries(current)) {
+    for (const key in current) {
+      if (!Object.hasOwn(current, key)) continue;
       // Schema parsing drops a `__proto__` key silently (or assigning it would set a prototype).
-      if (key === '__proto__') return { path, message: 'has the key "__proto__", which is not accepted as data' };
+      if (key === '__proto__') return found('has the key "__proto__", which is not accepted as data');
       const keyProblem = textProblem(key);
-      if (keyProblem) return { path, message: `has a key that ${keyProblem}` };
-      const problem = visit(item, [...path, key]);
+      if (keyProblem) return found(`has a key that ${keyProblem}`);
+      path.push(key);
+      const problem = visit((current as Record<string, unknown>)[key]);
+      path.pop();
       if (problem) return problem;
     }
     return undefined;
   };
-  return visit(value, []);
+  return visit(value);
 }
 
 /**
