@@ -85,9 +85,10 @@ export function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? '');
 }
 
-// A value JSON.stringify does not write (undefined, a function, a symbol, a toJSON giving undefined) measures 0:
-// an object leaves such a member out, an array writes `null` in its place. Every value written measures 1 or more.
-
+/**
+ * A value JSON.stringify does not write (undefined, a function, a symbol, a toJSON giving undefined) measures 0:
+ * an array writes `null` in its place, an object leaves such a member out. Every value written measures 1 or more.
+ */
 function arrayJsonBytes(items: readonly unknown[]): number {
   // The brackets and a comma between each two items.
   let bytes = items.length === 0 ? 2 : items.length + 1;
