@@ -65,12 +65,22 @@ const attachment = z
   })
   .strict();
 
+/**
+ * A session's metadata: any JSON object, its contents checked by `storableJson` first. Checked as an object, not
+ * member by member: a record schema parsed and copied each member again (120 ms for 75,000 members).
+ */
+const metadata = z
+  .custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
+    error: 'must be a JSON object',
+  })
+  .meta({ type: 'object', additionalProperties: {} });
+
 // Every body schema refuses unstorable text (NUL, unpaired surrogates) and over-deep nesting first.
 export const createSessionBody = storableJson(
   z
     .object({
       title: z.string().max(500).optional(),
-      metadata: z.record(z.string(), z.unknown()).optional(),
+      metadata: metadata.optional(),
       id: clientId.optional(),
       writers: writers.optional(),
     })
@@ -110,7 +120,7 @@ export const forkBody = storableJson(
         .optional(),
       messageId: clientId.optional(),
       title: z.string().max(500).optional(),
-      metadata: z.record(z.string(), z.unknown()).optional(),
+      metadata: metadata.optional(),
       id: clientId.optional(),
       writers: writers.optional(),
     })
