@@ -1,7 +1,7 @@
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { FirewallVerdict, Risk, ToolRef } from '#core';
+import { isJsonObject, type FirewallVerdict, type Risk, type ToolRef } from '#core';
 import { z } from 'zod';
 import { loadConfigFile } from '../config/config-file.js';
 import type { McpServersConfig } from './mcp-servers-config.js';
@@ -189,7 +189,7 @@ export class Firewall {
     const denied = tools.deny.findIndex((pattern) => glob(pattern).test(name));
     if (denied >= 0) return result('deny', `tools.deny[${denied}]: ${tools.deny[denied]}`);
     // Whatever the tool lists say, nobody is asked about arguments no server takes or that are too big.
-    if (!isObject(args)) return result('deny', 'arguments: not a JSON object');
+    if (!isJsonObject(args)) return result('deny', 'arguments: not a JSON object');
     const cap = limits.perTool.find((limit) => glob(limit.tool).test(name))?.argumentBytes ?? limits.argumentBytes;
     if (Buffer.byteLength(JSON.stringify(args)) > cap) {
       return result('deny', `limits.argumentBytes: the arguments exceed ${cap} bytes`);
@@ -333,10 +333,6 @@ function shortLabel(key: string): string {
   return cleaned.length > 40 ? `${cleaned.slice(0, 40)}…` : cleaned;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** A string any server could take for a path: absolute, from home, explicitly relative, or a URL/drive. */
 function looksLikePath(value: string): boolean {
   return /^(\/|~|\.{1,2}([/\\]|$)|\\|[a-z][a-z0-9+.-]*:[/\\])/i.test(value.trimStart());
@@ -409,10 +405,10 @@ function pathNamesOf(schema: unknown): Set<string> {
   const pending = [schema];
   for (let visited = 0; pending.length > 0 && visited < 1000; visited += 1) {
     const node = pending.pop();
-    if (!isObject(node)) continue;
-    for (const [name, property] of Object.entries(isObject(node.properties) ? node.properties : {})) {
-      if (!isObject(property)) continue;
-      const items = isObject(property.items) ? property.items : {};
+    if (!isJsonObject(node)) continue;
+    for (const [name, property] of Object.entries(isJsonObject(node.properties) ? node.properties : {})) {
+      if (!isJsonObject(property)) continue;
+      const items = isJsonObject(property.items) ? property.items : {};
       const stringish = property.type === 'string' || (property.type === 'array' && items.type === 'string');
       const { description } = property;
       const described = typeof description === 'string' && PATH_DESCRIPTION.test(description);

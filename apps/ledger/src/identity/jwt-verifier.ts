@@ -6,6 +6,7 @@ import {
   type JWTVerifyGetKey,
   type RemoteJWKSetOptions,
 } from 'jose';
+import { isJsonObject } from '#core';
 import { IdentityProviderUnavailableError } from './identity-provider-error.js';
 import type { OidcConfig } from '../config/ledger-config.js';
 import {
@@ -153,7 +154,7 @@ function claimAt(payload: JWTPayload, name: string): unknown {
   if (Object.hasOwn(payload, name)) return payload[name];
   let value: unknown = payload;
   for (const step of name.split('.')) {
-    if (!isRecord(value) || !Object.hasOwn(value, step)) return undefined;
+    if (!isJsonObject(value) || !Object.hasOwn(value, step)) return undefined;
     value = value[step];
   }
   return value;
@@ -170,9 +171,6 @@ function rolesOf(claim: unknown, claimName: string): ReadonlySet<Role> {
   }
   return new Set(names.filter(isRole));
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isRole = (name: unknown): name is Role => (ROLES as readonly unknown[]).includes(name);
 

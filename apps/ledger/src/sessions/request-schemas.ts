@@ -1,4 +1,4 @@
-import { SESSION_STATUSES, storableJson } from '#core';
+import { isJsonObject, SESSION_STATUSES, storableJson } from '#core';
 import { z } from 'zod';
 import { ID_CHARACTERS, ID_MAX_LENGTH, ID_RULE } from '../http/path-ids.pipe.js';
 
@@ -70,9 +70,7 @@ const attachment = z
  * member by member: a record schema parsed and copied each member again (120 ms for 75,000 members).
  */
 const metadata = z
-  .custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
-    error: 'must be a JSON object',
-  })
+  .custom<Record<string, unknown>>(isJsonObject, { error: 'must be a JSON object' })
   .meta({ type: 'object', additionalProperties: {} });
 
 // Every body schema refuses unstorable text (NUL, unpaired surrogates) and over-deep nesting first.

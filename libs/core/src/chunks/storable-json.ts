@@ -13,6 +13,10 @@ export interface UnstorableJson {
   readonly message: string;
 }
 
+/** A JSON object: an object that is neither null nor an array. */
+export const isJsonObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Chunk } from '../chunks/chunk-schemas.js';
+import { isJsonObject } from '../chunks/storable-json.js';
 
 /**
  * A producer dialect: a provider's own stream format, translated into Cherry chunks by a small
@@ -58,9 +59,7 @@ export function completeArguments(text: string): Record<string, unknown> | undef
   if (text.trim() === '') return {};
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
+    return isJsonObject(value) ? value : undefined;
   } catch {
     return undefined;
   }
