@@ -233,6 +233,71 @@ describe('PostgreSQL reads for projections', () => {
   });
 });
 
+/**
+ * Decision 0064: a page the server cancels for running past the statement timeout halves the next pages of readers with
+ * the same filter, and a page that runs doubles them back. Per filter: a client whose own filtered scans are slow (a
+ * live feed of types that match nothing) must not shrink the pages every other reader takes.
+ */
+describe('PostgreSQL read pages while the server cancels them', () => {
+  let database: TestDatabase;
+  let log: EventLog;
+  const pageSize = 8;
+  const prefixes = { slow: `slow-${randomUUID()}-`, other: `other-${randomUUID()}-` };
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    log = await createPostgresEventLog({
+      connectionString: database.connectionString,
+      readPageSize: pageSize,
+      statementTimeoutMs: 300,
+    });
+    for (const prefix of Object.values(prefixes)) {
+      const events = Array.from({ length: 3 * pageSize }, () => ({
+        id: randomUUID(),
+        type: 'test.paged',
+        data: {},
+        correlationId: 'c',
+        actor: 'a',
+        tenant: 't',
+      }));
+      await log.append(`${prefix}stream`, events, NO_STREAM);
+    }
+  });
+  afterAll(async () => {
+    await log?.close();
+    await database?.drop();
+  });
+
+  const pageOf = async (prefix: string) => (await log.readAll({ filter: { streamPrefixes: [prefix] } })).events.length;
+
+  /** A read of `prefix`'s page while another connection holds the events' table, so that the server cancels it. */
+  async function cancelledRead(prefix: string): Promise<unknown> {
+    const holder = new pg.Client({ connectionString: database.connectionString });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE event_log_events IN ACCESS EXCLUSIVE MODE');
+      return await log.readAll({ filter: { streamPrefixes: [prefix] } }).then(
+        () => new Error('read while the table was held'),
+        (error: unknown) => error,
+      );
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+  }
+
+  it("halves the pages of the cancelled read's filter only, and doubles them back as pages run", async () => {
+    expect([await pageOf(prefixes.slow), await pageOf(prefixes.other)]).toEqual([pageSize, pageSize]);
+    expect(await cancelledRead(prefixes.slow)).toMatchObject({ code: '57014' });
+    expect(await cancelledRead(prefixes.slow)).toMatchObject({ code: '57014' });
+    // Two cancellations: a quarter of a page for that filter, a whole page for any other.
+    expect(await pageOf(prefixes.other)).toBe(pageSize);
+    expect(await pageOf(prefixes.slow)).toBe(pageSize / 4);
+    expect(await pageOf(prefixes.slow)).toBe(pageSize / 2);
+    expect(await pageOf(prefixes.slow)).toBe(pageSize);
+  });
+});
+
 describe('PostgreSQL group commit', () => {
   it('takes every appender its last commit woke into one commit, not the first alone and the rest after', async () => {
     const database = await createTestDatabase();
