@@ -6,8 +6,10 @@
  * acknowledgement p50/p99, and the CPU each MB cost the service and PostgreSQL (from /proc). The
  * ratio to the floor is what storing a byte costs against reading it off the wire.
  *
- * A session's answer grows by every delta, and its block is projected whole each time: PostgreSQL's
- * share grows with DELTAS as well as with the size.
+ * A `text.delta` carries its part's text so far (rule 4): by default each delta is a text of its own, so it
+ * replaces the block's text, and the log stores it whole. With BENCH_ACCUMULATED=1 each delta carries the
+ * answer so far, growing by the size at each: the log stores the new text alone, the request carries the
+ * whole (so a delta of 64 KiB reaches the 1 MiB body limit at the sixteenth), and the block is projected whole.
  *
  *   npm run bench:large-chunks        BENCH_DELTA_KB=16,256,900 BENCH_SESSIONS=6 BENCH_DELTAS=6 by default
  */
@@ -26,6 +28,8 @@ import { startFloorService } from '../ingest/floor-service.js';
 const DELTA_KB = (process.env.BENCH_DELTA_KB ?? '16,256,900').split(',').map(Number);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 6);
 const DELTAS = Number(process.env.BENCH_DELTAS ?? 6);
+/** Each delta carries the answer's text so far (the accumulated text Cherry Studio's producers send), not its own. */
+const ACCUMULATED = process.env.BENCH_ACCUMULATED === '1';
 /** Rounds of 1 KiB deltas the ledger takes first, not measured, so that what is measured is not its compiling. */
 const WARM_UP_ROUNDS = 5;
 
@@ -62,8 +66,11 @@ async function stream(
     await post(`${url}/v1/sessions/${sessionId}/messages`, { id: 'answer', role: 'assistant' }, key);
     const chunks = `${url}/v1/sessions/${sessionId}/messages/answer/chunks`;
     await post(chunks, [{ seq: 1, type: 'text.start' }], key);
+    let accumulated = '';
     for (let delta = 0; delta < DELTAS; delta += 1) {
-      const text = prose(bytes, session * DELTAS + delta);
+      const step = prose(bytes, session * DELTAS + delta);
+      accumulated = ACCUMULATED ? accumulated + step : step;
+      const text = accumulated;
       const sentAt = performance.now();
       await post(chunks, [{ seq: delta + 2, type: 'text.delta', text }], key);
       acknowledgedMs.push(performance.now() - sentAt);
