@@ -167,6 +167,45 @@ describe('the reviewer console', () => {
     await snapshot('branches-compared');
   });
 
+  it('keeps a past position on screen when a read of the head it asked for before comes back after', async () => {
+    await page.goto(`${ledger.baseUrl}/console/sessions/${SESSION}`);
+    await page.getByText('live', { exact: true }).waitFor(BOUND);
+    // The read of the head a new message makes the view ask for is held back until the reviewer has slid to the start.
+    const headRead = (url: URL) => url.pathname === `/v1/sessions/${SESSION}` && url.searchParams.has('minPosition');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    await page.route(headRead, async (route) => {
+      await released;
+      await route.continue();
+    });
+    try {
+      const asked = page.waitForRequest((request) => headRead(new URL(request.url())));
+      const question = 'Asked while the reviewer replays';
+      expect(
+        (await producer('POST', `/v1/sessions/${SESSION}/messages`, { role: 'user', content: question })).status,
+      ).toBe(201);
+      await asked;
+      await page.getByRole('slider', { name: 'Replay' }).focus();
+      await page.keyboard.press('Home');
+      await page.getByText(/replaying at position \d+/).waitFor(BOUND);
+      const answered = page.waitForResponse((response) => headRead(new URL(response.url())));
+      release();
+      await answered;
+      const chat = page.getByRole('region', { name: 'Conversation' });
+      const shown = await chat
+        .getByText(question)
+        .waitFor({ timeout: 1_000 })
+        .then(
+          () => 'the head',
+          () => 'the past position',
+        );
+      expect(shown).toBe('the past position');
+      await page.getByText(/replaying at position \d+/).waitFor(BOUND);
+    } finally {
+      await page.unroute(headRead);
+    }
+  });
+
   it('shows a session whose recorded values have shapes it does not expect, and keeps the page', async () => {
     const odd = 'odd-shapes';
     expect((await producer('POST', '/v1/sessions', { id: odd, title: 'Odd shapes' })).status).toBe(201);

@@ -53,17 +53,22 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   // For readers who may not read raw events: the positions the reads at the head have shown.
   const [readPositions, setReadPositions] = useState<readonly number[]>([]);
 
+  // Only the latest read is shown: a read of the head still out when the reviewer slides back to a past position
+  // (or the other way) must not replace, when it comes, the session the later read showed.
+  const latestRead = useRef(0);
   const read = useCallback(
     async (minPosition?: number) => {
       const point = at !== undefined ? `?at=${at}` : minPosition ? `?minPosition=${minPosition}` : '';
+      const ticket = ++latestRead.current;
       try {
         const answer = await get<Session>(`${base}${point}`);
+        if (ticket !== latestRead.current) return undefined;
         setSession(answer);
         if (at === undefined) setReadPositions((known) => [...known, ...positionsShown(answer)]);
         setProblem(undefined);
         return answer;
       } catch (error) {
-        setProblem(plainWords(error));
+        if (ticket === latestRead.current) setProblem(plainWords(error));
         return undefined;
       }
     },
@@ -81,6 +86,8 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     if (at !== undefined || startedAt === undefined) return;
     const stop = new AbortController();
     const onEvent = ({ event, id, data }: LiveEvent) => {
+      // An item the feed had read before it was stopped (the reviewer went to a past position) belongs to the head.
+      if (stop.signal.aborted) return;
       const position = id === undefined ? undefined : Number(id);
       if (position !== undefined) setLivePositions((heard) => [...heard, position]);
       if (event === 'block') {
