@@ -66,11 +66,10 @@ async function stream(
     await post(`${url}/v1/sessions/${sessionId}/messages`, { id: 'answer', role: 'assistant' }, key);
     const chunks = `${url}/v1/sessions/${sessionId}/messages/answer/chunks`;
     await post(chunks, [{ seq: 1, type: 'text.start' }], key);
-    let accumulated = '';
+    let text = '';
     for (let delta = 0; delta < DELTAS; delta += 1) {
       const step = prose(bytes, session * DELTAS + delta);
-      accumulated = ACCUMULATED ? accumulated + step : step;
-      const text = accumulated;
+      text = ACCUMULATED ? text + step : step;
       const sentAt = performance.now();
       await post(chunks, [{ seq: delta + 2, type: 'text.delta', text }], key);
       acknowledgedMs.push(performance.now() - sentAt);
