@@ -86,8 +86,6 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     if (at !== undefined || startedAt === undefined) return;
     const stop = new AbortController();
     const onEvent = ({ event, id, data }: LiveEvent) => {
-      // An item the feed had read before it was stopped (the reviewer went to a past position) belongs to the head.
-      if (stop.signal.aborted) return;
       const position = id === undefined ? undefined : Number(id);
       if (position !== undefined) setLivePositions((heard) => [...heard, position]);
       if (event === 'block') {
