@@ -99,9 +99,10 @@ describe('session export bundles', () => {
 
   it('verifies offline with the key alone, folds as the read routes show, and is recorded as an event', async () => {
     const forkId = await recordForkedSession('exported');
-    // A read waits up to 5 s for the read models to hold the caller's writes, then answers 503: asked again then.
+    // Read as the writer: a read waits up to 5 s for the read models to hold the caller's own writes (then
+    // answers 503: asked again), where another caller's read may come before the reply is projected.
     const current = await eventually('the fork read', async () => {
-      const answer = await ledger.request('GET', `/v1/sessions/${forkId}`);
+      const answer = await ledger.request('GET', `/v1/sessions/${forkId}`, undefined, undefined, 'producer-1');
       return answer.status === 503 ? undefined : answer;
     });
     expect(current.status).toBe(200);
