@@ -95,7 +95,11 @@ describe('gateway: refusals and bad endings', () => {
     const intruder = await gateway.openai({ sessionId, who: 'intruder' });
     await expect(ask(intruder, 'Let me in')).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect(exchangesNow()).toBe(before);
-    const tree = await gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`, undefined, undefined, 'owner');
+    // The gateway's records are not the owner's writes (no read-your-writes): wait for the read models to hold them.
+    const tree = await eventually(
+      () => gateway.ledger.request('GET', `/v1/sessions/${sessionId}/tree`, undefined, undefined, 'owner'),
+      (read) => (read.body?.messages?.length ?? 0) >= 2,
+    );
     expect(tree.body.messages).toHaveLength(2);
   });
 

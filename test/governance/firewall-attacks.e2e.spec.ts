@@ -148,8 +148,14 @@ describe('the firewall against planted paths, end to end', () => {
 
   it('no secret appears in any response, block, the history or the log', async () => {
     const seen: string[] = [];
-    const listed = await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`);
-    const calls = listed.body.toolCalls as { id: string }[];
+    // The tool_calls read model follows the log: wait (bounded) until it lists every call made above.
+    const list = async () =>
+      (await call(url(), 'GET', `/v1/tool-calls?sessionId=${sessionId}&limit=1000`)).body.toolCalls as { id: string }[];
+    let calls = await list();
+    for (let tries = 0; calls.length < 16 && tries < 100; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      calls = await list();
+    }
     expect(calls.length).toBeGreaterThanOrEqual(16);
     for (const { id } of calls) seen.push(JSON.stringify((await call(url(), 'GET', `/v1/tool-calls/${id}`)).body));
     seen.push(JSON.stringify((await call(url(), 'GET', `/v1/sessions/${sessionId}/history`)).body));

@@ -134,10 +134,11 @@ describe('the governance saga across kill -9 and restart', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const still = await waitForToolCall(restarted, toolCallId, () => true);
     expect(trail(still)).toEqual(['requested', 'firewall_evaluated', 'guardian_reviewed', 'approval_requested']);
+    // The queue is a read model the restarted instance catches up from its checkpoint: read it once it reflects the call.
     expect(
-      (await call(restarted, 'GET', '/v1/tool-calls?state=awaiting_approval')).body.toolCalls.map(
-        (listed: { id: string }) => listed.id,
-      ),
+      (
+        await call(restarted, 'GET', `/v1/tool-calls?state=awaiting_approval&minPosition=${still.position}`)
+      ).body.toolCalls.map((listed: { id: string }) => listed.id),
     ).toContain(toolCallId);
 
     const approved = await call(

@@ -23,6 +23,8 @@ describe('attack: bodies, encodings and paths as the HTTP adapter reads them', (
     expect((await ledger.request('POST', '/v1/sessions', { id: sessionId })).status).toBe(201);
     const message = { id: 'a1', role: 'assistant', parentId: null };
     expect((await ledger.request('POST', `/v1/sessions/${sessionId}/messages`, message)).status).toBe(201);
+    // Read once as the writer, which waits for its own writes: the reader-only key's reads below then find them projected.
+    expect((await ledger.request('GET', `/v1/sessions/${sessionId}`)).status).toBe(200);
   });
   afterAll(async () => {
     await ledger?.close();
