@@ -7,21 +7,10 @@
  *
  *   npm run bench:gateway
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import pg from 'pg';
-import {
-  mintBenchKeys,
-  openBenchDatabase,
-  percentile,
-  printTable,
-  startLedgerProcess,
-} from '../support/bench-database.js';
+import { mintBenchKeys, openBenchDatabase, percentile, printTable } from '../support/bench-database.js';
+import { startGatewayUnderBench, stream, type Timing } from './gateway-under-bench.js';
 
-const UPSTREAM_KEY = 'sk-bench-upstream';
 const EVENTS_PER_STREAM = 60;
 // A model streaming about 50 tokens a second.
 const EVENT_DELAY_MS = 20;
@@ -30,29 +19,16 @@ const LEVELS = [
   { streams: 200, waves: 3 },
 ];
 
-interface Timing {
-  readonly firstByteMs: number;
-  readonly totalMs: number;
-  readonly events: number;
-}
-
 async function main(): Promise<void> {
   const database = await openBenchDatabase(54_393);
   const [producerKey] = await mintBenchKeys(database.connectionString, [
     { name: 'bench gateway producer', roles: ['producer'] },
   ]);
-  const double = await startDoubleProcess();
-  const folder = await mkdtemp(path.join(tmpdir(), 'bench-gateway-'));
-  const upstreamsFile = path.join(folder, 'upstreams.json');
-  const upstream = {
-    name: 'double',
-    protocol: 'openai',
-    baseUrl: `${double.baseUrl}/v1`,
-    models: '*',
-    keys: [{ key: UPSTREAM_KEY }],
-  };
-  await writeFile(upstreamsFile, JSON.stringify({ upstreams: [upstream] }));
-  const ledger = await startLedgerProcess(database.connectionString, { LEDGER_UPSTREAMS: upstreamsFile });
+  const gatewayUnderBench = await startGatewayUnderBench(database.connectionString, {
+    BENCH_EVENTS: String(EVENTS_PER_STREAM),
+    BENCH_DELAY_MS: String(EVENT_DELAY_MS),
+  });
+  const { doubleUrl, upstreamAuthorization, ledger } = gatewayUnderBench;
   let relayedEvents = 0;
   try {
     const rows: string[][] = [];
@@ -64,7 +40,7 @@ async function main(): Promise<void> {
       for (let wave = 0; wave < waves; wave += 1) {
         direct.push(
           ...(await wavesOf(sessions, () =>
-            stream(`${double.baseUrl}/v1/chat/completions`, { authorization: `Bearer ${UPSTREAM_KEY}` }),
+            stream(`${doubleUrl}/v1/chat/completions`, { authorization: upstreamAuthorization }),
           )),
         );
         const through = await wavesOf(sessions, (sessionId) =>
@@ -88,9 +64,7 @@ async function main(): Promise<void> {
       `\nprovider events relayed through the gateway: ${relayedEvents}; recorded in the log: ${recorded} (${verdict})`,
     );
   } finally {
-    await ledger.stop();
-    double.stop();
-    await rm(folder, { recursive: true, force: true });
+    await gatewayUnderBench.stop();
     await database.close();
   }
 }
@@ -125,33 +99,6 @@ function wavesOf(sessions: readonly string[], one: (sessionId: string) => Promis
   return Promise.all(sessions.map(one));
 }
 
-/** One streamed completion: when its first body byte came, when it ended, how many SSE events it held. */
-async function stream(url: string, headers: Record<string, string>): Promise<Timing> {
-  const started = performance.now();
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({
-      model: 'gpt-bench',
-      stream: true,
-      messages: [{ role: 'user', content: 'Stream me something.' }],
-    }),
-  });
-  if (!response.ok || !response.body) throw new Error(`${url}: ${response.status} ${await response.text()}`);
-  let firstByteMs = -1;
-  let text = '';
-  const decoder = new TextDecoder();
-  for await (const bytes of response.body) {
-    if (firstByteMs < 0) firstByteMs = performance.now() - started;
-    text += decoder.decode(bytes, { stream: true });
-  }
-  return {
-    firstByteMs,
-    totalMs: performance.now() - started,
-    events: text.split('\n\n').filter((frame) => frame.startsWith('data:')).length,
-  };
-}
-
 /** Provider events the log holds: the first chunk event of each carries the event as its source. */
 async function recordedProviderEvents(connectionString: string): Promise<number> {
   const client = new pg.Client({ connectionString });
@@ -164,23 +111,6 @@ async function recordedProviderEvents(connectionString: string): Promise<number>
   } finally {
     await client.end();
   }
-}
-
-async function startDoubleProcess(): Promise<{ baseUrl: string; stop(): void }> {
-  const env = {
-    ...process.env,
-    BENCH_KEYS: UPSTREAM_KEY,
-    BENCH_EVENTS: String(EVENTS_PER_STREAM),
-    BENCH_DELAY_MS: String(EVENT_DELAY_MS),
-  };
-  const child = spawn(process.execPath, [path.resolve('dist/bench/gateway/provider-double-process.js')], {
-    env,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const line = (await lines.next()).value as string;
-  const { baseUrl } = JSON.parse(line) as { baseUrl: string };
-  return { baseUrl, stop: () => void child.kill('SIGTERM') };
 }
 
 await main();

@@ -22,6 +22,7 @@ import {
   startLedgerProcess,
 } from '../support/bench-database.js';
 import { post } from '../support/bench-http.js';
+import { prose } from '../support/prose.js';
 import { parentPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 import { startFloorService } from '../ingest/floor-service.js';
 
@@ -32,14 +33,6 @@ const DELTAS = Number(process.env.BENCH_DELTAS ?? 6);
 const ACCUMULATED = process.env.BENCH_ACCUMULATED === '1';
 /** Rounds of 1 KiB deltas the ledger takes first, not measured, so that what is measured is not its compiling. */
 const WARM_UP_ROUNDS = 5;
-
-/** Text of words, different at every offset, so that PostgreSQL's compression sees prose rather than one letter. */
-function prose(bytes: number, seed: number): string {
-  const words = ['ledger', 'block', 'stream', 'tool', 'answer', 'model', 'event', 'chunk', 'session', 'audit'];
-  let text = '';
-  for (let index = seed; text.length < bytes; index += 7) text += `${words[index % words.length]}${index % 97} `;
-  return text.slice(0, bytes);
-}
 
 interface Measured {
   readonly megabytesPerSecond: number;
