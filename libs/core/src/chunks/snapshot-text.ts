@@ -37,11 +37,21 @@ const PART_OF = {
 const isSnapshotDelta = (type: string): type is SnapshotDelta =>
   type === 'text.delta' || type === 'thinking.delta' || type === 'translation.delta';
 
-export function encodeChunk(state: SnapshotState, chunk: Chunk): { stored: StoredChunk; state: SnapshotState } {
+/**
+ * `grownBy`: what the delta's text added to the part's text, when its maker knows (a translator, `GrownDelta`); a
+ * text as long as the snapshot and that piece together is then taken to extend it, without comparing the two.
+ */
+export function encodeChunk(
+  state: SnapshotState,
+  chunk: Chunk,
+  grownBy?: string,
+): { stored: StoredChunk; state: SnapshotState } {
   if (!isSnapshotDelta(chunk.type)) return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const previous = state[part];
   const { text, ...rest } = chunk as ChunkOf<SnapshotDelta>;
+  if (previous.length > 0 && grownBy !== undefined && previous.length + grownBy.length === text.length)
+    return { stored: { ...rest, append: grownBy }, state: { ...state, [part]: previous + grownBy } };
   const stored = (
     text.startsWith(previous) && previous.length > 0
       ? { ...rest, append: text.slice(previous.length) }

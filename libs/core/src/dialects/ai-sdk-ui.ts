@@ -2,6 +2,7 @@ import { z } from 'zod';
 import {
   DialectError,
   followedBy,
+  grownDelta,
   parseEvent,
   responseEnd,
   toolResponse,
@@ -148,11 +149,12 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
     case 'text-delta':
     case 'reasoning-delta': {
       const kind = part.type === 'text-delta' ? 'text' : 'reasoning';
-      const text = openPart(state, kind, part.id).text + part.delta;
-      return {
-        state: { ...state, [kind]: { id: part.id, text } },
-        chunks: [{ type: kind === 'text' ? 'text.delta' : 'thinking.delta', text }],
-      };
+      const delta = grownDelta(
+        kind === 'text' ? 'text.delta' : 'thinking.delta',
+        openPart(state, kind, part.id).text,
+        part.delta,
+      );
+      return { state: { ...state, [kind]: { id: part.id, text: delta.text } }, chunks: [delta] };
     }
     case 'text-end':
     case 'reasoning-end': {

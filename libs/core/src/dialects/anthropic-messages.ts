@@ -3,11 +3,12 @@ import {
   completeArguments,
   DialectError,
   followedBy,
+  grownDelta,
   parseEvent,
   responseEnd,
+  type StandIn,
   toolResponse,
   translateStandIns,
-  type StandIn,
   type Translation,
   type Translator,
 } from './dialect.js';
@@ -298,12 +299,12 @@ function openBlock(state: AnthropicMessagesState, index: number): ContentBlock {
 
 function appendText(state: AnthropicMessagesState, piece: string): Step {
   const open = state.open as Extract<ContentBlock, { kind: 'text' }>;
-  const text = open.text + piece;
-  return { state: { ...state, open: { ...open, text } }, chunks: [{ type: 'text.delta', text }] };
+  const delta = grownDelta('text.delta', open.text, piece);
+  return { state: { ...state, open: { ...open, text: delta.text } }, chunks: [delta] };
 }
 
 function appendThinking(state: AnthropicMessagesState, piece: string): Step {
   const open = state.open as Extract<ContentBlock, { kind: 'thinking' }>;
-  const text = open.text + piece;
-  return { state: { ...state, open: { ...open, text } }, chunks: [{ type: 'thinking.delta', text }] };
+  const delta = grownDelta('thinking.delta', open.text, piece);
+  return { state: { ...state, open: { ...open, text: delta.text } }, chunks: [delta] };
 }

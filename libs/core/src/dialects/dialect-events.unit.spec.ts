@@ -1,4 +1,5 @@
 import { parseChunks } from '../chunks/chunk-schemas.js';
+import { encodeChunk, EMPTY_SNAPSHOTS } from '../chunks/snapshot-text.js';
 import { SessionError } from '../session/session-decider.js';
 import { DialectRecording } from '../testing/dialect-recording.js';
 import { ANTHROPIC_STREAMS, OPENAI_STREAMS } from '../testing/dialect-streams.js';
@@ -53,6 +54,52 @@ describe('provider events in the log (ADR 0015)', () => {
     });
     expect(thrownBy(() => recording.send(4, [events[3]]))).toMatchObject({ code: 'seq_gap', field: 'seq' });
     expect(recording.message.dialect?.eventDigests.length).toBe(2);
+  });
+
+  it('records each text delta as the piece its event added, and folds them back into the whole text', () => {
+    const pieces = ['Hel', 'lo', ', wor', 'ld'];
+    const recording = new DialectRecording('openai').sendAll([
+      { object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
+      ...pieces.map((content) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] })),
+    ]);
+    const deltas = recording.recorded
+      .filter((event) => event.type === 'chunk.text.delta')
+      .map((event) => event.data as { text?: string; append?: string });
+    expect(deltas.map(({ text, append }) => ({ text, append }))).toEqual([
+      { text: 'Hel', append: undefined },
+      { text: undefined, append: 'lo' },
+      { text: undefined, append: ', wor' },
+      { text: undefined, append: 'ld' },
+    ]);
+    expect(recording.message.snapshots.text).toBe('Hello, world');
+  });
+
+  it("takes a translator's piece as the extension when the lengths add up, and compares the texts when not", () => {
+    const grown = { ...EMPTY_SNAPSHOTS, text: 'Hello' };
+    const delta = { seq: 2, type: 'text.delta', text: 'Hello, world' } as const;
+    expect(encodeChunk(grown, delta, ', world')).toEqual({
+      stored: { seq: 2, type: 'text.delta', append: ', world' },
+      state: { ...grown, text: 'Hello, world' },
+    });
+    // The texts are not compared (a translator's text is its own fold of the events the snapshot folds): the piece is kept.
+    expect(encodeChunk(grown, { ...delta, text: 'Jello, world' }, ', world').stored).toMatchObject({
+      append: ', world',
+    });
+    // A piece that does not account for the text's growth: the text is compared with the snapshot, as posted ones are.
+    expect(encodeChunk(grown, delta, 'world').stored).toEqual({ seq: 2, type: 'text.delta', append: ', world' });
+    expect(encodeChunk(grown, { ...delta, text: 'Goodbye' }, 'bye').stored).toEqual({ ...delta, text: 'Goodbye' });
+  });
+
+  it('refuses a Cherry chunk posted at a seq a translated chunk holds (seq_conflict), whatever it carries', () => {
+    const recording = new DialectRecording('openai');
+    recording.send(1, events.slice(0, 2));
+    const posted = () =>
+      recording.decide({
+        type: 'append_chunks',
+        messageId: recording.messageId,
+        chunks: parseChunks([{ seq: 1, type: 'translation.delta', text: 'Bonjour' }]),
+      });
+    expect(thrownBy(posted)).toMatchObject({ code: 'seq_conflict', field: 'chunks[0].seq' });
   });
 
   it('keeps one dialect per message: Cherry chunks or another dialect are a dialect_conflict', () => {

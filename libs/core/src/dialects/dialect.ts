@@ -13,10 +13,30 @@ export type UnnumberedChunk = Chunk extends infer C
     : never
   : never;
 
+/**
+ * A text or thinking delta as a translator makes it: its part's text so far (rule 4), and `grownBy`, what this
+ * event added to it. The ledger records the piece without comparing the two texts, so each delta of a long
+ * answer costs what it adds, not the answer so far.
+ */
+export interface GrownDelta {
+  readonly type: 'text.delta' | 'thinking.delta';
+  readonly text: string;
+  readonly grownBy: string;
+}
+
+export const grownDelta = (type: GrownDelta['type'], before: string, piece: string): GrownDelta => ({
+  type,
+  text: before + piece,
+  grownBy: piece,
+});
+
+/** A chunk a translator makes. */
+export type TranslatedChunk = UnnumberedChunk | GrownDelta;
+
 export interface Translation<State> {
   readonly state: State;
   /** The Cherry chunks the event stands for, in order; the ledger numbers them. */
-  readonly chunks: readonly UnnumberedChunk[];
+  readonly chunks: readonly TranslatedChunk[];
 }
 
 export interface Translator<State> {

@@ -3,11 +3,12 @@ import {
   completeArguments,
   DialectError,
   followedBy,
+  grownDelta,
   parseEvent,
   responseEnd,
+  type StandIn,
   toolResponse,
   translateStandIns,
-  type StandIn,
   type Translation,
   type Translator,
   type UnnumberedChunk,
@@ -213,17 +214,17 @@ function translateChunk(initial: OpenAiChatState, event: CompletionChunk): Step 
 }
 
 function streamReasoning(state: OpenAiChatState, piece: string): Step {
-  const reasoning = (state.reasoning ?? '') + piece;
+  const delta = grownDelta('thinking.delta', state.reasoning ?? '', piece);
   const start: UnnumberedChunk[] = state.reasoning === undefined ? [{ type: 'thinking.start' }] : [];
-  return { state: { ...state, reasoning }, chunks: [...start, { type: 'thinking.delta', text: reasoning }] };
+  return { state: { ...state, reasoning: delta.text }, chunks: [...start, delta] };
 }
 
 /** Answer text ends the reasoning before it. */
 function streamText(state: OpenAiChatState, piece: string): Step {
   const closed = closeReasoning(state);
-  const text = (state.text ?? '') + piece;
+  const delta = grownDelta('text.delta', state.text ?? '', piece);
   const start: UnnumberedChunk[] = state.text === undefined ? [{ type: 'text.start' }] : [];
-  return followedBy(closed, { state: { ...closed.state, text }, chunks: [...start, { type: 'text.delta', text }] });
+  return followedBy(closed, { state: { ...closed.state, text: delta.text }, chunks: [...start, delta] });
 }
 
 /** A call's first delta names it (`id`, `function.name`); later ones at the same `index` add argument text. */

@@ -9,7 +9,7 @@ const chunk = (delta: Record<string, unknown>) => ({
   choices: [{ index: 0, delta, finish_reason: null }],
 });
 describe('openai translator', () => {
-  it('carries the accumulated text in every text.delta (a snapshot, not an increment)', () => {
+  it('carries the accumulated text in every text.delta (a snapshot), and the piece it grew by', () => {
     let state = openAiChatTranslator.initial;
     const deltas = ['Hel', 'lo', ', world'].map((piece) => {
       const step = openAiChatTranslator.translate(state, chunk({ content: piece }));
@@ -17,9 +17,9 @@ describe('openai translator', () => {
       return step.chunks.filter((made) => made.type === 'text.delta');
     });
     expect(deltas.flat()).toEqual([
-      { type: 'text.delta', text: 'Hel' },
-      { type: 'text.delta', text: 'Hello' },
-      { type: 'text.delta', text: 'Hello, world' },
+      { type: 'text.delta', text: 'Hel', grownBy: 'Hel' },
+      { type: 'text.delta', text: 'Hello', grownBy: 'lo' },
+      { type: 'text.delta', text: 'Hello, world', grownBy: ', world' },
     ]);
   });
 });

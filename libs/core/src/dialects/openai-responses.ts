@@ -2,11 +2,12 @@ import { z } from 'zod';
 import {
   completeArguments,
   DialectError,
+  grownDelta,
   parseEvent,
   responseEnd,
+  type StandIn,
   toolResponse,
   translateStandIns,
-  type StandIn,
   type Translation,
   type Translator,
   type UnnumberedChunk,
@@ -291,16 +292,16 @@ function translateInResponse(
       if (open.kind !== 'message' || open.text === undefined || event.content_index !== open.parts - 1) {
         throw new DialectError('content_index', `content part ${event.content_index} is not open`);
       }
-      const text = open.text + event.delta;
-      return { state: { ...state, open: { ...open, text } }, chunks: [{ type: 'text.delta', text }] };
+      const delta = grownDelta('text.delta', open.text, event.delta);
+      return { state: { ...state, open: { ...open, text: delta.text } }, chunks: [delta] };
     }
     case 'response.reasoning_summary_part.added':
       return startReasoningSegment(state, openItem(state, event.output_index, 'reasoning'));
     case 'response.reasoning_summary_text.delta':
     case 'response.reasoning_text.delta': {
       const open = openItem(state, event.output_index, 'reasoning');
-      const text = open.text + event.delta;
-      return { state: { ...state, open: { ...open, text } }, chunks: [{ type: 'thinking.delta', text }] };
+      const delta = grownDelta('thinking.delta', open.text, event.delta);
+      return { state: { ...state, open: { ...open, text: delta.text } }, chunks: [delta] };
     }
     case 'response.function_call_arguments.delta': {
       const open = openItem(state, event.output_index, 'function_call');

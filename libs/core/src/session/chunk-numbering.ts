@@ -1,6 +1,6 @@
 import { ChunkValidationError, parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
-import { encodeChunk, type SnapshotState } from '../chunks/snapshot-text.js';
-import type { UnnumberedChunk } from '../dialects/dialect.js';
+import { encodeChunk, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
+import type { GrownDelta, TranslatedChunk, UnnumberedChunk } from '../dialects/dialect.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { ChunkEventData, ChunkSource, MessageState, SessionEvent } from './session-events.js';
 import { SessionError } from './session-error.js';
@@ -24,23 +24,29 @@ export const chunkCursor = (message: MessageState): ChunkCursor => ({
   snapshots: message.snapshots,
 });
 
-/** A chunk the ledger numbers itself, checked like a posted one; `index` names the input it came from when it is not storable. */
-export function numberChunk(cursor: ChunkCursor, unnumbered: UnnumberedChunk, source: ChunkSource, index: number) {
+/**
+ * A chunk the ledger numbers itself, checked like a posted one as the log will store it: a delta that extends its
+ * part's snapshot is checked for the text it adds (the snapshot was checked as it grew), so each delta of a long
+ * answer costs what it adds. `index` names the input it came from when it is not storable.
+ */
+export function numberChunk(cursor: ChunkCursor, translated: TranslatedChunk, source: ChunkSource, index: number) {
   const seq = cursor.seq + 1;
-  const chunk = validChunk({ seq, ...unnumbered }, index);
-  const encoded = encodeChunk(cursor.snapshots, chunk);
+  const { grownBy, ...unnumbered } = translated as GrownDelta | (UnnumberedChunk & { grownBy?: undefined });
+  const encoded = encodeChunk(cursor.snapshots, { seq, ...unnumbered } as Chunk, grownBy);
+  const { append, ...stored } = encoded.stored as StoredChunk & { append?: string };
+  validChunk(append === undefined ? stored : { ...stored, text: append }, index);
   const data = { messageId: cursor.messageId, ...encoded.stored, source } as ChunkEventData;
   const event: DecidedEvent = {
     id: nameUuid(`chunk:${cursor.messageId}:${seq}`),
-    event: { type: `chunk.${chunk.type}`, data },
+    event: { type: `chunk.${unnumbered.type}`, data },
   };
   return { cursor: { ...cursor, seq, snapshots: encoded.state }, event };
 }
 
 /** What a translator made, checked like a posted chunk (parsed tool arguments may hold what the log cannot store). */
-function validChunk(value: Record<string, unknown>, index: number): Chunk {
+function validChunk(value: Record<string, unknown>, index: number): void {
   try {
-    return parseChunk(value, index);
+    parseChunk(value, index);
   } catch (error) {
     if (!(error instanceof ChunkValidationError)) throw error;
     throw invalidEvent(index, '', `translates to a ${String(value.type)} chunk whose ${error.field} ${error.rule}`);

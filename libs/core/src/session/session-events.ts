@@ -256,6 +256,19 @@ export function keptDigest(digests: GrowingList<string>, index: number): string 
   return digest;
 }
 
+/**
+ * Stands for the digest of a chunk the ledger made (it has a `source`: a provider event or a gateway request). No
+ * producer posts it, so no retried chunk can repeat it: a posted chunk at its seq is a conflict, and its content,
+ * which a long answer's deltas carry whole (rule 4), is not hashed at every delta.
+ */
+const MADE_BY_THE_LEDGER = 'made by the ledger';
+
+/** What `decide` compares a retried seq with: the posted chunk's digest; nothing when folded for reading. */
+function keptChunkDigest(chunk: Chunk, source: ChunkSource | undefined, purpose: FoldPurpose): string {
+  if (purpose !== 'decide') return DIGEST_NOT_KEPT;
+  return source === undefined ? chunkDigest(postedChunk(chunk)) : MADE_BY_THE_LEDGER;
+}
+
 /** The chunk as its producer posted it: the decoded stored chunk without the envelope fields the log added. */
 function postedChunk(decoded: Chunk): Chunk {
   const { messageId: _messageId, source: _source, ...posted } = decoded as Chunk & Partial<ChunkEventData>;
@@ -464,10 +477,7 @@ function evolveChunk(message: MessageState, event: SessionEventEnvelope, purpose
     attachments: message.attachments,
     createdAt: message.createdAt,
     selectedChildId: message.selectedChildId,
-    chunkDigests: appendItem(
-      message.chunkDigests,
-      purpose === 'decide' ? chunkDigest(postedChunk(chunk)) : DIGEST_NOT_KEPT,
-    ),
+    chunkDigests: appendItem(message.chunkDigests, keptChunkDigest(chunk, source, purpose)),
     snapshots,
     dialect:
       source !== undefined && 'event' in source ? advanceDialect(message.dialect, source, purpose) : message.dialect,

@@ -17,6 +17,8 @@ export class DialectRecording {
   private state: SessionState;
   private position = 0n;
   readonly messageId = 'm-assistant';
+  /** The events decided so far, as the log holds them. */
+  readonly recorded: SessionEvent[] = [];
 
   constructor(readonly dialect: DialectName) {
     this.state = initialSessionState;
@@ -45,7 +47,11 @@ export class DialectRecording {
   /** Any command against the session as recorded so far. */
   decide(command: SessionCommand): Decision {
     const decision = decideSession(command, this.state);
-    for (const decided of decision.events) this.apply(JSON.parse(JSON.stringify(decided.event)) as SessionEvent);
+    for (const decided of decision.events) {
+      const stored = JSON.parse(JSON.stringify(decided.event)) as SessionEvent;
+      this.recorded.push(stored);
+      this.apply(stored);
+    }
     return decision;
   }
 
