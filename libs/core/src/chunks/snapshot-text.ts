@@ -1,27 +1,38 @@
-import type { Chunk, ChunkOf } from './chunk-schemas.js';
+import type { Chunk, ChunkOf, McpToolResponse } from './chunk-schemas.js';
 
 /**
  * Rule 4: `text.delta` and `thinking.delta` carry the accumulated text of their part. Every one
  * is recorded, but as the suffix when it extends the part's previous snapshot (`{ append }`), and
  * whole only when it does not — so a long answer costs O(n) bytes in the log, not O(n²).
+ * A tool call's arguments streamed in `mcp_tool_streaming` chunks (each carrying the arguments so
+ * far, as `partialArguments`) are recorded the same way, as `appendArguments` on the call's response.
  * Replaying restores every snapshot exactly.
  */
 export type StoredChunk = Chunk extends infer C
   ? C extends { type: SnapshotDelta; text: string }
     ? Omit<C, 'text'> & ({ text: string } | { append: string })
-    : C
+    : C extends { type: 'mcp_tool_streaming' }
+      ? Omit<C, 'responses'> & { responses: StoredToolResponse[] }
+      : C
   : never;
+
+/** A streaming tool call's response as stored: with its arguments so far, or with what they added in their place. */
+type StoredToolResponse = McpToolResponse & { readonly appendArguments?: string };
 
 type SnapshotDelta = 'text.delta' | 'thinking.delta' | 'translation.delta';
 
-/** The snapshot each open part has reached; parts are independent (thinking may run inside text). */
+/**
+ * The snapshot each open part has reached; parts are independent (thinking may run inside text). `toolArguments`:
+ * the arguments so far of each tool call still streaming, by its id.
+ */
 export interface SnapshotState {
   readonly text: string;
   readonly thinking: string;
   readonly translation: string;
+  readonly toolArguments: ReadonlyMap<string, string>;
 }
 
-export const EMPTY_SNAPSHOTS: SnapshotState = { text: '', thinking: '', translation: '' };
+export const EMPTY_SNAPSHOTS: SnapshotState = { text: '', thinking: '', translation: '', toolArguments: new Map() };
 
 const PART_OF = {
   'text.start': 'text',
@@ -46,6 +57,7 @@ export function encodeChunk(
   chunk: Chunk,
   grownBy?: string,
 ): { stored: StoredChunk; state: SnapshotState } {
+  if (chunk.type === 'mcp_tool_streaming') return encodeToolArguments(state, chunk);
   if (!isSnapshotDelta(chunk.type)) return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const previous = state[part];
@@ -61,11 +73,27 @@ export function encodeChunk(
 }
 
 export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
+  if (stored.type === 'mcp_tool_streaming') return decodeToolArguments(state, stored);
   if (!isSnapshotDelta(stored.type)) return { chunk: stored as Chunk, state: advance(state, stored as Chunk) };
   const part = PART_OF[stored.type];
   const { append, text } = stored as StoredChunk & { append?: string; text?: string };
   const full = append === undefined ? text! : state[part] + append;
   return { chunk: withText(stored, full), state: { ...state, [part]: full } };
+}
+
+/**
+ * The stored chunk with each piece it stores as an addition (`append`, `appendArguments`) in place of the whole the
+ * piece grew: what is left to check of a chunk whose earlier part was checked as it grew.
+ */
+export function addedParts(stored: StoredChunk): Chunk {
+  if (stored.type === 'mcp_tool_streaming') {
+    const responses = stored.responses.map(({ appendArguments, ...response }) =>
+      appendArguments === undefined ? response : { ...response, partialArguments: appendArguments },
+    );
+    return { ...stored, responses };
+  }
+  const { append } = stored as StoredChunk & { append?: string };
+  return append === undefined ? (stored as Chunk) : withText(stored, append);
 }
 
 /**
@@ -79,9 +107,51 @@ function withText(stored: StoredChunk, text: string): Chunk {
   return chunk as Chunk;
 }
 
-/** A part's snapshot starts empty when the part starts and is forgotten when it completes. */
+/** Each response's arguments stored as what they add to the call's arguments so far, when they extend them. */
+function encodeToolArguments(
+  state: SnapshotState,
+  chunk: ChunkOf<'mcp_tool_streaming'>,
+): { stored: StoredChunk; state: SnapshotState } {
+  let toolArguments = state.toolArguments;
+  const responses = chunk.responses.map((response): StoredToolResponse => {
+    const { partialArguments, ...rest } = response;
+    if (partialArguments === undefined) return response;
+    const previous = toolArguments.get(response.id) ?? '';
+    toolArguments = new Map(toolArguments).set(response.id, partialArguments);
+    return previous.length > 0 && partialArguments.startsWith(previous)
+      ? { ...rest, appendArguments: partialArguments.slice(previous.length) }
+      : response;
+  });
+  return { stored: { ...chunk, responses }, state: { ...state, toolArguments } };
+}
+
+function decodeToolArguments(
+  state: SnapshotState,
+  stored: StoredChunk & { type: 'mcp_tool_streaming' },
+): { chunk: Chunk; state: SnapshotState } {
+  let toolArguments = state.toolArguments;
+  const responses = stored.responses.map(({ appendArguments, ...response }): McpToolResponse => {
+    const whole =
+      appendArguments === undefined
+        ? response.partialArguments
+        : (toolArguments.get(response.id) ?? '') + appendArguments;
+    if (whole === undefined) return response;
+    toolArguments = new Map(toolArguments).set(response.id, whole);
+    return { ...response, partialArguments: whole };
+  });
+  return { chunk: { ...stored, responses }, state: { ...state, toolArguments } };
+}
+
+/**
+ * A part's snapshot starts empty when the part starts and is forgotten when it completes; a tool call's
+ * arguments are forgotten once a chunk moves the call past streaming.
+ */
 function advance(state: SnapshotState, chunk: Chunk): SnapshotState {
   switch (chunk.type) {
+    case 'mcp_tool_pending':
+    case 'mcp_tool_in_progress':
+    case 'mcp_tool_complete':
+      return withoutToolArguments(state, chunk.responses);
     case 'text.start':
     case 'text.complete':
       return { ...state, text: '' };
@@ -93,4 +163,11 @@ function advance(state: SnapshotState, chunk: Chunk): SnapshotState {
     default:
       return state;
   }
+}
+
+function withoutToolArguments(state: SnapshotState, responses: readonly McpToolResponse[]): SnapshotState {
+  if (!responses.some((response) => state.toolArguments.has(response.id))) return state;
+  const toolArguments = new Map(state.toolArguments);
+  for (const response of responses) toolArguments.delete(response.id);
+  return { ...state, toolArguments };
 }

@@ -74,6 +74,33 @@ describe('provider events in the log (ADR 0015)', () => {
     expect(recording.message.snapshots.text).toBe('Hello, world');
   });
 
+  it("records a tool call's streamed arguments as what each event added: bytes that grow with the arguments", () => {
+    const args = JSON.stringify({ path: 'notes.txt', content: 'line\n'.repeat(4_000) });
+    const pieces = args.match(/[^]{1,4}/g)!;
+    const toolCall = (fields: Record<string, unknown>) => ({ index: 0, function: { arguments: '' }, ...fields });
+    const event = (delta: Record<string, unknown>, finish: string | null = null) => ({
+      object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    const recording = new DialectRecording('openai').sendAll(
+      [
+        event({
+          role: 'assistant',
+          tool_calls: [toolCall({ id: 'call_1', type: 'function', function: { name: 'write', arguments: '' } })],
+        }),
+        ...pieces.map((piece) => event({ tool_calls: [toolCall({ function: { arguments: piece } })] })),
+        event({}, 'tool_calls'),
+      ],
+      64,
+    );
+    const storedBytes = recording.recorded.reduce((sum, { data }) => sum + JSON.stringify(data).length, 0);
+    // About 200 bytes per event (the provider event, its chunk's envelope and its piece); 52 MB when stored whole.
+    expect(storedBytes).toBeLessThan(pieces.length * 400);
+    const [block] = recording.message.blocks.blocks;
+    expect(block.metadata?.rawMcpToolResponse).toMatchObject({ id: 'call_1', arguments: JSON.parse(args) });
+    expect(recording.message.snapshots.toolArguments.size).toBe(0);
+  });
+
   it("takes a translator's piece as the extension when the lengths add up, and compares the texts when not", () => {
     const grown = { ...EMPTY_SNAPSHOTS, text: 'Hello' };
     const delta = { seq: 2, type: 'text.delta', text: 'Hello, world' } as const;

@@ -29,7 +29,8 @@ import {
  */
 type OpenItem =
   | { readonly kind: 'message'; readonly parts: number; readonly text: string | undefined }
-  | { readonly kind: 'reasoning'; readonly text: string }
+  // `separator`: the blank line a new segment opens with, added to the text with the segment's first delta.
+  | { readonly kind: 'reasoning'; readonly text: string; readonly separator: string }
   | { readonly kind: 'function_call'; readonly callId: string; readonly name: string; readonly arguments: string }
   | { readonly kind: 'other'; readonly type: string };
 
@@ -300,8 +301,8 @@ function translateInResponse(
     case 'response.reasoning_summary_text.delta':
     case 'response.reasoning_text.delta': {
       const open = openItem(state, event.output_index, 'reasoning');
-      const delta = grownDelta('thinking.delta', open.text, event.delta);
-      return { state: { ...state, open: { ...open, text: delta.text } }, chunks: [delta] };
+      const delta = grownDelta('thinking.delta', open.text, open.separator + event.delta);
+      return { state: { ...state, open: { ...open, text: delta.text, separator: '' } }, chunks: [delta] };
     }
     case 'response.function_call_arguments.delta': {
       const open = openItem(state, event.output_index, 'function_call');
@@ -343,7 +344,10 @@ function startItem(state: OpenAiResponsesState, index: number, item: OutputItem)
     case 'message':
       return nothing({ ...next, open: { kind: 'message', parts: 0, text: undefined } });
     case 'reasoning':
-      return { state: { ...next, open: { kind: 'reasoning', text: '' } }, chunks: [{ type: 'thinking.start' }] };
+      return {
+        state: { ...next, open: { kind: 'reasoning', text: '', separator: '' } },
+        chunks: [{ type: 'thinking.start' }],
+      };
     case 'function_call': {
       const open = { kind: 'function_call' as const, callId: item.call_id, name: item.name, arguments: item.arguments };
       const response = toolResponse(open.callId, open.name, 'streaming', { partialArguments: open.arguments });
@@ -376,8 +380,8 @@ function finishItem(state: OpenAiResponsesState, index: number, item: OutputItem
       return { state: closed, chunks: citations.length > 0 ? [search] : [] };
     }
     case 'reasoning': {
-      const { text } = open as Extract<OpenItem, { kind: 'reasoning' }>;
-      return { state: closed, chunks: [{ type: 'thinking.complete', text, item }] };
+      const { text, separator } = open as Extract<OpenItem, { kind: 'reasoning' }>;
+      return { state: closed, chunks: [{ type: 'thinking.complete', text: text + separator, item }] };
     }
     case 'function_call': {
       const args = completeArguments(item.arguments);
@@ -409,9 +413,15 @@ function startPart(
   return { state: { ...state, open: { ...open, parts: open.parts + 1, text: '' } }, chunks: [{ type: 'text.start' }] };
 }
 
-/** Summary parts (or reasoning text parts) of one reasoning item are one thinking text, a blank line apart. */
+/**
+ * Summary parts (or reasoning text parts) of one reasoning item are one thinking text, a blank line apart; the
+ * blank line comes with the segment's first delta, so that delta records what it adds to the text.
+ */
 function startReasoningSegment(state: OpenAiResponsesState, open: Extract<OpenItem, { kind: 'reasoning' }>): Step {
-  return nothing({ ...state, open: { ...open, text: open.text === '' ? '' : `${open.text}\n\n` } });
+  return nothing({
+    ...state,
+    open: { ...open, separator: open.text + open.separator === '' ? '' : `${open.separator}\n\n` },
+  });
 }
 
 function openItem(state: OpenAiResponsesState, index: number): OpenItem;

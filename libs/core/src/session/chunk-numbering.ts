@@ -1,5 +1,5 @@
 import { ChunkValidationError, parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
-import { encodeChunk, type SnapshotState, type StoredChunk } from '../chunks/snapshot-text.js';
+import { addedParts, encodeChunk, type SnapshotState } from '../chunks/snapshot-text.js';
 import type { GrownDelta, TranslatedChunk, UnnumberedChunk } from '../dialects/dialect.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { ChunkEventData, ChunkSource, MessageState, SessionEvent } from './session-events.js';
@@ -33,8 +33,7 @@ export function numberChunk(cursor: ChunkCursor, translated: TranslatedChunk, so
   const seq = cursor.seq + 1;
   const { grownBy, ...unnumbered } = translated as GrownDelta | (UnnumberedChunk & { grownBy?: undefined });
   const encoded = encodeChunk(cursor.snapshots, { seq, ...unnumbered } as Chunk, grownBy);
-  const { append, ...stored } = encoded.stored as StoredChunk & { append?: string };
-  validChunk(append === undefined ? stored : { ...stored, text: append }, index);
+  validChunk(addedParts(encoded.stored), index);
   const data = { messageId: cursor.messageId, ...encoded.stored, source } as ChunkEventData;
   const event: DecidedEvent = {
     id: nameUuid(`chunk:${cursor.messageId}:${seq}`),

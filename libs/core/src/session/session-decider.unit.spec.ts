@@ -239,6 +239,45 @@ describe('session decider', () => {
         .thenThrows('seq_conflict');
   });
 
+  it("stores a streaming tool call's arguments as what they add, and compares a retry with the chunk as posted", () => {
+    const streaming = (partialArguments: string, id = 'call_1') => ({
+      type: 'mcp_tool_streaming',
+      responses: [{ id, tool: { name: 'write' }, status: 'streaming', partialArguments }],
+    });
+    const posted = chunks(
+      streaming('{"pa'),
+      streaming('{"path":'),
+      streaming('{"x', 'call_2'),
+      streaming('{"path":"a"}'),
+    );
+    const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
+    const decision = decideSession({ type: 'append_chunks', messageId: 'a1', chunks: posted }, stateOf(...state));
+    expect(decision.events.map((e) => (e.event.data as { responses: unknown[] }).responses[0])).toEqual([
+      { id: 'call_1', tool: { name: 'write' }, status: 'streaming', partialArguments: '{"pa' },
+      { id: 'call_1', tool: { name: 'write' }, status: 'streaming', appendArguments: 'th":' },
+      { id: 'call_2', tool: { name: 'write' }, status: 'streaming', partialArguments: '{"x' },
+      { id: 'call_1', tool: { name: 'write' }, status: 'streaming', appendArguments: '"a"}' },
+    ]);
+    const after = [...state, ...decision.events.map((e) => e.event)];
+    const folded = stateOf(...after);
+    const tools = folded.status === 'open' ? folded.messages.get('a1')!.blocks.blocks : [];
+    const raw = (block: (typeof tools)[number]) => block.metadata?.rawMcpToolResponse as { partialArguments: string };
+    expect(tools.map((block) => raw(block).partialArguments)).toEqual(['{"path":"a"}', '{"x']);
+    const retry = (partialArguments: string): SessionCommand => ({
+      type: 'append_chunks',
+      messageId: 'a1',
+      chunks: parseChunks([{ seq: 4, ...streaming(partialArguments) }]),
+    });
+    given(...after)
+      .when(retry('{"path":"a"}'))
+      .then(({ events, duplicateSeqs }) =>
+        expect({ events, duplicateSeqs }).toEqual({ events: [], duplicateSeqs: [4] }),
+      );
+    given(...after)
+      .when(retry('"a"}'))
+      .thenThrows('seq_conflict');
+  });
+
   it('reports each recorded chunk that changes nothing, with the reason, and records it anyway', () => {
     for (const { label, chunks: values, seq, reason } of IGNORED_CHUNK_CASES) {
       recorded('a1', chunks(...values)).then((decision) => {

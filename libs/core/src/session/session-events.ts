@@ -257,16 +257,16 @@ export function keptDigest(digests: GrowingList<string>, index: number): string 
 }
 
 /**
- * Stands for the digest of a chunk the ledger made (it has a `source`: a provider event or a gateway request). No
- * producer posts it, so no retried chunk can repeat it: a posted chunk at its seq is a conflict, and its content,
- * which a long answer's deltas carry whole (rule 4), is not hashed at every delta.
+ * Stands for the digest of a chunk translated from a provider event. No producer posts it, so no retried chunk
+ * repeats it: a posted chunk at its seq is a conflict, and its content, which a long answer's deltas carry whole
+ * (rule 4), is not hashed at every delta. (The few chunks a gateway request placed keep their digest.)
  */
-const MADE_BY_THE_LEDGER = 'made by the ledger';
+const TRANSLATED = 'translated from a provider event';
 
-/** What `decide` compares a retried seq with: the posted chunk's digest; nothing when folded for reading. */
+/** What `decide` compares a retried seq with: the chunk's digest as posted; nothing when folded for reading. */
 function keptChunkDigest(chunk: Chunk, source: ChunkSource | undefined, purpose: FoldPurpose): string {
   if (purpose !== 'decide') return DIGEST_NOT_KEPT;
-  return source === undefined ? chunkDigest(postedChunk(chunk)) : MADE_BY_THE_LEDGER;
+  return source !== undefined && 'dialect' in source ? TRANSLATED : chunkDigest(postedChunk(chunk));
 }
 
 /** The chunk as its producer posted it: the decoded stored chunk without the envelope fields the log added. */

@@ -1,4 +1,6 @@
-import type { Translation } from '../dialects/dialect.js';
+import type { Chunk } from '../chunks/chunk-schemas.js';
+import { decodeChunk, EMPTY_SNAPSHOTS, type StoredChunk } from '../chunks/snapshot-text.js';
+import type { TranslatedChunk, Translation } from '../dialects/dialect.js';
 import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { SessionError } from '../session/session-decider.js';
 import { compareBlocks } from './block-vectors.js';
@@ -21,6 +23,28 @@ export function describeDialect(
       expect(message.blocks.status).toBe(stream.expected.messageStatus);
       const [actual, expected] = compareBlocks(message.blocks.blocks, stream.expected.blocks);
       expect(actual).toEqual(expected);
+    });
+
+    it('records each delta so that a fold of the log gives the text and arguments the translator made', () => {
+      const translator = translatorOf(dialect);
+      let state = translator.initial;
+      const made = stream.events.flatMap((event) => {
+        const step = translator.translate(state, event);
+        state = step.state;
+        // An event that means no chunk is recorded as a raw one.
+        return step.chunks.length > 0 ? step.chunks : [{ type: 'raw' as const, content: null }];
+      });
+      let snapshots = EMPTY_SNAPSHOTS;
+      // Two events per request: each request's decision starts from the state the ones before left.
+      const folded = new DialectRecording(dialect)
+        .sendAll(stream.events, 2)
+        .recorded.filter((event) => event.type.startsWith('chunk.'))
+        .map((event) => {
+          const decoded = decodeChunk(snapshots, event.data as StoredChunk);
+          snapshots = decoded.state;
+          return decoded.chunk;
+        });
+      expect(folded.map(grownParts)).toEqual(made.map(grownParts));
     });
 
     it('gives the same message one event per request: the translator state is rebuilt from the recorded events', () => {
@@ -78,4 +102,12 @@ function describeWholeResponses(dialect: DialectName, wholes: WholeResponses): v
       expect(blocksOf([whole])).toEqual(blocksOf(stream));
     });
   });
+}
+
+/** What grows in a chunk: a delta's text so far, each streaming tool call's arguments so far. */
+function grownParts(chunk: TranslatedChunk | Chunk): unknown {
+  if ('text' in chunk) return [chunk.type, chunk.text];
+  if (chunk.type === 'mcp_tool_streaming')
+    return [chunk.type, chunk.responses.map((response) => response.partialArguments)];
+  return [chunk.type];
 }
