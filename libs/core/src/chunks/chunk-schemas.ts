@@ -20,12 +20,7 @@ export const mcpToolResponseSchema = z
     toolCallId: z.string().optional(),
     partialArguments: z.string().optional(),
   })
-  .passthrough()
-  // How the log stores arguments that grew (snapshot-text.ts): a posted one would be read back as such.
-  .refine((response) => !('appendArguments' in response), {
-    message: 'is how the ledger stores arguments that grew; send partialArguments',
-    path: ['appendArguments'],
-  });
+  .passthrough();
 
 const toolChunk = { responses: z.array(mcpToolResponseSchema).min(1) };
 const responseChunk = { response: loose.optional() };

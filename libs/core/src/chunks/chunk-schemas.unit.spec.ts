@@ -83,15 +83,6 @@ describe('chunk validation', () => {
     expect(refusal({ seq: 1, type: 'mcp_tool_pending', responses: [] }).field).toBe('responses');
   });
 
-  it("refuses a tool response posted with the log's own appendArguments field, naming it", () => {
-    const forged = { ...tool, status: 'streaming', appendArguments: '"/etc/passwd"}' };
-    const refused = refusal({ seq: 1, type: 'mcp_tool_streaming', responses: [forged] });
-    expect({ field: refused.field, rule: refused.rule }).toEqual({
-      field: 'responses.0.appendArguments',
-      rule: 'is how the ledger stores arguments that grew; send partialArguments',
-    });
-  });
-
   it('refuses a whole batch at its first bad chunk', () => {
     expect(() =>
       parseChunks([

@@ -4,20 +4,25 @@ import type { Chunk, ChunkOf, McpToolResponse } from './chunk-schemas.js';
  * Rule 4: `text.delta` and `thinking.delta` carry the accumulated text of their part. Every one
  * is recorded, but as the suffix when it extends the part's previous snapshot (`{ append }`), and
  * whole only when it does not — so a long answer costs O(n) bytes in the log, not O(n²).
- * A tool call's arguments streamed in `mcp_tool_streaming` chunks (each carrying the arguments so
- * far, as `partialArguments`) are recorded the same way, as `appendArguments` on the call's response.
- * Replaying restores every snapshot exactly.
+ * A tool call's arguments streamed in `mcp_tool_streaming` chunks (each response carrying the
+ * arguments so far, as `partialArguments`) are recorded the same way: the chunk's `appendArguments`
+ * holds, for each response, what its arguments added, or null where the response is stored as posted.
+ * Both are top-level fields, which a posted chunk can never hold (chunks are strict), so a stored
+ * chunk never means something other than what was posted. Replaying restores every snapshot exactly.
  */
 export type StoredChunk = Chunk extends infer C
   ? C extends { type: SnapshotDelta; text: string }
     ? Omit<C, 'text'> & ({ text: string } | { append: string })
     : C extends { type: 'mcp_tool_streaming' }
-      ? Omit<C, 'responses'> & { responses: StoredToolResponse[] }
+      ? C & { appendArguments?: (string | null)[] }
       : C
   : never;
 
-/** A streaming tool call's response as stored: with its arguments so far, or with what they added in their place. */
-type StoredToolResponse = McpToolResponse & { readonly appendArguments?: string };
+/**
+ * Tool calls whose arguments are tracked at once, per message: a provider streams a handful. A call past them is
+ * stored whole at each chunk, so a client opening thousands cannot make each chunk cost them all.
+ */
+const TRACKED_TOOL_CALLS = 32;
 
 type SnapshotDelta = 'text.delta' | 'thinking.delta' | 'translation.delta';
 
@@ -87,10 +92,12 @@ export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk:
  */
 export function addedParts(stored: StoredChunk): Chunk {
   if (stored.type === 'mcp_tool_streaming') {
-    const responses = stored.responses.map(({ appendArguments, ...response }) =>
-      appendArguments === undefined ? response : { ...response, partialArguments: appendArguments },
-    );
-    return { ...stored, responses };
+    const { appendArguments, ...chunk } = stored;
+    const responses = chunk.responses.map((response, index) => {
+      const piece = appendArguments?.[index] ?? null;
+      return piece === null ? response : { ...response, partialArguments: piece };
+    });
+    return { ...chunk, responses };
   }
   const { append } = stored as StoredChunk & { append?: string };
   return append === undefined ? (stored as Chunk) : withText(stored, append);
@@ -107,44 +114,70 @@ function withText(stored: StoredChunk, text: string): Chunk {
   return chunk as Chunk;
 }
 
-/** Each response's arguments stored as what they add to the call's arguments so far, when they extend them. */
+/** Each response's arguments stored as what they add to its call's arguments so far, when they extend them. */
 function encodeToolArguments(
   state: SnapshotState,
   chunk: ChunkOf<'mcp_tool_streaming'>,
 ): { stored: StoredChunk; state: SnapshotState } {
-  let toolArguments = state.toolArguments;
-  const responses = chunk.responses.map((response): StoredToolResponse => {
+  const tracking = new ToolArgumentsTracking(state.toolArguments);
+  const appendArguments: (string | null)[] = [];
+  const responses = chunk.responses.map((response) => {
     const { partialArguments, ...rest } = response;
-    if (partialArguments === undefined) return response;
-    const previous = toolArguments.get(response.id) ?? '';
-    toolArguments = new Map(toolArguments).set(response.id, partialArguments);
-    return previous.length > 0 && partialArguments.startsWith(previous)
-      ? { ...rest, appendArguments: partialArguments.slice(previous.length) }
-      : response;
+    const previous = tracking.track(response.id, partialArguments);
+    const grows = previous !== undefined && previous !== '' && partialArguments!.startsWith(previous);
+    appendArguments.push(grows ? partialArguments!.slice(previous.length) : null);
+    return grows ? rest : response;
   });
-  return { stored: { ...chunk, responses }, state: { ...state, toolArguments } };
+  const stored = appendArguments.some((piece) => piece !== null) ? { ...chunk, responses, appendArguments } : chunk;
+  return { stored, state: tracking.after(state) };
 }
 
 function decodeToolArguments(
   state: SnapshotState,
-  stored: StoredChunk & { type: 'mcp_tool_streaming' },
+  { appendArguments, ...stored }: StoredChunk & { type: 'mcp_tool_streaming' },
 ): { chunk: Chunk; state: SnapshotState } {
-  let toolArguments = state.toolArguments;
-  const responses = stored.responses.map(({ appendArguments, ...response }): McpToolResponse => {
-    const whole =
-      appendArguments === undefined
-        ? response.partialArguments
-        : (toolArguments.get(response.id) ?? '') + appendArguments;
-    if (whole === undefined) return response;
-    toolArguments = new Map(toolArguments).set(response.id, whole);
+  const tracking = new ToolArgumentsTracking(state.toolArguments);
+  const responses = stored.responses.map((response, index) => {
+    const piece = appendArguments?.[index] ?? null;
+    if (piece === null) {
+      tracking.track(response.id, response.partialArguments);
+      return response;
+    }
+    const whole = tracking.arguments(response.id) + piece;
+    tracking.track(response.id, whole);
     return { ...response, partialArguments: whole };
   });
-  return { chunk: { ...stored, responses }, state: { ...state, toolArguments } };
+  return { chunk: { ...stored, responses }, state: tracking.after(state) };
+}
+
+/** The calls' arguments so far through one chunk, copied at its first change; encoding and decoding track alike. */
+class ToolArgumentsTracking {
+  private changed: Map<string, string> | undefined;
+
+  constructor(private readonly before: ReadonlyMap<string, string>) {}
+
+  arguments(id: string): string {
+    return (this.changed ?? this.before).get(id) ?? '';
+  }
+
+  /** Tracks the call's arguments, when it is tracked or there is room; returns its arguments before, when tracked. */
+  track(id: string, partialArguments: string | undefined): string | undefined {
+    const current = this.changed ?? this.before;
+    if (partialArguments === undefined || (!current.has(id) && current.size >= TRACKED_TOOL_CALLS)) return undefined;
+    const previous = current.get(id) ?? '';
+    this.changed ??= new Map(this.before);
+    this.changed.set(id, partialArguments);
+    return previous;
+  }
+
+  after(state: SnapshotState): SnapshotState {
+    return this.changed ? { ...state, toolArguments: this.changed } : state;
+  }
 }
 
 /**
  * A part's snapshot starts empty when the part starts and is forgotten when it completes; a tool call's
- * arguments are forgotten once a chunk moves the call past streaming.
+ * arguments are forgotten once a chunk moves the call past streaming, or the response ends.
  */
 function advance(state: SnapshotState, chunk: Chunk): SnapshotState {
   switch (chunk.type) {
@@ -152,6 +185,11 @@ function advance(state: SnapshotState, chunk: Chunk): SnapshotState {
     case 'mcp_tool_in_progress':
     case 'mcp_tool_complete':
       return withoutToolArguments(state, chunk.responses);
+    // A response's end ends its calls' streaming.
+    case 'llm_response_complete':
+    case 'block_complete':
+    case 'error':
+      return state.toolArguments.size === 0 ? state : { ...state, toolArguments: EMPTY_SNAPSHOTS.toolArguments };
     case 'text.start':
     case 'text.complete':
       return { ...state, text: '' };

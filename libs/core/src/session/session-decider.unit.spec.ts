@@ -252,11 +252,24 @@ describe('session decider', () => {
     );
     const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
     const decision = decideSession({ type: 'append_chunks', messageId: 'a1', chunks: posted }, stateOf(...state));
-    expect(decision.events.map((e) => (e.event.data as { responses: unknown[] }).responses[0])).toEqual([
-      { id: 'call_1', tool: { name: 'write' }, status: 'streaming', partialArguments: '{"pa' },
-      { id: 'call_1', tool: { name: 'write' }, status: 'streaming', appendArguments: 'th":' },
-      { id: 'call_2', tool: { name: 'write' }, status: 'streaming', partialArguments: '{"x' },
-      { id: 'call_1', tool: { name: 'write' }, status: 'streaming', appendArguments: '"a"}' },
+    const call = (id: string, fields: Record<string, unknown> = {}) => ({
+      id,
+      tool: { name: 'write' },
+      status: 'streaming',
+      ...fields,
+    });
+    const stored = (seq: number, response: unknown, appendArguments?: string[]) => ({
+      messageId: 'a1',
+      seq,
+      type: 'mcp_tool_streaming',
+      responses: [response],
+      ...(appendArguments ? { appendArguments } : {}),
+    });
+    expect(decision.events.map((e) => e.event.data)).toEqual([
+      stored(1, call('call_1', { partialArguments: '{"pa' })),
+      stored(2, call('call_1'), ['th":']),
+      stored(3, call('call_2', { partialArguments: '{"x' })),
+      stored(4, call('call_1'), ['"a"}']),
     ]);
     const after = [...state, ...decision.events.map((e) => e.event)];
     const folded = stateOf(...after);
@@ -276,6 +289,49 @@ describe('session decider', () => {
     given(...after)
       .when(retry('"a"}'))
       .thenThrows('seq_conflict');
+  });
+
+  it('reads back a posted response holding an `appendArguments` member as posted: the log marks its own at the top', () => {
+    const response = (partialArguments: string, appendArguments: string) => ({
+      id: 'call_1',
+      tool: { name: 'write' },
+      status: 'streaming',
+      partialArguments,
+      appendArguments,
+    });
+    const posted = chunks(
+      { type: 'mcp_tool_streaming', responses: [response('{"p', 'EVIL')] },
+      { type: 'mcp_tool_streaming', responses: [response('{"path"', 'WORSE')] },
+    );
+    const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
+    const decision = decideSession({ type: 'append_chunks', messageId: 'a1', chunks: posted }, stateOf(...state));
+    const folded = stateOf(...state, ...decision.events.map((e) => e.event));
+    const [block] = folded.status === 'open' ? folded.messages.get('a1')!.blocks.blocks : [];
+    expect(block.metadata?.rawMcpToolResponse).toEqual(response('{"path"', 'WORSE'));
+  });
+
+  it('tracks the arguments of at most 32 streaming calls of a message, storing the others whole; forgets them at its end', () => {
+    const streaming = (id: string, partialArguments: string) => ({
+      type: 'mcp_tool_streaming',
+      responses: [{ id, tool: { name: 't' }, status: 'streaming', partialArguments }],
+    });
+    const ids = Array.from({ length: 40 }, (_, index) => `call_${index}`);
+    const posted = chunks(...ids.map((id) => streaming(id, '{')), ...ids.map((id) => streaming(id, '{"a":1}')), {
+      type: 'block_complete',
+    });
+    const state = [opened, message('u1', 'user', null), message('a1', 'assistant', 'u1')];
+    const decision = decideSession({ type: 'append_chunks', messageId: 'a1', chunks: posted }, stateOf(...state));
+    const appended = decision.events.map((e) => (e.event.data as { appendArguments?: string[] }).appendArguments);
+    expect(appended.slice(40, 80)).toEqual([...Array(32).fill(['"a":1}']), ...Array(8).fill(undefined)]);
+    const atEnd = stateOf(...state, ...decision.events.map((e) => e.event));
+    const message_ = atEnd.status === 'open' ? atEnd.messages.get('a1')! : undefined;
+    const raw = message_!.blocks.blocks.map(
+      (block) => (block.metadata?.rawMcpToolResponse as { partialArguments: string }).partialArguments,
+    );
+    expect(raw).toEqual(ids.map(() => '{"a":1}'));
+    expect(message_!.snapshots.toolArguments.size).toBe(0);
+    const midway = stateOf(...state, ...decision.events.slice(0, 80).map((e) => e.event));
+    expect(midway.status === 'open' && midway.messages.get('a1')!.snapshots.toolArguments.size).toBe(32);
   });
 
   it('reports each recorded chunk that changes nothing, with the reason, and records it anyway', () => {
