@@ -12,7 +12,7 @@
  */
 import pg from 'pg';
 import { mintBenchKeys, openBenchDatabase, printTable } from '../support/bench-database.js';
-import { parentPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
+import { postmasterPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 import { startGatewayUnderBench, stream } from './gateway-under-bench.js';
 
 const ANSWER_KB = (process.env.BENCH_ANSWER_KB ?? '64,512,2048').split(',').map(Number);
@@ -36,8 +36,7 @@ async function main(): Promise<void> {
   ]);
   const sql = new pg.Client({ connectionString: database.connectionString });
   await sql.connect();
-  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const postmaster = (await parentPid(rows[0].pid))!;
+  const postmaster = await postmasterPid(sql);
   const gateway = await startGatewayUnderBench(database.connectionString, {
     BENCH_CHUNK_CHARS: String(CHUNK_CHARS),
     BENCH_DELAY_MS: String(DELAY_MS),

@@ -23,7 +23,7 @@ import { governanceFixture, PRODUCER, toolRequestChunks } from '../../test/suppo
 import { connectSse } from '../../test/support/sse-client.js';
 import { credentialsOf, registerCredentials, TestCredentials } from '../../test/support/test-credentials.js';
 import { post } from '../support/bench-http.js';
-import { parentPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
+import { postmasterPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 import {
   formatRate,
   formatRatio,
@@ -59,8 +59,7 @@ interface Cpu {
 
 /** CPU used so far, in ms: the service process, PostgreSQL (server and backends), this process. */
 async function cpuOf(servicePid: number, sql: pg.ClientBase): Promise<Cpu> {
-  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const postmaster = (await parentPid(rows[0].pid))!;
+  const postmaster = await postmasterPid(sql);
   const { user, system } = process.cpuUsage();
   return {
     service: ticksToMs(await processTicks(servicePid)),

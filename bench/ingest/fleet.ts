@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type pg from 'pg';
 import { formatRate, formatRatio, percentile, printTable } from '../support/bench-database.js';
-import { corePercent, mainThread, parentPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
+import { corePercent, mainThread, postmasterPid, processTicks, processTreeTicks } from '../support/process-cpu.js';
 import { postgresCounters, statementsCounted, statementsPerUnit } from '../support/postgres-counters.js';
 import { startFloorService } from './floor-service.js';
 import type { FleetConfig, FleetResult } from './fleet-process.js';
@@ -131,8 +131,7 @@ export async function runFleetComparison(options: {
 }): Promise<{ ledgerChunks: number }> {
   const { sql, ledger, startSecondLedger, naive, keys } = options;
   const statementsLoaded = await statementsCounted(sql);
-  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const postgres = (await parentPid(rows[0].pid))!;
+  const postgres = await postmasterPid(sql);
   const table: string[][] = [];
   let ledgerChunks = 0;
   if (WARM_UP_SECONDS > 0) {

@@ -23,7 +23,7 @@ import {
 } from '../support/bench-database.js';
 import { post } from '../support/bench-http.js';
 import { prose } from '../support/prose.js';
-import { parentPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
+import { postmasterPid, processTicks, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 import { startFloorService } from '../ingest/floor-service.js';
 
 const DELTA_KB = (process.env.BENCH_DELTA_KB ?? '16,256,900').split(',').map(Number);
@@ -86,8 +86,7 @@ async function main(): Promise<void> {
   ]);
   const sql = new pg.Client({ connectionString: database.connectionString });
   await sql.connect();
-  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const postmaster = (await parentPid(rows[0].pid))!;
+  const postmaster = await postmasterPid(sql);
   const ledger = await startLedgerProcess(database.connectionString);
   const floor = await startFloorService();
   const cpuOf = (pid: number) => async () => ({

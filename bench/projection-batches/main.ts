@@ -15,7 +15,7 @@ import pg from 'pg';
 import { handleBatch, type ProjectionDefinition } from '../../apps/ledger/src/projections/projection.js';
 import { ProjectionRunner } from '../../apps/ledger/src/projections/projection-runner.js';
 import { formatRatio, openBenchDatabase, percentile, printTable } from '../support/bench-database.js';
-import { parentPid, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
+import { postmasterPid, processTreeTicks, ticksToMs } from '../support/process-cpu.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -120,8 +120,7 @@ async function main(): Promise<void> {
   try {
     await sql.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     await sql.query('CREATE TABLE bench_rows (name text, id int, data jsonb, position bigint, PRIMARY KEY (name, id))');
-    const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const postmaster = (await parentPid(rows[0].pid))!;
+    const postmaster = await postmasterPid(sql);
     const measured = { statement: [] as Round[], transaction: [] as Round[] };
     for (let index = 0; index < ROUNDS; index += 1) {
       measured.transaction.push(await round(pool, sql, eventLog, transactionForm(`transaction-${index}`), postmaster));

@@ -1,4 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
+import type pg from 'pg';
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 const TICKS_PER_SECOND = 100;
@@ -21,8 +22,12 @@ async function procStat(pid: number, task?: number): Promise<ProcStat | undefine
   return { parent: at(4), own: at(14) + at(15), reaped: at(16) + at(17) };
 }
 
-export async function parentPid(pid: number): Promise<number | undefined> {
-  return (await procStat(pid))?.parent;
+/** The PostgreSQL server's own process (its postmaster, whose tree `processTreeTicks` reads): the parent of `sql`'s backend. */
+export async function postmasterPid(sql: pg.ClientBase | pg.Pool): Promise<number> {
+  const { rows } = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const parent = (await procStat(rows[0].pid))?.parent;
+  if (parent === undefined) throw new Error('the PostgreSQL server runs on another machine: its CPU cannot be read');
+  return parent;
 }
 
 /** CPU ticks used so far by one process (its threads). */
