@@ -54,27 +54,29 @@ const isSnapshotDelta = (type: string): type is SnapshotDelta =>
   type === 'text.delta' || type === 'thinking.delta' || type === 'translation.delta';
 
 /**
- * `grownBy`: what the delta's text added to the part's text, when its maker knows (a translator, `GrownDelta`); a
- * text as long as the snapshot and that piece together is then taken to extend it, without comparing the two.
+ * `grownBy`: what a delta's text (or a single streaming tool call's arguments) added, when its maker knows (a
+ * translator: `GrownDelta`, `GrownToolArguments`); a whole as long as the snapshot and that piece together is then
+ * taken to extend it, without comparing the two.
  */
 export function encodeChunk(
   state: SnapshotState,
   chunk: Chunk,
   grownBy?: string,
 ): { stored: StoredChunk; state: SnapshotState } {
-  if (chunk.type === 'mcp_tool_streaming') return encodeToolArguments(state, chunk);
+  if (chunk.type === 'mcp_tool_streaming') return encodeToolArguments(state, chunk, grownBy);
   if (!isSnapshotDelta(chunk.type)) return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
-  const previous = state[part];
   const { text, ...rest } = chunk as ChunkOf<SnapshotDelta>;
-  if (previous.length > 0 && grownBy !== undefined && previous.length + grownBy.length === text.length)
-    return { stored: { ...rest, append: grownBy }, state: { ...state, [part]: previous + grownBy } };
-  const stored = (
-    text.startsWith(previous) && previous.length > 0
-      ? { ...rest, append: text.slice(previous.length) }
-      : { ...rest, text }
-  ) as StoredChunk;
+  const piece = addedTo(state[part], text, grownBy);
+  const stored = (piece === undefined ? { ...rest, text } : { ...rest, append: piece }) as StoredChunk;
   return { stored, state: { ...state, [part]: text } };
+}
+
+/** What `whole` adds to a non-empty `previous` it extends: `grownBy` when the lengths add up, else found by comparing. */
+function addedTo(previous: string, whole: string, grownBy: string | undefined): string | undefined {
+  if (previous === '') return undefined;
+  if (grownBy !== undefined && previous.length + grownBy.length === whole.length) return grownBy;
+  return whole.startsWith(previous) ? whole.slice(previous.length) : undefined;
 }
 
 export function decodeChunk(state: SnapshotState, stored: StoredChunk): { chunk: Chunk; state: SnapshotState } {
@@ -118,15 +120,17 @@ function withText(stored: StoredChunk, text: string): Chunk {
 function encodeToolArguments(
   state: SnapshotState,
   chunk: ChunkOf<'mcp_tool_streaming'>,
+  grownBy: string | undefined,
 ): { stored: StoredChunk; state: SnapshotState } {
   const tracking = new ToolArgumentsTracking(state.toolArguments);
   const appendArguments: (string | null)[] = [];
+  const hint = chunk.responses.length === 1 ? grownBy : undefined;
   const responses = chunk.responses.map((response) => {
     const { partialArguments, ...rest } = response;
     const previous = tracking.track(response.id, partialArguments);
-    const grows = previous !== undefined && previous !== '' && partialArguments!.startsWith(previous);
-    appendArguments.push(grows ? partialArguments!.slice(previous.length) : null);
-    return grows ? rest : response;
+    const piece = previous === undefined ? undefined : addedTo(previous, partialArguments!, hint);
+    appendArguments.push(piece ?? null);
+    return piece === undefined ? response : rest;
   });
   const stored = appendArguments.some((piece) => piece !== null) ? { ...chunk, responses, appendArguments } : chunk;
   return { stored, state: tracking.after(state) };

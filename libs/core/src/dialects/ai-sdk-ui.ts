@@ -181,7 +181,7 @@ function translatePart(state: AiSdkUiState, part: Exclude<UiPart, { type: 'start
       const response = toolResponse(part.toolCallId, tool.name, 'streaming', { partialArguments: input });
       return {
         state: withTool(state, part.toolCallId, { ...tool, input }),
-        chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+        chunks: [{ type: 'mcp_tool_streaming', responses: [response], grownBy: part.inputTextDelta }],
       };
     }
     case 'tool-input-available':

@@ -253,7 +253,7 @@ function streamDelta(
       const response = toolResponse(tool.id, tool.name, 'streaming', { partialArguments: json });
       return {
         state: { ...state, open: { ...tool, json } },
-        chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+        chunks: [{ type: 'mcp_tool_streaming', responses: [response], grownBy: delta.partial_json }],
       };
     }
   }

@@ -1,4 +1,4 @@
-import { parseChunks } from '../chunks/chunk-schemas.js';
+import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { encodeChunk, EMPTY_SNAPSHOTS } from '../chunks/snapshot-text.js';
 import { SessionError } from '../session/session-decider.js';
 import { DialectRecording } from '../testing/dialect-recording.js';
@@ -115,6 +115,20 @@ describe('provider events in the log (ADR 0015)', () => {
     // A piece that does not account for the text's growth: the text is compared with the snapshot, as posted ones are.
     expect(encodeChunk(grown, delta, 'world').stored).toEqual({ seq: 2, type: 'text.delta', append: ', world' });
     expect(encodeChunk(grown, { ...delta, text: 'Goodbye' }, 'bye').stored).toEqual({ ...delta, text: 'Goodbye' });
+    // A single streaming tool call's arguments, alike.
+    const call = { id: 'call_1', tool: { name: 'write' }, status: 'streaming' as const };
+    const tracked = encodeChunk(
+      EMPTY_SNAPSHOTS,
+      { seq: 3, type: 'mcp_tool_streaming', responses: [{ ...call, partialArguments: '{"pa' }] },
+      '{"pa',
+    ).state;
+    const streaming = (partialArguments: string): Chunk => ({
+      seq: 4,
+      type: 'mcp_tool_streaming',
+      responses: [{ ...call, partialArguments }],
+    });
+    expect(encodeChunk(tracked, streaming('{"xxxx":'), 'th":').stored).toMatchObject({ appendArguments: ['th":'] });
+    expect(encodeChunk(tracked, streaming('{"path":'), 'th').stored).toMatchObject({ appendArguments: ['th":'] });
   });
 
   it('refuses a Cherry chunk posted at a seq a translated chunk holds (seq_conflict), whatever it carries', () => {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Chunk } from '../chunks/chunk-schemas.js';
+import type { Chunk, McpToolResponse } from '../chunks/chunk-schemas.js';
 import { isJsonObject } from '../chunks/storable-json.js';
 
 /**
@@ -30,8 +30,15 @@ export const grownDelta = (type: GrownDelta['type'], before: string, piece: stri
   grownBy: piece,
 });
 
+/** A streaming tool call's arguments as a translator makes them: its response, and `grownBy`, what this event added. */
+export interface GrownToolArguments {
+  readonly type: 'mcp_tool_streaming';
+  readonly responses: [McpToolResponse];
+  readonly grownBy: string;
+}
+
 /** A chunk a translator makes. */
-export type TranslatedChunk = UnnumberedChunk | GrownDelta;
+export type TranslatedChunk = UnnumberedChunk | GrownDelta | GrownToolArguments;
 
 export interface Translation<State> {
   readonly state: State;

@@ -249,7 +249,7 @@ function streamToolCall(state: OpenAiChatState, call: z.infer<typeof toolCallDel
   const response = toolResponse(tool.id, tool.name, 'streaming', { partialArguments: tool.arguments });
   return followedBy(closed, {
     state: { ...closed.state, tools: known ? next : [...tools, tool] },
-    chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+    chunks: [{ type: 'mcp_tool_streaming', responses: [response], grownBy: call.function?.arguments ?? '' }],
   });
 }
 

@@ -310,7 +310,7 @@ function translateInResponse(
       const response = toolResponse(open.callId, open.name, 'streaming', { partialArguments: args });
       return {
         state: { ...state, open: { ...open, arguments: args } },
-        chunks: [{ type: 'mcp_tool_streaming', responses: [response] }],
+        chunks: [{ type: 'mcp_tool_streaming', responses: [response], grownBy: event.delta }],
       };
     }
     case 'response.completed':

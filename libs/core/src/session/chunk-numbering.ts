@@ -1,6 +1,6 @@
 import { ChunkValidationError, parseChunk, type Chunk } from '../chunks/chunk-schemas.js';
 import { addedParts, encodeChunk, type SnapshotState } from '../chunks/snapshot-text.js';
-import type { GrownDelta, TranslatedChunk, UnnumberedChunk } from '../dialects/dialect.js';
+import type { GrownDelta, GrownToolArguments, TranslatedChunk, UnnumberedChunk } from '../dialects/dialect.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { ChunkEventData, ChunkSource, MessageState, SessionEvent } from './session-events.js';
 import { SessionError } from './session-error.js';
@@ -31,7 +31,8 @@ export const chunkCursor = (message: MessageState): ChunkCursor => ({
  */
 export function numberChunk(cursor: ChunkCursor, translated: TranslatedChunk, source: ChunkSource, index: number) {
   const seq = cursor.seq + 1;
-  const { grownBy, ...unnumbered } = translated as GrownDelta | (UnnumberedChunk & { grownBy?: undefined });
+  const { grownBy, ...unnumbered } = translated as
+    GrownDelta | GrownToolArguments | (UnnumberedChunk & { grownBy?: undefined });
   const encoded = encodeChunk(cursor.snapshots, { seq, ...unnumbered } as Chunk, grownBy);
   validChunk(addedParts(encoded.stored), index);
   const data = { messageId: cursor.messageId, ...encoded.stored, source } as ChunkEventData;
