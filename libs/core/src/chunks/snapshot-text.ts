@@ -67,9 +67,11 @@ export function encodeChunk(
   if (!isSnapshotDelta(chunk.type)) return { stored: chunk, state: advance(state, chunk) };
   const part = PART_OF[chunk.type];
   const { text, ...rest } = chunk as ChunkOf<SnapshotDelta>;
-  const piece = addedTo(state[part], text, grownBy);
+  const previous = state[part];
+  const piece = addedTo(previous, text, grownBy);
   const stored = (piece === undefined ? { ...rest, text } : { ...rest, append: piece }) as StoredChunk;
-  return { stored, state: { ...state, [part]: text } };
+  // The snapshot a fold of the stored chunk gives, whatever the maker's text.
+  return { stored, state: { ...state, [part]: piece === undefined ? text : previous + piece } };
 }
 
 /** What `whole` adds to a non-empty `previous` it extends: `grownBy` when the lengths add up, else found by comparing. */
@@ -127,8 +129,10 @@ function encodeToolArguments(
   const hint = chunk.responses.length === 1 ? grownBy : undefined;
   const responses = chunk.responses.map((response) => {
     const { partialArguments, ...rest } = response;
-    const previous = tracking.track(response.id, partialArguments);
+    const previous = partialArguments === undefined ? undefined : tracking.previous(response.id);
     const piece = previous === undefined ? undefined : addedTo(previous, partialArguments!, hint);
+    // What a fold of the stored chunk gives, whatever the maker's arguments.
+    if (previous !== undefined) tracking.set(response.id, piece === undefined ? partialArguments! : previous + piece);
     appendArguments.push(piece ?? null);
     return piece === undefined ? response : rest;
   });
@@ -143,13 +147,12 @@ function decodeToolArguments(
   const tracking = new ToolArgumentsTracking(state.toolArguments);
   const responses = stored.responses.map((response, index) => {
     const piece = appendArguments?.[index] ?? null;
-    if (piece === null) {
-      tracking.track(response.id, response.partialArguments);
-      return response;
-    }
-    const whole = tracking.arguments(response.id) + piece;
-    tracking.track(response.id, whole);
-    return { ...response, partialArguments: whole };
+    const { partialArguments } = response;
+    const previous = piece === null && partialArguments === undefined ? undefined : tracking.previous(response.id);
+    if (previous === undefined) return response;
+    const whole = piece === null ? partialArguments! : previous + piece;
+    tracking.set(response.id, whole);
+    return piece === null ? response : { ...response, partialArguments: whole };
   });
   return { chunk: { ...stored, responses }, state: tracking.after(state) };
 }
@@ -160,18 +163,16 @@ class ToolArgumentsTracking {
 
   constructor(private readonly before: ReadonlyMap<string, string>) {}
 
-  arguments(id: string): string {
-    return (this.changed ?? this.before).get(id) ?? '';
+  /** The call's arguments so far (empty for a new one); `undefined` when it is not tracked and there is no room. */
+  previous(id: string): string | undefined {
+    const current = this.changed ?? this.before;
+    if (!current.has(id) && current.size >= TRACKED_TOOL_CALLS) return undefined;
+    return current.get(id) ?? '';
   }
 
-  /** Tracks the call's arguments, when it is tracked or there is room; returns its arguments before, when tracked. */
-  track(id: string, partialArguments: string | undefined): string | undefined {
-    const current = this.changed ?? this.before;
-    if (partialArguments === undefined || (!current.has(id) && current.size >= TRACKED_TOOL_CALLS)) return undefined;
-    const previous = current.get(id) ?? '';
+  set(id: string, partialArguments: string): void {
     this.changed ??= new Map(this.before);
     this.changed.set(id, partialArguments);
-    return previous;
   }
 
   after(state: SnapshotState): SnapshotState {

@@ -108,9 +108,11 @@ describe('provider events in the log (ADR 0015)', () => {
       stored: { seq: 2, type: 'text.delta', append: ', world' },
       state: { ...grown, text: 'Hello, world' },
     });
-    // The texts are not compared (a translator's text is its own fold of the events the snapshot folds): the piece is kept.
-    expect(encodeChunk(grown, { ...delta, text: 'Jello, world' }, ', world').stored).toMatchObject({
-      append: ', world',
+    // The texts are not compared (a translator's text is its own fold of the events the snapshot folds): the piece is
+    // kept, and the snapshot after is what a fold of it gives.
+    expect(encodeChunk(grown, { ...delta, text: 'Jello, world' }, ', world')).toMatchObject({
+      stored: { append: ', world' },
+      state: { text: 'Hello, world' },
     });
     // A piece that does not account for the text's growth: the text is compared with the snapshot, as posted ones are.
     expect(encodeChunk(grown, delta, 'world').stored).toEqual({ seq: 2, type: 'text.delta', append: ', world' });
