@@ -21,6 +21,9 @@ describe('a rebuild swap beside a write that holds a table it needs', () => {
     fixture = await sessionLogDatabase();
     writer = new pg.Client({ connectionString: fixture.database.connectionString });
     await writer.connect();
+    // The backend that checks first is the victim: the swap's check (a second into its wait) must come first, which
+    // a loaded machine can delay past the write's own when both wait a second (seen once in CI).
+    await writer.query("SET deadlock_timeout = '10s'");
   });
 
   afterAll(async () => {
