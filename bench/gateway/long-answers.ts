@@ -19,6 +19,8 @@ const ANSWER_KB = (process.env.BENCH_ANSWER_KB ?? '64,512,2048').split(',').map(
 const MB_PER_SIZE = Number(process.env.BENCH_MB_PER_SIZE ?? 4);
 const CHUNK_CHARS = Number(process.env.BENCH_CHUNK_CHARS ?? 1024);
 const DELAY_MS = Number(process.env.BENCH_DELAY_MS ?? 5);
+/** Answers of a size that make about MB_PER_SIZE MB. */
+const answersOf = (kilobytes: number) => Math.max(1, Math.round((MB_PER_SIZE * 1e6) / (kilobytes * 1024)));
 /** How often the bench reads whether the read models hold the log's head. */
 const SETTLED_POLL_MS = 20;
 
@@ -64,7 +66,7 @@ async function main(): Promise<void> {
 
   async function answers(kilobytes: number, label: string): Promise<Measured> {
     const bytes = kilobytes * 1024;
-    const count = Math.max(1, Math.round((MB_PER_SIZE * 1e6) / bytes));
+    const count = answersOf(kilobytes);
     await settled();
     const before = await counters();
     let endedAt = 0;
@@ -100,7 +102,7 @@ async function main(): Promise<void> {
         runs.map((run, index) => `${(pick(run) / pick(baseline[index])).toFixed(1)}×`).join(' / ');
       return [
         `${kilobytes} KiB`,
-        String(Math.max(1, Math.round((MB_PER_SIZE * 1e6) / (kilobytes * 1024)))),
+        String(answersOf(kilobytes)),
         both(runs.map((run) => run.serviceMsPerMb)),
         ratio((run) => run.serviceMsPerMb),
         both(runs.map((run) => run.postgresMsPerMb)),
