@@ -9,6 +9,8 @@ import { assistantMessageCommand, openSessionCommand } from '../support/session-
 import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
 
 const OTHER_BLOCKS = 1_500;
+/** Blocks of the one session in the second test: its lookups through the wrong index would read their square. */
+const CALLS = 2_000;
 
 /**
  * The block projection's write looks up each changed block's old row (its search vector is carried
@@ -83,7 +85,8 @@ describe('the block projection write on a table of other sessions’ blocks', ()
       }
     } finally {
       await client.query('DEALLOCATE ALL; RESET plan_cache_mode');
-      client.release();
+      // Destroyed: `pg` still takes the named statements it prepared on it for there.
+      client.release(true);
     }
     // The old row of the block written, found by key, and the first row the removal's join takes before it finds
     // nothing to remove. The old statement scanned the whole table for the old row.
@@ -99,5 +102,56 @@ describe('the block projection write on a table of other sessions’ blocks', ()
       [sessionId, removed.session_id],
     );
     expect(written).toEqual([{ text: 'hello world', count: String(OTHER_BLOCKS), removed: '0' }]);
+  });
+  it('reads one old row for a batch of many blocks of one session, whatever the statistics say', async () => {
+    const { log, repository, pool } = fixture;
+    const projection = blockReadModelsProjection();
+    const sessionId = `s-${randomUUID()}`;
+    const ref = { tenant: 'default', sessionId };
+    for (const command of [openSessionCommand(sessionId), assistantMessageCommand('a1')])
+      await repository.execute(ref, command, author);
+    // Statistics from before this session grew, as on a new deployment between two autovacuum runs.
+    await pool.query('ANALYZE message_blocks; ALTER TABLE message_blocks SET (autovacuum_enabled = false)');
+    const calls = Array.from({ length: CALLS }, (_, index) => ({
+      id: `call-${index}`,
+      tool: { id: 'fs-read', name: 'read' },
+      status: 'pending',
+    }));
+    const project = async (...chunks: Record<string, unknown>[]) => {
+      const numbered = parseChunks(chunks.map((chunk, index) => ({ seq: seq + index + 1, ...chunk })));
+      seq += chunks.length;
+      await repository.execute(ref, { type: 'append_chunks', messageId: 'a1', chunks: numbered }, author);
+    };
+    let seq = 0;
+    const filter = { streamPrefixes: ['session-'] };
+    const before = await log.readAllForProjections({ filter });
+    await project(
+      { type: 'mcp_tool_pending', responses: calls },
+      { type: 'text.start' },
+      { type: 'text.delta', text: 'reading' },
+    );
+    const opened = await log.readAllForProjections({ fromPosition: before.checkpoint, filter });
+    await inTransaction(pool, (client) => handleBatch(projection, opened.events, { client, eventLog: log }));
+
+    await project(
+      { type: 'mcp_tool_complete', responses: calls.map((call) => ({ ...call, status: 'done', response: 'ok' })) },
+      { type: 'text.delta', text: 'reading every file' },
+    );
+    const { events } = await log.readAllForProjections({ fromPosition: opened.checkpoint, filter });
+    const client = await pool.connect();
+    try {
+      const statement = (await projection.writes!(events, { client, eventLog: log }))!;
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+        [...statement.values],
+      );
+      // The streaming text's old row alone (its search vector goes on from it): through the index of a message's
+      // blocks, that lookup read every block of the session, and so did each finished block's.
+      expect(rowsRead(rows[0]['QUERY PLAN'][0].Plan, ['message_blocks'])).toBeLessThanOrEqual(2);
+    } finally {
+      await client.query('ROLLBACK; ALTER TABLE message_blocks RESET (autovacuum_enabled)');
+      client.release();
+    }
   });
 });

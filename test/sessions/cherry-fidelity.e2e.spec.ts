@@ -1,4 +1,4 @@
-import { canonicalJson } from '#core';
+import { canonicalJson, MAX_MESSAGE_BLOCKS } from '#core';
 import { compareBlocks, loadBlockVectors } from '../../libs/core/src/testing/block-vectors.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { sign } from '../support/provider-doubles/core.js';
@@ -458,6 +458,25 @@ describe('Cherry fidelity: citations, attachments, tool results in the history, 
         `/v1/sessions/${sessionId}/messages/${messageId}?at=${streamed.body.position}`,
       );
       expect(folded.body.blocks).toEqual(after.blocks);
+    });
+
+    it('refuses a translation on a message holding the most blocks a message may, appending nothing', async () => {
+      const { sessionId } = await askedSession('Read every file');
+      const responses = Array.from({ length: MAX_MESSAGE_BLOCKS + 1 }, (_, index) => ({
+        id: `call-${index}`,
+        tool: { id: 'fs-read', name: 'read' },
+        status: 'pending',
+      }));
+      const { messageId, position } = await answer(sessionId, [{ type: 'mcp_tool_pending', responses }]);
+      const blocks = (await readMessage(sessionId, messageId, position)).blocks as { toolId: string }[];
+      expect(blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
+      expect(blocks.at(-1)?.toolId).toBe(`call-${MAX_MESSAGE_BLOCKS - 1}`);
+      const before = await eventCount(sessionId);
+      const refused = await post(`/v1/sessions/${sessionId}/messages/${messageId}/translations`, {
+        targetLanguage: 'fr',
+      });
+      expect(refused).toMatchObject({ status: 409, body: { error: { code: 'message_full', field: 'messageId' } } });
+      expect(await eventCount(sessionId)).toBe(before);
     });
 
     it('refuses an unknown message, a user message, an unknown source block and a bad language tag, appending nothing', async () => {

@@ -43,6 +43,7 @@ const SESSION_ERROR_STATUS: Record<SessionError['code'], number> = {
   invalid_message: 400,
   block_not_found: 422,
   session_full: 409,
+  message_full: 409,
   fork_too_deep: 422,
 };
 

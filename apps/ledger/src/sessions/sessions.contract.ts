@@ -215,7 +215,7 @@ export const SESSIONS_CONTRACT: RouteContracts = {
     },
     errors: {
       404: 'no such session or message',
-      409: SESSION_FULL,
+      409: `\`message_full\`: the message holds the most blocks a message may; ${SESSION_FULL}`,
       422: '`not_assistant`, `block_not_found` (the `sourceBlockId`)',
     },
   },

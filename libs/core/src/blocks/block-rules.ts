@@ -1,4 +1,5 @@
 import type { Chunk, ChunkOf, McpToolResponse } from '../chunks/chunk-schemas.js';
+import { LayeredMap } from '../layered-map.js';
 import {
   OPEN_STATUSES,
   type AttachedFile,
@@ -32,16 +33,26 @@ export interface MessageBlocksState {
   readonly providerCitation: CitationReference | undefined;
   readonly toolCitation: CitationReference | undefined;
   readonly openTranslationId: string | undefined;
-  /** Tool-call id → its block. */
-  readonly toolBlockIds: Readonly<Record<string, string>>;
+  /** Tool-call id → its block. Layered: a message's calls are not copied for each new one. */
+  readonly toolBlockIds: LayeredMap<string>;
   /**
    * Tool-call ids the governance saga has written to: their blocks are the saga's. The producer's
    * chunks for them are recorded and change nothing, and the message's end does not freeze them.
    */
-  readonly governedToolIds: Readonly<Record<string, true>>;
+  readonly governedToolIds: LayeredMap<true>;
   /** After `block_complete` or an `error`: later chunks are recorded and change nothing. */
   readonly finalized: boolean;
 }
+
+/**
+ * The most blocks a message holds. Each chunk's fold copies the list of them (and the decision,
+ * the projection and the live hub each fold it), so a message without a bound would make every
+ * chunk of it cost more than the last. An agent turn of thousands of tool rounds stays under it.
+ */
+export const MAX_MESSAGE_BLOCKS = 10_000;
+
+/** A full message starts no block: chunks that would are recorded and change nothing (rule 10). */
+export const atBlockLimit = (state: MessageBlocksState) => state.blocks.length >= MAX_MESSAGE_BLOCKS;
 
 /** A chunk as the reducer sees it (text snapshots already restored) and when the log recorded it. */
 export interface BlockInput {
@@ -69,8 +80,8 @@ export function initialMessageBlocks(messageId: string): MessageBlocksState {
     providerCitation: undefined,
     toolCitation: undefined,
     openTranslationId: undefined,
-    toolBlockIds: {},
-    governedToolIds: {},
+    toolBlockIds: LayeredMap.empty(),
+    governedToolIds: LayeredMap.empty(),
     finalized: false,
   };
 }
@@ -87,6 +98,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
   switch (chunk.type) {
     // Rule 1: a placeholder at the start of a response and after every tool round.
     case 'llm_response_created':
+      if (atBlockLimit(state)) return state;
       return {
         ...append(state, {
           id: newId,
@@ -101,7 +113,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     // Rule 3: one main_text block per text part; only text.complete closes it.
     // Rule 7: a text part cites the message's current citation from its start and with every delta.
     case 'text.start': {
-      if (state.openTextId) return state;
+      if (state.openTextId || atBlockLimit(state)) return state;
       const fields = { type: 'main_text', status: 'streaming', content: '', ...citing(state) } as const;
       const started = startBlock(state, newId, at, fields);
       return { ...started.state, openTextId: started.id };
@@ -117,7 +129,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
 
     // Rule 5: one thinking block per thinking part, after an open text part if there is one.
     case 'thinking.start': {
-      if (state.openThinkingId) return state;
+      if (state.openThinkingId || atBlockLimit(state)) return state;
       const started = startBlock(state, newId, at, { type: 'thinking', status: 'streaming', content: '' });
       return { ...started.state, openThinkingId: started.id };
     }
@@ -143,14 +155,14 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     case 'mcp_tool_in_progress':
     case 'mcp_tool_complete':
       return chunk.responses
-        .filter((response) => !Object.hasOwn(state.governedToolIds, response.id))
+        .filter((response) => !state.governedToolIds.has(response.id))
         .reduce((current, response) => {
           return applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at);
         }, state);
 
     // Rule 7, provider-side search.
     case 'llm_websearch_in_progress': {
-      if (state.webSearchCitationId) return state;
+      if (state.webSearchCitationId || atBlockLimit(state)) return state;
       const started = startBlock(state, newId, at, { type: 'citation', status: 'processing' });
       return { ...started.state, webSearchCitationId: started.id };
     }
@@ -158,7 +170,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return completeWebSearch(state, chunk, newId, at);
 
     case 'image.created': {
-      if (state.openImageId) return state;
+      if (state.openImageId || atBlockLimit(state)) return state;
       const started = startBlock(state, newId, at, { type: 'image', status: 'processing' });
       return { ...started.state, openImageId: started.id };
     }
@@ -174,6 +186,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return complete ? { ...updated, openImageId: undefined } : updated;
     }
     case 'video.searched':
+      if (atBlockLimit(state)) return state;
       return startBlock(state, newId, at, {
         type: 'video',
         status: 'success',
@@ -203,6 +216,7 @@ export const IGNORED_REASONS = [
   'unknown tool id',
   'tool call governed by the ledger',
   'no open translation',
+  'message at its block limit',
 ] as const;
 export type IgnoredReason = (typeof IGNORED_REASONS)[number];
 
@@ -216,32 +230,38 @@ export function ignoredReason(state: MessageBlocksState, chunk: Chunk): IgnoredR
   if (isTranslationChunk(chunk)) return state.openTranslationId ? undefined : 'no open translation';
   if (state.finalized) return 'message already finalized';
   switch (chunk.type) {
+    case 'llm_response_created':
+    case 'video.searched':
+      return full(state);
     case 'text.start':
-      return state.openTextId ? 'text part already open' : undefined;
+      return state.openTextId ? 'text part already open' : full(state);
     case 'text.delta':
     case 'text.complete':
       return state.openTextId ? undefined : 'no open text part';
     case 'thinking.start':
-      return state.openThinkingId ? 'thinking part already open' : undefined;
+      return state.openThinkingId ? 'thinking part already open' : full(state);
     case 'thinking.delta':
     case 'thinking.complete':
       return state.openThinkingId ? undefined : 'no open thinking part';
     case 'image.created':
-      return state.openImageId ? 'image already open' : undefined;
+      return state.openImageId ? 'image already open' : full(state);
     case 'image.delta':
     case 'image.complete':
       return state.openImageId ? undefined : 'no open image';
     case 'llm_websearch_in_progress':
-      return state.webSearchCitationId ? 'web search already in progress' : undefined;
+      return state.webSearchCitationId ? 'web search already in progress' : full(state);
+    case 'llm_websearch_complete':
+      return state.webSearchCitationId ? undefined : full(state);
     case 'mcp_tool_streaming':
     case 'mcp_tool_pending':
     case 'mcp_tool_in_progress':
     case 'mcp_tool_complete': {
       // Ignored only when no response of the chunk applies; the first response's reason names why.
       const reasons = chunk.responses.map((response): IgnoredReason | undefined => {
-        if (Object.hasOwn(state.governedToolIds, response.id)) return 'tool call governed by the ledger';
+        if (state.governedToolIds.has(response.id)) return 'tool call governed by the ledger';
+        if (state.toolBlockIds.has(response.id)) return undefined;
         const creates = chunk.type === 'mcp_tool_streaming' || chunk.type === 'mcp_tool_pending';
-        return creates || toolBlockIdOf(state, response.id) ? undefined : 'unknown tool id';
+        return creates ? full(state) : 'unknown tool id';
       });
       return reasons.length > 0 && reasons.every((reason) => reason !== undefined) ? reasons[0] : undefined;
     }
@@ -249,6 +269,9 @@ export function ignoredReason(state: MessageBlocksState, chunk: Chunk): IgnoredR
       return undefined;
   }
 }
+
+const full = (state: MessageBlocksState): IgnoredReason | undefined =>
+  atBlockLimit(state) ? 'message at its block limit' : undefined;
 
 /**
  * The blocks of a message created whole (an assistant message given its `content`): one
@@ -361,6 +384,8 @@ export function openTranslation(
   { blockId, ...languages }: TranslationOpening,
   at: string,
 ): MessageBlocksState {
+  // The decision refuses a translation on a full message (`message_full`); the fold agrees.
+  if (atBlockLimit(state)) return state;
   const previous = state.openTranslationId;
   const paused = previous === undefined ? state : update(state, previous, at, { status: 'paused' });
   const block: MessageBlock = {
@@ -419,10 +444,15 @@ export function evolveGovernedTool(
   { response, governance }: GovernedToolUpdate,
   at: string,
 ): MessageBlocksState {
-  const governed = { ...state, governedToolIds: { ...state.governedToolIds, [response.id]: true as const } };
+  const blockId = state.toolBlockIds.get(response.id);
+  // Rule 10 on a full message: the call's own stream still records every step.
+  if (blockId === undefined && atBlockLimit(state)) return state;
+  const governedToolIds = state.governedToolIds.has(response.id)
+    ? state.governedToolIds
+    : state.governedToolIds.writable().set(response.id, true);
+  const governed = { ...state, governedToolIds };
   const finished = response.status === 'done' || response.status === 'error';
   const failed = response.status === 'error';
-  const blockId = toolBlockIdOf(state, response.id);
   const existing = blockId === undefined ? undefined : state.blocks.find((block) => block.id === blockId);
   const fields: NewBlockFields = {
     type: 'tool',
@@ -436,18 +466,12 @@ export function evolveGovernedTool(
   };
   if (!existing) {
     const started = startBlock(governed, `${state.messageId}-g${response.id}`, at, fields);
-    const next = { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
+    const next = { ...started.state, toolBlockIds: state.toolBlockIds.writable().set(response.id, started.id) };
     return finished ? citeSearchResults(next, started.id, response, at) : next;
   }
   const { id, messageId, createdAt } = existing;
-  const replaced: MessageBlock = { id, messageId, createdAt, updatedAt: at, ...fields };
-  const next = { ...governed, blocks: governed.blocks.map((block) => (block.id === id ? replaced : block)) };
+  const next = replace(governed, id, () => ({ id, messageId, createdAt, updatedAt: at, ...fields }));
   return finished ? citeSearchResults(next, id, response, at) : next;
-}
-
-/** The block of a tool id: own keys only, so an id such as `constructor` finds nothing inherited. */
-function toolBlockIdOf(state: MessageBlocksState, toolId: string): string | undefined {
-  return Object.hasOwn(state.toolBlockIds, toolId) ? state.toolBlockIds[toolId] : undefined;
 }
 
 type ToolChunkType = 'mcp_tool_streaming' | 'mcp_tool_pending' | 'mcp_tool_in_progress' | 'mcp_tool_complete';
@@ -459,10 +483,10 @@ function applyToolResponse(
   newId: string,
   at: string,
 ): MessageBlocksState {
-  const existingId = toolBlockIdOf(state, response.id);
+  const existingId = state.toolBlockIds.get(response.id);
   const creates = chunkType === 'mcp_tool_streaming' || chunkType === 'mcp_tool_pending';
-  // Rule 10: a completion or progress report for a tool id never announced changes nothing.
-  if (!existingId && !creates) return state;
+  // Rule 10: a completion or progress report for a tool id never announced changes nothing, nor a new call on a full message.
+  if (!existingId && (!creates || atBlockLimit(state))) return state;
   const existing = existingId ? state.blocks.find((block) => block.id === existingId) : undefined;
   const fields: Partial<MessageBlock> = {
     toolId: response.id,
@@ -478,7 +502,7 @@ function applyToolResponse(
     const opensRound = state.placeholderId === undefined ? {} : { opensRound: true };
     const metadata = { ...fields.metadata, ...opensRound };
     const started = startBlock(state, newId, at, { type: 'tool', status, content: undefined, ...fields, metadata });
-    return { ...started.state, toolBlockIds: { ...state.toolBlockIds, [response.id]: started.id } };
+    return { ...started.state, toolBlockIds: state.toolBlockIds.writable().set(response.id, started.id) };
   }
   const failed = response.status === 'error';
   const completed = update(state, existingId!, at, {
@@ -526,6 +550,7 @@ function completeWebSearch(
 ): MessageBlocksState {
   const search = chunk.llm_web_search;
   const inProgress = state.webSearchCitationId;
+  if (!inProgress && atBlockLimit(state)) return state;
   const started = inProgress
     ? { state: update(state, inProgress, at, { status: 'success', response: search }), id: inProgress }
     : startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
@@ -597,7 +622,7 @@ function completeMessage(state: MessageBlocksState, at: string): MessageBlocksSt
 /** A governed call's block stays open until the saga settles it, an open translation until its last chunk. */
 function leftOpen(state: MessageBlocksState, block: MessageBlock): boolean {
   if (block.id === state.openTranslationId) return true;
-  return block.type === 'tool' && block.toolId !== undefined && Object.hasOwn(state.governedToolIds, block.toolId);
+  return block.type === 'tool' && block.toolId !== undefined && state.governedToolIds.has(block.toolId);
 }
 
 function closeParts(state: MessageBlocksState): MessageBlocksState {
@@ -623,25 +648,39 @@ function startBlock(
   const placeholderId = state.placeholderId;
   if (!placeholderId)
     return { state: append(state, { id: newId, messageId: state.messageId, createdAt: at, ...fields }), id: newId };
-  const blocks = state.blocks.map((block) =>
-    block.id === placeholderId
-      ? { id: block.id, messageId: block.messageId, createdAt: block.createdAt, updatedAt: at, ...fields }
-      : block,
-  );
-  return { state: { ...state, blocks, placeholderId: undefined }, id: placeholderId };
+  const taken = replace(state, placeholderId, ({ id, messageId, createdAt }) => ({
+    id,
+    messageId,
+    createdAt,
+    updatedAt: at,
+    ...fields,
+  }));
+  return { state: { ...taken, placeholderId: undefined }, id: placeholderId };
 }
 
 function blockOf(state: MessageBlocksState, blockId: string): MessageBlock | undefined {
   return state.blocks.find((block) => block.id === blockId);
 }
 
+// The list is copied whole at each change, so the copies are the engine's own (`concat`, `with`,
+// `toSpliced`): a spread or a `map` of thousands of blocks cost a chunk ten times as much.
 function append(state: MessageBlocksState, block: MessageBlock): MessageBlocksState {
-  return { ...state, blocks: [...state.blocks, block] };
+  return { ...state, blocks: state.blocks.concat([block]) };
 }
 
 function insertAfter(state: MessageBlocksState, afterId: string, block: MessageBlock): MessageBlocksState {
   const index = state.blocks.findIndex((candidate) => candidate.id === afterId);
-  return { ...state, blocks: [...state.blocks.slice(0, index + 1), block, ...state.blocks.slice(index + 1)] };
+  return { ...state, blocks: state.blocks.toSpliced(index + 1, 0, block) };
+}
+
+/** The block `blockId` replaced by what `change` makes of it; the same state when there is none. */
+function replace(
+  state: MessageBlocksState,
+  blockId: string,
+  change: (block: MessageBlock) => MessageBlock,
+): MessageBlocksState {
+  const index = state.blocks.findIndex((block) => block.id === blockId);
+  return index < 0 ? state : { ...state, blocks: state.blocks.with(index, change(state.blocks[index])) };
 }
 
 function update(
@@ -650,10 +689,7 @@ function update(
   at: string,
   changes: Partial<MessageBlock>,
 ): MessageBlocksState {
-  return {
-    ...state,
-    blocks: state.blocks.map((block) => (block.id === blockId ? { ...block, ...changes, updatedAt: at } : block)),
-  };
+  return replace(state, blockId, (block) => ({ ...block, ...changes, updatedAt: at }));
 }
 
 /** A search output with something to cite: a list, or a list under the fields Cherry's search tools fill. */

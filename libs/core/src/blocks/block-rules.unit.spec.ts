@@ -1,7 +1,15 @@
 import { parseChunk } from '../chunks/chunk-schemas.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, encodeChunk, type StoredChunk } from '../chunks/snapshot-text.js';
 import { compareBlocks, loadBlockVectors } from '../testing/block-vectors.js';
-import { evolveBlocks, ignoredReason, initialMessageBlocks, type MessageBlocksState } from './block-rules.js';
+import {
+  evolveBlocks,
+  evolveGovernedTool,
+  ignoredReason,
+  initialMessageBlocks,
+  MAX_MESSAGE_BLOCKS,
+  openTranslation,
+  type MessageBlocksState,
+} from './block-rules.js';
 
 /** Folds posted chunks the way the ledger does: validate, store (snapshot suffixes), restore, evolve. */
 function fold(
@@ -87,5 +95,57 @@ describe('snapshot text in the log (rule 4)', () => {
         .map((chunk) => ('append' in chunk ? { append: chunk.append } : { text: (chunk as { text: string }).text })),
     ).toEqual([{ text: 'Helo' }, { text: 'Hello' }, { append: ', world' }]);
     expect(state.blocks[0].content).toBe('Hello, world');
+  });
+});
+
+describe('a full message (rule 10)', () => {
+  const call = (id: string, status = 'pending') => ({ id, tool: { id: 'fs-read', name: 'read' }, status });
+  const calls = (count: number, from = 0) => Array.from({ length: count }, (_, index) => call(`c${from + index}`));
+  const full = fold('msg-full', [
+    { type: 'mcp_tool_pending', responses: calls(MAX_MESSAGE_BLOCKS - 2) },
+    { type: 'text.start' },
+    // The chunk that fills it: its calls apply up to the limit, the rest change nothing.
+    { type: 'mcp_tool_pending', responses: calls(3, MAX_MESSAGE_BLOCKS - 2) },
+  ]).state;
+  const after = (raw: Record<string, unknown>) =>
+    evolveBlocks(full, { chunk: parseChunk({ seq: 4, ...raw }, 0), recordedAt: 'later' });
+
+  it('holds the most blocks a message may, the calls past it dropped', () => {
+    expect(full.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
+    expect(full.blocks.at(-1)?.toolId).toBe(`c${MAX_MESSAGE_BLOCKS - 2}`);
+    expect(full.toolBlockIds.has(`c${MAX_MESSAGE_BLOCKS - 1}`)).toBe(false);
+  });
+
+  it.each([
+    { type: 'llm_response_created' },
+    { type: 'thinking.start' },
+    { type: 'image.created' },
+    { type: 'llm_websearch_in_progress' },
+    { type: 'llm_websearch_complete', llm_web_search: { source: 'openai', results: [] } },
+    { type: 'video.searched', video: { type: 'url', content: 'https://example.com/v' } },
+    { type: 'mcp_tool_streaming', responses: [call('new', 'streaming')] },
+    { type: 'mcp_tool_pending', responses: [call('new')] },
+  ])('starts no block for $type, and names why', (raw) => {
+    const chunk = parseChunk({ seq: 4, ...raw }, 0);
+    expect(after(raw)).toBe(full);
+    expect(ignoredReason(full, chunk)).toBe('message at its block limit');
+  });
+
+  it('still changes the blocks it holds, and ends', () => {
+    const text = after({ type: 'text.delta', text: 'still here' });
+    expect(text.blocks.find((block) => block.type === 'main_text')?.content).toBe('still here');
+    const done = after({ type: 'mcp_tool_complete', responses: [{ ...call('c0', 'done'), response: 'ok' }] });
+    expect(done.blocks[0]).toMatchObject({ toolId: 'c0', status: 'success', content: 'ok' });
+    const failed = after({ type: 'error', error: { message: 'boom' } });
+    expect(failed).toMatchObject({ status: 'error', finalized: true });
+    expect(failed.blocks.at(-1)?.type).toBe('error');
+  });
+
+  it('gives a governed call without a block none, and a translation no block', () => {
+    const response = { ...call('governed'), status: 'pending' as const };
+    expect(evolveGovernedTool(full, { response, governance: {} }, 'later')).toBe(full);
+    const governedOld = evolveGovernedTool(full, { response: { ...response, id: 'c1' }, governance: {} }, 'later');
+    expect(governedOld.blocks[1]).toMatchObject({ toolId: 'c1', metadata: { governance: {} } });
+    expect(openTranslation(full, { blockId: 'tr', targetLanguage: 'fr' }, 'later')).toBe(full);
   });
 });

@@ -43,15 +43,34 @@ export function sessionChanges(previous: SessionState, current: SessionState): S
     changes.messages.push({ message, ordinal, previous: earlier });
     if (message.selectedChildId !== null && message.selectedChildId !== earlier?.selectedChildId)
       changes.selections.push({ parentId: message.id, childId: message.selectedChildId });
-    const before = new Map((earlier?.blocks.blocks ?? []).map((block, index) => [block.id, { block, index }]));
-    message.blocks.blocks.forEach((block, index) => {
-      const was = before.get(block.id);
-      if (!was || was.block !== block || was.index !== index) changes.blocks.push({ block, index, message });
-      before.delete(block.id);
-    });
-    for (const id of before.keys()) changes.removedBlocks.push({ messageId: message.id, id });
+    compareBlocks(earlier?.blocks.blocks ?? [], message, changes.blocks, changes.removedBlocks);
   }
   return changes;
+}
+
+/** Each block of `message` new, changed or moved since `before`, and each block of `before` it no longer shows. */
+function compareBlocks(
+  before: readonly MessageBlock[],
+  message: MessageState,
+  blocks: SessionChanges['blocks'][number][],
+  removed: SessionChanges['removedBlocks'][number][],
+): void {
+  const after = message.blocks.blocks;
+  // Usually every block keeps its place and new ones come after: compared place by place, by identity, with no
+  // map of a message's thousands of blocks at each batch. A block inserted or dropped moves the others.
+  if (before.length <= after.length && before.every((block, index) => block.id === after[index].id)) {
+    after.forEach((block, index) => {
+      if (block !== before[index]) blocks.push({ block, index, message });
+    });
+    return;
+  }
+  const places = new Map(before.map((block, index) => [block.id, { block, index }]));
+  after.forEach((block, index) => {
+    const was = places.get(block.id);
+    if (!was || was.block !== block || was.index !== index) blocks.push({ block, index, message });
+    places.delete(block.id);
+  });
+  for (const id of places.keys()) removed.push({ messageId: message.id, id });
 }
 
 /**

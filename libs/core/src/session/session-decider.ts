@@ -9,9 +9,11 @@ import { translatorOf, type DialectName } from '../dialects/dialects.js';
 import { nameUuid } from '../hashing/name-uuid.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
 import {
+  atBlockLimit,
   evolveBlocks,
   ignoredReason,
   isTranslationChunk,
+  MAX_MESSAGE_BLOCKS,
   type AttachmentReference,
   type IgnoredReason,
   type TranslationOpening,
@@ -340,6 +342,12 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
     case 'open_translation': {
       const { messageId, blockId, targetLanguage, sourceLanguage, sourceBlockId: source } = command;
       const message = assistantMessage(state, messageId, 'translations');
+      if (atBlockLimit(message.blocks))
+        throw new SessionError(
+          'message_full',
+          `message ${messageId} holds ${MAX_MESSAGE_BLOCKS} blocks, the most a message may hold`,
+          'messageId',
+        );
       const sourceBlock = source === undefined ? undefined : message.blocks.blocks.find((block) => block.id === source);
       if (source !== undefined && (!sourceBlock || sourceBlock.type === 'translation'))
         throw new SessionError(

@@ -18,6 +18,7 @@ export class SessionError extends Error {
       | 'invalid_message'
       | 'block_not_found'
       | 'session_full'
+      | 'message_full'
       | 'fork_too_deep',
     message: string,
     readonly field?: string,

@@ -19,7 +19,7 @@ import { decodeChunk, EMPTY_SNAPSHOTS, type SnapshotState, type StoredChunk } fr
 import { isDialectName, translatorOf, type DialectName } from '../dialects/dialects.js';
 import { NO_TOKENS, usageAfter, type TokenUsage } from './token-usage.js';
 import { appendItem, emptyList, itemAt, type GrowingList } from './growing-list.js';
-import { LayeredMap } from './layered-map.js';
+import { LayeredMap } from '../layered-map.js';
 import { activePath } from './branch-tree.js';
 
 /**

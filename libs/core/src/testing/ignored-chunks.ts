@@ -1,4 +1,4 @@
-import type { IgnoredReason } from '../blocks/block-rules.js';
+import { MAX_MESSAGE_BLOCKS, type IgnoredReason } from '../blocks/block-rules.js';
 
 /**
  * One batch per reason a recorded chunk changes nothing, as a producer posts it (seqs from 1 on),
@@ -13,6 +13,12 @@ export interface IgnoredChunkCase {
 
 const image = { type: 'url', images: ['https://example.com/a.png'] };
 const unknownCall = { id: 'ghost', tool: { id: 'fs-read', name: 'read' }, status: 'done', response: 'r' };
+const pendingCall = (id: string) => ({ id, tool: { id: 'fs-read', name: 'read' }, status: 'pending' });
+/** One chunk that fills a message: as many calls as it may hold blocks. */
+const fillingChunk = {
+  type: 'mcp_tool_pending',
+  responses: Array.from({ length: MAX_MESSAGE_BLOCKS }, (_, index) => pendingCall(`c${index}`)),
+};
 
 export const IGNORED_CHUNK_CASES: readonly IgnoredChunkCase[] = [
   {
@@ -63,6 +69,12 @@ export const IGNORED_CHUNK_CASES: readonly IgnoredChunkCase[] = [
     chunks: [{ type: 'mcp_tool_complete', responses: [unknownCall] }],
     seq: 1,
     reason: 'unknown tool id',
+  },
+  {
+    label: 'a new response on a full message',
+    chunks: [fillingChunk, { type: 'llm_response_created' }],
+    seq: 2,
+    reason: 'message at its block limit',
   },
   {
     label: 'a chunk after block_complete',

@@ -165,6 +165,10 @@ function changesStatement(changes: readonly Change[]): BatchStatement | undefine
   // Each changed block's old row is looked up by key (OFFSET 0 keeps the lookup from being merged into a join):
   // the planner takes a row set for a hundred rows, and joined, it read the whole table for a batch of one block
   // on every table of up to a few thousand blocks (2.6 ms for 1,069 blocks, against 0.02 by key; decision 0053).
+  // Only a streaming block's (its search vector alone reads it), and by its message and place too: where the
+  // statistics are older than a session's growth, the planner may take the index of a message's blocks for the
+  // lookup, which then read every block of the session; now either index finds the one row. A block that moved
+  // (a citation went in before it) has its vector made whole, as after a rewrite (decision 0067).
   // Removed blocks (a placeholder replaced, once a message) are deleted by key through the join: a row changed
   // meanwhile is checked again by its key, where a delete by its place would pass it over.
   // A block's text for its search vector is taken out of its jsonb once per row (OFFSET 0 keeps the subquery from
@@ -216,7 +220,8 @@ function changesStatement(changes: readonly Change[]): BatchStatement | undefine
              search_finished_chars int, searched_chars int) OFFSET 0) r
          LEFT JOIN LATERAL (
            SELECT status, content, search, search_finished_chars FROM message_blocks old
-            WHERE old.tenant = r.tenant AND old.session_id = r.session_id AND old.id = r.id OFFSET 0) old ON true
+            WHERE r.status = 'streaming' AND old.tenant = r.tenant AND old.session_id = r.session_id
+              AND old.message_id = r.message_id AND old.index = r.index AND old.id = r.id OFFSET 0) old ON true
        ON CONFLICT (tenant, session_id, id) DO UPDATE SET index = excluded.index, type = excluded.type,
          status = excluded.status, content = excluded.content, tool_id = excluded.tool_id,
          tool_name = excluded.tool_name, arguments = excluded.arguments, tool_response = excluded.tool_response,

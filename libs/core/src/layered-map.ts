@@ -35,8 +35,12 @@ export class LayeredMap<Value> implements ReadonlyMap<string, Value> {
 
   /** A new version to change in place with `set`: the caller's own until it hands it out. */
   writable(): LayeredMap<Value> {
-    if (this.#overlay.size * this.#overlay.size > Math.max(1_024, this.#base.size))
-      return new LayeredMap<Value>(new Map(this), new Map(), 0);
+    if (this.#overlay.size * this.#overlay.size > Math.max(1_024, this.#base.size)) {
+      // The entries' order: the base's keys (an overlay's set keeps an existing key's place), then the added ones.
+      const flat = new Map(this.#base);
+      for (const [key, value] of this.#overlay) flat.set(key, value);
+      return new LayeredMap<Value>(flat, new Map(), 0);
+    }
     return new LayeredMap<Value>(this.#base, new Map(this.#overlay), this.#added);
   }
 
