@@ -2299,7 +2299,7 @@ export interface operations {
                         ignored: {
                             seq: number;
                             /** @enum {string} */
-                            reason: "message already finalized" | "no open text part" | "text part already open" | "no open thinking part" | "thinking part already open" | "no open image" | "image already open" | "web search already in progress" | "unknown tool id" | "tool call governed by the ledger" | "no open translation";
+                            reason: "message already finalized" | "no open text part" | "text part already open" | "no open thinking part" | "thinking part already open" | "no open image" | "image already open" | "web search already in progress" | "unknown tool id" | "tool call governed by the ledger" | "no open translation" | "message at its block limit";
                         }[];
                         /** @description a log position */
                         position: number;
@@ -2442,7 +2442,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `session_full` (decision 0037) */
+            /** @description `message_full`: the message holds the most blocks a message may; `session_full` (decision 0037) */
             409: {
                 headers: {
                     [name: string]: unknown;
