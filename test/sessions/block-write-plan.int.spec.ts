@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { parseChunks } from '#core';
+import { parseChunks, type SessionCommand } from '#core';
 import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
@@ -153,5 +153,45 @@ describe('the block projection write on a table of other sessions’ blocks', ()
       await client.query('ROLLBACK; ALTER TABLE message_blocks RESET (autovacuum_enabled)');
       client.release();
     }
+  });
+
+  it('projects a batch in which two blocks have one id, instead of failing it at every retry', async () => {
+    const { log, repository, pool } = fixture;
+    const sessionId = `s-${randomUUID()}`;
+    const ref = { tenant: 'default', sessionId };
+    const before = await log.readAllForProjections({ filter: { streamPrefixes: ['session-'] } });
+    const attachment = { name: 'f.txt', mimeType: 'text/plain', size: 1, sha256: 'a'.repeat(64), url: 'https://x/f' };
+    for (const command of [
+      openSessionCommand(sessionId),
+      assistantMessageCommand('m'),
+      // Its text block is `m-b1-text`…
+      {
+        type: 'create_message',
+        messageId: 'm-b1',
+        role: 'user',
+        parentId: 'm',
+        model: null,
+        content: 'hello',
+        attachments: [attachment],
+      },
+      // …and so is the block of this call, `m` + `-b1` (its seq) + `-text` (its id).
+      {
+        type: 'append_chunks',
+        messageId: 'm',
+        chunks: parseChunks([
+          { seq: 1, type: 'mcp_tool_pending', responses: [{ id: 'text', tool: { name: 'read' }, status: 'pending' }] },
+        ]),
+      },
+    ] satisfies SessionCommand[])
+      await repository.execute(ref, command, author);
+    const { events } = await log.readAllForProjections({
+      fromPosition: before.checkpoint,
+      filter: { streamPrefixes: ['session-'] },
+    });
+    await inTransaction(pool, (client) => handleBatch(blockReadModelsProjection(), events, { client, eventLog: log }));
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM message_blocks WHERE session_id = $1', [
+      sessionId,
+    ]);
+    expect(rows.map(({ id }) => id).sort()).toEqual(['m-b1-file1', 'm-b1-text']);
   });
 });

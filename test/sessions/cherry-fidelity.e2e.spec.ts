@@ -475,7 +475,7 @@ describe('Cherry fidelity: citations, attachments, tool results in the history, 
       const refused = await post(`/v1/sessions/${sessionId}/messages/${messageId}/translations`, {
         targetLanguage: 'fr',
       });
-      expect(refused).toMatchObject({ status: 409, body: { error: { code: 'message_full', field: 'messageId' } } });
+      expect(refused).toMatchObject({ status: 409, body: { error: { code: 'message_full', field: 'mid' } } });
       expect(await eventCount(sessionId)).toBe(before);
     });
 

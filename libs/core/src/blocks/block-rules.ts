@@ -51,8 +51,11 @@ export interface MessageBlocksState {
  */
 export const MAX_MESSAGE_BLOCKS = 10_000;
 
-/** A full message starts no block: chunks that would are recorded and change nothing (rule 10). */
+/** A full message adds no block: chunks that would are recorded and change nothing (rule 10). */
 export const atBlockLimit = (state: MessageBlocksState) => state.blocks.length >= MAX_MESSAGE_BLOCKS;
+
+/** What starts a block may still take a placeholder over on a full message: the list does not grow. */
+const startsNoBlock = (state: MessageBlocksState) => state.placeholderId === undefined && atBlockLimit(state);
 
 /** A chunk as the reducer sees it (text snapshots already restored) and when the log recorded it. */
 export interface BlockInput {
@@ -113,7 +116,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     // Rule 3: one main_text block per text part; only text.complete closes it.
     // Rule 7: a text part cites the message's current citation from its start and with every delta.
     case 'text.start': {
-      if (state.openTextId || atBlockLimit(state)) return state;
+      if (state.openTextId || startsNoBlock(state)) return state;
       const fields = { type: 'main_text', status: 'streaming', content: '', ...citing(state) } as const;
       const started = startBlock(state, newId, at, fields);
       return { ...started.state, openTextId: started.id };
@@ -129,7 +132,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
 
     // Rule 5: one thinking block per thinking part, after an open text part if there is one.
     case 'thinking.start': {
-      if (state.openThinkingId || atBlockLimit(state)) return state;
+      if (state.openThinkingId || startsNoBlock(state)) return state;
       const started = startBlock(state, newId, at, { type: 'thinking', status: 'streaming', content: '' });
       return { ...started.state, openThinkingId: started.id };
     }
@@ -162,7 +165,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
 
     // Rule 7, provider-side search.
     case 'llm_websearch_in_progress': {
-      if (state.webSearchCitationId || atBlockLimit(state)) return state;
+      if (state.webSearchCitationId || startsNoBlock(state)) return state;
       const started = startBlock(state, newId, at, { type: 'citation', status: 'processing' });
       return { ...started.state, webSearchCitationId: started.id };
     }
@@ -170,7 +173,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return completeWebSearch(state, chunk, newId, at);
 
     case 'image.created': {
-      if (state.openImageId || atBlockLimit(state)) return state;
+      if (state.openImageId || startsNoBlock(state)) return state;
       const started = startBlock(state, newId, at, { type: 'image', status: 'processing' });
       return { ...started.state, openImageId: started.id };
     }
@@ -186,7 +189,7 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
       return complete ? { ...updated, openImageId: undefined } : updated;
     }
     case 'video.searched':
-      if (atBlockLimit(state)) return state;
+      if (startsNoBlock(state)) return state;
       return startBlock(state, newId, at, {
         type: 'video',
         status: 'success',
@@ -231,6 +234,7 @@ export function ignoredReason(state: MessageBlocksState, chunk: Chunk): IgnoredR
   if (state.finalized) return 'message already finalized';
   switch (chunk.type) {
     case 'llm_response_created':
+      return atBlockLimit(state) ? FULL : undefined;
     case 'video.searched':
       return full(state);
     case 'text.start':
@@ -270,8 +274,8 @@ export function ignoredReason(state: MessageBlocksState, chunk: Chunk): IgnoredR
   }
 }
 
-const full = (state: MessageBlocksState): IgnoredReason | undefined =>
-  atBlockLimit(state) ? 'message at its block limit' : undefined;
+const FULL: IgnoredReason = 'message at its block limit';
+const full = (state: MessageBlocksState): IgnoredReason | undefined => (startsNoBlock(state) ? FULL : undefined);
 
 /**
  * The blocks of a message created whole (an assistant message given its `content`): one
@@ -446,7 +450,7 @@ export function evolveGovernedTool(
 ): MessageBlocksState {
   const blockId = state.toolBlockIds.get(response.id);
   // Rule 10 on a full message: the call's own stream still records every step.
-  if (blockId === undefined && atBlockLimit(state)) return state;
+  if (blockId === undefined && startsNoBlock(state)) return state;
   const governedToolIds = state.governedToolIds.has(response.id)
     ? state.governedToolIds
     : state.governedToolIds.writable().set(response.id, true);
@@ -486,32 +490,38 @@ function applyToolResponse(
   const existingId = state.toolBlockIds.get(response.id);
   const creates = chunkType === 'mcp_tool_streaming' || chunkType === 'mcp_tool_pending';
   // Rule 10: a completion or progress report for a tool id never announced changes nothing, nor a new call on a full message.
-  if (!existingId && (!creates || atBlockLimit(state))) return state;
-  const existing = existingId ? state.blocks.find((block) => block.id === existingId) : undefined;
-  const fields: Partial<MessageBlock> = {
+  if (!existingId && (!creates || startsNoBlock(state))) return state;
+  // The block's arguments stay when a chunk leaves them out; read from the block as it is changed (one scan of the list).
+  const fieldsOver = (existing: MessageBlock | undefined): Partial<MessageBlock> => ({
     toolId: response.id,
     toolName: response.tool.name,
     arguments: response.arguments ?? existing?.arguments ?? {},
     metadata: { ...existing?.metadata, rawMcpToolResponse: response },
-  };
-  if (chunkType !== 'mcp_tool_complete') {
-    const status: BlockStatus =
-      chunkType === 'mcp_tool_in_progress' || response.status === 'invoking' ? 'processing' : 'pending';
-    if (existingId) return update(state, existingId, at, { ...fields, status });
+  });
+  const failed = response.status === 'error';
+  const changes: Partial<MessageBlock> & { readonly status: BlockStatus } =
+    chunkType !== 'mcp_tool_complete'
+      ? { status: chunkType === 'mcp_tool_in_progress' || response.status === 'invoking' ? 'processing' : 'pending' }
+      : {
+          status: failed ? 'error' : 'success',
+          content: response.response,
+          ...(failed ? { error: { message: TOOL_ERROR_MESSAGE, details: response.response } } : {}),
+        };
+  if (!existingId) {
     // A call that takes a response's placeholder over opens a round, which a history must keep apart from the last one's calls.
     const opensRound = state.placeholderId === undefined ? {} : { opensRound: true };
+    const fields = fieldsOver(undefined);
     const metadata = { ...fields.metadata, ...opensRound };
-    const started = startBlock(state, newId, at, { type: 'tool', status, content: undefined, ...fields, metadata });
+    const started = startBlock(state, newId, at, { type: 'tool', content: undefined, ...fields, ...changes, metadata });
     return { ...started.state, toolBlockIds: state.toolBlockIds.writable().set(response.id, started.id) };
   }
-  const failed = response.status === 'error';
-  const completed = update(state, existingId!, at, {
-    ...fields,
-    status: failed ? 'error' : 'success',
-    content: response.response,
-    ...(failed ? { error: { message: TOOL_ERROR_MESSAGE, details: response.response } } : {}),
-  });
-  return citeSearchResults(completed, existingId!, response, at);
+  const changed = replace(state, existingId, (block) => ({
+    ...block,
+    ...fieldsOver(block),
+    ...changes,
+    updatedAt: at,
+  }));
+  return chunkType === 'mcp_tool_complete' ? citeSearchResults(changed, existingId, response, at) : changed;
 }
 
 /**
@@ -529,7 +539,7 @@ function citeSearchResults(
     ? SEARCH_TOOL_SOURCES[response.tool.name]
     : undefined;
   const citationId = `${toolBlockId}-citation`;
-  if (!source || !hasResults(response.response) || blockOf(state, citationId)) return state;
+  if (!source || atBlockLimit(state) || !hasResults(response.response) || blockOf(state, citationId)) return state;
   const citation: MessageBlock = {
     id: citationId,
     messageId: state.messageId,
@@ -550,7 +560,7 @@ function completeWebSearch(
 ): MessageBlocksState {
   const search = chunk.llm_web_search;
   const inProgress = state.webSearchCitationId;
-  if (!inProgress && atBlockLimit(state)) return state;
+  if (!inProgress && startsNoBlock(state)) return state;
   const started = inProgress
     ? { state: update(state, inProgress, at, { status: 'success', response: search }), id: inProgress }
     : startBlock(state, newId, at, { type: 'citation', status: 'success', response: search });
@@ -659,7 +669,7 @@ function startBlock(
 }
 
 function blockOf(state: MessageBlocksState, blockId: string): MessageBlock | undefined {
-  return state.blocks.find((block) => block.id === blockId);
+  return state.blocks.findLast((block) => block.id === blockId);
 }
 
 // The list is copied whole at each change, so the copies are the engine's own (`concat`, `with`,
@@ -679,7 +689,8 @@ function replace(
   blockId: string,
   change: (block: MessageBlock) => MessageBlock,
 ): MessageBlocksState {
-  const index = state.blocks.findIndex((block) => block.id === blockId);
+  // From the end: the blocks changed most are the newest (an open text part, the last round's calls).
+  const index = state.blocks.findLastIndex((block) => block.id === blockId);
   return index < 0 ? state : { ...state, blocks: state.blocks.with(index, change(state.blocks[index])) };
 }
 

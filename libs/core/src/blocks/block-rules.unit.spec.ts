@@ -141,6 +141,32 @@ describe('a full message (rule 10)', () => {
     expect(failed.blocks.at(-1)?.type).toBe('error');
   });
 
+  it('lets a block take the last placeholder over, and adds no citation to a full message', () => {
+    const search = { id: 'search', tool: { id: 'web', name: 'builtin_web_search' } };
+    const awaiting = fold('msg-awaiting', [
+      { type: 'mcp_tool_pending', responses: [{ ...search, status: 'pending' }, ...calls(MAX_MESSAGE_BLOCKS - 2)] },
+      { type: 'llm_response_created' },
+    ]).state;
+    expect(awaiting.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
+    const answer = parseChunk({ seq: 3, type: 'text.start' }, 0);
+    expect(ignoredReason(awaiting, answer)).toBeUndefined();
+    const answered = evolveBlocks(awaiting, { chunk: answer, recordedAt: 'later' });
+    expect(answered.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
+    expect(answered.blocks.at(-1)).toMatchObject({ type: 'main_text', status: 'streaming' });
+    const another = parseChunk({ seq: 4, type: 'llm_response_created' }, 0);
+    expect(ignoredReason(answered, another)).toBe('message at its block limit');
+    const results = [{ url: 'https://example.com', title: 'found' }];
+    const found = parseChunk(
+      { seq: 4, type: 'mcp_tool_complete', responses: [{ ...search, status: 'done', response: results }] },
+      0,
+    );
+    const completed = evolveBlocks(answered, { chunk: found, recordedAt: 'later' });
+    expect(ignoredReason(answered, found)).toBeUndefined();
+    expect(completed.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
+    expect(completed.blocks[0]).toMatchObject({ toolId: 'search', status: 'success', content: results });
+    expect(completed.blocks.some((block) => block.type === 'citation')).toBe(false);
+  });
+
   it('gives a governed call without a block none, and a translation no block', () => {
     const response = { ...call('governed'), status: 'pending' as const };
     expect(evolveGovernedTool(full, { response, governance: {} }, 'later')).toBe(full);

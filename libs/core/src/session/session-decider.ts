@@ -346,7 +346,7 @@ export function decideSession(command: SessionCommand, state: SessionState): Dec
         throw new SessionError(
           'message_full',
           `message ${messageId} holds ${MAX_MESSAGE_BLOCKS} blocks, the most a message may hold`,
-          'messageId',
+          'mid',
         );
       const sourceBlock = source === undefined ? undefined : message.blocks.blocks.find((block) => block.id === source);
       if (source !== undefined && (!sourceBlock || sourceBlock.type === 'translation'))

@@ -798,7 +798,7 @@ describe('translations (issue 18)', () => {
     const full = [...answered.slice(0, 3), ...chunkEvents(1, { type: 'mcp_tool_pending', responses })];
     given(...full)
       .when(open())
-      .thenThrows('message_full', 'messageId');
+      .thenThrows('message_full', 'mid');
     given(...full.slice(0, 3))
       .when(open())
       .then(({ events }) => expect(events).toHaveLength(1));

@@ -110,8 +110,11 @@ const SEARCH_VECTOR = `CASE
 function changesStatement(changes: readonly Change[]): BatchStatement | undefined {
   const sessionRows: object[] = [];
   const messageRows: object[] = [];
-  const blockRows: BlockRowValues[] = [];
-  const removedBlocks: { tenant: string; session_id: string; id: string }[] = [];
+  // By key: two blocks can have one id (a tool call's id can spell another block's), and a statement that writes a row
+  // twice fails, and with it the batch, again at every retry: the projection would stop for every tenant.
+  const blockRows = new Map<string, BlockRowValues>();
+  const removedBlocks = new Map<string, { tenant: string; session_id: string; id: string }>();
+  const keyOf = (tenant: string, sessionId: string, id: string) => JSON.stringify([tenant, sessionId, id]);
   for (const { tenant, changed, summary, lastActivityAt } of changes) {
     const { session } = changed;
     sessionRows.push({
@@ -150,11 +153,13 @@ function changesStatement(changes: readonly Change[]): BatchStatement | undefine
       });
     }
     for (const { block, index, message } of changed.blocks) {
-      blockRows.push(
+      blockRows.set(
+        keyOf(tenant, session.sessionId, block.id),
         blockToRow(block, tenant, session.sessionId, index, message.blockPositions[index] ?? message.position),
       );
     }
-    for (const { id } of changed.removedBlocks) removedBlocks.push({ tenant, session_id: session.sessionId, id });
+    for (const { id } of changed.removedBlocks)
+      removedBlocks.set(keyOf(tenant, session.sessionId, id), { tenant, session_id: session.sessionId, id });
   }
   if (sessionRows.length === 0) return undefined;
   // One statement, one round trip: the sub-statements touch disjoint rows (a block is either still
@@ -228,6 +233,11 @@ function changesStatement(changes: readonly Change[]): BatchStatement | undefine
          metadata = excluded.metadata, error = excluded.error, extra = excluded.extra, updated_at = excluded.updated_at,
          position = excluded.position, search = excluded.search, search_finished_chars = excluded.search_finished_chars
        WHERE message_blocks.position <= excluded.position`,
-    values: [removedBlocks, sessionRows, messageRows, blockRows].map((rows) => JSON.stringify(rows)),
+    values: [
+      [...removedBlocks].flatMap(([key, removed]) => (blockRows.has(key) ? [] : [removed])),
+      sessionRows,
+      messageRows,
+      [...blockRows.values()],
+    ].map((rows) => JSON.stringify(rows)),
   };
 }
