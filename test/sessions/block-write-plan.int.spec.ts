@@ -28,24 +28,24 @@ describe('the block projection write on a table of other sessions’ blocks', ()
 
   afterAll(() => fixture.close());
 
-  it('reads only the old row of the block it writes, planned for the batch or for any, and removes by key', async () => {
-    const { log, repository, pool } = fixture;
-    const projection = blockReadModelsProjection();
+  /** A new session with an assistant message `a1`, and how to append chunks to it, numbered from 1 on. */
+  async function answeringSession() {
     const sessionId = `s-${randomUUID()}`;
     const ref = { tenant: 'default', sessionId };
     for (const command of [openSessionCommand(sessionId), assistantMessageCommand('a1')])
-      await repository.execute(ref, command, author);
+      await fixture.repository.execute(ref, command, author);
     let seq = 0;
-    const append = (...chunks: Record<string, unknown>[]) =>
-      repository.execute(
-        ref,
-        {
-          type: 'append_chunks',
-          messageId: 'a1',
-          chunks: parseChunks(chunks.map((chunk) => ({ seq: ++seq, ...chunk }))),
-        },
-        author,
-      );
+    const append = (...chunks: Record<string, unknown>[]) => {
+      const numbered = parseChunks(chunks.map((chunk) => ({ seq: ++seq, ...chunk })));
+      return fixture.repository.execute(ref, { type: 'append_chunks', messageId: 'a1', chunks: numbered }, author);
+    };
+    return { sessionId, append };
+  }
+
+  it('reads only the old row of the block it writes, planned for the batch or for any, and removes by key', async () => {
+    const { log, pool } = fixture;
+    const projection = blockReadModelsProjection();
+    const { sessionId, append } = await answeringSession();
     const filter = { streamPrefixes: ['session-'] };
     await append({ type: 'llm_response_created' }, { type: 'text.start' }, { type: 'text.delta', text: 'hello' });
     const first = await log.readAllForProjections({ filter });
@@ -103,13 +103,11 @@ describe('the block projection write on a table of other sessions’ blocks', ()
     );
     expect(written).toEqual([{ text: 'hello world', count: String(OTHER_BLOCKS), removed: '0' }]);
   });
+
   it('reads one old row for a batch of many blocks of one session, whatever the statistics say', async () => {
-    const { log, repository, pool } = fixture;
+    const { log, pool } = fixture;
     const projection = blockReadModelsProjection();
-    const sessionId = `s-${randomUUID()}`;
-    const ref = { tenant: 'default', sessionId };
-    for (const command of [openSessionCommand(sessionId), assistantMessageCommand('a1')])
-      await repository.execute(ref, command, author);
+    const { append } = await answeringSession();
     // Statistics from before this session grew, as on a new deployment between two autovacuum runs.
     await pool.query('ANALYZE message_blocks; ALTER TABLE message_blocks SET (autovacuum_enabled = false)');
     const calls = Array.from({ length: CALLS }, (_, index) => ({
@@ -117,15 +115,9 @@ describe('the block projection write on a table of other sessions’ blocks', ()
       tool: { id: 'fs-read', name: 'read' },
       status: 'pending',
     }));
-    const project = async (...chunks: Record<string, unknown>[]) => {
-      const numbered = parseChunks(chunks.map((chunk, index) => ({ seq: seq + index + 1, ...chunk })));
-      seq += chunks.length;
-      await repository.execute(ref, { type: 'append_chunks', messageId: 'a1', chunks: numbered }, author);
-    };
-    let seq = 0;
     const filter = { streamPrefixes: ['session-'] };
     const before = await log.readAllForProjections({ filter });
-    await project(
+    await append(
       { type: 'mcp_tool_pending', responses: calls },
       { type: 'text.start' },
       { type: 'text.delta', text: 'reading' },
@@ -133,7 +125,7 @@ describe('the block projection write on a table of other sessions’ blocks', ()
     const opened = await log.readAllForProjections({ fromPosition: before.checkpoint, filter });
     await inTransaction(pool, (client) => handleBatch(projection, opened.events, { client, eventLog: log }));
 
-    await project(
+    await append(
       { type: 'mcp_tool_complete', responses: calls.map((call) => ({ ...call, status: 'done', response: 'ok' })) },
       { type: 'text.delta', text: 'reading every file' },
     );

@@ -457,7 +457,7 @@ export function evolveGovernedTool(
   const governed = { ...state, governedToolIds };
   const finished = response.status === 'done' || response.status === 'error';
   const failed = response.status === 'error';
-  const existing = blockId === undefined ? undefined : state.blocks.find((block) => block.id === blockId);
+  const existing = blockId === undefined ? undefined : blockOf(state, blockId);
   const fields: NewBlockFields = {
     type: 'tool',
     status: failed ? 'error' : finished ? 'success' : response.status === 'invoking' ? 'processing' : 'pending',
