@@ -4,6 +4,7 @@ import { inTransaction } from '../../apps/ledger/src/database/transaction.js';
 import { handleBatch } from '../../apps/ledger/src/projections/projection.js';
 import { blockReadModelsProjection } from '../../apps/ledger/src/sessions/read-models/block-read-models.projection.js';
 import type { SessionAuthor } from '../../apps/ledger/src/sessions/session-repository.js';
+import { pendingToolCalls } from '../../libs/core/src/testing/ignored-chunks.js';
 import { rowsRead, type PlanNode } from '../support/query-plans.js';
 import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-log-database.js';
@@ -110,11 +111,7 @@ describe('the block projection write on a table of other sessions’ blocks', ()
     const { append } = await answeringSession();
     // Statistics from before this session grew, as on a new deployment between two autovacuum runs.
     await pool.query('ANALYZE message_blocks; ALTER TABLE message_blocks SET (autovacuum_enabled = false)');
-    const calls = Array.from({ length: CALLS }, (_, index) => ({
-      id: `call-${index}`,
-      tool: { id: 'fs-read', name: 'read' },
-      status: 'pending',
-    }));
+    const calls = pendingToolCalls(CALLS);
     const filter = { streamPrefixes: ['session-'] };
     const before = await log.readAllForProjections({ filter });
     await append(

@@ -1,5 +1,6 @@
 import { canonicalJson, MAX_MESSAGE_BLOCKS } from '#core';
 import { compareBlocks, loadBlockVectors } from '../../libs/core/src/testing/block-vectors.js';
+import { pendingToolCalls } from '../../libs/core/src/testing/ignored-chunks.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { sign } from '../support/provider-doubles/core.js';
 import { startProviderDouble, type ProviderDouble } from '../support/provider-doubles/index.js';
@@ -462,11 +463,7 @@ describe('Cherry fidelity: citations, attachments, tool results in the history, 
 
     it('refuses a translation on a message holding the most blocks a message may, appending nothing', async () => {
       const { sessionId } = await askedSession('Read every file');
-      const responses = Array.from({ length: MAX_MESSAGE_BLOCKS + 1 }, (_, index) => ({
-        id: `call-${index}`,
-        tool: { id: 'fs-read', name: 'read' },
-        status: 'pending',
-      }));
+      const responses = pendingToolCalls(MAX_MESSAGE_BLOCKS + 1);
       const { messageId, position } = await answer(sessionId, [{ type: 'mcp_tool_pending', responses }]);
       const blocks = (await readMessage(sessionId, messageId, position)).blocks as { toolId: string }[];
       expect(blocks).toHaveLength(MAX_MESSAGE_BLOCKS);

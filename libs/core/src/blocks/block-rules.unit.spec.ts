@@ -1,6 +1,7 @@
 import { parseChunk } from '../chunks/chunk-schemas.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, encodeChunk, type StoredChunk } from '../chunks/snapshot-text.js';
 import { compareBlocks, loadBlockVectors } from '../testing/block-vectors.js';
+import { pendingToolCalls } from '../testing/ignored-chunks.js';
 import {
   evolveBlocks,
   evolveGovernedTool,
@@ -100,20 +101,19 @@ describe('snapshot text in the log (rule 4)', () => {
 
 describe('a full message (rule 10)', () => {
   const call = (id: string, status = 'pending') => ({ id, tool: { id: 'fs-read', name: 'read' }, status });
-  const calls = (count: number, from = 0) => Array.from({ length: count }, (_, index) => call(`c${from + index}`));
   const full = fold('msg-full', [
-    { type: 'mcp_tool_pending', responses: calls(MAX_MESSAGE_BLOCKS - 2) },
+    { type: 'mcp_tool_pending', responses: pendingToolCalls(MAX_MESSAGE_BLOCKS - 2) },
     { type: 'text.start' },
     // The chunk that fills it: its calls apply up to the limit, the rest change nothing.
-    { type: 'mcp_tool_pending', responses: calls(3, MAX_MESSAGE_BLOCKS - 2) },
+    { type: 'mcp_tool_pending', responses: pendingToolCalls(3, MAX_MESSAGE_BLOCKS - 2) },
   ]).state;
   const after = (raw: Record<string, unknown>) =>
     evolveBlocks(full, { chunk: parseChunk({ seq: 4, ...raw }, 0), recordedAt: 'later' });
 
   it('holds the most blocks a message may, the calls past it dropped', () => {
     expect(full.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
-    expect(full.blocks.at(-1)?.toolId).toBe(`c${MAX_MESSAGE_BLOCKS - 2}`);
-    expect(full.toolBlockIds.has(`c${MAX_MESSAGE_BLOCKS - 1}`)).toBe(false);
+    expect(full.blocks.at(-1)?.toolId).toBe(`call-${MAX_MESSAGE_BLOCKS - 2}`);
+    expect(full.toolBlockIds.has(`call-${MAX_MESSAGE_BLOCKS - 1}`)).toBe(false);
   });
 
   it.each([
@@ -134,8 +134,8 @@ describe('a full message (rule 10)', () => {
   it('still changes the blocks it holds, and ends', () => {
     const text = after({ type: 'text.delta', text: 'still here' });
     expect(text.blocks.find((block) => block.type === 'main_text')?.content).toBe('still here');
-    const done = after({ type: 'mcp_tool_complete', responses: [{ ...call('c0', 'done'), response: 'ok' }] });
-    expect(done.blocks[0]).toMatchObject({ toolId: 'c0', status: 'success', content: 'ok' });
+    const done = after({ type: 'mcp_tool_complete', responses: [{ ...call('call-0', 'done'), response: 'ok' }] });
+    expect(done.blocks[0]).toMatchObject({ toolId: 'call-0', status: 'success', content: 'ok' });
     const failed = after({ type: 'error', error: { message: 'boom' } });
     expect(failed).toMatchObject({ status: 'error', finalized: true });
     expect(failed.blocks.at(-1)?.type).toBe('error');
@@ -144,7 +144,10 @@ describe('a full message (rule 10)', () => {
   it('lets a block take the last placeholder over, and adds no citation to a full message', () => {
     const search = { id: 'search', tool: { id: 'web', name: 'builtin_web_search' } };
     const awaiting = fold('msg-awaiting', [
-      { type: 'mcp_tool_pending', responses: [{ ...search, status: 'pending' }, ...calls(MAX_MESSAGE_BLOCKS - 2)] },
+      {
+        type: 'mcp_tool_pending',
+        responses: [{ ...search, status: 'pending' }, ...pendingToolCalls(MAX_MESSAGE_BLOCKS - 2)],
+      },
       { type: 'llm_response_created' },
     ]).state;
     expect(awaiting.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
@@ -170,8 +173,8 @@ describe('a full message (rule 10)', () => {
   it('gives a governed call without a block none, and a translation no block', () => {
     const response = { ...call('governed'), status: 'pending' as const };
     expect(evolveGovernedTool(full, { response, governance: {} }, 'later')).toBe(full);
-    const governedOld = evolveGovernedTool(full, { response: { ...response, id: 'c1' }, governance: {} }, 'later');
-    expect(governedOld.blocks[1]).toMatchObject({ toolId: 'c1', metadata: { governance: {} } });
+    const governedOld = evolveGovernedTool(full, { response: { ...response, id: 'call-1' }, governance: {} }, 'later');
+    expect(governedOld.blocks[1]).toMatchObject({ toolId: 'call-1', metadata: { governance: {} } });
     expect(openTranslation(full, { blockId: 'tr', targetLanguage: 'fr' }, 'later')).toBe(full);
   });
 });

@@ -1,7 +1,7 @@
 import { parseChunks, type Chunk } from '../chunks/chunk-schemas.js';
 import { decideSession, SessionError, type Decision, type SessionCommand } from './session-decider.js';
 import { activePath, branchTree } from './branch-tree.js';
-import { IGNORED_CHUNK_CASES } from '../testing/ignored-chunks.js';
+import { IGNORED_CHUNK_CASES, pendingToolCalls } from '../testing/ignored-chunks.js';
 import { MAX_MESSAGE_BLOCKS } from '../blocks/block-rules.js';
 import {
   DIGEST_NOT_KEPT,
@@ -790,11 +790,7 @@ describe('translations (issue 18)', () => {
   });
 
   it('refuses a translation on a message that holds the most blocks it may, naming the message', () => {
-    const responses = Array.from({ length: MAX_MESSAGE_BLOCKS }, (_, index) => ({
-      id: `c${index}`,
-      tool: { id: 'fs-read', name: 'read' },
-      status: 'pending',
-    }));
+    const responses = pendingToolCalls(MAX_MESSAGE_BLOCKS);
     const full = [...answered.slice(0, 3), ...chunkEvents(1, { type: 'mcp_tool_pending', responses })];
     given(...full)
       .when(open())

@@ -13,12 +13,17 @@ export interface IgnoredChunkCase {
 
 const image = { type: 'url', images: ['https://example.com/a.png'] };
 const unknownCall = { id: 'ghost', tool: { id: 'fs-read', name: 'read' }, status: 'done', response: 'r' };
-const pendingCall = (id: string) => ({ id, tool: { id: 'fs-read', name: 'read' }, status: 'pending' });
+
+/** `count` pending tool calls as a tool chunk's responses, `call-<from>` on: each opens a block. */
+export const pendingToolCalls = (count: number, from = 0) =>
+  Array.from({ length: count }, (_, index) => ({
+    id: `call-${from + index}`,
+    tool: { id: 'fs-read', name: 'read' },
+    status: 'pending',
+  }));
+
 /** One chunk that fills a message: as many calls as it may hold blocks. */
-const fillingChunk = {
-  type: 'mcp_tool_pending',
-  responses: Array.from({ length: MAX_MESSAGE_BLOCKS }, (_, index) => pendingCall(`c${index}`)),
-};
+const fillingChunk = { type: 'mcp_tool_pending', responses: pendingToolCalls(MAX_MESSAGE_BLOCKS) };
 
 export const IGNORED_CHUNK_CASES: readonly IgnoredChunkCase[] = [
   {
