@@ -1,15 +1,5 @@
 import { LayeredMap } from './layered-map.js';
-
-/** A tiny deterministic generator (xorshift), so a failing sequence can be replayed. */
-function randomFrom(seed: number): (below: number) => number {
-  let state = seed;
-  return (below) => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) % below;
-  };
-}
+import { seededRandom } from './testing/seeded-random.js';
 
 describe('LayeredMap', () => {
   it('a new version sees its own sets; the version it came from, and its siblings, do not', () => {
@@ -38,7 +28,7 @@ describe('LayeredMap', () => {
   });
 
   it('keeps insertion order through many versions, across flattening, as a copied Map would', () => {
-    const random = randomFrom(7);
+    const random = seededRandom(7);
     let layered = LayeredMap.empty<number>();
     let reference = new Map<string, number>();
     const versions: [LayeredMap<number>, Map<string, number>][] = [];
@@ -67,7 +57,7 @@ describe('LayeredMap', () => {
   });
 
   it('names every key whose value differs between two versions, with its place in order, and no more than either set', () => {
-    const random = randomFrom(11);
+    const random = seededRandom(11);
     let previous = LayeredMap.from<number>(Array.from({ length: 400 }, (_, index) => [`k${index}`, -1]));
     let compared = 0;
     for (let step = 0; step < 2_000; step += 1) {

@@ -52,7 +52,8 @@ export interface MessageBlocksState {
 export const MAX_MESSAGE_BLOCKS = 10_000;
 
 /** A full message adds no block: chunks that would are recorded and change nothing (rule 10). */
-export const atBlockLimit = (state: MessageBlocksState) => state.blocks.length >= MAX_MESSAGE_BLOCKS;
+export const atBlockLimit = (state: MessageBlocksState) =>
+  state.blocks.length + (drafts.get(state.blocks)?.citations.size ?? 0) >= MAX_MESSAGE_BLOCKS;
 
 /** What starts a block may still take a placeholder over on a full message: the list does not grow. */
 const startsNoBlock = (state: MessageBlocksState) => state.placeholderId === undefined && atBlockLimit(state);
@@ -156,12 +157,17 @@ export function evolveBlocks(state: MessageBlocksState, { chunk, recordedAt: at 
     case 'mcp_tool_streaming':
     case 'mcp_tool_pending':
     case 'mcp_tool_in_progress':
-    case 'mcp_tool_complete':
-      return chunk.responses
-        .filter((response) => !state.governedToolIds.has(response.id))
-        .reduce((current, response) => {
-          return applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at);
-        }, state);
+    case 'mcp_tool_complete': {
+      const applyResponses = (start: MessageBlocksState) =>
+        chunk.responses.reduce(
+          (current, response) =>
+            state.governedToolIds.has(response.id)
+              ? current
+              : applyToolResponse(current, chunk.type, response, `${newId}-${response.id}`, at),
+          start,
+        );
+      return chunk.responses.length > 1 ? editedAsDraft(state, applyResponses) : applyResponses(state);
+    }
 
     // Rule 7, provider-side search.
     case 'llm_websearch_in_progress': {
@@ -669,16 +675,28 @@ function startBlock(
 }
 
 function blockOf(state: MessageBlocksState, blockId: string): MessageBlock | undefined {
+  const draft = drafts.get(state.blocks);
+  if (draft) return draft.citations.get(blockId)?.block ?? state.blocks[placeIn(draft, state.blocks, blockId)];
   return state.blocks.findLast((block) => block.id === blockId);
 }
 
-// The list is copied whole at each change, so the copies are the engine's own (`concat`, `with`,
+// Outside a draft the list is copied whole at each change, so the copies are the engine's own (`concat`, `with`,
 // `toSpliced`): a spread or a `map` of thousands of blocks cost a chunk ten times as much.
 function append(state: MessageBlocksState, block: MessageBlock): MessageBlocksState {
-  return { ...state, blocks: state.blocks.concat([block]) };
+  const draft = drafts.get(state.blocks);
+  if (!draft) return { ...state, blocks: state.blocks.concat([block]) };
+  const list = state.blocks as MessageBlock[];
+  draft.places?.set(block.id, list.length);
+  list.push(block);
+  return { ...state };
 }
 
 function insertAfter(state: MessageBlocksState, afterId: string, block: MessageBlock): MessageBlocksState {
+  const draft = drafts.get(state.blocks);
+  if (draft) {
+    draft.citations.set(block.id, { afterId, block });
+    return { ...state };
+  }
   const index = state.blocks.findIndex((candidate) => candidate.id === afterId);
   return { ...state, blocks: state.blocks.toSpliced(index + 1, 0, block) };
 }
@@ -689,9 +707,65 @@ function replace(
   blockId: string,
   change: (block: MessageBlock) => MessageBlock,
 ): MessageBlocksState {
+  const draft = drafts.get(state.blocks);
+  if (draft) {
+    const list = state.blocks as MessageBlock[];
+    const index = placeIn(draft, list, blockId);
+    if (index < 0) return state;
+    list[index] = change(list[index]);
+    return { ...state };
+  }
   // From the end: the blocks changed most are the newest (an open text part, the last round's calls).
   const index = state.blocks.findLastIndex((block) => block.id === blockId);
   return index < 0 ? state : { ...state, blocks: state.blocks.with(index, change(state.blocks[index])) };
+}
+
+/**
+ * A list one chunk is still changing: its own copy, changed in place, its blocks found by id through a map made at
+ * the first search, and the citations the chunk adds kept aside (so no place moves) until it is finished. A tool
+ * chunk of thousands of calls would otherwise copy and search the list once per call. Nothing but that chunk's
+ * fold holds the list until then.
+ */
+interface BlockDraft {
+  /** Block id → its place, the last block of an id as `findLast` finds it. */
+  places: Map<string, number> | undefined;
+  /** By the citation's own id. */
+  readonly citations: Map<string, { readonly afterId: string; readonly block: MessageBlock }>;
+}
+const drafts = new WeakMap<readonly MessageBlock[], BlockDraft>();
+
+/** `edit` applied to a draft of the list: the state it makes, or `state` itself when it changed nothing. */
+function editedAsDraft(
+  state: MessageBlocksState,
+  edit: (draft: MessageBlocksState) => MessageBlocksState,
+): MessageBlocksState {
+  const list = state.blocks.slice();
+  const draft: BlockDraft = { places: undefined, citations: new Map() };
+  const start = { ...state, blocks: list };
+  drafts.set(list, draft);
+  try {
+    const edited = edit(start);
+    if (edited === start) return state;
+    return draft.citations.size === 0 ? edited : { ...edited, blocks: withCitations(list, draft) };
+  } finally {
+    drafts.delete(list);
+  }
+}
+
+function placeIn(draft: BlockDraft, list: readonly MessageBlock[], blockId: string): number {
+  draft.places ??= new Map(list.map((block, index) => [block.id, index]));
+  return draft.places.get(blockId) ?? -1;
+}
+
+/** The draft's list with each citation right after the first block it goes after, as `insertAfter` places it. */
+function withCitations(list: readonly MessageBlock[], draft: BlockDraft): MessageBlock[] {
+  const byAfterId = new Map([...draft.citations.values()].map(({ afterId, block }) => [afterId, block]));
+  return list.flatMap((block) => {
+    const citation = byAfterId.get(block.id);
+    if (!citation) return [block];
+    byAfterId.delete(block.id);
+    return [block, citation];
+  });
 }
 
 function update(

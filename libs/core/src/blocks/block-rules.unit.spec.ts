@@ -2,6 +2,7 @@ import { parseChunk } from '../chunks/chunk-schemas.js';
 import { decodeChunk, EMPTY_SNAPSHOTS, encodeChunk, type StoredChunk } from '../chunks/snapshot-text.js';
 import { compareBlocks, loadBlockVectors } from '../testing/block-vectors.js';
 import { pendingToolCalls } from '../testing/ignored-chunks.js';
+import { seededRandom } from '../testing/seeded-random.js';
 import {
   evolveBlocks,
   evolveGovernedTool,
@@ -176,5 +177,116 @@ describe('a full message (rule 10)', () => {
     const governedOld = evolveGovernedTool(full, { response: { ...response, id: 'call-1' }, governance: {} }, 'later');
     expect(governedOld.blocks[1]).toMatchObject({ toolId: 'call-1', metadata: { governance: {} } });
     expect(openTranslation(full, { blockId: 'tr', targetLanguage: 'fr' }, 'later')).toBe(full);
+  });
+});
+
+describe('a tool chunk of many calls, applied on one draft of the list', () => {
+  const TOOL_CHUNKS = ['mcp_tool_streaming', 'mcp_tool_pending', 'mcp_tool_in_progress', 'mcp_tool_complete'] as const;
+  const apply = (state: MessageBlocksState, raw: Record<string, unknown>, seq: number) =>
+    evolveBlocks(state, { chunk: parseChunk({ seq, ...raw }, 0), recordedAt: `t${seq}` });
+  const comparable = (state: MessageBlocksState) => ({
+    ...state,
+    toolBlockIds: [...state.toolBlockIds],
+    governedToolIds: [...state.governedToolIds],
+  });
+
+  it.each([
+    { label: 'a short message', before: 3 },
+    { label: 'a message a few blocks from its limit', before: MAX_MESSAGE_BLOCKS - 6 },
+  ])('gives $label what its calls one chunk each give, at the same seq', ({ before }) => {
+    // Calls repeat within a chunk (one opens a block another then changes), search tools add citations the
+    // limit counts, and placeholders are taken over: each a way a draft could drift from the list it stands for.
+    const base = fold('msg-draft', [
+      { type: 'mcp_tool_pending', responses: pendingToolCalls(before) },
+      { type: 'llm_response_created' },
+    ]).state;
+    const trials = before < 100 ? 300 : 12;
+    for (let seed = 1; seed <= trials; seed += 1) {
+      const random = seededRandom(seed);
+      let batched = base;
+      let oneByOne = base;
+      for (let seq = 3; seq < 23; seq += 1) {
+        if (random(6) === 0) {
+          batched = apply(batched, { type: 'llm_response_created' }, seq);
+          oneByOne = apply(oneByOne, { type: 'llm_response_created' }, seq);
+          continue;
+        }
+        const type = TOOL_CHUNKS[random(TOOL_CHUNKS.length)];
+        const responses = Array.from({ length: 2 + random(6) }, () => {
+          const search = random(3) === 0;
+          const status = type === 'mcp_tool_complete' ? (random(4) === 0 ? 'error' : 'done') : 'pending';
+          return {
+            id: random(3) === 0 ? `call-${random(before)}` : `new-${random(8)}`,
+            tool: search ? { id: 'web', name: 'builtin_web_search' } : { id: 'fs-read', name: 'read' },
+            status,
+            ...(random(2) === 0 ? { arguments: { path: `/p${seq}` } } : {}),
+            ...(status === 'pending'
+              ? {}
+              : { response: random(3) === 0 ? [] : [{ url: `https://r/${random(1000)}` }] }),
+          };
+        });
+        const chunk = { type, responses };
+        const next = apply(batched, chunk, seq);
+        expect(next === batched).toBe(ignoredReason(batched, parseChunk({ seq, ...chunk }, 0)) !== undefined);
+        batched = next;
+        for (const response of responses) oneByOne = apply(oneByOne, { type, responses: [response] }, seq);
+      }
+      expect({ seed, state: comparable(batched) }).toEqual({ seed, state: comparable(oneByOne) });
+    }
+  });
+
+  it('copies the list it is given, and leaves the list it gives for the next chunk to copy', () => {
+    const pending = fold('msg-frozen', [{ type: 'mcp_tool_pending', responses: pendingToolCalls(4) }]).state;
+    Object.freeze(pending.blocks);
+    const done = (ids: number[], seq: number, state: MessageBlocksState) =>
+      apply(
+        state,
+        {
+          type: 'mcp_tool_complete',
+          responses: ids.map((id) => ({
+            id: `call-${id}`,
+            tool: { id: 'web', name: 'builtin_web_search' },
+            status: 'done',
+            response: [{ url: `https://r/${id}` }],
+          })),
+        },
+        seq,
+      );
+    const first = done([0, 2], 2, pending);
+    expect(pending.blocks.map((block) => block.status)).toEqual(['pending', 'pending', 'pending', 'pending']);
+    const shown = first.blocks.map((block) => `${block.type}:${block.toolId ?? block.id}`);
+    expect(shown).toEqual([
+      'tool:call-0',
+      'citation:msg-frozen-b1-call-0-citation',
+      'tool:call-1',
+      'tool:call-2',
+      'citation:msg-frozen-b1-call-2-citation',
+      'tool:call-3',
+    ]);
+    Object.freeze(first.blocks);
+    const second = done([1, 3], 3, first);
+    expect(first.blocks.map((block) => `${block.type}:${block.toolId ?? block.id}`)).toEqual(shown);
+    expect(second.blocks.filter((block) => block.type === 'citation')).toHaveLength(4);
+    expect(done([7, 8], 4, second)).toBe(second);
+  });
+
+  it('counts the citations it has added against the limit', () => {
+    const search = (id: string, status: string) => ({
+      id,
+      tool: { id: 'web', name: 'builtin_web_search' },
+      status,
+      ...(status === 'done' ? { response: [{ url: `https://r/${id}` }] } : {}),
+    });
+    const nearlyFull = fold('msg-near', [
+      { type: 'mcp_tool_pending', responses: [search('a', 'pending'), search('b', 'pending')] },
+      { type: 'mcp_tool_pending', responses: pendingToolCalls(MAX_MESSAGE_BLOCKS - 3) },
+    ]).state;
+    const found = apply(
+      nearlyFull,
+      { type: 'mcp_tool_complete', responses: [search('a', 'done'), search('b', 'done')] },
+      3,
+    );
+    expect(found.blocks).toHaveLength(MAX_MESSAGE_BLOCKS);
+    expect(found.blocks.slice(0, 3).map((block) => block.type)).toEqual(['tool', 'citation', 'tool']);
   });
 });

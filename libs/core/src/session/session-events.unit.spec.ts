@@ -1,3 +1,4 @@
+import { seededRandom } from '../testing/seeded-random.js';
 import { activePath } from './branch-tree.js';
 import {
   forkSession,
@@ -130,14 +131,7 @@ describe('session fold', () => {
   it('selects the branches a model of the tree selects, batched or one by one: chains, old branches, selections', () => {
     // A batch selects only the new edge under a message it has just created; any other creation walks its path.
     for (let seed = 1; seed <= 40; seed += 1) {
-      // mulberry32: a seeded generator whose low bits are as random as its high ones.
-      let random = seed;
-      const next = (below: number) => {
-        random = (random + 0x6d2b79f5) | 0;
-        let mixed = Math.imul(random ^ (random >>> 15), 1 | random);
-        mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
-        return ((mixed ^ (mixed >>> 14)) >>> 0) % below;
-      };
+      const next = seededRandom(seed);
       // The model: each message's parent, and the child each parent (null: the session) selects.
       const parents = new Map<string, string | null>();
       const selected = new Map<string | null, string>();
