@@ -8,7 +8,8 @@
  *
  * Per size: the service's and PostgreSQL's CPU per chunk for the calls opened and for the deltas
  * (from /proc, projection included), each delta's acknowledgement p50, and how long the completion
- * took to be acknowledged and then to reach the read model (a read with `?minPosition=`). The body limit is
+ * took to be acknowledged and then to reach the read model (a read with `?minPosition=`), and the CPU it took
+ * to get there. The body limit is
  * raised to 8 MiB for that chunk.
  *
  *   npm run bench:tool-rounds        BENCH_CALLS=10,1000,9000 BENCH_CHUNKS_PER_POST=500 BENCH_DELTAS=200 by default
@@ -43,6 +44,7 @@ interface Measured {
   readonly deltaAckMs: number;
   readonly completionAckMs: number;
   readonly completionProjectedMs: number;
+  readonly completionCpuMs: { readonly service: number; readonly postgres: number };
 }
 
 async function measure(
@@ -98,16 +100,20 @@ async function measure(
   const streamed = await cpu();
 
   const responses = Array.from({ length: calls }, (_, index) => call(index, 'done'));
+  const completing = await cpu();
   const sentAt = performance.now();
   const { position } = await post(chunks, [{ seq: ++seq, type: 'mcp_tool_complete', responses }], key);
   const acknowledgedAt = performance.now();
   await projected(position);
+  const projectedAt = performance.now();
+  const completed = await cpu();
   return {
     openMsPerChunk: perChunk(opening, opened, calls),
     deltaMsPerChunk: perChunk(streaming, streamed, DELTAS),
     deltaAckMs: percentile(deltaAcks, 50),
     completionAckMs: acknowledgedAt - sentAt,
-    completionProjectedMs: performance.now() - acknowledgedAt,
+    completionProjectedMs: projectedAt - acknowledgedAt,
+    completionCpuMs: perChunk(completing, completed, 1),
   };
 }
 
@@ -146,6 +152,7 @@ async function main(): Promise<void> {
         'delta service ÷ baseline',
         'delta ack p50 ms',
         'completion ack / projected ms',
+        'completion: service / PostgreSQL CPU ms',
       ],
       results.map((result) => [
         result.calls.toLocaleString('en-US'),
@@ -154,6 +161,7 @@ async function main(): Promise<void> {
         ratio(result.deltaMsPerChunk.service, baseline.deltaMsPerChunk.service),
         result.deltaAckMs.toFixed(1),
         `${Math.round(result.completionAckMs)} / ${Math.round(result.completionProjectedMs)}`,
+        `${Math.round(result.completionCpuMs.service)} / ${Math.round(result.completionCpuMs.postgres)}`,
       ]),
     );
   } finally {

@@ -1,5 +1,6 @@
 import {
   decideSession,
+  foldFootprint,
   initialSessionState,
   parseChunks,
   SessionError,
@@ -15,6 +16,7 @@ import {
   type SessionAuthor,
   type SessionRef,
 } from '../../apps/ledger/src/sessions/session-repository.js';
+import { pendingToolCalls } from '../../libs/core/src/testing/ignored-chunks.js';
 import { assistantMessageCommand, openSessionCommand } from '../support/session-commands.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -125,34 +127,58 @@ describe('session quota', () => {
     expect(own.cached(session)).toEqual(folded);
   });
 
-  it('the cached folds hold at most four full sessions of data: the oldest are dropped, and read again when needed', async () => {
-    const small = { ...quota, events: 1_000, bytes: 4_096 };
-    const own = new SessionRepository(log, small);
+  it('the cached folds hold at most their budget of memory: the oldest are dropped, and read again when needed', async () => {
+    const small = { ...quota, events: 1_000, bytes: 1_000_000 };
+    const fill = async (target: SessionRepository, session: SessionRef) => {
+      await target.execute(session, open(session.sessionId), author);
+      await target.execute(session, message('a1'), author);
+      await target.execute(session, deltas(1, 2, 'y'.repeat(3_500)), author);
+    };
+    // What one such session holds, by the estimate the cache is bounded by.
+    const probe = { tenant: 'default', sessionId: 'cached-probe' };
+    const unbounded = new SessionRepository(log, small);
+    await fill(unbounded, probe);
+    const one = foldFootprint(unbounded.cached(probe)!);
+    expect(one).toBeGreaterThan(3_500);
+    const own = new SessionRepository(log, small, Math.floor(4.5 * one));
     const sessions = Array.from({ length: 6 }, (_, index) => ({ tenant: 'default', sessionId: `cached-${index}` }));
-    for (const session of sessions) {
-      await own.execute(session, open(session.sessionId), author);
-      await own.execute(session, message('a1'), author);
-      await own.execute(session, deltas(1, 2, 'y'.repeat(3_500)), author);
-    }
-    const bytesOf = (session: SessionRef) => (own.cached(session) as OpenSession | undefined)?.stored?.bytes;
-    // Each holds over 3,500 bytes: five would pass 16,384, so the first two are no longer cached.
-    expect(sessions.map((session) => bytesOf(session) !== undefined)).toEqual([false, false, true, true, true, true]);
-    const kept = sessions.slice(2).reduce((sum, session) => sum + bytesOf(session)!, 0);
-    expect(kept).toBeLessThanOrEqual(4 * 4_096);
+    for (const session of sessions) await fill(own, session);
+    const isCached = (session: SessionRef) => own.cached(session) !== undefined;
+    expect(sessions.map(isCached)).toEqual([false, false, true, true, true, true]);
     // A dropped one is folded again from the log, and the oldest of the others makes room.
     expect(((await own.load(sessions[0])) as OpenSession).stored!.bytes).toBeGreaterThan(3_500);
-    expect([bytesOf(sessions[0]) !== undefined, bytesOf(sessions[2]) !== undefined]).toEqual([true, false]);
+    expect([isCached(sessions[0]), isCached(sessions[2])]).toEqual([true, false]);
 
-    // A session larger than the whole budget (recorded under a larger quota) is not cached, and flushes no other.
+    // A session larger than the whole budget is not cached, and flushes no other.
     const huge = { tenant: 'default', sessionId: 'cached-huge' };
-    const roomy = new SessionRepository(log, { ...small, bytes: 1_000_000 });
-    await roomy.execute(huge, open(huge.sessionId), author);
-    await roomy.execute(huge, message('a1'), author);
-    await roomy.execute(huge, deltas(1, 2, 'z'.repeat(20_000)), author);
-    const cachedBefore = sessions.map((session) => bytesOf(session) !== undefined);
-    expect(((await own.load(huge)) as OpenSession).stored!.bytes).toBeGreaterThan(4 * 4_096);
+    await unbounded.execute(huge, open(huge.sessionId), author);
+    await unbounded.execute(huge, message('a1'), author);
+    await unbounded.execute(huge, deltas(1, 2, 'z'.repeat(20 * one)), author);
+    const cachedBefore = sessions.map(isCached);
+    expect(((await own.load(huge)) as OpenSession).stored!.bytes).toBeGreaterThan(20 * one);
     expect(own.cached(huge)).toBeUndefined();
-    expect(sessions.map((session) => bytesOf(session) !== undefined)).toEqual(cachedBefore);
+    expect(sessions.map(isCached)).toEqual(cachedBefore);
+  });
+
+  it("counts a fold's blocks against the budget, not only its data: a session of small tool calls", async () => {
+    const calls = { tenant: 'default', sessionId: 'cached-calls' };
+    const roomy = { ...quota, events: 10_000, bytes: 10_000_000 };
+    const unbounded = new SessionRepository(log, roomy);
+    await unbounded.execute(calls, open(calls.sessionId), author);
+    await unbounded.execute(calls, message('a1'), author);
+    const pending: SessionCommand = {
+      type: 'append_chunks',
+      messageId: 'a1',
+      chunks: parseChunks([{ seq: 1, type: 'mcp_tool_pending', responses: pendingToolCalls(2_000) }]),
+    };
+    await unbounded.execute(calls, pending, author);
+    const folded = unbounded.cached(calls) as OpenSession;
+    // Its data would fit four times in this budget; the 2,000 blocks it holds would not.
+    const budget = 4 * folded.stored!.bytes;
+    expect(foldFootprint(folded)).toBeGreaterThan(budget);
+    const bounded = new SessionRepository(log, roomy, budget);
+    expect(((await bounded.load(calls)) as OpenSession).messages.get('a1')!.blocks.blocks).toHaveLength(2_000);
+    expect(bounded.cached(calls)).toBeUndefined();
   });
 
   it('a fork stands on at most the quota of forks, and a refused fork stores nothing', async () => {

@@ -10,3 +10,57 @@ export function rememberNewest<Key, Value>(map: Map<Key, Value>, key: Key, value
     map.delete(oldest);
   }
 }
+
+/**
+ * A cache of what was used last, bounded in entries and in bytes as the caller sizes each value. A value larger than
+ * the whole byte bound is not kept, rather than flushing every other.
+ */
+export class SizedCache<Key, Value> {
+  private readonly entries = new Map<Key, { readonly value: Value; readonly bytes: number }>();
+  private heldBytes = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: Key): Value | undefined {
+    return this.entries.get(key)?.value;
+  }
+
+  has(key: Key): boolean {
+    return this.entries.has(key);
+  }
+
+  /** Keeps `value` as the newest entry, dropping the oldest beyond the bounds. */
+  set(key: Key, value: Value, bytes: number): void {
+    this.delete(key);
+    if (bytes > this.maxBytes) return;
+    this.entries.set(key, { value, bytes });
+    this.heldBytes += bytes;
+    for (const [oldest] of this.entries) {
+      if (this.entries.size <= this.maxEntries && this.heldBytes <= this.maxBytes) break;
+      this.delete(oldest);
+    }
+  }
+
+  delete(key: Key): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.heldBytes -= entry.bytes;
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.heldBytes = 0;
+  }
+}

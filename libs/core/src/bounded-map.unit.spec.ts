@@ -1,4 +1,4 @@
-import { rememberNewest } from './bounded-map.js';
+import { rememberNewest, SizedCache } from './bounded-map.js';
 
 describe('rememberNewest', () => {
   it('keeps the most recently set entries, a key set again counting as new', () => {
@@ -17,5 +17,29 @@ describe('rememberNewest', () => {
     const map = new Map([...'abcde'].map((key) => [key, 0]));
     rememberNewest(map, 'f', 0, 2);
     expect([...map.keys()]).toEqual(['e', 'f']);
+  });
+});
+
+describe('SizedCache', () => {
+  it('drops the oldest entries beyond its bytes, a key set again counting as new with its new size', () => {
+    const cache = new SizedCache<string, string>(10, 100);
+    cache.set('a', 'A', 40);
+    cache.set('b', 'B', 40);
+    cache.set('a', 'A2', 30);
+    cache.set('c', 'C', 40);
+    expect([cache.has('a'), cache.has('b'), cache.has('c'), cache.bytes]).toEqual([true, false, true, 70]);
+    expect(cache.get('a')).toBe('A2');
+  });
+
+  it('drops the oldest beyond its entries, and keeps no value larger than all its bytes, flushing nothing for it', () => {
+    const cache = new SizedCache<string, number>(2, 100);
+    for (const key of 'abc') cache.set(key, 1, 1);
+    expect([cache.size, cache.has('a')]).toEqual([2, false]);
+    cache.set('huge', 1, 101);
+    expect([cache.has('huge'), cache.has('b'), cache.has('c'), cache.bytes]).toEqual([false, true, true, 2]);
+    cache.set('b', 1, 101);
+    expect([cache.has('b'), cache.bytes]).toEqual([false, 1]);
+    cache.clear();
+    expect([cache.size, cache.bytes]).toEqual([0, 0]);
   });
 });

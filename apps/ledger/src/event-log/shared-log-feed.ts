@@ -1,3 +1,4 @@
+import { approximateSize } from '#core';
 import {
   matchesFilter,
   partitionPoint,
@@ -24,7 +25,7 @@ interface Segment {
   readonly after: bigint;
   readonly checkpoint: bigint;
   readonly events: readonly RecordedEvent[];
-  /** The events' data size, as `dataSize` estimates it. */
+  /** The events' data size, as `approximateSize` estimates it. */
   readonly dataSize: number;
 }
 
@@ -177,7 +178,7 @@ class SharedLogFeed {
 
   private append(events: readonly RecordedEvent[], checkpoint: bigint): void {
     const last = this.segments.at(-1);
-    const size = events.reduce((sum, event) => sum + dataSize(event.data), 0);
+    const size = events.reduce((sum, event) => sum + approximateSize(event.data), 0);
     // A batch of nothing only moves the checkpoint: it extends the last segment rather than adding one.
     if (events.length === 0 && last) this.segments[this.segments.length - 1] = { ...last, checkpoint };
     else this.segments.push({ after: this.reached, checkpoint, events, dataSize: size });
@@ -197,26 +198,4 @@ class SharedLogFeed {
   private wake(): void {
     for (const check of [...this.waiters]) check();
   }
-}
-
-/**
- * Roughly what a value holds in memory: its strings' characters, 8 for anything else, and its members' names.
- * Iterative: data may nest deep. It reads members with `for…in` rather than `Object.entries`, which made an array
- * of pairs for every object: data of tens of thousands of members took 40 ms to estimate (issue 15, fortieth round).
- */
-function dataSize(data: unknown): number {
-  let size = 0;
-  const pending: unknown[] = [data];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    size += typeof value === 'string' ? value.length : 8;
-    if (Array.isArray(value)) for (const item of value) pending.push(item);
-    else if (typeof value === 'object' && value !== null)
-      for (const key in value) {
-        if (!Object.hasOwn(value, key)) continue;
-        size += key.length;
-        pending.push((value as Record<string, unknown>)[key]);
-      }
-  }
-  return size;
 }

@@ -4,11 +4,13 @@ import {
   decideSession,
   DEFAULT_SESSION_QUOTA,
   evolveSession,
+  foldFootprint,
   forkSession,
   initialSessionState,
   mayWrite,
   SessionError,
   sessionStreamId,
+  SizedCache,
   type Decision,
   type DecidedEvent,
   type FoldPurpose,
@@ -26,6 +28,7 @@ import {
 } from '#event-log';
 import { EVENT_LOG } from '../event-log/event-log-token.js';
 import type { Principal } from '../identity/principal.js';
+import { defaultFoldCacheBytes, FOLD_CACHE_BYTES, MAX_CACHED_FOLDS } from './fold-cache.js';
 import { foldSessionEvents, sessionAt } from './session-fold.js';
 
 export interface CommandOutcome {
@@ -67,13 +70,23 @@ type QueuedCommand = SessionCommand & {
 interface CachedSession {
   readonly state: SessionState;
   readonly revision: bigint | typeof NO_STREAM;
+  /** What it holds in memory, by `foldFootprint`'s estimate. */
+  readonly footprint: number;
 }
 
-const MAX_CACHED_SESSIONS = 5_000;
+/** The fold `state` at `revision`, measured from `previous`, the fold it grew from. */
+const cachedFold = (
+  previous: CachedSession | undefined,
+  state: SessionState,
+  revision: CachedSession['revision'],
+): CachedSession => ({
+  state,
+  revision,
+  footprint: foldFootprint(state, previous),
+});
+
 /** Appends of one group before giving up on a session other writers keep moving. */
 const MAX_ATTEMPTS = 5;
-/** The cached folds together hold the data of at most this many full sessions: a fold holds about what its events hold. */
-const CACHED_FULL_SESSIONS = 4;
 
 /** The quota every session is held to (`LEDGER_SESSION_MAX_*`). */
 export const SESSION_QUOTA = Symbol('SESSION_QUOTA');
@@ -87,15 +100,16 @@ export const SESSION_QUOTA = Symbol('SESSION_QUOTA');
  */
 @Injectable()
 export class SessionRepository {
-  private readonly cache = new Map<string, CachedSession>();
-  /** Bytes of event data the cached folds have read. */
-  private cachedBytes = 0;
+  private readonly cache: SizedCache<string, CachedSession>;
   private readonly queues = new Map<string, BatchingQueue<QueuedCommand, CommandOutcome>>();
 
   constructor(
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
     @Optional() @Inject(SESSION_QUOTA) private readonly quota: SessionQuota = DEFAULT_SESSION_QUOTA,
-  ) {}
+    @Optional() @Inject(FOLD_CACHE_BYTES) cacheBytes: number = defaultFoldCacheBytes(),
+  ) {
+    this.cache = new SizedCache(MAX_CACHED_FOLDS, cacheBytes);
+  }
 
   /**
    * `alongside`: other streams' parts stored in the same append as the command's events, before
@@ -255,10 +269,8 @@ export class SessionRepository {
     const continues = first === (folded.revision === NO_STREAM ? 0n : folded.revision + 1n);
     if (appended.duplicates.length > 0 || !continues || (entry !== undefined && entry !== folded))
       return this.refresh(session);
-    const next: CachedSession = {
-      state: await foldSessionEvents(this.eventLog, folded.state, appended.events, 'decide'),
-      revision: appended.nextExpectedRevision,
-    };
+    const state = await foldSessionEvents(this.eventLog, folded.state, appended.events, 'decide');
+    const next = cachedFold(folded, state, appended.nextExpectedRevision);
     this.keep(streamId, next);
     return next;
   }
@@ -272,36 +284,17 @@ export class SessionRepository {
     // Another refresh or append of this session may have moved the cache while this one read.
     const current = this.cache.get(streamId);
     if (current !== cached) return this.refresh(session);
-    const next: CachedSession = {
-      state: await foldSessionEvents(this.eventLog, cached?.state ?? initialSessionState, events, 'decide'),
-      revision: events.at(-1)?.revision ?? cached?.revision ?? NO_STREAM,
-    };
+    const state = await foldSessionEvents(this.eventLog, cached?.state ?? initialSessionState, events, 'decide');
+    const next = cachedFold(cached, state, events.at(-1)?.revision ?? cached?.revision ?? NO_STREAM);
     this.keep(streamId, next);
     return next;
   }
 
   private keep(streamId: string, entry: CachedSession): void {
-    this.forget(streamId);
-    const budget = this.quota.bytes * CACHED_FULL_SESSIONS;
-    // A session larger than the whole budget (recorded before the quota) is not cached, rather than flushing every other.
-    if (entry.revision === NO_STREAM || storedBytes(entry) > budget) return;
-    this.cache.set(streamId, entry);
-    this.cachedBytes += storedBytes(entry);
-    for (const [oldest] of this.cache) {
-      if (this.cache.size <= MAX_CACHED_SESSIONS && this.cachedBytes <= budget) break;
-      this.forget(oldest);
-    }
-  }
-
-  private forget(streamId: string): void {
-    const entry = this.cache.get(streamId);
-    if (!entry) return;
-    this.cache.delete(streamId);
-    this.cachedBytes -= storedBytes(entry);
+    if (entry.revision === NO_STREAM) this.cache.delete(streamId);
+    else this.cache.set(streamId, entry, entry.footprint);
   }
 }
-
-const storedBytes = ({ state }: CachedSession) => (state.status === 'open' ? (state.stored?.bytes ?? 0) : 0);
 
 /**
  * A principal writes only to sessions it owns or was granted (a session that exists is refused

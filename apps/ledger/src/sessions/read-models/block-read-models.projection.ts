@@ -3,7 +3,8 @@ import {
   messageStatus,
   lastSeq,
   parseSessionStreamId,
-  rememberNewest,
+  foldFootprint,
+  SizedCache,
   SESSION_STREAM_PREFIX,
   sessionChanges,
   summarizeChanges,
@@ -14,10 +15,9 @@ import {
 } from '#core';
 import type { EventLogReader, ProjectionEvent } from '#event-log';
 import type { BatchStatement, ProjectionDefinition } from '../../projections/projection.js';
+import { defaultFoldCacheBytes, MAX_CACHED_FOLDS } from '../fold-cache.js';
 import { foldSessionEvents } from '../session-fold.js';
 import { blockToRow, type BlockRowValues } from './block-rows.js';
-
-const MAX_CACHED_SESSIONS = 5_000;
 
 /**
  * Sessions, messages (with their selected child) and their blocks, folded from session events
@@ -26,8 +26,9 @@ const MAX_CACHED_SESSIONS = 5_000;
  * rows are written from its source's state at the fork position: the log holds the reference,
  * the read model the resolved tree, so reads need no join across sessions.
  */
-export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEvent> {
-  const sessions = new Map<string, FoldedSession>();
+export function blockReadModelsProjection(cacheBytes = defaultFoldCacheBytes()): ProjectionDefinition<ProjectionEvent> {
+  const sessions = new SizedCache<string, FoldedSession>(MAX_CACHED_FOLDS, cacheBytes);
+  const remember = (streamId: string, folded: FoldedSession) => sessions.set(streamId, folded, folded.footprint);
 
   return {
     name: 'block-read-models',
@@ -44,17 +45,18 @@ export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEven
       }
       const changes: Change[] = [];
       for (const [streamId, own] of byStream) {
-        const previous = sessions.get(streamId) ?? { state: await foldBefore(eventLog, own[0]), summary: undefined };
+        const previous = sessions.get(streamId) ?? (await foldBefore(eventLog, own[0]));
         const state = await foldSessionEvents(eventLog, previous.state, own, 'read');
+        const footprint = foldFootprint(state, previous);
         const changed = sessionChanges(previous.state, state);
         if (!changed) {
-          rememberNewest(sessions, streamId, { state, summary: previous.summary }, MAX_CACHED_SESSIONS);
+          remember(streamId, { state, summary: previous.summary, footprint });
           continue;
         }
         const summary = previous.summary
           ? summarizeChanges(previous.summary, changed)
           : summarizeSession(changed.session);
-        rememberNewest(sessions, streamId, { state, summary }, MAX_CACHED_SESSIONS);
+        remember(streamId, { state, summary, footprint });
         const lastActivityAt = own.at(-1)!.metadata.recordedAt;
         changes.push({ tenant: parseSessionStreamId(streamId)!.tenant, changed, summary, lastActivityAt });
       }
@@ -64,20 +66,24 @@ export function blockReadModelsProjection(): ProjectionDefinition<ProjectionEven
 }
 
 /** A session's state just before `event`, folded from its stream (after a restart, or for a session not seen lately). */
-async function foldBefore(eventLog: EventLogReader, event: ProjectionEvent): Promise<SessionState> {
-  if (event.revision === 0n) return initialSessionState;
-  return foldSessionEvents(
-    eventLog,
-    initialSessionState,
-    await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) }),
-    'read',
-  );
+async function foldBefore(eventLog: EventLogReader, event: ProjectionEvent): Promise<FoldedSession> {
+  const state =
+    event.revision === 0n
+      ? initialSessionState
+      : await foldSessionEvents(
+          eventLog,
+          initialSessionState,
+          await eventLog.readStream(event.streamId, { maxCount: Number(event.revision) }),
+          'read',
+        );
+  return { state, summary: undefined, footprint: foldFootprint(state) };
 }
 
-/** A session's state as the projection last folded it, with its summary once it has one. */
+/** A session's state as the projection last folded it, with its summary once it has one, and what it holds in memory. */
 interface FoldedSession {
   readonly state: SessionState;
   readonly summary: SessionTally | undefined;
+  readonly footprint: number;
 }
 
 interface Change {
