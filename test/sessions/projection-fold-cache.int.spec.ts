@@ -10,8 +10,8 @@ import { sessionLogDatabase, type SessionLogDatabase } from '../support/session-
 
 /**
  * The block projection keeps the sessions it folded, to fold only what each batch adds. It keeps them within a budget
- * of memory by their footprint, blocks counted: a session of many tool calls is dropped and read again from the log,
- * and its rows are the same.
+ * of memory by their footprint, blocks counted: a session of many tool calls makes the others leave, and a session
+ * dropped is read again from the log, its rows the same.
  */
 describe('the block projection’s folds in memory', () => {
   const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
@@ -24,7 +24,7 @@ describe('the block projection’s folds in memory', () => {
 
   afterAll(() => fixture.close());
 
-  it('keep within their budget: a session that holds too much is read again at each batch, its rows the same', async () => {
+  it('keep within their budget, a session over it alone: the others are read again when next needed, rows the same', async () => {
     const { log, pool, repository } = fixture;
     const append = (sessionId: string, chunks: Record<string, unknown>[]) =>
       repository.execute(
@@ -67,15 +67,21 @@ describe('the block projection’s folds in memory', () => {
       checkpoint = batch.checkpoint;
       await inTransaction(pool, (client) => handleBatch(projection, batch.events, { client, eventLog: reader }));
     };
+    // One batch of both: the text session, folded last, is kept; the calls', over the budget, is dropped for it.
     await project();
     expect(streamsRead).toEqual([]);
-
+    await append('text', [{ seq: 3, type: 'text.delta', text: 'hello world' }]);
+    await project();
+    expect(streamsRead).toEqual([]);
+    // The calls' session is read again, and kept alone: the one in use.
     await append('calls', [
       { seq: 2, type: 'mcp_tool_complete', responses: [{ ...pendingToolCalls(1)[0], status: 'done', response: 'r' }] },
     ]);
-    await append('text', [{ seq: 3, type: 'text.delta', text: 'hello world' }]);
     await project();
     expect(streamsRead).toEqual([sessionStreamId('default', 'calls')]);
+    await append('text', [{ seq: 4, type: 'text.delta', text: 'hello world!' }]);
+    await project();
+    expect(streamsRead).toEqual([sessionStreamId('default', 'calls'), sessionStreamId('default', 'text')]);
 
     const { rows } = await pool.query<{ session_id: string; blocks: string; done: string; text: string | null }>(
       `SELECT session_id, count(*) AS blocks, count(*) FILTER (WHERE status = 'success') AS done,
@@ -84,7 +90,7 @@ describe('the block projection’s folds in memory', () => {
     );
     expect(rows).toEqual([
       { session_id: 'calls', blocks: '1000', done: '1', text: null },
-      { session_id: 'text', blocks: '1', done: '0', text: 'hello world' },
+      { session_id: 'text', blocks: '1', done: '0', text: 'hello world!' },
     ]);
   });
 });

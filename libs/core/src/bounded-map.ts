@@ -12,8 +12,9 @@ export function rememberNewest<Key, Value>(map: Map<Key, Value>, key: Key, value
 }
 
 /**
- * A cache of what was used last, bounded in entries and in bytes as the caller sizes each value. A value larger than
- * the whole byte bound is not kept, rather than flushing every other.
+ * A cache of what was used last, bounded in entries and in bytes as the caller sizes each value. The newest value is
+ * kept even when it alone is larger than the byte bound, the others all dropped: it is the one in use, and one not
+ * kept would be made again at each use.
  */
 export class SizedCache<Key, Value> {
   private readonly entries = new Map<Key, { readonly value: Value; readonly bytes: number }>();
@@ -43,11 +44,10 @@ export class SizedCache<Key, Value> {
   /** Keeps `value` as the newest entry, dropping the oldest beyond the bounds. */
   set(key: Key, value: Value, bytes: number): void {
     this.delete(key);
-    if (bytes > this.maxBytes) return;
     this.entries.set(key, { value, bytes });
     this.heldBytes += bytes;
     for (const [oldest] of this.entries) {
-      if (this.entries.size <= this.maxEntries && this.heldBytes <= this.maxBytes) break;
+      if (oldest === key || (this.entries.size <= this.maxEntries && this.heldBytes <= this.maxBytes)) break;
       this.delete(oldest);
     }
   }

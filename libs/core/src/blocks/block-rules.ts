@@ -476,7 +476,7 @@ export function evolveGovernedTool(
   };
   if (!existing) {
     const started = startBlock(governed, `${state.messageId}-g${response.id}`, at, fields);
-    const next = { ...started.state, toolBlockIds: state.toolBlockIds.writable().set(response.id, started.id) };
+    const next = { ...started.state, toolBlockIds: withToolBlockId(state, response.id, started.id) };
     return finished ? citeSearchResults(next, started.id, response, at) : next;
   }
   const { id, messageId, createdAt } = existing;
@@ -519,7 +519,7 @@ function applyToolResponse(
     const fields = fieldsOver(undefined);
     const metadata = { ...fields.metadata, ...opensRound };
     const started = startBlock(state, newId, at, { type: 'tool', content: undefined, ...fields, ...changes, metadata });
-    return { ...started.state, toolBlockIds: state.toolBlockIds.writable().set(response.id, started.id) };
+    return { ...started.state, toolBlockIds: withToolBlockId(state, response.id, started.id) };
   }
   const changed = replace(state, existingId, (block) => ({
     ...block,
@@ -727,8 +727,11 @@ function replace(
  * fold holds the list until then.
  */
 interface BlockDraft {
-  /** Block id → its place, the last block of an id as `findLast` finds it. */
+  /** Block id → its place, the last block of an id as `findLast` finds it; made after a few searches from the end. */
   places: Map<string, number> | undefined;
+  searches: number;
+  /** The tool-call ids as the chunk has set them: one version for all its calls, not one each. */
+  toolBlockIds: LayeredMap<string> | undefined;
   /** By the citation's own id. */
   readonly citations: Map<string, { readonly afterId: string; readonly block: MessageBlock }>;
 }
@@ -740,7 +743,7 @@ function editedAsDraft(
   edit: (draft: MessageBlocksState) => MessageBlocksState,
 ): MessageBlocksState {
   const list = state.blocks.slice();
-  const draft: BlockDraft = { places: undefined, citations: new Map() };
+  const draft: BlockDraft = { places: undefined, searches: 0, toolBlockIds: undefined, citations: new Map() };
   const start = { ...state, blocks: list };
   drafts.set(list, draft);
   try {
@@ -752,9 +755,22 @@ function editedAsDraft(
   }
 }
 
+/** A chunk of a few calls on a long list searches it from the end, as outside a draft: a map of it costs more. */
+const SEARCHES_BEFORE_A_MAP = 8;
+
 function placeIn(draft: BlockDraft, list: readonly MessageBlock[], blockId: string): number {
+  if (!draft.places && ++draft.searches <= SEARCHES_BEFORE_A_MAP)
+    return list.findLastIndex((block) => block.id === blockId);
   draft.places ??= new Map(list.map((block, index) => [block.id, index]));
   return draft.places.get(blockId) ?? -1;
+}
+
+/** The tool-call ids with `callId`'s block: in a draft, set in the one version the chunk makes. */
+function withToolBlockId(state: MessageBlocksState, callId: string, blockId: string): LayeredMap<string> {
+  const draft = drafts.get(state.blocks);
+  if (!draft) return state.toolBlockIds.writable().set(callId, blockId);
+  draft.toolBlockIds ??= state.toolBlockIds.writable();
+  return draft.toolBlockIds.set(callId, blockId);
 }
 
 /** The draft's list with each citation right after the first block it goes after, as `insertAfter` places it. */

@@ -195,7 +195,8 @@ describe('a tool chunk of many calls, applied on one draft of the list', () => {
     { label: 'a message a few blocks from its limit', before: MAX_MESSAGE_BLOCKS - 6 },
   ])('gives $label what its calls one chunk each give, at the same seq', ({ before }) => {
     // Calls repeat within a chunk (one opens a block another then changes), search tools add citations the
-    // limit counts, and placeholders are taken over: each a way a draft could drift from the list it stands for.
+    // limit counts, placeholders are taken over, and chunks of a few calls search where longer ones make a map: each a
+    // way a draft could drift from the list it stands for.
     const base = fold('msg-draft', [
       { type: 'mcp_tool_pending', responses: pendingToolCalls(before) },
       { type: 'llm_response_created' },
@@ -212,7 +213,7 @@ describe('a tool chunk of many calls, applied on one draft of the list', () => {
           continue;
         }
         const type = TOOL_CHUNKS[random(TOOL_CHUNKS.length)];
-        const responses = Array.from({ length: 2 + random(6) }, () => {
+        const responses = Array.from({ length: 2 + random(16) }, () => {
           const search = random(3) === 0;
           const status = type === 'mcp_tool_complete' ? (random(4) === 0 ? 'error' : 'done') : 'pending';
           return {
@@ -268,6 +269,19 @@ describe('a tool chunk of many calls, applied on one draft of the list', () => {
     expect(first.blocks.map((block) => `${block.type}:${block.toolId ?? block.id}`)).toEqual(shown);
     expect(second.blocks.filter((block) => block.type === 'citation')).toHaveLength(4);
     expect(done([7, 8], 4, second)).toBe(second);
+  });
+
+  it('finds a call it opened itself once it has made a map of the list', () => {
+    const opened = fold('msg-map', [{ type: 'mcp_tool_pending', responses: pendingToolCalls(12) }]).state;
+    const fresh = { id: 'fresh', tool: { id: 'fs-read', name: 'read' }, status: 'pending' };
+    const chunk = {
+      type: 'mcp_tool_pending',
+      // Twelve searches of the list, then a call opened and changed by the same chunk.
+      responses: [...pendingToolCalls(12), fresh, { ...fresh, arguments: { path: '/later' } }],
+    };
+    const blocks = apply(opened, chunk, 2).blocks;
+    expect(blocks).toHaveLength(13);
+    expect(blocks.at(-1)).toMatchObject({ toolId: 'fresh', arguments: { path: '/later' } });
   });
 
   it('counts the citations it has added against the limit', () => {

@@ -1,23 +1,32 @@
-import { approximateSize } from '../approximate-size.js';
+import { approximateSize, type SizeWeights } from '../approximate-size.js';
 import type { MessageBlock } from '../blocks/message-block.js';
-import type { MessageState, SessionState } from './session-events.js';
+import type { MessageState, OpenSession, SessionState } from './session-events.js';
 
-/**
- * What a fold holds beyond its blocks' own data, measured on Node 20 and rounded up (docs/benchmarks.md, forty-third
- * issue-15 round): each chunk or provider event a message recorded (its seq's digest, its snapshots) and each block
- * (the object, its place in the message's list, maps and positions). A fold's event data undercounted a message of
- * small tool calls fivefold, so caches of folds bounded by it could outgrow the heap.
+/*
+ * What a fold holds in memory, measured on Node 20 against the heap of folds of each shape a producer can post
+ * (docs/benchmarks.md, forty-third issue-15 round) and rounded up: the session's own fields, each message's state
+ * (its maps, lists and usage), each chunk or provider event it recorded (its seq's digest, its snapshots), each block
+ * (its place in the message's list, maps and positions) and the data they keep, as the heap holds it. The events'
+ * data alone undercounted a fold of small tool calls fivefold, so caches of folds bounded by it outgrew the heap.
  */
-const BYTES_PER_EVENT = 128;
-const BYTES_PER_BLOCK = 384;
+const BYTES_PER_SESSION = 4_096;
+const BYTES_PER_MESSAGE = 1_536;
+const BYTES_PER_EVENT = 160;
+const BYTES_PER_BLOCK = 128;
+/**
+ * Data as the heap holds it: two bytes a character at most, an object's header, a member's slot (names are shared by
+ * objects of one shape, and a large object's dictionary entry is about this), a number's box.
+ */
+const HEAP_WEIGHTS: SizeWeights = { character: 2, member: 32, name: 0, object: 48, value: 16 };
 
-// By identity: a fold keeps unchanged messages and blocks as the same objects, so each is measured once.
+// By identity: a fold keeps unchanged messages, blocks and metadata as the same objects, so each is measured once.
 const messageFootprints = new WeakMap<MessageState, number>();
 const blockFootprints = new WeakMap<MessageBlock, number>();
+const metadataFootprints = new WeakMap<object, number>();
 
 /**
- * About what the fold `state` holds in memory, in bytes, at most. `from`: a fold of the same session it grew from,
- * with its footprint: then only the messages either set since are measured, when both stand on one base of messages.
+ * About what the fold `state` holds in memory, in bytes. `from`: a fold of the same session it grew from, with its
+ * footprint: then only the messages either set since are measured, when both stand on one base of messages.
  */
 export function foldFootprint(
   state: SessionState,
@@ -28,7 +37,7 @@ export function foldFootprint(
     const { messages: earlier } = from.state;
     const changed = state.messages.changedSince(earlier);
     if (changed) {
-      let total = from.footprint;
+      let total = from.footprint - sessionFootprint(from.state) + sessionFootprint(state);
       for (const { key } of changed) {
         const before = earlier.get(key);
         total += messageFootprint(state.messages.get(key)!, before) - (before ? messageFootprint(before) : 0);
@@ -36,9 +45,21 @@ export function foldFootprint(
       return total;
     }
   }
-  let total = 0;
+  let total = sessionFootprint(state);
   for (const message of state.messages.values()) total += messageFootprint(message);
   return total;
+}
+
+/** The session's own fields: its metadata, title and writers. */
+function sessionFootprint(state: OpenSession): number {
+  let metadata = metadataFootprints.get(state.metadata);
+  if (metadata === undefined) {
+    metadata = approximateSize(state.metadata, HEAP_WEIGHTS);
+    metadataFootprints.set(state.metadata, metadata);
+  }
+  return (
+    BYTES_PER_SESSION + metadata + approximateSize([state.title, state.writers, state.opened.writers], HEAP_WEIGHTS)
+  );
 }
 
 /** Measured from `before`, an earlier version of it, when that one was: only the places whose blocks differ. */
@@ -53,26 +74,27 @@ function messageFootprint(message: MessageState, before?: MessageState): number 
   } else {
     bytes = earlier - ownFootprint(before!) + ownFootprint(message);
     const previous = before!.blocks.blocks;
-    for (let index = 0; index < Math.max(blocks.length, previous.length); index += 1) {
-      if (blocks[index] === previous[index]) continue;
-      if (index < blocks.length) bytes += blockFootprint(blocks[index]);
-      if (index < previous.length) bytes -= blockFootprint(previous[index]);
-    }
+    if (blocks !== previous)
+      for (let index = 0; index < Math.max(blocks.length, previous.length); index += 1) {
+        if (blocks[index] === previous[index]) continue;
+        if (index < blocks.length) bytes += blockFootprint(blocks[index]);
+        if (index < previous.length) bytes -= blockFootprint(previous[index]);
+      }
   }
   messageFootprints.set(message, bytes);
   return bytes;
 }
 
-/** A message's events and the text it was created with. */
+/** A message's state, its events and what it was created with. */
 const ownFootprint = (message: MessageState) =>
+  BYTES_PER_MESSAGE +
   (message.chunkDigests.length + (message.dialect?.eventDigests.length ?? 0)) * BYTES_PER_EVENT +
-  approximateSize(message.content) +
-  approximateSize(message.attachments);
+  approximateSize([message.content, message.attachments], HEAP_WEIGHTS);
 
 function blockFootprint(block: MessageBlock): number {
   let bytes = blockFootprints.get(block);
   if (bytes === undefined) {
-    bytes = BYTES_PER_BLOCK + approximateSize(block);
+    bytes = BYTES_PER_BLOCK + approximateSize(block, HEAP_WEIGHTS);
     blockFootprints.set(block, bytes);
   }
   return bytes;
