@@ -4,6 +4,7 @@ import { EVENT_LOG } from '../../apps/ledger/src/event-log/event-log-token.js';
 import { eventually, startGateway, type GatewayFixture } from '../support/gateway-fixture.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 import { authorization } from '../support/test-credentials.js';
+import { pendingToolCalls } from '../../libs/core/src/testing/ignored-chunks.js';
 
 /**
  * A session's quota through the API and the gateway: a full session answers 409 `session_full`
@@ -188,13 +189,49 @@ describe('session quota through the gateway, answers in flight', () => {
   });
 });
 
-describe('verify and export of a fork read its source only up to the fork', () => {
+describe("a session's memory, and a fork's reads of its source", () => {
+  const memory = 8 * 1024 * 1024;
   let ledger: LedgerUnderTest;
   beforeAll(async () => {
-    ledger = await startLedger();
+    ledger = await startLedger({ LEDGER_SESSION_MAX_MEMORY: String(memory) });
   });
   afterAll(async () => {
     await ledger?.close();
+  });
+
+  it('a session of small tool calls is full by the memory its fold holds, long before its bytes, and stores nothing refused', async () => {
+    const request = (method: string, path: string, body?: unknown) => ledger.request(method, path, body);
+    const sessionId = (await request('POST', '/v1/sessions', { title: 'calls' })).body.id;
+    const post = async (message: number) => {
+      const created = await request('POST', `/v1/sessions/${sessionId}/messages`, {
+        id: `a${message}`,
+        role: 'assistant',
+      });
+      if (created.status !== 201) return created;
+      return request('POST', `/v1/sessions/${sessionId}/messages/a${message}/chunks`, [
+        { seq: 1, type: 'mcp_tool_pending', responses: pendingToolCalls(5_000) },
+      ]);
+    };
+    let refused: Awaited<ReturnType<typeof post>> | undefined;
+    let message = 0;
+    for (; message < 20 && refused === undefined; message += 1) {
+      const outcome = await post(message);
+      if (outcome.status === 409) refused = outcome;
+      else expect(outcome.status).toBe(200);
+    }
+    expect(refused?.body.error).toMatchObject({ code: 'session_full' });
+    expect(refused!.body.error.message).toMatch(
+      new RegExp(`^the session holds \\d+ bytes of memory when folded; it may hold its quota of ${memory}$`),
+    );
+    const events = await request('GET', `/v1/sessions/${sessionId}/events?limit=1000`);
+    const stored = JSON.stringify(events.body.events).length;
+    // Its events' data is a small part of the 128 MiB byte quota and of the memory quota.
+    expect(stored).toBeLessThan(memory / 4);
+    expect((await post(message)).status).toBe(409);
+    expect((await request('GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events).toHaveLength(
+      events.body.events.length,
+    );
+    expect((await request('GET', `/v1/sessions/${sessionId}`)).status).toBe(200);
   });
 
   it('a fork at the start of a 12,000-event source reads one page of it, not the whole source', async () => {

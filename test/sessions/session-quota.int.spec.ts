@@ -27,7 +27,7 @@ import { createTestDatabase, type TestDatabase } from '../support/test-database.
  */
 describe('session quota', () => {
   const author: SessionAuthor = { actor: 'producer', subject: 'producer' };
-  const quota: SessionQuota = { events: 8, bytes: 64 * 1024, messages: 100, forkDepth: 1 };
+  const quota: SessionQuota = { events: 8, bytes: 64 * 1024, memory: 1e9, messages: 100, forkDepth: 1 };
   let database: TestDatabase;
   let log: EventLog;
   let repository: SessionRepository;

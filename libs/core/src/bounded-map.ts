@@ -43,6 +43,8 @@ export class SizedCache<Key, Value> {
 
   /** Keeps `value` as the newest entry, dropping the oldest beyond the bounds. */
   set(key: Key, value: Value, bytes: number): void {
+    // One size that is not a count would make every later comparison false: the cache would hold one entry forever.
+    if (!Number.isFinite(bytes) || bytes < 0) throw new RangeError(`a cached value's size must be a count of bytes`);
     this.delete(key);
     this.entries.set(key, { value, bytes });
     this.heldBytes += bytes;

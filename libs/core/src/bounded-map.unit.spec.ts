@@ -42,4 +42,11 @@ describe('SizedCache', () => {
     cache.clear();
     expect([cache.size, cache.bytes]).toEqual([0, 0]);
   });
+
+  it('refuses a size that is not a count of bytes, keeping what it held', () => {
+    const cache = new SizedCache<string, number>(10, 100);
+    cache.set('a', 1, 10);
+    for (const bytes of [NaN, -1, Infinity]) expect(() => cache.set('b', 1, bytes)).toThrow(RangeError);
+    expect([cache.has('a'), cache.has('b'), cache.bytes]).toEqual([true, false, 10]);
+  });
 });

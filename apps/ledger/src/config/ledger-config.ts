@@ -35,6 +35,7 @@ const environment = z
     LEDGER_MAX_BODY_BYTES: z.coerce.number().int().min(1_024).default(1_048_576),
     LEDGER_SESSION_MAX_EVENTS: z.coerce.number().int().min(1).default(DEFAULT_SESSION_QUOTA.events),
     LEDGER_SESSION_MAX_BYTES: z.coerce.number().int().min(1_024).default(DEFAULT_SESSION_QUOTA.bytes),
+    LEDGER_SESSION_MAX_MEMORY: z.coerce.number().int().min(1_048_576).default(DEFAULT_SESSION_QUOTA.memory),
     LEDGER_SESSION_MAX_MESSAGES: z.coerce.number().int().min(1).default(DEFAULT_SESSION_QUOTA.messages),
     LEDGER_SESSION_MAX_FORK_DEPTH: z.coerce.number().int().min(0).default(DEFAULT_SESSION_QUOTA.forkDepth),
     LEDGER_LIVE_COALESCE_MS: z.coerce.number().int().min(0).max(10_000).default(50),
@@ -243,6 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): LedgerConfig {
     sessionQuota: {
       events: values.LEDGER_SESSION_MAX_EVENTS,
       bytes: values.LEDGER_SESSION_MAX_BYTES,
+      memory: values.LEDGER_SESSION_MAX_MEMORY,
       messages: values.LEDGER_SESSION_MAX_MESSAGES,
       forkDepth: values.LEDGER_SESSION_MAX_FORK_DEPTH,
     },

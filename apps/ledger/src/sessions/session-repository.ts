@@ -177,8 +177,10 @@ export class SessionRepository {
         try {
           authorize(command, state);
           const decision = decideSession(command, state);
-          // A retry of what is stored appends nothing: it is answered whatever the session holds.
-          if (decision.events.length > 0) checkSessionQuota(command, state, decision.events, this.quota);
+          // A retry of what is stored appends nothing: it is answered whatever the session holds. The
+          // group's later commands are judged on the fold's memory before the group: it adds one batch.
+          if (decision.events.length > 0)
+            checkSessionQuota(command, state, decision.events, this.quota, cached.footprint);
           // The group's next command is decided on this one's outcome. After the last there is
           // nothing to decide: the cache is folded from what the log stored (`absorb`).
           if (index === commands.length - 1) return { command, decision };

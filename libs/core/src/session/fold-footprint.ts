@@ -14,15 +14,18 @@ const BYTES_PER_MESSAGE = 1_536;
 const BYTES_PER_EVENT = 160;
 const BYTES_PER_BLOCK = 128;
 /**
- * Data as the heap holds it: two bytes a character at most, an object's header, a member's slot (names are shared by
- * objects of one shape, and a large object's dictionary entry is about this), a number's box.
+ * Data as the heap holds it: two bytes a character at most, a string's header, an object's header, a member's or an
+ * item's slot (a large object's dictionary entry is about this), its name's characters (names a producer makes up are
+ * not shared), a number's box.
  */
-const HEAP_WEIGHTS: SizeWeights = { character: 2, member: 32, name: 0, object: 48, value: 16 };
+const HEAP_WEIGHTS: SizeWeights = { character: 2, string: 16, member: 32, name: 2, object: 48, value: 16 };
 
 // By identity: a fold keeps unchanged messages, blocks and metadata as the same objects, so each is measured once.
 const messageFootprints = new WeakMap<MessageState, number>();
 const blockFootprints = new WeakMap<MessageBlock, number>();
-const metadataFootprints = new WeakMap<object, number>();
+// Large parts of data kept by a new object, as a tool block rebuilt around the same arguments.
+const dataFootprints = new WeakMap<object, number>();
+const dataFootprint = (data: unknown) => approximateSize(data, HEAP_WEIGHTS, dataFootprints);
 
 /**
  * About what the fold `state` holds in memory, in bytes. `from`: a fold of the same session it grew from, with its
@@ -51,16 +54,12 @@ export function foldFootprint(
 }
 
 /** The session's own fields: its metadata, title and writers. */
-function sessionFootprint(state: OpenSession): number {
-  let metadata = metadataFootprints.get(state.metadata);
-  if (metadata === undefined) {
-    metadata = approximateSize(state.metadata, HEAP_WEIGHTS);
-    metadataFootprints.set(state.metadata, metadata);
-  }
-  return (
-    BYTES_PER_SESSION + metadata + approximateSize([state.title, state.writers, state.opened.writers], HEAP_WEIGHTS)
-  );
-}
+const sessionFootprint = (state: OpenSession) =>
+  BYTES_PER_SESSION +
+  dataFootprint(state.metadata) +
+  dataFootprint(state.title) +
+  dataFootprint(state.writers) +
+  dataFootprint(state.opened.writers);
 
 /** Measured from `before`, an earlier version of it, when that one was: only the places whose blocks differ. */
 function messageFootprint(message: MessageState, before?: MessageState): number {
@@ -85,16 +84,29 @@ function messageFootprint(message: MessageState, before?: MessageState): number 
   return bytes;
 }
 
-/** A message's state, its events and what it was created with. */
-const ownFootprint = (message: MessageState) =>
-  BYTES_PER_MESSAGE +
-  (message.chunkDigests.length + (message.dialect?.eventDigests.length ?? 0)) * BYTES_PER_EVENT +
-  approximateSize([message.content, message.attachments], HEAP_WEIGHTS);
+/**
+ * A message's state, its events, what it was created with, and what the texts of its parts hold: the snapshots its
+ * chunks grow (kept even for a part no block holds) and its dialect translator's state.
+ */
+function ownFootprint(message: MessageState): number {
+  const { snapshots, dialect } = message;
+  let characters = snapshots.text.length + snapshots.thinking.length + snapshots.translation.length;
+  for (const [id, text] of snapshots.toolArguments) characters += id.length + text.length;
+  return (
+    BYTES_PER_MESSAGE +
+    (message.chunkDigests.length + (dialect?.eventDigests.length ?? 0)) * BYTES_PER_EVENT +
+    (snapshots.toolArguments.size + 3) * HEAP_WEIGHTS.member +
+    characters * HEAP_WEIGHTS.character +
+    dataFootprint(message.content) +
+    dataFootprint(message.attachments) +
+    dataFootprint(dialect?.state)
+  );
+}
 
 function blockFootprint(block: MessageBlock): number {
   let bytes = blockFootprints.get(block);
   if (bytes === undefined) {
-    bytes = BYTES_PER_BLOCK + approximateSize(block, HEAP_WEIGHTS);
+    bytes = BYTES_PER_BLOCK + dataFootprint(block);
     blockFootprints.set(block, bytes);
   }
   return bytes;

@@ -65,4 +65,69 @@ describe('a fold footprint', () => {
       expect({ seed, footprint }).toEqual({ seed, footprint: foldFootprint(atOnce) });
     }
   });
+
+  /** The session opened with one assistant message `m` and these chunks recorded on it, folded for reading. */
+  const foldedWith = (...chunks: readonly (Record<string, unknown> & { type: string })[]) =>
+    evolveSessionEvents(
+      initialSessionState,
+      [
+        { type: 'session.opened', data: { sessionId: 's', title: null, metadata: {} } },
+        {
+          type: 'message.created',
+          data: { messageId: 'm', role: 'assistant', parentId: null, model: null, content: null },
+        },
+        ...chunks.map((data, index) => chunk('m', { seq: index + 1, ...data })),
+      ].map((event, index) => ({ ...event, position: BigInt(index + 1), recordedAt: at })),
+      'read',
+    );
+
+  // Floors of what the heap must hold: a character at least a byte, an item at least a pointer's slot.
+  it('counts the text of a part no block holds: the snapshot its chunks grow', () => {
+    const text = 'x'.repeat(100_000);
+    expect(foldFootprint(foldedWith({ type: 'text.delta', text }))).toBeGreaterThan(text.length);
+    expect(foldFootprint(foldedWith({ type: 'thinking.delta', text }))).toBeGreaterThan(text.length);
+  });
+
+  it('counts every item of an array and every character of a member name a producer made up', () => {
+    const items = 20_000;
+    const withArguments = (args: unknown) =>
+      foldFootprint(
+        foldedWith({
+          type: 'mcp_tool_pending',
+          responses: [{ id: 'c', tool: { name: 'read' }, status: 'pending', arguments: args }],
+        }),
+      );
+    const bare = withArguments({});
+    expect(withArguments(new Array(items).fill('')) - bare).toBeGreaterThan(items * 8);
+    const names = Object.fromEntries(Array.from({ length: 100 }, (_, index) => [`${index}`.padEnd(1_000, 'k'), 0]));
+    expect(withArguments(names) - bare).toBeGreaterThan(100 * 1_000);
+  });
+
+  it('does not walk again data a rebuilt block keeps: a small chunk on a call with large arguments', () => {
+    const walks = { count: 0 };
+    const members = Object.fromEntries(Array.from({ length: 1_000 }, (_, index) => [`key${index}`, index]));
+    const args = new Proxy(members, {
+      ownKeys: (target) => {
+        walks.count += 1;
+        return Reflect.ownKeys(target);
+      },
+    });
+    const call = { id: 'c', tool: { name: 'read' } };
+    const pending = foldedWith({
+      type: 'mcp_tool_pending',
+      responses: [{ ...call, status: 'pending', arguments: args }],
+    });
+    const footprint = foldFootprint(pending);
+    expect(walks.count).toBe(1);
+    const invoking = evolveSessionEvents(
+      pending,
+      [chunk('m', { seq: 2, type: 'mcp_tool_in_progress', responses: [{ ...call, status: 'invoking' }] })].map(
+        (event) => ({ ...event, position: 4n, recordedAt: at }),
+      ),
+      'read',
+    );
+    const walked = walks.count;
+    expect(foldFootprint(invoking, { state: pending, footprint })).toBe(foldFootprint(invoking));
+    expect(walks.count).toBe(walked);
+  });
 });

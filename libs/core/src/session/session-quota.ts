@@ -1,4 +1,5 @@
 import { jsonBytes } from '../hashing/canonical-json.js';
+import { foldFootprint } from './fold-footprint.js';
 import type { DecidedEvent, SessionCommand } from './session-decider.js';
 import { SessionError } from './session-error.js';
 import type { SessionState } from './session-events.js';
@@ -13,6 +14,11 @@ export interface SessionQuota {
   readonly events: number;
   /** UTF-8 bytes of those events' data as JSON. */
   readonly bytes: number;
+  /**
+   * What its fold holds in memory, by `foldFootprint`'s estimate: events of small tool calls hold up to 50× their
+   * JSON (decision 0068), so the bytes alone let one session's folds outgrow the heap.
+   */
+  readonly memory: number;
   /** Messages in its tree: a fold of one event (an append's decide, the live view) copies the map of them. */
   readonly messages: number;
   /** Forks of forks it may stand on: each is one more stream a fold of it reads. */
@@ -22,6 +28,7 @@ export interface SessionQuota {
 export const DEFAULT_SESSION_QUOTA: SessionQuota = {
   events: 500_000,
   bytes: 128 * 1024 * 1024,
+  memory: 512 * 1024 * 1024,
   messages: 5_000,
   forkDepth: 32,
 };
@@ -58,13 +65,16 @@ function reachOf(type: SessionCommand['type']): number {
  * how a gateway call ended is always recorded. With no events given, asks whether the session can
  * take new work of this kind at all. A fork is refused when it would stand on more forks than the
  * quota allows; a fork of a full session is taken, and is full from its start. A new session's
- * first event may not alone pass the byte quota.
+ * first event may not alone pass the byte quota. Memory is judged on what the session holds
+ * (`footprint`: its fold's, measured when not given), not on what the events would add: they can
+ * take it past by one batch at most.
  */
 export function checkSessionQuota(
   command: { readonly type: SessionCommand['type']; readonly source?: SessionState },
   state: SessionState,
   events: readonly DecidedEvent[],
   quota: SessionQuota,
+  footprint?: number,
 ): void {
   if (command.type === 'fork_session') {
     const depth = command.source?.status === 'open' ? command.source.forkDepth + 1 : 0;
@@ -91,6 +101,7 @@ export function checkSessionQuota(
   const measures: [string, number, number, number][] = [
     ['events', state.stored.events, events.length, quota.events],
     ['bytes of event data', state.stored.bytes, sum(events, ({ event }) => jsonBytes(event.data)), quota.bytes],
+    ['bytes of memory when folded', footprint ?? foldFootprint(state), 0, quota.memory],
     [
       'messages',
       state.messages.size,

@@ -10,6 +10,7 @@ import {
   type SessionState,
 } from './session-events.js';
 import { jsonBytes } from '../hashing/canonical-json.js';
+import { foldFootprint } from './fold-footprint.js';
 import { checkSessionQuota, UNDER_WAY_SHARE, type SessionQuota } from './session-quota.js';
 
 const recordedAt = '2026-01-01T00:00:00.000Z';
@@ -101,7 +102,7 @@ describe('session size and quota', () => {
     });
     expect([source.forkDepth, fork.forkDepth]).toEqual([0, 1]);
 
-    const quota: SessionQuota = { events: 1_000, bytes: 1_000_000, messages: 100, forkDepth: 1 };
+    const quota: SessionQuota = { events: 1_000, bytes: 1_000_000, memory: 1e9, messages: 100, forkDepth: 1 };
     // The fork stands on 1 fork: a fork of it would stand on 2.
     expect(() => checkSessionQuota(forkCommand, initialSessionState, [], quota)).not.toThrow();
     const tooDeep = refusal(() => checkSessionQuota({ ...forkCommand, source: fork }, initialSessionState, [], quota));
@@ -109,12 +110,13 @@ describe('session size and quota', () => {
     expect(tooDeep.message).toContain('at most 1');
   });
 
-  it('refuses a command whose events would take the session past its quota, in events, bytes and messages', () => {
+  it('refuses a command whose events would take the session past its quota, in events, bytes, memory and messages', () => {
     const { state } = run(initialSessionState, open, assistant, chunks(1, '', 'x'));
     const { events, bytes } = (state as OpenSession).stored!;
     const quota = (bounds: Partial<SessionQuota>): SessionQuota => ({
       events: 1_000,
       bytes: 1_000_000,
+      memory: 1e9,
       messages: 100,
       forkDepth: 8,
       ...bounds,
@@ -144,6 +146,16 @@ describe('session size and quota', () => {
     expect(refusal(() => check(message, { bytes: bytes + messageBytes - 1 })).message).toBe(
       `this would take the session from ${bytes} to ${bytes + messageBytes} bytes of event data, past its quota of ${bytes + messageBytes - 1}`,
     );
+    // Memory is judged on what the session's fold holds, measured or as the caller measured it.
+    const memory = foldFootprint(state);
+    expect(() => check(message, { memory: memory + 1 })).not.toThrow();
+    expect(refusal(() => check(message, { memory })).message).toBe(
+      `the session holds ${memory} bytes of memory when folded; it may hold its quota of ${memory}`,
+    );
+    const given = (footprint: number) => () =>
+      checkSessionQuota(message, state, decideSession(message, state).events, quota({ memory }), footprint);
+    expect(given(memory - 1)).not.toThrow();
+    expect(refusal(given(memory + 1)).code).toBe('session_full');
     expect(() => check(message, { messages: 2 })).not.toThrow();
     expect(refusal(() => check(message, { messages: 1 })).message).toBe(
       'the session holds 1 messages; it may hold its quota of 1',
