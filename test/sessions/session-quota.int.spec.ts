@@ -127,6 +127,33 @@ describe('session quota', () => {
     expect(own.cached(session)).toEqual(folded);
   });
 
+  it('commands grouped in one append, each judged on the memory the ones before it leave the fold holding', async () => {
+    const session = { tenant: 'default', sessionId: 'full-by-memory' };
+    const memory = 64 * 1024;
+    const own = new SessionRepository(log, { ...quota, events: 1_000, bytes: 1_000_000, memory });
+    await own.execute(session, open(session.sessionId), author);
+    await own.execute(session, message('a1'), author);
+    const calls = (seq: number, count: number): SessionCommand => ({
+      type: 'append_chunks',
+      messageId: 'a1',
+      chunks: parseChunks([{ seq, type: 'mcp_tool_pending', responses: pendingToolCalls(count, seq * 1_000) }]),
+    });
+    // As above: the first runs alone, the other two are decided as one group. Before the group the fold holds
+    // under its quota of memory; the 200 calls take it past, so the message after them is refused.
+    const outcomes = await Promise.allSettled([
+      own.execute(session, calls(1, 1), author),
+      own.execute(session, calls(2, 200), author),
+      own.execute(session, message('a2'), author),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect(((outcomes[2] as PromiseRejectedResult).reason as SessionError).message).toMatch(
+      /^the session holds \d+ bytes of memory when folded; it may hold its quota of 65536$/,
+    );
+    const stored = await streamOf(session);
+    expect(stored.map((event) => event.type).slice(-2)).toEqual(['chunk.mcp_tool_pending', 'chunk.mcp_tool_pending']);
+    expect(foldFootprint(own.cached(session)!)).toBeGreaterThan(memory);
+  });
+
   it('the cached folds hold at most their budget of memory: the oldest are dropped, and read again when needed', async () => {
     const small = { ...quota, events: 1_000, bytes: 1_000_000 };
     const fill = async (target: SessionRepository, session: SessionRef) => {

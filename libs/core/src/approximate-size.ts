@@ -3,9 +3,11 @@ export interface SizeWeights {
   readonly character: number;
   /** A string, besides its characters. */
   readonly string: number;
-  /** A member of an object or an item of an array, besides its value; and each character of a member's name. */
+  /** A member of an object, besides its value; and each character of its name. */
   readonly member: number;
   readonly name: number;
+  /** An item of an array, besides its value. */
+  readonly item: number;
   /** An object or array, besides its members. */
   readonly object: number;
   /** Any other value (a number, a boolean, `null`). */
@@ -13,7 +15,7 @@ export interface SizeWeights {
 }
 
 /** Data as the shared log feed's window measures it: its text, and a word for anything else. */
-const DATA_WEIGHTS: SizeWeights = { character: 1, string: 0, member: 0, name: 1, object: 8, value: 8 };
+const DATA_WEIGHTS: SizeWeights = { character: 1, string: 0, member: 0, name: 1, item: 0, object: 8, value: 8 };
 
 /** The least size of an object worth remembering in a memo: smaller ones cost less to measure than to look up. */
 const MEMOIZED_FROM = 1_024;
@@ -57,7 +59,7 @@ export function approximateSize(
       size += weights.object;
       if (Array.isArray(value))
         for (const item of value) {
-          size += weights.member;
+          size += weights.item;
           pending.push(item);
         }
       else

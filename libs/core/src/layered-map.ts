@@ -59,6 +59,15 @@ export class LayeredMap<Value> implements ReadonlyMap<string, Value> {
     return this.#overlay.get(key) ?? this.#base.get(key);
   }
 
+  /**
+   * The base's value this version's own hides: no longer this version's, but held in memory while the base is (until
+   * the overlay is flattened). `undefined` when the key's value is the base's or the base has none.
+   */
+  shadowed(key: string): Value | undefined {
+    const base = this.#base.get(key);
+    return base !== undefined && this.#overlay.has(key) && this.#overlay.get(key) !== base ? base : undefined;
+  }
+
   has(key: string): boolean {
     return this.#overlay.has(key) || this.#base.has(key);
   }

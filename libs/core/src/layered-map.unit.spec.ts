@@ -27,6 +27,19 @@ describe('LayeredMap', () => {
     expect([second.has('c'), first.has('c'), second.get('c'), first.get('c')]).toEqual([true, false, 3, undefined]);
   });
 
+  it("names the base's value a version's own hides, until the overlay is flattened", () => {
+    const first = LayeredMap.from([
+      ['a', 'one'],
+      ['b', 'two'],
+    ]);
+    const second = first.writable().set('a', 'uno').set('b', 'two').set('c', 'three');
+    expect(['a', 'b', 'c', 'd'].map((key) => second.shadowed(key))).toEqual(['one', undefined, undefined, undefined]);
+    expect(first.shadowed('a')).toBeUndefined();
+    let flattened = second;
+    for (let key = 0; key < 40; key += 1) flattened = flattened.writable().set(`k${key}`, 'x');
+    expect([flattened.get('a'), flattened.shadowed('a')]).toEqual(['uno', undefined]);
+  });
+
   it('keeps insertion order through many versions, across flattening, as a copied Map would', () => {
     const random = seededRandom(7);
     let layered = LayeredMap.empty<number>();

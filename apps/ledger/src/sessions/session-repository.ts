@@ -173,17 +173,18 @@ export class SessionRepository {
       const cachedOnly = attempt === 1 && this.cache.has(streamId);
       const cached = cachedOnly ? this.cache.get(streamId)! : await this.refresh(session);
       let state = cached.state;
+      let footprint = cached.footprint;
       const decided = commands.map((command, index) => {
         try {
           authorize(command, state);
           const decision = decideSession(command, state);
-          // A retry of what is stored appends nothing: it is answered whatever the session holds. The
-          // group's later commands are judged on the fold's memory before the group: it adds one batch.
-          if (decision.events.length > 0)
-            checkSessionQuota(command, state, decision.events, this.quota, cached.footprint);
-          // The group's next command is decided on this one's outcome. After the last there is
-          // nothing to decide: the cache is folded from what the log stored (`absorb`).
+          // A retry of what is stored appends nothing: it is answered whatever the session holds.
+          if (decision.events.length > 0) checkSessionQuota(command, state, decision.events, this.quota, footprint);
+          // The group's next command is decided on this one's outcome, and judged on the memory it leaves the
+          // fold holding. After the last there is nothing to decide: the cache is folded from what the log
+          // stored (`absorb`).
           if (index === commands.length - 1) return { command, decision };
+          const before = state;
           state = decision.events.reduce((current, { event }) => {
             const envelope = {
               ...event,
@@ -194,6 +195,7 @@ export class SessionRepository {
               ? forkSession(command.source, envelope)
               : evolveSession(current, envelope);
           }, state);
+          if (state !== before) footprint = foldFootprint(state, { state: before, footprint });
           return { command, decision };
         } catch (error) {
           return error as Error;

@@ -18,7 +18,7 @@ const BYTES_PER_BLOCK = 128;
  * item's slot (a large object's dictionary entry is about this), its name's characters (names a producer makes up are
  * not shared), a number's box.
  */
-const HEAP_WEIGHTS: SizeWeights = { character: 2, string: 16, member: 32, name: 2, object: 48, value: 16 };
+const HEAP_WEIGHTS: SizeWeights = { character: 2, string: 24, member: 112, name: 2, item: 32, object: 48, value: 16 };
 
 // By identity: a fold keeps unchanged messages, blocks and metadata as the same objects, so each is measured once.
 const messageFootprints = new WeakMap<MessageState, number>();
@@ -43,14 +43,39 @@ export function foldFootprint(
       let total = from.footprint - sessionFootprint(from.state) + sessionFootprint(state);
       for (const { key } of changed) {
         const before = earlier.get(key);
-        total += messageFootprint(state.messages.get(key)!, before) - (before ? messageFootprint(before) : 0);
+        total +=
+          messageFootprint(state.messages.get(key)!, before) +
+          shadowedFootprint(state, key) -
+          (before ? messageFootprint(before) + shadowedFootprint(from.state, key) : 0);
       }
       return total;
     }
   }
   let total = sessionFootprint(state);
-  for (const message of state.messages.values()) total += messageFootprint(message);
+  for (const [key, message] of state.messages) total += messageFootprint(message) + shadowedFootprint(state, key);
   return total;
+}
+
+/**
+ * What a message's earlier version, still held in the messages' base under the version the fold holds now, holds
+ * besides it: its blocks that differ place by place. A producer replacing the data of the same few messages would
+ * otherwise keep every replaced version uncounted (until the base is flattened). By the version that hides it.
+ */
+const shadowedFootprints = new WeakMap<MessageState, { readonly shadowed: MessageState; readonly bytes: number }>();
+
+function shadowedFootprint(state: OpenSession, key: string): number {
+  const shadowed = state.messages.shadowed(key);
+  if (!shadowed) return 0;
+  const current = state.messages.get(key)!;
+  const known = shadowedFootprints.get(current);
+  if (known?.shadowed === shadowed) return known.bytes;
+  let bytes = BYTES_PER_MESSAGE;
+  const [held, now] = [shadowed.blocks.blocks, current.blocks.blocks];
+  if (held !== now)
+    for (let index = 0; index < held.length; index += 1)
+      if (held[index] !== now[index]) bytes += blockFootprint(held[index]);
+  shadowedFootprints.set(current, { shadowed, bytes });
+  return bytes;
 }
 
 /** The session's own fields: its metadata, title and writers. */

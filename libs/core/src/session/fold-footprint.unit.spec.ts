@@ -103,6 +103,56 @@ describe('a fold footprint', () => {
     expect(withArguments(names) - bare).toBeGreaterThan(100 * 1_000);
   });
 
+  it('counts a member of an object at what a hidden class of its own costs', () => {
+    const openedWith = (metadata: Record<string, unknown>) =>
+      foldFootprint(
+        evolveSessionEvents(
+          initialSessionState,
+          [{ type: 'session.opened', data: { sessionId: 's', title: null, metadata }, position: 1n, recordedAt: at }],
+          'read',
+        ),
+      );
+    // Objects each of their own keys: V8 makes a hidden class for each, about 108 bytes a member (forty-third round).
+    const shapes = Array.from({ length: 100 }, (_, object) =>
+      Object.fromEntries(Array.from({ length: 100 }, (_, member) => [`${object}.${member}`, null])),
+    );
+    expect(openedWith({ shapes }) - openedWith({})).toBeGreaterThan(100 * 100 * 108);
+  });
+
+  it("counts a message's earlier version its map of messages still holds in its base, where its blocks differ", () => {
+    const ids = Array.from({ length: 33 }, (_, index) => `m${index}`);
+    const image = (salt: number) => ({ type: 'png', images: [String.fromCharCode(0x4e00 + salt).repeat(10_000)] });
+    const batches: SessionEvent[][] = [
+      [
+        { type: 'session.opened', data: { sessionId: 's', title: null, metadata: {} } },
+        ...ids.map((messageId): SessionEvent => ({
+          type: 'message.created',
+          data: { messageId, role: 'assistant', parentId: null, model: null, content: null },
+        })),
+      ],
+      ids.flatMap((id, index) => [
+        chunk(id, { seq: 1, type: 'image.created' }),
+        chunk(id, { seq: 2, type: 'image.delta', image: image(index) }),
+      ]),
+      // The same images replaced by others: the first versions stay in the base the second batch's map was made on.
+      ids.slice(0, 32).map((id, index) => chunk(id, { seq: 3, type: 'image.delta', image: image(100 + index) })),
+    ];
+    let position = 0n;
+    let state: SessionState = initialSessionState;
+    let footprint = 0;
+    const footprints: number[] = [];
+    for (const batch of batches) {
+      const envelopes = batch.map((event) => ({ ...event, position: (position += 1n), recordedAt: at }));
+      const next = evolveSessionEvents(state, envelopes, 'read');
+      footprint = foldFootprint(next, state.status === 'open' ? { state, footprint } : undefined);
+      state = next;
+      footprints.push(footprint);
+    }
+    expect(state.status === 'open' && state.messages.shadowed('m0')).toBeTruthy();
+    expect(footprints[2] - footprints[1]).toBeGreaterThan(32 * 2 * 10_000);
+    expect(foldFootprint(state)).toBe(footprint);
+  });
+
   it('does not walk again data a rebuilt block keeps: a small chunk on a call with large arguments', () => {
     const walks = { count: 0 };
     const members = Object.fromEntries(Array.from({ length: 1_000 }, (_, index) => [`key${index}`, index]));
