@@ -63,10 +63,15 @@ describe('session quota', () => {
       (error: SessionError) => error,
     );
 
+  /** The session opened on `repository` with one assistant message, `a1`. */
+  const openWithMessage = async (on: SessionRepository, session: SessionRef) => {
+    await on.execute(session, open(session.sessionId), author);
+    await on.execute(session, message('a1'), author);
+  };
+
   it('a full session takes no new work, lets work under way finish within its share, and stores nothing it refuses', async () => {
     const session = { tenant: 'default', sessionId: 'full-by-events' };
-    await repository.execute(session, open(session.sessionId), author);
-    await repository.execute(session, message('a1'), author);
+    await openWithMessage(repository, session);
     // 2 events so far; 6 chunks bring it to the quota of 8.
     await repository.execute(session, deltas(1, 6), author);
     const atQuota = await streamOf(session);
@@ -106,8 +111,7 @@ describe('session quota', () => {
     const session = { tenant: 'default', sessionId: 'full-by-bytes' };
     const large = { ...quota, events: 1_000, bytes: 4_096 };
     const own = new SessionRepository(log, large);
-    await own.execute(session, open(session.sessionId), author);
-    await own.execute(session, message('a1'), author);
+    await openWithMessage(own, session);
     await own.execute(session, deltas(1, 1), author);
     // The first runs alone; the other two queue behind its append and are decided as one group:
     // the message is decided on the session as the large delta before it leaves it, full.
@@ -131,8 +135,7 @@ describe('session quota', () => {
     const session = { tenant: 'default', sessionId: 'full-by-memory' };
     const memory = 64 * 1024;
     const own = new SessionRepository(log, { ...quota, events: 1_000, bytes: 1_000_000, memory });
-    await own.execute(session, open(session.sessionId), author);
-    await own.execute(session, message('a1'), author);
+    await openWithMessage(own, session);
     const calls = (seq: number, count: number): SessionCommand => ({
       type: 'append_chunks',
       messageId: 'a1',
@@ -157,8 +160,7 @@ describe('session quota', () => {
   it('the cached folds hold at most their budget of memory: the oldest are dropped, and read again when needed', async () => {
     const small = { ...quota, events: 1_000, bytes: 1_000_000 };
     const fill = async (target: SessionRepository, session: SessionRef) => {
-      await target.execute(session, open(session.sessionId), author);
-      await target.execute(session, message('a1'), author);
+      await openWithMessage(target, session);
       await target.execute(session, deltas(1, 2, 'y'.repeat(3_500)), author);
     };
     // What one such session holds, by the estimate the cache is bounded by.
@@ -178,8 +180,7 @@ describe('session quota', () => {
 
     // A session larger than the whole budget is kept alone: it is the one in use, and the others make room.
     const huge = { tenant: 'default', sessionId: 'cached-huge' };
-    await unbounded.execute(huge, open(huge.sessionId), author);
-    await unbounded.execute(huge, message('a1'), author);
+    await openWithMessage(unbounded, huge);
     await unbounded.execute(huge, deltas(1, 2, 'z'.repeat(20 * one)), author);
     expect(((await own.load(huge)) as OpenSession).stored!.bytes).toBeGreaterThan(20 * one);
     expect([isCached(huge), ...sessions.map(isCached)]).toEqual([true, false, false, false, false, false, false]);
@@ -189,8 +190,7 @@ describe('session quota', () => {
     const calls = { tenant: 'default', sessionId: 'cached-calls' };
     const roomy = { ...quota, events: 10_000, bytes: 10_000_000 };
     const unbounded = new SessionRepository(log, roomy);
-    await unbounded.execute(calls, open(calls.sessionId), author);
-    await unbounded.execute(calls, message('a1'), author);
+    await openWithMessage(unbounded, calls);
     const pending: SessionCommand = {
       type: 'append_chunks',
       messageId: 'a1',
