@@ -15,7 +15,7 @@ export interface SessionQuota {
   /** UTF-8 bytes of those events' data as JSON. */
   readonly bytes: number;
   /**
-   * What its fold holds in memory, by `foldFootprint`'s estimate: events of small tool calls hold up to 50× their
+   * What its fold holds in memory, by `foldFootprint`'s estimate: events of small tool calls count up to 40× their
    * JSON (decision 0068), so the bytes alone let one session's folds outgrow the heap.
    */
   readonly memory: number;
