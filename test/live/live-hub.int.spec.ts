@@ -1,5 +1,6 @@
-import { initialSessionState, parseChunks, sessionChanges, sessionStreamId } from '#core';
+import { foldFootprint, initialSessionState, parseChunks, sessionChanges, sessionStreamId } from '#core';
 import { createPostgresEventLog, type EventLog } from '#event-log';
+import { RetryLater } from '../../apps/ledger/src/http/api-error.js';
 import { LiveHub, type LiveSink } from '../../apps/ledger/src/live/live-hub.js';
 import { sessionItems, type LiveItem } from '../../apps/ledger/src/live/live-items.js';
 import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
@@ -95,6 +96,60 @@ describe('live hub: joining a session that moves on during the join', () => {
       expect(pushed.flat().map((item) => item.position)).toEqual(expect.arrayContaining([position]));
       expect(pushed.flat().every((item) => item.position > atJoin.position)).toBe(true);
       watching!.unwatch();
+    } finally {
+      await hub.stop();
+    }
+  });
+
+  it('follows one more session only while the folds it follows leave room; a session it follows is always joined', async () => {
+    const other = { tenant: 'default', sessionId: 'other-session' };
+    await repository.execute(
+      other,
+      { type: 'open_session', ...other, title: null, metadata: {}, owner: 'producer', writers: [] },
+      author,
+    );
+    const hub = new LiveHub(eventLog, undefined, 1);
+    await hub.start();
+    const opened: string[] = [];
+    const sinkNamed = (name: string) => (): LiveSink => {
+      opened.push(name);
+      return { start: () => {}, push: () => {} };
+    };
+    try {
+      // The first session followed is taken whatever its size, as a cache keeps its newest fold.
+      const first = await hub.watch(session, undefined, sinkNamed('first'));
+      const folded = await foldSessionEvents(
+        eventLog,
+        initialSessionState,
+        await eventLog.readStream(streamId),
+        'read',
+      );
+      expect(hub.watchedBytes).toBe(foldFootprint(folded));
+
+      const refused = await hub.watch(other, undefined, sinkNamed('refused')).catch((error: RetryLater) => error);
+      expect(refused).toBeInstanceOf(RetryLater);
+      expect([(refused as RetryLater).status, (refused as RetryLater).code]).toEqual([503, 'live_feeds_full']);
+      const second = await hub.watch(session, undefined, sinkNamed('second'));
+      expect([opened, hub.watchedSessions]).toEqual([['first', 'second'], 1]);
+
+      // What the followed fold holds is measured as it grows.
+      const text = 'x'.repeat(100_000);
+      const { position } = await repository.execute(
+        session,
+        { type: 'append_chunks', messageId: 'm1', chunks: parseChunks([{ seq: ++seq, type: 'text.delta', text }]) },
+        author,
+      );
+      expect(await hub.reach(position, 10_000)).toBe(true);
+      const grown = await foldSessionEvents(eventLog, initialSessionState, await eventLog.readStream(streamId), 'read');
+      expect(hub.watchedBytes).toBe(foldFootprint(grown));
+      expect(hub.watchedBytes).toBeGreaterThan(foldFootprint(folded) + text.length);
+
+      first!.unwatch();
+      second!.unwatch();
+      expect([hub.watchedSessions, hub.watchedBytes]).toEqual([0, 0]);
+      const later = await hub.watch(other, undefined, sinkNamed('later'));
+      expect(opened).toEqual(['first', 'second', 'later']);
+      later!.unwatch();
     } finally {
       await hub.stop();
     }

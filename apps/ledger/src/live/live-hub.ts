@@ -1,6 +1,15 @@
-import { initialSessionState, SESSION_STREAM_PREFIX, sessionChanges, sessionStreamId, type SessionState } from '#core';
+import {
+  foldFootprint,
+  initialSessionState,
+  SESSION_STREAM_PREFIX,
+  sessionChanges,
+  sessionStreamId,
+  type SessionState,
+} from '#core';
 import type { SessionRef } from '../sessions/session-repository.js';
 import type { EventLog, RecordedEvent, Subscription } from '#event-log';
+import { RetryLater } from '../http/api-error.js';
+import { defaultLiveFoldBytes } from '../sessions/fold-cache.js';
 import { foldSessionEvents } from '../sessions/session-fold.js';
 import { sessionItems, type LiveItem } from './live-items.js';
 
@@ -13,6 +22,8 @@ export interface LiveSink {
 
 interface WatchedSession {
   state: SessionState;
+  /** What `state` holds in memory, by `foldFootprint`'s estimate. */
+  footprint: number;
   readonly sinks: Set<LiveSink>;
 }
 
@@ -33,6 +44,10 @@ const JOIN_WAIT_MS = 5_000;
  *
  * Delivery: ordered, at least once per change in state (coalescing may merge intermediate
  * states); after a log read error the hub resubscribes from the last position it applied.
+ *
+ * The folds it follows hold at most `maxBytes` of memory between them, by `foldFootprint`'s estimate: a watcher of
+ * one more session past that is refused (`503 live_feeds_full`), not the watchers already served; a session already
+ * followed, or the first, is always joined (decision 0068).
  */
 export class LiveHub {
   private position = 0n;
@@ -42,10 +57,12 @@ export class LiveHub {
   private loop: Promise<void> | undefined;
   private stopped = false;
   private readonly waiters = new Set<() => void>();
+  private heldBytes = 0;
 
   constructor(
     private readonly eventLog: EventLog,
     private readonly onError: (error: Error) => void = () => {},
+    private readonly maxBytes: number = defaultLiveFoldBytes(),
   ) {}
 
   async start(): Promise<void> {
@@ -61,6 +78,11 @@ export class LiveHub {
 
   get watchedSessions(): number {
     return this.watched.size;
+  }
+
+  /** What the folds of the sessions followed hold in memory, by `foldFootprint`'s estimate. */
+  get watchedBytes(): number {
+    return this.heldBytes;
   }
 
   /**
@@ -113,9 +135,20 @@ export class LiveHub {
         events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position),
         'read',
       );
-      const entry = this.watched.get(streamId) ?? { state: current, sinks: new Set() };
+      const entry = this.watched.get(streamId) ?? this.followed(current);
       return this.join(streamId, entry, base, openSink, current);
     });
+  }
+
+  /** A session to follow from `state`, if the folds followed leave it room. */
+  private followed(state: SessionState): WatchedSession {
+    const footprint = foldFootprint(state);
+    if (state.status === 'open' && this.watched.size > 0 && this.heldBytes + footprint > this.maxBytes) {
+      const held = `${this.watched.size} sessions whose folds hold ${this.heldBytes} bytes`;
+      const message = `this instance follows ${held}; ${footprint} more would pass ${this.maxBytes}: retry later`;
+      throw new RetryLater('live_feeds_full', message);
+    }
+    return { state, footprint, sinks: new Set() };
   }
 
   /** Inside the serialized section: sends the difference from `base` and adds the sink. */
@@ -128,12 +161,15 @@ export class LiveHub {
   ): { unwatch: () => void } | undefined {
     if (current.status !== 'open') return undefined;
     const sink = openSink();
+    if (!this.watched.has(streamId)) this.heldBytes += entry.footprint;
     this.watched.set(streamId, entry);
     sink.start(sessionItems(sessionChanges(base, current), current.position));
     entry.sinks.add(sink);
     const unwatch = () => {
       entry.sinks.delete(sink);
-      if (entry.sinks.size === 0 && this.watched.get(streamId) === entry) this.watched.delete(streamId);
+      if (entry.sinks.size > 0 || this.watched.get(streamId) !== entry) return;
+      this.watched.delete(streamId);
+      this.heldBytes -= entry.footprint;
     };
     return { unwatch };
   }
@@ -182,7 +218,10 @@ export class LiveHub {
       if (!entry || event.position <= this.position) continue;
       const next = await foldSessionEvents(this.eventLog, entry.state, [event], 'read');
       const items = sessionItems(sessionChanges(entry.state, next), event.position);
+      const footprint = foldFootprint(next, { state: entry.state, footprint: entry.footprint });
+      this.heldBytes += footprint - entry.footprint;
       entry.state = next;
+      entry.footprint = footprint;
       for (const sink of entry.sinks) sink.push(items);
     }
     if (checkpoint > this.position) this.position = checkpoint;
