@@ -1,6 +1,6 @@
 import { foldFootprint, initialSessionState, parseChunks, sessionChanges, sessionStreamId } from '#core';
 import { createPostgresEventLog, type EventLog } from '#event-log';
-import { RetryLater } from '../../apps/ledger/src/http/api-error.js';
+import type { RetryLater } from '../../apps/ledger/src/http/api-error.js';
 import { LiveHub, type LiveSink } from '../../apps/ledger/src/live/live-hub.js';
 import { sessionItems, type LiveItem } from '../../apps/ledger/src/live/live-items.js';
 import { foldSessionEvents } from '../../apps/ledger/src/sessions/session-fold.js';
@@ -76,7 +76,11 @@ describe('live hub: joining a session that moves on during the join', () => {
     await hub.start();
     const started: LiveItem[][] = [];
     const pushed: LiveItem[][] = [];
-    const sink: LiveSink = { start: (items) => started.push([...items]), push: (items) => pushed.push([...items]) };
+    const sink: LiveSink = {
+      start: (items) => started.push([...items]),
+      push: (items) => pushed.push([...items]),
+      close: () => {},
+    };
     try {
       const watching = await hub.watch(session, undefined, () => sink);
       expect(watching).toBeDefined();
@@ -101,38 +105,42 @@ describe('live hub: joining a session that moves on during the join', () => {
     }
   });
 
-  it('follows one more session only while the folds it follows leave room; a session it follows is always joined', async () => {
+  it("follows a tenant's sessions within its share of the hub's bytes, and lets go of one that grows past it", async () => {
     const other = { tenant: 'default', sessionId: 'other-session' };
-    await repository.execute(
-      other,
-      { type: 'open_session', ...other, title: null, metadata: {}, owner: 'producer', writers: [] },
-      author,
-    );
-    const hub = new LiveHub(eventLog, undefined, 1);
-    await hub.start();
-    const opened: string[] = [];
-    const sinkNamed = (name: string) => (): LiveSink => {
-      opened.push(name);
-      return { start: () => {}, push: () => {} };
-    };
-    try {
-      // The first session followed is taken whatever its size, as a cache keeps its newest fold.
-      const first = await hub.watch(session, undefined, sinkNamed('first'));
-      const folded = await foldSessionEvents(
-        eventLog,
-        initialSessionState,
-        await eventLog.readStream(streamId),
-        'read',
+    const elsewhere = { tenant: 'acme', sessionId: 'acme-session' };
+    for (const ref of [other, elsewhere])
+      await repository.execute(
+        ref,
+        { type: 'open_session', ...ref, title: null, metadata: {}, owner: 'producer', writers: [] },
+        author,
       );
-      expect(hub.watchedBytes).toBe(foldFootprint(folded));
-
-      const refused = await hub.watch(other, undefined, sinkNamed('refused')).catch((error: RetryLater) => error);
-      expect(refused).toBeInstanceOf(RetryLater);
-      expect([(refused as RetryLater).status, (refused as RetryLater).code]).toEqual([503, 'live_feeds_full']);
+    const foldOf = async (id: string) =>
+      foldSessionEvents(eventLog, initialSessionState, await eventLog.readStream(id), 'read');
+    const watchedFootprint = foldFootprint(await foldOf(streamId));
+    const small = foldFootprint(await foldOf(sessionStreamId(other.tenant, other.sessionId)));
+    // A tenant's share, a quarter of the hub's bytes, holds the watched session and half the other one.
+    const hub = new LiveHub(eventLog, undefined, 4 * (watchedFootprint + small / 2));
+    await hub.start();
+    const events: string[] = [];
+    const sinkNamed = (name: string) => (): LiveSink => {
+      events.push(`${name} opened`);
+      return { start: () => {}, push: () => {}, close: (reason) => events.push(`${name} ${reason}`) };
+    };
+    const refusalOf = (watching: Promise<unknown>) =>
+      watching.then(
+        () => undefined,
+        (error: RetryLater) => [error.status, error.code],
+      );
+    try {
+      const first = await hub.watch(session, undefined, sinkNamed('first'));
+      expect(hub.watchedBytes).toBe(watchedFootprint);
+      expect(await refusalOf(hub.watch(other, undefined, sinkNamed('refused')))).toEqual([503, 'live_feeds_full']);
+      // Another tenant has a share of its own; a session already followed is joined as it is.
+      const acme = await hub.watch(elsewhere, undefined, sinkNamed('acme'));
       const second = await hub.watch(session, undefined, sinkNamed('second'));
-      expect([opened, hub.watchedSessions]).toEqual([['first', 'second'], 1]);
+      expect([hub.watchedSessions, events]).toEqual([2, ['first opened', 'acme opened', 'second opened']]);
 
-      // What the followed fold holds is measured as it grows.
+      // The session grows past its tenant's share: its watchers are let go, with where to resume; not the other's.
       const text = 'x'.repeat(100_000);
       const { position } = await repository.execute(
         session,
@@ -140,16 +148,19 @@ describe('live hub: joining a session that moves on during the join', () => {
         author,
       );
       expect(await hub.reach(position, 10_000)).toBe(true);
-      const grown = await foldSessionEvents(eventLog, initialSessionState, await eventLog.readStream(streamId), 'read');
-      expect(hub.watchedBytes).toBe(foldFootprint(grown));
-      expect(hub.watchedBytes).toBeGreaterThan(foldFootprint(folded) + text.length);
-
+      expect(events.slice(3)).toEqual(['first live_feeds_full', 'second live_feeds_full']);
+      const acmeFootprint = foldFootprint(await foldOf(sessionStreamId(elsewhere.tenant, elsewhere.sessionId)));
+      expect([hub.watchedSessions, hub.watchedBytes]).toEqual([1, acmeFootprint]);
       first!.unwatch();
       second!.unwatch();
-      expect([hub.watchedSessions, hub.watchedBytes]).toEqual([0, 0]);
+      expect(hub.watchedBytes).toBe(acmeFootprint);
+
+      // Its room given back, the tenant's other session is followed.
       const later = await hub.watch(other, undefined, sinkNamed('later'));
-      expect(opened).toEqual(['first', 'second', 'later']);
+      expect(hub.watchedBytes).toBe(acmeFootprint + small);
       later!.unwatch();
+      acme!.unwatch();
+      expect([hub.watchedSessions, hub.watchedBytes]).toEqual([0, 0]);
     } finally {
       await hub.stop();
     }

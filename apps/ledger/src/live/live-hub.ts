@@ -18,9 +18,12 @@ export interface LiveSink {
   /** The session as the client joins it: sent at once. */
   start(items: readonly LiveItem[]): void;
   push(items: readonly LiveItem[]): void;
+  /** Cut off, with where to resume: its session outgrew what the hub may follow. */
+  close(reason: 'live_feeds_full'): void;
 }
 
 interface WatchedSession {
+  readonly tenant: string;
   state: SessionState;
   /** What `state` holds in memory, by `foldFootprint`'s estimate. */
   footprint: number;
@@ -28,6 +31,9 @@ interface WatchedSession {
 }
 
 const RETRY_DELAY_MS = 500;
+
+/** A tenant's folds may hold at most this share of the hub's bytes: one tenant cannot take every other's feeds. */
+const TENANT_SHARE = 1 / 4;
 /** How long a new watcher waits for the hub to reach the session's newest event (a session just opened). */
 const JOIN_WAIT_MS = 5_000;
 
@@ -45,9 +51,10 @@ const JOIN_WAIT_MS = 5_000;
  * Delivery: ordered, at least once per change in state (coalescing may merge intermediate
  * states); after a log read error the hub resubscribes from the last position it applied.
  *
- * The folds it follows hold at most `maxBytes` of memory between them, by `foldFootprint`'s estimate: a watcher of
- * one more session past that is refused (`503 live_feeds_full`), not the watchers already served; a session already
- * followed, or the first, is always joined (decision 0068).
+ * The folds it follows hold at most `maxBytes` of memory between them, and a tenant's at most a quarter of that, by
+ * `foldFootprint`'s estimate: a watcher of one more session past either is refused (`503 live_feeds_full`), and a
+ * session that grows past either has its watchers cut off with where to resume (decision 0068). A session already
+ * followed is joined as it is.
  */
 export class LiveHub {
   private position = 0n;
@@ -58,6 +65,7 @@ export class LiveHub {
   private stopped = false;
   private readonly waiters = new Set<() => void>();
   private heldBytes = 0;
+  private readonly tenantBytes = new Map<string, number>();
 
   constructor(
     private readonly eventLog: EventLog,
@@ -95,6 +103,8 @@ export class LiveHub {
     openSink: () => LiveSink,
   ): Promise<{ unwatch: () => void } | undefined> {
     const streamId = sessionStreamId(session.tenant, session.sessionId);
+    // Refused before the session is read and measured when there is no room at all: a refusal costs nothing.
+    if (!this.watched.has(streamId)) this.refuseUnlessRoom(session.tenant, 0);
     if (from === undefined) {
       // A snapshot of a session already folded here needs no read.
       const joined = await this.serialized(async () => {
@@ -135,20 +145,45 @@ export class LiveHub {
         events.filter((event) => event.position > (from ?? -1n) && event.position <= this.position),
         'read',
       );
-      const entry = this.watched.get(streamId) ?? this.followed(current);
+      const entry = this.watched.get(streamId) ?? this.followed(session.tenant, current);
       return this.join(streamId, entry, base, openSink, current);
     });
   }
 
-  /** A session to follow from `state`, if the folds followed leave it room. */
-  private followed(state: SessionState): WatchedSession {
+  /** A session of `tenant` to follow from `state`, if the folds followed leave it room. */
+  private followed(tenant: string, state: SessionState): WatchedSession {
     const footprint = foldFootprint(state);
-    if (state.status === 'open' && this.watched.size > 0 && this.heldBytes + footprint > this.maxBytes) {
-      const held = `${this.watched.size} sessions whose folds hold ${this.heldBytes} bytes`;
-      const message = `this instance follows ${held}; ${footprint} more would pass ${this.maxBytes}: retry later`;
-      throw new RetryLater('live_feeds_full', message);
-    }
-    return { state, footprint, sinks: new Set() };
+    if (state.status === 'open') this.refuseUnlessRoom(tenant, footprint);
+    return { tenant, state, footprint, sinks: new Set() };
+  }
+
+  /** What, if anything, following `footprint` more bytes of `tenant`'s would take past: the hub's bytes or its share. */
+  private overBudget(tenant: string, footprint: number): string | undefined {
+    const tenantLimit = Math.floor(this.maxBytes * TENANT_SHARE);
+    const tenantHeld = this.tenantBytes.get(tenant) ?? 0;
+    if (tenantHeld + footprint > tenantLimit)
+      return `the folds of this tenant's sessions followed here hold ${tenantHeld} bytes; ${footprint} more would pass its share, ${tenantLimit}`;
+    if (this.heldBytes + footprint > this.maxBytes)
+      return `the folds of the sessions followed here hold ${this.heldBytes} bytes; ${footprint} more would pass ${this.maxBytes}`;
+    return undefined;
+  }
+
+  private refuseUnlessRoom(tenant: string, footprint: number): void {
+    const over = this.overBudget(tenant, footprint);
+    if (over !== undefined) throw new RetryLater('live_feeds_full', `${over}: retry later`);
+  }
+
+  private hold(entry: WatchedSession, bytes: number): void {
+    this.heldBytes += bytes;
+    this.tenantBytes.set(entry.tenant, (this.tenantBytes.get(entry.tenant) ?? 0) + bytes);
+    if (this.tenantBytes.get(entry.tenant) === 0) this.tenantBytes.delete(entry.tenant);
+  }
+
+  /** Stops following a session: its bytes are given back. */
+  private forget(streamId: string, entry: WatchedSession): void {
+    if (this.watched.get(streamId) !== entry) return;
+    this.watched.delete(streamId);
+    this.hold(entry, -entry.footprint);
   }
 
   /** Inside the serialized section: sends the difference from `base` and adds the sink. */
@@ -161,15 +196,15 @@ export class LiveHub {
   ): { unwatch: () => void } | undefined {
     if (current.status !== 'open') return undefined;
     const sink = openSink();
-    if (!this.watched.has(streamId)) this.heldBytes += entry.footprint;
-    this.watched.set(streamId, entry);
     sink.start(sessionItems(sessionChanges(base, current), current.position));
+    if (!this.watched.has(streamId)) {
+      this.watched.set(streamId, entry);
+      this.hold(entry, entry.footprint);
+    }
     entry.sinks.add(sink);
     const unwatch = () => {
       entry.sinks.delete(sink);
-      if (entry.sinks.size > 0 || this.watched.get(streamId) !== entry) return;
-      this.watched.delete(streamId);
-      this.heldBytes -= entry.footprint;
+      if (entry.sinks.size === 0) this.forget(streamId, entry);
     };
     return { unwatch };
   }
@@ -219,9 +254,15 @@ export class LiveHub {
       const next = await foldSessionEvents(this.eventLog, entry.state, [event], 'read');
       const items = sessionItems(sessionChanges(entry.state, next), event.position);
       const footprint = foldFootprint(next, { state: entry.state, footprint: entry.footprint });
-      this.heldBytes += footprint - entry.footprint;
+      this.hold(entry, footprint - entry.footprint);
       entry.state = next;
       entry.footprint = footprint;
+      if (this.overBudget(entry.tenant, 0) !== undefined) {
+        // The session that grew past the room is let go, its watchers told where to resume; not the others.
+        this.forget(event.streamId, entry);
+        for (const sink of entry.sinks) sink.close('live_feeds_full');
+        continue;
+      }
       for (const sink of entry.sinks) sink.push(items);
     }
     if (checkpoint > this.position) this.position = checkpoint;

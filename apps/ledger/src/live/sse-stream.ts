@@ -21,11 +21,15 @@ const RAW_PART_CHARS = 1_048_576;
 /** An item goes to every watcher of its session: it is serialized once, not once per watcher. */
 const serializedItems = new WeakMap<LiveItem, string>();
 
-export type CloseReason = 'client_closed' | 'slow_client' | 'credential_ended' | 'shutdown';
+export type CloseReason = 'client_closed' | 'slow_client' | 'credential_ended' | 'live_feeds_full' | 'shutdown';
 
 /** The last event a stream cut off by the service sends: why, and where to resume. */
 const PARTING_EVENTS: Partial<Record<CloseReason, { readonly event: string; readonly reason: string }>> = {
   slow_client: { event: 'overflow', reason: 'the client did not keep up; reconnect with Last-Event-ID' },
+  live_feeds_full: {
+    event: 'live_feeds_full',
+    reason: 'the session outgrew what this instance follows in memory; reconnect with Last-Event-ID later',
+  },
   credential_ended: {
     event: 'credential_ended',
     reason:
