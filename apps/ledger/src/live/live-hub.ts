@@ -31,7 +31,6 @@ interface WatchedSession {
 }
 
 const RETRY_DELAY_MS = 500;
-
 /** A tenant's folds may hold at most this share of the hub's bytes: one tenant cannot take every other's feeds. */
 const TENANT_SHARE = 1 / 4;
 /** How long a new watcher waits for the hub to reach the session's newest event (a session just opened). */
@@ -175,8 +174,9 @@ export class LiveHub {
 
   private hold(entry: WatchedSession, bytes: number): void {
     this.heldBytes += bytes;
-    this.tenantBytes.set(entry.tenant, (this.tenantBytes.get(entry.tenant) ?? 0) + bytes);
-    if (this.tenantBytes.get(entry.tenant) === 0) this.tenantBytes.delete(entry.tenant);
+    const tenantHeld = (this.tenantBytes.get(entry.tenant) ?? 0) + bytes;
+    if (tenantHeld === 0) this.tenantBytes.delete(entry.tenant);
+    else this.tenantBytes.set(entry.tenant, tenantHeld);
   }
 
   /** Stops following a session: its bytes are given back. */

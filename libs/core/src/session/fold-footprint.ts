@@ -70,7 +70,8 @@ function shadowedFootprint(state: OpenSession, key: string): number {
   const known = shadowedFootprints.get(current);
   if (known?.shadowed === shadowed) return known.bytes;
   let bytes = BYTES_PER_MESSAGE;
-  const [held, now] = [shadowed.blocks.blocks, current.blocks.blocks];
+  const held = shadowed.blocks.blocks;
+  const now = current.blocks.blocks;
   if (held !== now)
     for (let index = 0; index < held.length; index += 1)
       if (held[index] !== now[index]) bytes += blockFootprint(held[index]);
