@@ -19,7 +19,8 @@ export default {
   // Integration and e2e tests start real servers; no test waits on a fixed sleep, this only bounds a hang.
   testTimeout: 60_000,
   // Most suites wait on servers (PostgreSQL, the service, Chromium) rather than compute: two workers keep
-  // both cores busy, where Jest's default (cores − 1) leaves one idle on a 2-core machine.
+  // both cores busy, where Jest's default (cores − 1) leaves one idle on a 2-core machine. A third is quicker on an
+  // idle machine but slower, and times tests out, on a busy one (docs/benchmarks.md, forty-fourth issue-15 round).
   maxWorkers: 2,
   // A worker's heap grows with every test file it runs (each imports the modules afresh), to 2 GB by the
   // end of a run: collections then stall it for seconds, and it exits too slowly for Jest ("failed to
