@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { runCli, type CliRun } from '../support/ledger-cli.js';
+import { freePort } from '../support/service-process.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 /**
@@ -126,11 +127,39 @@ describe('keys on the command line', () => {
       }
       expect({ refused: connections }).toEqual({ refused: 0 });
       // The listener does count: a command whose arguments check goes on to connect.
-      expect((await runCli(['keys', 'list'], counted, dataDir)).code).toBe(1);
+      expect((await runCli(['keys', 'list'], counted, dataDir, { LEDGER_CONNECT_RETRY_MS: '0' })).code).toBe(1);
       expect(connections).toBeGreaterThan(0);
     } finally {
       listener.close();
     }
+  });
+
+  it('tells an unreachable database in one line after retrying as the service does, a refused password at once', async () => {
+    const port = await freePort();
+    const unreachable = `postgres://ledger:a-password@127.0.0.1:${port}/ledger`;
+    for (const args of [['keys', 'list'], ['rebuild']]) {
+      const run = await runCli(args, unreachable, dataDir, { LEDGER_CONNECT_RETRY_MS: '600', LOG_LEVEL: 'warn' });
+      expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code: 1, stdout: '' });
+      const lines = run.stderr.trimEnd().split('\n');
+      expect(lines.at(-1)).toBe(
+        `block-ledger: DATABASE_URL: PostgreSQL at 127.0.0.1:${port} did not answer within ` +
+          'LEDGER_CONNECT_RETRY_MS (600 ms): ECONNREFUSED',
+      );
+      // The retries before it are the service's warnings, on stderr: stdout is the command's JSON.
+      const retries = lines.slice(0, -1).map((line) => JSON.parse(line));
+      expect(retries.length).toBeGreaterThan(0);
+      for (const retry of retries)
+        expect(retry).toMatchObject({ address: `127.0.0.1:${port}`, problem: 'ECONNREFUSED' });
+      expect(run.stderr).not.toContain('a-password');
+    }
+    const url = new URL(ledger.database.connectionString);
+    url.password = 'not-the-password';
+    const refused = await runCli(['keys', 'list'], url.toString(), dataDir, { LEDGER_CONNECT_RETRY_MS: '60000' });
+    expect(refused).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `block-ledger: DATABASE_URL: PostgreSQL at ${url.host} refused the password (28P01)\n`,
+    });
   });
 
   it('says so in one line when the key to revoke does not exist', async () => {

@@ -262,6 +262,15 @@ describe('session export bundles', () => {
       (error: { code: number; stderr: string }) => error,
     );
     expect(failed).toMatchObject({ code: 1, stderr: expect.stringMatching(/^.*cli\.ndjson line \d+: /) });
+
+    const misused = await run(process.execPath, [VERIFY_CLI, bundleFile, '--key', vkey, '--sinse', 'x']).catch(
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect(misused).toMatchObject({ code: 1, stdout: '' });
+    expect((misused as { stderr: string }).stderr.trimEnd().split('\n')).toEqual([
+      "Unknown option '--sinse'",
+      expect.stringMatching(/^usage: npm run verify -- <bundle.ndjson> --key /),
+    ]);
   });
 
   it('is for auditors, names a bad since, and records nothing it refuses', async () => {

@@ -1,9 +1,10 @@
-import path from 'node:path';
 import type { Checkpoint, NoteVerifier } from '#core';
 import { createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
+import { pino } from 'pino';
 import type { LedgerConfig } from './config/ledger-config.js';
-import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from './database/embedded-postgres.js';
+import { connectRetry, openDatabase, waitForEventStore } from './config/startup-checks.js';
+import { StartupError } from './database/embedded-postgres.js';
 import { runMigrations } from './database/migrations.js';
 import { eventStoreDb } from './event-log/event-store-db.js';
 import { ApiError } from './http/api-error.js';
@@ -108,27 +109,33 @@ async function logRepair(config: LedgerConfig, pool: pg.Pool, eventLog: EventLog
   print({ treeSize: String(treeSize), dropped: String(dropped), removed, ...(first && { firstDropped: first }) });
 }
 
-/** The service's storage, as its configuration names it: the log, a pool on the read models, migrated. */
+/**
+ * The service's storage, as its configuration names it: the log, a pool on the read models, migrated. A database
+ * or EventStoreDB that does not answer is waited for as the service waits for it, then told in one line.
+ */
 async function withStorage<T>(
   config: LedgerConfig,
   work: (pool: pg.Pool, eventLog: EventLog) => Promise<T>,
 ): Promise<T> {
-  const database: EmbeddedDatabase = config.databaseUrl
-    ? { connectionString: config.databaseUrl, adopted: true, stop: async () => undefined }
-    : await startEmbeddedPostgres({
-        dataDir: path.join(config.dataDir, 'postgres'),
-        port: config.embeddedPostgresPort,
-      });
-  const pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
-  const eventLog = config.eventStoreConnectionString
-    ? (await eventStoreDb()).createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })
-    : await createPostgresEventLog({ connectionString: database.connectionString });
+  // Warnings on stderr: stdout carries the command's JSON (a created key, a report).
+  const retry = connectRetry(
+    config.connectRetryMs,
+    pino({ level: config.logLevel }, pino.destination({ fd: 2, sync: true })),
+  );
+  const database = await openDatabase(config, retry);
+  let pool: pg.Pool | undefined;
+  let eventLog: EventLog | undefined;
   try {
+    if (config.eventStoreConnectionString) await waitForEventStore(config.eventStoreConnectionString, retry);
+    pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
+    eventLog = config.eventStoreConnectionString
+      ? (await eventStoreDb()).createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })
+      : await createPostgresEventLog({ connectionString: database.connectionString });
     await runMigrations(database.connectionString);
     return await work(pool, eventLog);
   } finally {
-    await eventLog.close();
-    await pool.end();
+    await eventLog?.close();
+    await pool?.end();
     if (!database.adopted) await database.stop();
   }
 }

@@ -1,10 +1,9 @@
-import path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { Logger } from 'nestjs-pino';
 import { pino } from 'pino';
 import type { LedgerConfig } from './config/ledger-config.js';
-import { waitForEventStore, waitForPostgres, type ConnectRetry } from './config/startup-checks.js';
-import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from './database/embedded-postgres.js';
+import { connectRetry, openDatabase, waitForEventStore } from './config/startup-checks.js';
+import { StartupError } from './database/embedded-postgres.js';
 import { runMigrations } from './database/migrations.js';
 import { createLedgerApp } from './ledger-app.js';
 
@@ -16,21 +15,8 @@ const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
  * app, then stop the embedded PostgreSQL.
  */
 export async function serve(config: LedgerConfig): Promise<void> {
-  const startupLog = pino({ level: config.logLevel });
-  const retry: ConnectRetry = {
-    timeoutMs: config.connectRetryMs,
-    onRetry: ({ variable, address, problem, remainingMs }) =>
-      startupLog.warn(
-        { variable, address, problem, retryingForMs: remainingMs },
-        `${variable}: ${address} is not reachable yet (${problem}); retrying`,
-      ),
-  };
-  const database: EmbeddedDatabase = config.databaseUrl
-    ? await externalDatabase(config.databaseUrl, retry)
-    : await startEmbeddedPostgres({
-        dataDir: path.join(config.dataDir, 'postgres'),
-        port: config.embeddedPostgresPort,
-      });
+  const retry = connectRetry(config.connectRetryMs, pino({ level: config.logLevel }));
+  const database = await openDatabase(config, retry);
 
   // embedded-postgres installs its own signal hooks that stop the server and exit at once;
   // ours close the HTTP server and the log first, then stop PostgreSQL. SIGHUP stops nothing: it
@@ -68,10 +54,4 @@ export async function serve(config: LedgerConfig): Promise<void> {
     await database.stop();
     throw error;
   }
-}
-
-/** The PostgreSQL `DATABASE_URL` names, once it answers (it may still be starting, e.g. beside us in compose). */
-async function externalDatabase(connectionString: string, retry: ConnectRetry): Promise<EmbeddedDatabase> {
-  await waitForPostgres(connectionString, retry);
-  return { connectionString, adopted: false, stop: () => Promise.resolve() };
 }

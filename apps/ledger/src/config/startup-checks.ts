@@ -1,6 +1,8 @@
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { StartupError } from '../database/embedded-postgres.js';
+import type { Logger } from 'pino';
+import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from '../database/embedded-postgres.js';
 import { loadUpstreams } from '../gateway/upstreams-config.js';
 import { loadFirewallPolicy } from '../governance/firewall.js';
 import { loadMcpServers } from '../governance/mcp-servers-config.js';
@@ -40,6 +42,29 @@ interface Dependency {
   readonly connectionString: string;
   attempt(timeoutMs: number): Promise<void>;
   describe(error: unknown): ConnectFailure;
+}
+
+/** The first connections retried for `timeoutMs` (`LEDGER_CONNECT_RETRY_MS`), each retry a warning on `log`. */
+export function connectRetry(timeoutMs: number, log: Logger): ConnectRetry {
+  return {
+    timeoutMs,
+    onRetry: ({ variable, address, problem, remainingMs }) =>
+      log.warn(
+        { variable, address, problem, retryingForMs: remainingMs },
+        `${variable}: ${address} is not reachable yet (${problem}); retrying`,
+      ),
+  };
+}
+
+/**
+ * The configuration's PostgreSQL: the one `DATABASE_URL` names once it answers (it may still be starting, e.g.
+ * beside us in compose), or the embedded one in the data folder.
+ */
+export async function openDatabase(config: LedgerConfig, retry: ConnectRetry): Promise<EmbeddedDatabase> {
+  if (!config.databaseUrl)
+    return startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: config.embeddedPostgresPort });
+  await waitForPostgres(config.databaseUrl, retry);
+  return { connectionString: config.databaseUrl, adopted: false, stop: () => Promise.resolve() };
 }
 
 /** Waits, within the bound, until the PostgreSQL of `DATABASE_URL` takes a query. */
