@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import type { parseArgs } from 'node:util';
 import { NoteError, openCheckpoint, parseVerifierKey } from '#core';
 import { ZodError } from 'zod';
 import type { CliCommand } from './cli-commands.js';
+import { parseCommandLine } from './command-line-args.js';
 import { loadConfig } from './config/ledger-config.js';
 import { StartupError } from './database/embedded-postgres.js';
 import { listQuery, parseNewKey } from './identity/key-requests.js';
@@ -125,13 +126,10 @@ type Options = NonNullable<Parameters<typeof parseArgs>[0]>['options'] & {};
 
 /** Strict flags, and exactly one positional argument when `positional` names it. */
 function parse<O extends Options>(args: readonly string[], options: O, positional?: string) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: positional !== undefined });
-  } catch (error) {
-    // Node's message goes on about `--`; its first sentence names the flag.
-    throw new StartupError((error as Error).message.split('. ')[0]);
-  }
+  const parsed = parseCommandLine(
+    { args: [...args], options, strict: true, allowPositionals: positional !== undefined },
+    (refusal) => new StartupError(refusal),
+  );
   if (positional !== undefined && parsed.positionals.length !== 1) throw new StartupError(`expected one ${positional}`);
   return parsed;
 }

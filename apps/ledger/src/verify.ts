@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { BundleError, NoteError } from '#core';
+import { parseCommandLine } from './command-line-args.js';
 import { verifySessionBundle } from './verifiable-log/offline-verifier.js';
 
 const USAGE =
@@ -12,7 +12,10 @@ const USAGE =
  * blocks and tree as JSON on stdout, or exit 1 and the failing line and reason on stderr.
  */
 async function main(args: string[]): Promise<void> {
-  const { positionals, values } = parseUsage(args);
+  const { positionals, values } = parseCommandLine(
+    { args, allowPositionals: true, options: { key: { type: 'string' }, since: { type: 'string' } } },
+    (refusal) => new UsageError(`${refusal}\n${USAGE}`),
+  );
   if (positionals.length !== 1 || !values.key) throw new UsageError(USAGE);
   const [bundleFile] = positionals as [string];
   const key = values.key.includes('+') ? values.key : (await readFile(values.key, 'utf8')).trim();
@@ -46,19 +49,6 @@ async function main(args: string[]): Promise<void> {
 }
 
 class UsageError extends Error {}
-
-function parseUsage(args: string[]) {
-  try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      options: { key: { type: 'string' }, since: { type: 'string' } },
-    });
-  } catch (error) {
-    // Node's message goes on about `--`; its first sentence names the flag.
-    throw new UsageError(`${(error as Error).message.split('. ')[0]}\n${USAGE}`);
-  }
-}
 
 main(process.argv.slice(2)).catch((error: Error) => {
   const known = error instanceof BundleError || error instanceof NoteError || error instanceof UsageError;
