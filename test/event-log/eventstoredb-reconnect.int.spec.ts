@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import http2 from 'node:http2';
 import esdb from '@eventstore/db-client';
 import { ANY, NO_STREAM, WrongExpectedRevisionError, type RecordedEvent } from '#event-log';
 import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
@@ -63,6 +64,61 @@ describe('EventStoreDB adapter when the server goes away', () => {
       await subscription.close();
       await consuming;
       await Promise.all([writer.close(), reader.close()]);
+    }
+  });
+
+  it('appends and a subscriber in flight when the connection is reset under them are retried: each event stored once, none missed', async () => {
+    // The client's HTTP/2 sessions, reset from this side as a dropped transport resets them: calls in flight end
+    // with no gRPC status (INTERNAL), or as unavailable or cancelled.
+    const sessions: http2.ClientHttp2Session[] = [];
+    const connect = http2.connect;
+    http2.connect = ((...args: Parameters<typeof connect>) => {
+      const session = connect(...args);
+      sessions.push(session);
+      return session;
+    }) as typeof connect;
+    const dropped: Error[] = [];
+    const log = createEventStoreDbEventLog({
+      connectionString: double.connectionString,
+      retryDelayMs: 20,
+      onError: (error) => dropped.push(error),
+    });
+    const prefix = uniquePrefix('reset');
+    const received: RecordedEvent[] = [];
+    const subscription = log.subscribeToAll({
+      fromPosition: await log.headPosition(),
+      filter: { streamPrefixes: [prefix] },
+    });
+    const consuming = (async () => {
+      for await (const batch of subscription) received.push(...batch.events);
+    })();
+    const writers = 8;
+    const rounds = 40;
+    try {
+      const sent = Array.from({ length: writers }, () => [] as string[]);
+      const writing = Promise.all(
+        sent.map(async (ids, writer) => {
+          for (let round = 0; round < rounds; round += 1) {
+            const events = newEvents(round % 2 === 0 ? 1 : 5);
+            await log.append(`${prefix}${writer}`, events, ANY);
+            ids.push(...events.map((event) => event.id));
+          }
+        }),
+      );
+      await until(() => received.length >= 40, 'the first events');
+      for (const session of sessions) session.destroy();
+      await writing;
+      const total = writers * (rounds / 2) * 6;
+      await until(() => received.length >= total, 'every event after the reset');
+      expect(received).toHaveLength(total);
+      expect(isStrictlyIncreasing(positions(received))).toBe(true);
+      for (const [writer, ids] of sent.entries())
+        expect((await log.readStream(`${prefix}${writer}`)).map((event) => event.id)).toEqual(ids);
+    } finally {
+      http2.connect = connect;
+      await subscription.close();
+      await consuming;
+      await log.close();
     }
   });
 });

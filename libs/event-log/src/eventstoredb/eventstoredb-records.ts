@@ -2,6 +2,8 @@ import esdb from '@eventstore/db-client';
 import type { EventMetadata, RecordedEvent } from '../event-log.js';
 
 const { ErrorType } = esdb;
+/** gRPC's status code INTERNAL. */
+const GRPC_INTERNAL = 13;
 export type ResolvedRecord = NonNullable<esdb.ResolvedEvent['event']>;
 
 /** Our event from an EventStoreDB record: our metadata travels as the record's custom metadata; the position is the `$all` commit position. */
@@ -27,7 +29,15 @@ export function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
   return (error as { type?: unknown })?.type === type;
 }
 
-/** The server went away: unreachable, or a long-lived call (BatchAppend, a subscription) cut by it. We never cancel calls ourselves. */
+/**
+ * The server went away: unreachable, a long-lived call (BatchAppend, a subscription) cut by it, or the connection
+ * reset under a call (gRPC's INTERNAL, "RST_STREAM … without gRPC status", which the client reports as unknown). We
+ * never cancel calls ourselves.
+ */
 export function isConnectionLoss(error: unknown): boolean {
-  return isErrorType(error, ErrorType.UNAVAILABLE) || isErrorType(error, ErrorType.CANCELLED);
+  return (
+    isErrorType(error, ErrorType.UNAVAILABLE) ||
+    isErrorType(error, ErrorType.CANCELLED) ||
+    (isErrorType(error, ErrorType.UNKNOWN) && (error as { code?: unknown }).code === GRPC_INTERNAL)
+  );
 }

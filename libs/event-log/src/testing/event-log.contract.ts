@@ -859,11 +859,15 @@ export function eventLogContract(
                 (collected) => collected.events.length >= remaining,
                 bound,
               );
+              midway.catch(() => undefined);
             }
             return events.length >= total;
           },
           bound,
         );
+        // Both are awaited after the writers: a writer that fails first is the failure reported, not a subscription
+        // ended by the log's close after it (unawaited, that rejection took the worker down and hid the writer's error).
+        early.catch(() => undefined);
 
         const appended = await Promise.all(
           writers.map(async (writer, index) => {

@@ -21,7 +21,7 @@ export interface Collected {
 
 /**
  * Reads a subscription until `done` holds, then closes it. Bounded: fails after `timeoutMs`
- * with what was collected, never a fixed sleep.
+ * with what was collected, never a fixed sleep; or as soon as the subscription ends first.
  */
 export async function collectUntil(
   subscription: Subscription,
@@ -30,7 +30,11 @@ export async function collectUntil(
 ): Promise<Collected> {
   const events: RecordedEvent[] = [];
   let checkpoint = -1n;
-  const timer = setTimeout(() => void subscription.close(), timeoutMs);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    void subscription.close();
+  }, timeoutMs);
   try {
     for await (const batch of subscription) {
       events.push(...batch.events);
@@ -42,7 +46,11 @@ export async function collectUntil(
     await subscription.close();
   }
   if (!done({ events, checkpoint }))
-    throw new Error(`subscription gave up after ${timeoutMs} ms with ${events.length} events`);
+    throw new Error(
+      timedOut
+        ? `subscription gave up after ${timeoutMs} ms with ${events.length} events`
+        : `subscription ended (its log closed) with ${events.length} events`,
+    );
   return { events, checkpoint };
 }
 
