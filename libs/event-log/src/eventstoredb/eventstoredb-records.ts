@@ -31,13 +31,23 @@ export function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
 
 /**
  * The server went away: unreachable, a long-lived call (BatchAppend, a subscription) cut by it, or the connection
- * reset under a call (gRPC's INTERNAL, "RST_STREAM … without gRPC status", which the client reports as unknown). We
- * never cancel calls ourselves.
+ * reset under a call. We never cancel calls ourselves.
  */
 export function isConnectionLoss(error: unknown): boolean {
+  return isErrorType(error, ErrorType.UNAVAILABLE) || isErrorType(error, ErrorType.CANCELLED) || isStreamReset(error);
+}
+
+/**
+ * A call whose HTTP/2 stream was reset under it: gRPC's INTERNAL with no status from the server, which the client
+ * reports as unknown. Only grpc-js's words tell it from an INTERNAL that every retry would meet again (a message it
+ * cannot parse or decompress), so this one reads the text.
+ */
+function isStreamReset(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
   return (
-    isErrorType(error, ErrorType.UNAVAILABLE) ||
-    isErrorType(error, ErrorType.CANCELLED) ||
-    (isErrorType(error, ErrorType.UNKNOWN) && (error as { code?: unknown }).code === GRPC_INTERNAL)
+    isErrorType(error, ErrorType.UNKNOWN) &&
+    code === GRPC_INTERNAL &&
+    typeof message === 'string' &&
+    message.includes('Received RST_STREAM with code 0')
   );
 }
