@@ -1,5 +1,5 @@
 import esdb from '@eventstore/db-client';
-import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status } from '@grpc/grpc-js';
 import { isConnectionLoss } from '../../libs/event-log/src/eventstoredb/eventstoredb-records.js';
 
 /** A gRPC failure as grpc-js reports it, turned into the client's error as the client turns it. */
@@ -9,7 +9,7 @@ function failure(code: status, details: string) {
     details,
     metadata: new Metadata(),
   });
-  return esdb.convertToCommandError(raw as ServiceError);
+  return esdb.convertToCommandError(raw);
 }
 
 describe('which EventStoreDB client errors are a connection loss, retried with the same event ids', () => {
