@@ -155,6 +155,41 @@ describe('keys on the command line', () => {
     });
   });
 
+  it('refuses connection strings its clients cannot read at once, in one line that quotes no part of them', async () => {
+    const badEscape = 'postgres://ledger:%C3%28PGSECRET@127.0.0.1:1/ledger';
+    const unreadablePg = await runCli(['keys', 'list'], badEscape, dataDir, { LEDGER_CONNECT_RETRY_MS: '60000' });
+    expect(unreadablePg).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'block-ledger: DATABASE_URL: PostgreSQL at 127.0.0.1:1 cannot be read (URI malformed)\n',
+    });
+    const unreadableStore = await runCli(
+      ['keys', 'create', '--tenant', 'acme', '--roles', 'reader'],
+      ledger.database.connectionString,
+      dataDir,
+      {
+        EVENTSTORE_CONNECTION_STRING: 'esdb://admin:p@ss:ESECRET@127.0.0.1?tls=false',
+        LEDGER_CONNECT_RETRY_MS: '60000',
+      },
+    );
+    expect(unreadableStore).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'block-ledger: EVENTSTORE_CONNECTION_STRING: EventStoreDB at 127.0.0.1 cannot be read: port number expected at character 18\n',
+    });
+  });
+
+  it('lists keys, which live in PostgreSQL alone, while EventStoreDB is away', async () => {
+    const { port } = await unreachableDatabase();
+    const listed = await runCli(['keys', 'list', '--tenant', 'acme'], ledger.database.connectionString, dataDir, {
+      EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${port}?tls=false`,
+      LEDGER_CONNECT_RETRY_MS: '60000',
+    });
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(listed.stdout)).toEqual({ keys: expect.any(Array) });
+  });
+
   it('says so in one line when the key to revoke does not exist', async () => {
     const run = await cli('revoke', 'abcdefabcdef0000');
     expect(run).toMatchObject({ code: 1, stdout: '', stderr: 'block-ledger: no such key\n' });

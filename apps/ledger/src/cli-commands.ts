@@ -36,12 +36,16 @@ export type CliCommand =
 
 /** Runs `command` on the configuration's storage; its code is the process's exit code. */
 export async function runCliCommand(command: CliCommand, config: LedgerConfig): Promise<number | void> {
-  return withStorage(config, (pool, eventLog) => run(command, config, pool, eventLog)).catch((error: unknown) => {
-    // The refusals an operator can act on, told in one line (cli.ts prints a StartupError's message).
-    if (error instanceof ApiError || error instanceof LogForkError || error instanceof ProjectionRunningError)
-      throw new StartupError(error.message);
-    throw error;
-  });
+  // Listing keys reads PostgreSQL alone: it works while EventStoreDB is away.
+  const usesTheLog = command.name !== 'keys list';
+  return withStorage(config, usesTheLog, (pool, eventLog) => run(command, config, pool, eventLog)).catch(
+    (error: unknown) => {
+      // The refusals an operator can act on, told in one line (cli.ts prints a StartupError's message).
+      if (error instanceof ApiError || error instanceof LogForkError || error instanceof ProjectionRunningError)
+        throw new StartupError(error.message);
+      throw error;
+    },
+  );
 }
 
 async function run(command: CliCommand, config: LedgerConfig, pool: pg.Pool, eventLog: EventLog) {
@@ -111,10 +115,12 @@ async function logRepair(config: LedgerConfig, pool: pg.Pool, eventLog: EventLog
 
 /**
  * The service's storage, as its configuration names it: the log, a pool on the read models, migrated. A database
- * or EventStoreDB that does not answer is waited for as the service waits for it, then told in one line.
+ * or EventStoreDB (when `usesTheLog`) that does not answer is waited for as the service waits for it, then told in
+ * one line.
  */
 async function withStorage<T>(
   config: LedgerConfig,
+  usesTheLog: boolean,
   work: (pool: pg.Pool, eventLog: EventLog) => Promise<T>,
 ): Promise<T> {
   // Warnings on stderr: stdout carries the command's JSON (a created key, a report).
@@ -126,7 +132,8 @@ async function withStorage<T>(
   let pool: pg.Pool | undefined;
   let eventLog: EventLog | undefined;
   try {
-    if (config.eventStoreConnectionString) await waitForEventStore(config.eventStoreConnectionString, retry);
+    if (config.eventStoreConnectionString && usesTheLog)
+      await waitForEventStore(config.eventStoreConnectionString, retry);
     pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
     eventLog = config.eventStoreConnectionString
       ? (await eventStoreDb()).createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })

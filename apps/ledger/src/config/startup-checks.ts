@@ -103,6 +103,13 @@ export function waitForEventStore(connectionString: string, retry: ConnectRetry)
       }
     },
     describe(error) {
+      // The client could not read the string (its ParseError): the message quotes it, so only where it stopped is told.
+      const { location, expected } = error as { location?: unknown; expected?: unknown };
+      if (Array.isArray(location) && typeof expected === 'string')
+        return {
+          retryable: false,
+          problem: `cannot be read: ${expected} expected at character ${String(location[0])}`,
+        };
       const type = (error as { type?: string }).type;
       if (type === 'access-denied') return { retryable: false, problem: 'refused the credentials (access denied)' };
       return { retryable: true, problem: networkCode(error) ?? type ?? 'no answer' };
@@ -119,6 +126,8 @@ const FATAL_SQLSTATES: Readonly<Record<string, string>> = {
 };
 
 function describePostgresFailure(error: unknown): ConnectFailure {
+  // The client could not read the string (a malformed % escape): no wait mends that.
+  if (error instanceof URIError) return { retryable: false, problem: `cannot be read (${error.message})` };
   const code = (error as { code?: string }).code;
   const fatal = code === undefined ? undefined : FATAL_SQLSTATES[code];
   if (fatal) return { retryable: false, problem: `${fatal} (${code})` };
@@ -162,13 +171,17 @@ export function addressOf(connectionString: string): string {
     .split(/[/?#]/)[0];
 }
 
+/** The network's error codes a failure may quote: only these are read from a message, which may quote a secret. */
+const NETWORK_CODES =
+  /\b(ECONNREFUSED|ECONNRESET|ECONNABORTED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE)\b/;
+
 /** The system error code (ECONNREFUSED, ENOTFOUND, …) an error carries or quotes. */
 function networkCode(error: unknown): string | undefined {
   const { code, message } = error as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+  if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
   if (typeof message !== 'string') return undefined;
   if (/timeout/i.test(message)) return 'timed out';
-  return /\b(E[A-Z]{4,})\b/.exec(message)?.[1];
+  return NETWORK_CODES.exec(message)?.[1];
 }
 
 async function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
