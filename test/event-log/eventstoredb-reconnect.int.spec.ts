@@ -106,8 +106,11 @@ describe('EventStoreDB adapter when the server goes away', () => {
         }),
       );
       await until(() => received.length >= 40, 'the first events');
+      expect(sessions.length).toBeGreaterThan(0);
       for (const session of sessions) session.destroy();
       await writing;
+      // The reset was met and retried, not slipped between calls.
+      expect(dropped.length).toBeGreaterThan(0);
       const total = writers * (rounds / 2) * 6;
       await until(() => received.length >= total, 'every event after the reset');
       expect(received).toHaveLength(total);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { runCli, type CliRun } from '../support/ledger-cli.js';
+import { freePort } from '../support/service-process.js';
 import { CONNECT_RETRY_MS, expectGaveUpOn, unreachableDatabase } from '../support/unreachable-database.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
@@ -181,7 +182,7 @@ describe('keys on the command line', () => {
   });
 
   it('lists keys, which live in PostgreSQL alone, while EventStoreDB is away', async () => {
-    const { port } = await unreachableDatabase();
+    const port = await freePort();
     const listed = await runCli(['keys', 'list', '--tenant', 'acme'], ledger.database.connectionString, dataDir, {
       EVENTSTORE_CONNECTION_STRING: `esdb://127.0.0.1:${port}?tls=false`,
       LEDGER_CONNECT_RETRY_MS: '60000',
