@@ -93,6 +93,15 @@ describe('the service stops on a configuration error with one line', () => {
       ],
     ],
     [
+      // The EventStoreDB client would print the whole string, password included, for an option it does not know.
+      'an EventStoreDB option the client does not know, named without the string',
+      () => [
+        { EVENTSTORE_CONNECTION_STRING: 'esdb://admin:never-printed@127.0.0.1:2113?tls=false&tlsVerfyCert=false' },
+        'environment variable EVENTSTORE_CONNECTION_STRING is invalid: ' +
+          'the option "tlsVerfyCert" is not one the client knows',
+      ],
+    ],
+    [
       'a signing key that is not a key',
       (at) => [
         { LEDGER_SIGNING_KEY: at('key.pem', 'not a key') },

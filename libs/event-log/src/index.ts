@@ -24,3 +24,4 @@ export {
 } from './postgres/database-failure.js';
 export { HEALTH_ANSWER_MS, healthPoolOptions, healthQuery } from './postgres/health-query.js';
 export { partitionPoint } from './partition-point.js';
+export { eventStoreQueryProblem } from './eventstoredb/connection-string-options.js';

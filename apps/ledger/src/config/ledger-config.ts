@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SESSION_QUOTA, type SessionQuota } from '#core';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type DatabaseBounds } from '#event-log';
+import { DEFAULT_CONNECT_TIMEOUT_MS, eventStoreQueryProblem, type DatabaseBounds } from '#event-log';
 import { StartupError } from '../database/embedded-postgres.js';
 import type { SseOptions } from '../live/sse-stream.js';
 
@@ -26,6 +26,10 @@ const environment = z
     EVENTSTORE_CONNECTION_STRING: z
       .string()
       .regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string')
+      .superRefine((value, context) => {
+        const problem = eventStoreQueryProblem(value);
+        if (problem) context.addIssue({ code: 'custom', message: problem });
+      })
       .optional(),
     LEDGER_CONNECT_RETRY_MS: z.coerce.number().int().min(0).default(30_000),
     LEDGER_DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_CONNECT_TIMEOUT_MS),

@@ -128,3 +128,46 @@ describe('the checkpoint origin', () => {
     );
   });
 });
+
+describe('EventStoreDB connection string', () => {
+  const password = 'pa?ss&word=1';
+  const withQuery = (query: string) => `esdb://admin:${password}@db.internal:2113?${query}`;
+  const problemOf = (connectionString: string) => {
+    try {
+      loadConfig({ EVENTSTORE_CONNECTION_STRING: connectionString });
+      return undefined;
+    } catch (error) {
+      expect(error).toBeInstanceOf(StartupError);
+      return (error as Error).message;
+    }
+  };
+
+  it.each([
+    'tls=false',
+    'TLS=true&keepAliveInterval=10000&node-preference=leader',
+    'tlsVerifyCert=true&tls_ca_file=%2Fca.pem',
+    'defaultDeadline=5000&throwOnAppendFailure=false&connectionName=ledger',
+  ])('takes the options the client knows: %s', (query) => {
+    expect(loadConfig({ EVENTSTORE_CONNECTION_STRING: withQuery(query) }).eventStoreConnectionString).toBe(
+      withQuery(query),
+    );
+  });
+
+  it('takes a string without a query, and a password holding ? and &', () => {
+    expect(problemOf(`esdb://admin:${password}@db.internal:2113`)).toBeUndefined();
+    expect(problemOf('esdb+discover://cluster.internal:2113')).toBeUndefined();
+  });
+
+  // The client prints the whole string, password included, on these: they are refused naming the key alone.
+  it.each<[string, string]>([
+    ['tls=false&tlsVerfyCert=false', 'the option "tlsVerfyCert" is not one the client knows'],
+    ['password=hunter2', 'the option "password" is not one the client knows'],
+    ['tls=true&tlsVerifyCert=false', 'tlsVerifyCert=false is ignored by the client'],
+    ['tls_verify_cert= false ', 'tlsVerifyCert=false is ignored by the client'],
+  ])('refuses %s without quoting the string', (query, reason) => {
+    const message = problemOf(withQuery(query));
+    expect(message).toContain(`environment variable EVENTSTORE_CONNECTION_STRING is invalid: ${reason}`);
+    expect(message).not.toContain(password);
+    expect(message).not.toContain('db.internal');
+  });
+});
