@@ -21,6 +21,20 @@ describe('which EventStoreDB client errors are a connection loss, retried with t
     ).toBe(true);
   });
 
+  it('grpc-js’s own error, which the server-features call of a reconnection passes through unconverted', () => {
+    const raw = (code: status) =>
+      Object.assign(new Error(`${code} ${status[code]}: No connection established`), {
+        code,
+        details: 'No connection established',
+        metadata: new Metadata(),
+      });
+    expect(isConnectionLoss(raw(status.UNAVAILABLE))).toBe(true);
+    expect(isConnectionLoss(raw(status.CANCELLED))).toBe(true);
+    expect(isConnectionLoss(raw(status.PERMISSION_DENIED))).toBe(false);
+    // A numeric code alone (a system error's errno) is not gRPC's.
+    expect(isConnectionLoss(Object.assign(new Error('x'), { code: 14 }))).toBe(false);
+  });
+
   it('not an INTERNAL every retry would meet again, nor a refusal', () => {
     for (const details of [
       'Response message parsing error: index out of range',

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import esdb from '@eventstore/db-client';
-import { ANY, NO_STREAM, WrongExpectedRevisionError, type RecordedEvent } from '#event-log';
+import { ANY, databaseFailure, NO_STREAM, WrongExpectedRevisionError, type RecordedEvent } from '#event-log';
 import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
 import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
 import {
@@ -122,6 +123,69 @@ describe('EventStoreDB adapter when the server goes away', () => {
       await subscription.close();
       await consuming;
       await log.close();
+    }
+  });
+});
+
+describe('EventStoreDB adapter when the server stays away or says nothing', () => {
+  /** Each operation fails as a database failure the API answers with 503: `lost`, since a write may have landed. */
+  const failsAsLost = async (operation: Promise<unknown>) => {
+    const error = await operation.then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(databaseFailure(error)).toBe('lost');
+    return error as Error;
+  };
+
+  it('an outage longer than the retries fails appends and reads as lost; the same append is stored once when it is back', async () => {
+    const double = await startEventStoreDouble();
+    const log = createEventStoreDbEventLog({
+      connectionString: double.connectionString,
+      appendAttempts: 2,
+      retryDelayMs: 10,
+    });
+    const streamId = `${uniquePrefix('outage')}s`;
+    try {
+      await log.append(streamId, newEvents(2), NO_STREAM);
+      await double.stop();
+      const events = newEvents(3);
+      await failsAsLost(log.append(streamId, events, 1n));
+      await failsAsLost(log.readStream(streamId));
+      await failsAsLost(log.readAll({ fromPosition: 0n }));
+      await double.start();
+      await expect(log.append(streamId, events, 1n)).resolves.toMatchObject({ nextExpectedRevision: 4n });
+      expect((await log.readStream(streamId)).map((event) => event.id).slice(2)).toEqual(
+        events.map((event) => event.id),
+      );
+    } finally {
+      await log.close();
+      await double.stop();
+    }
+  });
+
+  it('a server that takes the connection and never answers: every operation fails as lost after the answer time, and close returns', async () => {
+    // The client bounds neither the connection's setup nor a BatchAppend answer: without the adapter's bound these wait for ever.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const log = createEventStoreDbEventLog({
+      connectionString: `esdb://127.0.0.1:${(silent.address() as AddressInfo).port}?tls=false`,
+      answerTimeoutMs: 300,
+    });
+    try {
+      const error = await failsAsLost(log.append('silent-stream', newEvents(1), NO_STREAM));
+      expect(error.message).toBe('EventStoreDB did not answer within 300 ms');
+      await failsAsLost(log.append('silent-stream', newEvents(1), ANY));
+      await failsAsLost(log.readStream('silent-stream'));
+      await failsAsLost(log.headPosition());
+      await failsAsLost(log.health());
+      expect(sockets.length).toBeGreaterThan(0);
+    } finally {
+      await log.close();
+      for (const socket of sockets) socket.destroy();
+      silent.close();
     }
   });
 });

@@ -81,6 +81,15 @@ describe('the service process with its embedded PostgreSQL', () => {
       });
       const { id } = (await opened.json()) as { id: string };
       expect((await log.readStream(`session-${id}`)).map((event) => event.type)).toEqual(['session.opened']);
+      // EventStoreDB goes away for longer than the adapter retries: a write is answered 503, and stopping still works.
+      await double.stop();
+      const duringOutage = await fetch(`${service.baseUrl}/v1/sessions`, {
+        method: 'POST',
+        headers: { ...(await authorization(service.baseUrl, 'client')), 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(duringOutage.status).toBe(503);
+      expect(await duringOutage.json()).toMatchObject({ error: { code: 'database_connection_lost' } });
       service.child.kill('SIGTERM');
       expect(await service.exited).toBe(0);
     } finally {

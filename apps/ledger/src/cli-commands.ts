@@ -136,7 +136,10 @@ async function withStorage<T>(
       await waitForEventStore(config.eventStoreConnectionString, retry);
     pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
     eventLog = config.eventStoreConnectionString
-      ? (await eventStoreDb()).createEventStoreDbEventLog({ connectionString: config.eventStoreConnectionString })
+      ? (await eventStoreDb()).createEventStoreDbEventLog({
+          connectionString: config.eventStoreConnectionString,
+          answerTimeoutMs: config.databaseBounds.statementTimeoutMs,
+        })
       : await createPostgresEventLog({ connectionString: database.connectionString });
     await runMigrations(database.connectionString);
     return await work(pool, eventLog);

@@ -24,4 +24,5 @@ export {
 } from './postgres/database-failure.js';
 export { HEALTH_ANSWER_MS, healthPoolOptions, healthQuery } from './postgres/health-query.js';
 export { partitionPoint } from './partition-point.js';
+export { withTimeout } from './with-timeout.js';
 export { eventStoreQueryProblem } from './eventstoredb/connection-string-options.js';

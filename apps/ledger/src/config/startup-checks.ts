@@ -2,6 +2,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { withTimeout } from '#event-log';
 import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from '../database/embedded-postgres.js';
 import { loadUpstreams } from '../gateway/upstreams-config.js';
 import { loadFirewallPolicy } from '../governance/firewall.js';
@@ -97,7 +98,7 @@ export function waitForEventStore(connectionString: string, retry: ConnectRetry)
     async attempt(timeoutMs) {
       const eventLog = (await eventStoreDb()).createEventStoreDbEventLog({ connectionString });
       try {
-        await withTimeout(eventLog.headPosition(), timeoutMs);
+        await withTimeout(eventLog.headPosition(), timeoutMs, () => new Error('timeout'));
       } finally {
         await eventLog.close().catch(() => undefined);
       }
@@ -182,18 +183,4 @@ function networkCode(error: unknown): string | undefined {
   if (typeof message !== 'string') return undefined;
   if (/timeout/i.test(message)) return 'timed out';
   return NETWORK_CODES.exec(message)?.[1];
-}
-
-async function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
-  const timeout = new AbortController();
-  try {
-    return await Promise.race([
-      work,
-      sleep(timeoutMs, undefined, { signal: timeout.signal }).then(() => {
-        throw new Error('timeout');
-      }),
-    ]);
-  } finally {
-    timeout.abort();
-  }
 }

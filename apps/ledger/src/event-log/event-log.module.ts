@@ -35,6 +35,7 @@ export class EventLogModule implements OnApplicationShutdown {
             const eventLog = eventStoreConnectionString
               ? (await eventStoreDb()).createEventStoreDbEventLog({
                   connectionString: eventStoreConnectionString,
+                  answerTimeoutMs: databaseBounds.statementTimeoutMs,
                   onError,
                 })
               : await createPostgresEventLog({

@@ -13,6 +13,7 @@ import {
   type StreamHead,
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
+import { withTimeout } from '../with-timeout.js';
 import { WrongExpectedRevisionError } from '../errors.js';
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import {
@@ -29,7 +30,14 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../event-log.js';
-import { isConnectionLoss, isErrorType, isSystem, toRecordedEvent } from './eventstoredb-records.js';
+import {
+  isConnectionLoss,
+  isErrorType,
+  isServerFailure,
+  isSystem,
+  toldServerFailure,
+  toRecordedEvent,
+} from './eventstoredb-records.js';
 import { EventStoreSubscription } from './eventstoredb-subscription.js';
 
 const { EventStoreDBClient, jsonEvent, ErrorType, START, END, FORWARDS, BACKWARDS } = esdb;
@@ -42,6 +50,12 @@ export interface EventStoreDbEventLogOptions {
   /** Attempts for one append when the connection drops; retries resend the same event ids. */
   readonly appendAttempts?: number;
   readonly retryDelayMs?: number;
+  /**
+   * An operation (an append with its retries and read-back, a page of reads) the server has not answered within this
+   * fails as `lost` (30 s by default). The client bounds no connection setup and no BatchAppend answer: a server that
+   * takes the connection and says nothing would hold a request, and every append to its stream behind it, for ever.
+   */
+  readonly answerTimeoutMs?: number;
   readonly readPageSize?: number;
   /** A page of `readAll` also stops once its events' data reaches this many bytes (at least one event). 8 MiB by default. */
   readonly readPageBytes?: number;
@@ -79,6 +93,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   const maxCachedStreams = options.maxCachedStreams ?? 10_000;
   const appendAttempts = options.appendAttempts ?? 10;
   const retryDelayMs = options.retryDelayMs ?? 200;
+  const answerTimeoutMs = positiveInteger('answerTimeoutMs', options.answerTimeoutMs ?? 30_000);
   const cache = new Map<string, StreamCache>();
   const writers = new Map<string, BatchingQueue<PendingAppend, AppendResult>>();
   const subscriptions = new Set<Subscription>();
@@ -273,9 +288,9 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     let writer = writers.get(streamId);
     if (!writer) {
       // A group the server refuses (over its maximum append size, …) is retried in halves; an
-      // outage that outlasted the retries fails the group whole.
+      // outage that outlasted the retries, or a deadline the server did not meet, fails the group whole.
       writer = new BatchingQueue((group) => appendGroup(streamId, group), {
-        splitOnFailure: (error) => !isConnectionLoss(error),
+        splitOnFailure: (error) => !isServerFailure(error),
       });
       writers.set(streamId, writer);
     }
@@ -284,29 +299,43 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     });
   }
 
+  /** The operation, bounded by `answerTimeoutMs`, its failures on the server marked as such (the API answers 503). */
+  const failingAsTheServer =
+    <Args extends unknown[], Result>(operation: (...args: Args) => Promise<Result>) =>
+    (...args: Args): Promise<Result> =>
+      withTimeout(operation(...args), answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs)).catch(
+        (error: unknown) => {
+          throw toldServerFailure(error);
+        },
+      );
+
+  const readAllTold = failingAsTheServer(readAll);
+
   return {
-    append: async (streamId: string, events: readonly NewEvent[], expected: ExpectedRevision) =>
-      await appendPrepared(streamId, prepareNewEvents(streamId, events), expected),
+    append: failingAsTheServer(async (streamId: string, events: readonly NewEvent[], expected: ExpectedRevision) =>
+      appendPrepared(streamId, prepareNewEvents(streamId, events), expected),
+    ),
     /**
      * No multi-stream transactions here: every part is checked first, then the parts go one after
      * the other in the order given, each atomic; a failure stops there (see the port).
      */
-    async appendMany(appends) {
+    appendMany: failingAsTheServer(async (appends: Parameters<EventLog['appendMany']>[0]) => {
       const results: AppendResult[] = [];
       for (const { streamId, events, expectedRevision } of prepareAppends(appends))
         results.push(await appendPrepared(streamId, events, expectedRevision));
       return results;
-    },
+    }),
     appendsManyAtomically: false,
-    readStream,
-    readAll,
+    readStream: failingAsTheServer(readStream),
+    readAll: readAllTold,
     // Each event's hashes travel inside its stored metadata: there is nothing to leave out.
-    readAllForProjections: readAll,
-    readAllHashes: readAll,
-    headPosition,
-    async health(): Promise<EventLogHealth> {
-      return { engine: 'eventstoredb', headPosition: await headPosition() };
-    },
+    readAllForProjections: readAllTold,
+    readAllHashes: readAllTold,
+    headPosition: failingAsTheServer(headPosition),
+    health: failingAsTheServer(async (): Promise<EventLogHealth> => ({
+      engine: 'eventstoredb',
+      headPosition: await headPosition(),
+    })),
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
       const subscription = new EventStoreSubscription(client, subscribeOptions, {
         retryDelayMs,
@@ -316,7 +345,9 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       return subscription;
     },
     async close() {
-      await Promise.all([...writers.values()].map((writer) => writer.close()));
+      // Appends under way get their answer time to finish; a silent server's are failed already and not waited for.
+      const drained = Promise.all([...writers.values()].map((writer) => writer.close()));
+      await withTimeout(drained, answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs)).catch(() => undefined);
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
       await client.dispose();
     },
@@ -334,6 +365,15 @@ async function readToEnd(stream: AsyncIterable<esdb.ResolvedEvent>): Promise<esd
   const events: esdb.ResolvedEvent[] = [];
   for await (const resolved of stream) events.push(resolved);
   return events;
+}
+
+/** EventStoreDB did not answer an operation in time; what it does with it later is unknown. */
+class ServerSilentError extends Error {
+  readonly type = ErrorType.DEADLINE_EXCEEDED;
+
+  constructor(timeoutMs: number) {
+    super(`EventStoreDB did not answer within ${timeoutMs} ms`);
+  }
 }
 
 /** The server answered an append as an idempotent retry of events another process stored under the same ids. */

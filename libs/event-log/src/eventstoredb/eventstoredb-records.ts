@@ -1,5 +1,6 @@
 import esdb from '@eventstore/db-client';
 import type { EventMetadata, RecordedEvent } from '../event-log.js';
+import { told } from '../postgres/database-failure.js';
 
 const { ErrorType } = esdb;
 /** gRPC's status code INTERNAL. */
@@ -34,7 +35,18 @@ export function isErrorType(error: unknown, type: esdb.ErrorType): boolean {
  * reset under a call. We never cancel calls ourselves.
  */
 export function isConnectionLoss(error: unknown): boolean {
-  return isErrorType(error, ErrorType.UNAVAILABLE) || isErrorType(error, ErrorType.CANCELLED) || isStreamReset(error);
+  const told = asCommandError(error);
+  return isErrorType(told, ErrorType.UNAVAILABLE) || isErrorType(told, ErrorType.CANCELLED) || isStreamReset(told);
+}
+
+/**
+ * The client's error for a gRPC failure. Most calls convert theirs; the server-features call a (re)connection makes
+ * before anything else passes grpc-js's own through (a numeric code, details and metadata, no type).
+ */
+function asCommandError(error: unknown): unknown {
+  const { code, type, metadata } = (error ?? {}) as { code?: unknown; type?: unknown; metadata?: unknown };
+  const raw = typeof code === 'number' && type === undefined && metadata !== undefined;
+  return raw ? esdb.convertToCommandError(error as Parameters<typeof esdb.convertToCommandError>[0]) : error;
 }
 
 /**
@@ -50,4 +62,18 @@ function isStreamReset(error: unknown): boolean {
     typeof message === 'string' &&
     message.includes('Received RST_STREAM with code 0')
   );
+}
+
+/** The server failed the call, not its content: a connection lost beyond the adapter's retries, or its deadline passed. */
+export function isServerFailure(error: unknown): boolean {
+  return isConnectionLoss(error) || isErrorType(asCommandError(error), ErrorType.DEADLINE_EXCEEDED);
+}
+
+/**
+ * `error`, marked as the server's failure when it is one (`databaseFailure`), so the API answers 503 rather than a
+ * 500. Either kind may have stored a write, so both are `lost`; for a read, which wrote nothing, the API says
+ * "unavailable".
+ */
+export function toldServerFailure(error: unknown): unknown {
+  return isServerFailure(error) ? told(error as Error, 'lost') : error;
 }

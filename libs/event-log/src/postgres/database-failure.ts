@@ -127,7 +127,8 @@ function ownFailure(error: Error & { [TOLD]?: DatabaseFailure }): DatabaseFailur
   return undefined;
 }
 
-function told(error: Error, failure: DatabaseFailure): Error {
+/** Marks `error` as failed on the database, as `failure` (the first mark stays): `databaseFailure` then says so. */
+export function told(error: Error, failure: DatabaseFailure): Error {
   if (typeof error === 'object' && error !== null && !(TOLD in error))
     Object.defineProperty(error, TOLD, { value: failure });
   return error;
