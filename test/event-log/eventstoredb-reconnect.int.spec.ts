@@ -2,7 +2,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import esdb from '@eventstore/db-client';
-import { ANY, databaseFailure, NO_STREAM, WrongExpectedRevisionError, type RecordedEvent } from '#event-log';
+import {
+  ANY,
+  databaseFailure,
+  EventLogClosedError,
+  NO_STREAM,
+  WrongExpectedRevisionError,
+  type RecordedEvent,
+} from '#event-log';
 import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
 import { isStrictlyIncreasing, newEvents, positions, uniquePrefix } from '#event-log/testing';
 import {
@@ -159,6 +166,40 @@ describe('EventStoreDB adapter when the server stays away or says nothing', () =
       expect((await log.readStream(streamId)).map((event) => event.id).slice(2)).toEqual(
         events.map((event) => event.id),
       );
+    } finally {
+      await log.close();
+      await double.stop();
+    }
+  });
+
+  it('an append the server stored but never answered fails as lost; its stream goes on, the retry is stored once, and close sends nothing after', async () => {
+    const double = await startEventStoreDouble();
+    const log = createEventStoreDbEventLog({ connectionString: double.connectionString, answerTimeoutMs: 300 });
+    const streamId = `${uniquePrefix('unanswered')}s`;
+    try {
+      await log.append(streamId, newEvents(2), NO_STREAM);
+      double.leaveUnanswered(1);
+      const events = newEvents(3);
+      await failsAsLost(log.append(streamId, events, 1n));
+      // The stream is not held by the unanswered call: the retry with the same ids is met as a duplicate.
+      await expect(log.append(streamId, events, 1n)).resolves.toMatchObject({ nextExpectedRevision: 4n });
+      await expect(log.append(streamId, newEvents(1), ANY)).resolves.toMatchObject({ nextExpectedRevision: 5n });
+      expect(double.store.stream(streamId)).toHaveLength(6);
+
+      // Frozen under one append with another queued behind it: close refuses the queued one rather than send it.
+      // Its caller's own bound and close's wait end together: it is refused either way, and never sent.
+      double.leaveUnanswered(1);
+      const underWay = failsAsLost(log.append(streamId, newEvents(1), ANY));
+      const queued = newEvents(1);
+      const behind = log.append(streamId, queued, ANY).then(
+        () => 'stored',
+        (error: unknown) => (error instanceof EventLogClosedError ? 'closed' : databaseFailure(error)),
+      );
+      await log.close();
+      await underWay;
+      expect(['closed', 'lost']).toContain(await behind);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(double.store.stream(streamId)!.map((event) => event.id)).not.toContain(queued[0].id);
     } finally {
       await log.close();
       await double.stop();

@@ -177,7 +177,7 @@ describe('keys on the command line', () => {
       code: 1,
       stdout: '',
       stderr:
-        'block-ledger: EVENTSTORE_CONNECTION_STRING: EventStoreDB at 127.0.0.1 cannot be read: port number expected at character 18\n',
+        'block-ledger: EVENTSTORE_CONNECTION_STRING: EventStoreDB cannot be read: port number expected at character 18\n',
     });
   });
 

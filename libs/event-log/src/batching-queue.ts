@@ -70,6 +70,12 @@ export class BatchingQueue<Item, Result> {
     await this.draining;
   }
 
+  /** Refuses new items and rejects the waiting ones with `error`; a batch under way goes on. */
+  abandon(error: Error): void {
+    this.closed = true;
+    for (const queued of this.queue.splice(0)) queued.reject(error);
+  }
+
   private async drain(): Promise<void> {
     try {
       for (;;) {

@@ -1,16 +1,13 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-
 /** What `work` settles with, or the error `timedOut` makes once `timeoutMs` passed first (`work` goes on unheard). */
 export async function withTimeout<T>(work: Promise<T>, timeoutMs: number, timedOut: () => Error): Promise<T> {
-  const timer = new AbortController();
+  // A plain timer: an aborted `timers/promises` sleep builds an AbortError with its stack for every operation.
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timedOut()), timeoutMs);
+  });
   try {
-    return await Promise.race([
-      work,
-      sleep(timeoutMs, undefined, { signal: timer.signal }).then(() => {
-        throw timedOut();
-      }),
-    ]);
+    return await Promise.race([work, expired]);
   } finally {
-    timer.abort();
+    clearTimeout(timer);
   }
 }

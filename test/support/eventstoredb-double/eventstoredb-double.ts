@@ -35,6 +35,8 @@ export interface EventStoreDouble {
   stop(): Promise<void>;
   /** Listens again on the same port with the same data. */
   start(): Promise<void>;
+  /** The next `count` BatchAppend requests are stored but never answered, as by a server that froze after writing. */
+  leaveUnanswered(count: number): void;
 }
 
 export async function startEventStoreDouble(): Promise<EventStoreDouble> {
@@ -42,6 +44,7 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
   let server: grpc.Server | undefined;
   let port = 0;
   const sent: SentCounts = { byAllReads: 0 };
+  const unanswered = { count: 0 };
   const double: EventStoreDouble = {
     store,
     get eventsSentByAllReads() {
@@ -52,6 +55,9 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
     },
     get connectionString() {
       return `esdb://127.0.0.1:${port}?tls=false`;
+    },
+    leaveUnanswered(count) {
+      unanswered.count = count;
     },
     async stop() {
       server?.forceShutdown();
@@ -66,7 +72,7 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
           callback: grpc.sendUnaryData<unknown>,
         ) => append(store, call, callback),
         batchAppend: (call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>) =>
-          batchAppend(store, call),
+          batchAppend(store, call, unanswered),
         read: (call: grpc.ServerWritableStream<ReadRequest, ReadResponse>) => read(store, call, sent),
       });
       port = await new Promise<number>((resolve, reject) =>
@@ -166,6 +172,7 @@ function append(
 function batchAppend(
   store: DoubleStore,
   call: grpc.ServerDuplexStream<InstanceType<typeof streamsPb.BatchAppendReq>, unknown>,
+  unanswered: { count: number },
 ): void {
   const pending = new Map<
     string,
@@ -196,6 +203,10 @@ function batchAppend(
     pending.delete(key);
 
     const outcome = store.append(entry.streamName, entry.expected, entry.events);
+    if (unanswered.count > 0) {
+      unanswered.count -= 1;
+      return;
+    }
     const response = new BatchAppendResp()
       .setCorrelationId(correlation)
       .setStreamIdentifier(entry.options.getStreamIdentifier());

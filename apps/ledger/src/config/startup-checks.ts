@@ -2,7 +2,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { withTimeout } from '#event-log';
+import { eventStoreAddress, withTimeout } from '#event-log';
 import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from '../database/embedded-postgres.js';
 import { loadUpstreams } from '../gateway/upstreams-config.js';
 import { loadFirewallPolicy } from '../governance/firewall.js';
@@ -40,7 +40,8 @@ interface ConnectFailure {
 interface Dependency {
   readonly variable: string;
   readonly name: string;
-  readonly connectionString: string;
+  /** Where the connection string points, without its credentials, as its client reads it; none if it cannot. */
+  readonly address: string | undefined;
   attempt(timeoutMs: number): Promise<void>;
   describe(error: unknown): ConnectFailure;
 }
@@ -73,7 +74,7 @@ export function waitForPostgres(connectionString: string, retry: ConnectRetry): 
   return waitFor(retry, {
     variable: 'DATABASE_URL',
     name: 'PostgreSQL',
-    connectionString,
+    address: postgresAddress(connectionString),
     async attempt(timeoutMs) {
       const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeoutMs });
       // A server that goes away mid-attempt emits an error besides rejecting the pending call.
@@ -94,7 +95,7 @@ export function waitForEventStore(connectionString: string, retry: ConnectRetry)
   return waitFor(retry, {
     variable: 'EVENTSTORE_CONNECTION_STRING',
     name: 'EventStoreDB',
-    connectionString,
+    address: eventStoreAddress(connectionString),
     async attempt(timeoutMs) {
       const eventLog = (await eventStoreDb()).createEventStoreDbEventLog({ connectionString });
       try {
@@ -127,8 +128,6 @@ const FATAL_SQLSTATES: Readonly<Record<string, string>> = {
 };
 
 function describePostgresFailure(error: unknown): ConnectFailure {
-  // The client could not read the string (a malformed % escape): no wait mends that.
-  if (error instanceof URIError) return { retryable: false, problem: `cannot be read (${error.message})` };
   const code = (error as { code?: string }).code;
   const fatal = code === undefined ? undefined : FATAL_SQLSTATES[code];
   if (fatal) return { retryable: false, problem: `${fatal} (${code})` };
@@ -137,8 +136,8 @@ function describePostgresFailure(error: unknown): ConnectFailure {
 }
 
 async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<void> {
-  const { variable, name } = dependency;
-  const address = addressOf(dependency.connectionString);
+  const { variable, name, address } = dependency;
+  const where = address === undefined ? name : `${name} at ${address}`;
   const deadline = Date.now() + retry.timeoutMs;
   for (let delayMs = 250; ; delayMs = Math.min(delayMs * 2, 2_000)) {
     let failure: ConnectFailure;
@@ -146,26 +145,31 @@ async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<voi
       await dependency.attempt(Math.max(deadline - Date.now(), 1_000));
       return;
     } catch (error) {
-      failure = dependency.describe(error);
+      // The client could not read the string (a malformed % escape): no wait mends that.
+      failure =
+        error instanceof URIError
+          ? { retryable: false, problem: `cannot be read (${error.message})` }
+          : dependency.describe(error);
     }
-    if (!failure.retryable) throw new StartupError(`${variable}: ${name} at ${address} ${failure.problem}`);
+    if (!failure.retryable) throw new StartupError(`${variable}: ${where} ${failure.problem}`);
     const remainingMs = deadline - Date.now();
     if (remainingMs <= 0) {
       throw new StartupError(
-        `${variable}: ${name} at ${address} did not answer within LEDGER_CONNECT_RETRY_MS ` +
+        `${variable}: ${where} did not answer within LEDGER_CONNECT_RETRY_MS ` +
           `(${retry.timeoutMs} ms): ${failure.problem}`,
       );
     }
-    retry.onRetry({ variable, address, problem: failure.problem, remainingMs });
+    retry.onRetry({ variable, address: address ?? name, problem: failure.problem, remainingMs });
     await sleep(Math.min(delayMs, remainingMs));
   }
 }
 
 /**
- * `host:port` (or several) of a connection string: no credentials, no database, no options. The
- * credentials end at the last `@` before the path, as the clients read them: a password may hold `@`.
+ * `host:port` (or several) of a PostgreSQL URL: no credentials, no database, no options. The credentials end at the
+ * last `@` before the path, as pg reads them: a password may hold `@`. A `/`, `?` or `#` ends the authority for pg as
+ * for any URL reader: what precedes it is the host pg connects to.
  */
-export function addressOf(connectionString: string): string {
+function postgresAddress(connectionString: string): string {
   return connectionString
     .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
     .replace(/^[^/?#]*@/, '')

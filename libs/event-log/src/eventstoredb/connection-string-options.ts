@@ -25,26 +25,65 @@ function flat(key: string): string {
   return key.trim().toLowerCase().replace(/[_-]/g, '');
 }
 
+/** A connection string as the client reads it (`parseConnectionString.js`), up to where it would stop. */
+interface ReadConnectionString {
+  /** `address:port` of each host; none when the client cannot read them (it stops before the query). */
+  readonly hosts: readonly string[];
+  /** The query's `key=value` pairs as written, in order, up to the first the client cannot read. */
+  readonly options: readonly { readonly key: string; readonly value: string }[];
+}
+
+/**
+ * Reads `connectionString` with the client's own grammar, expression for expression: a password may hold `?`, `&`
+ * or `/`, and a key may hold `&` or `?`. Anything read otherwise would let a string past the checks below that the
+ * client prints whole, or quote part of a password as the address.
+ */
+function readAsTheClient(connectionString: string): ReadConnectionString {
+  const text = connectionString.trim().replace(/\/+$/, '');
+  const protocol = /^(?:esdb|esdb\+discover):\/\//.exec(text);
+  if (!protocol) return { hosts: [], options: [] };
+  let at = protocol[0].length;
+  at += /^(?:[^:]+:[^@]+@)/.exec(text.slice(at))?.[0].length ?? 0;
+  const hosts: string[] = [];
+  for (;;) {
+    const host = /^(?:([^$+!?*'(),;[\]{}|"%~#<>=&]+)[,/]?)/.exec(text.slice(at));
+    if (!host) break;
+    const [address, port = '2113', ...rest] = host[1].trim().split(':');
+    if (rest.length > 0 || Number.isNaN(parseInt(port.trim()))) return { hosts: [], options: [] };
+    hosts.push(`${address}:${parseInt(port.trim())}`);
+    at += host[0].length;
+  }
+  if (hosts.length === 0) return { hosts, options: [] };
+  const options: { key: string; value: string }[] = [];
+  for (let separator = '?'; at < text.length; separator = '&') {
+    const pair = new RegExp(`^(?:[${separator}]([^=]+)=([^&?]+))`).exec(text.slice(at));
+    if (!pair) break;
+    options.push({ key: pair[1], value: pair[2] });
+    at += pair[0].length;
+  }
+  return { hosts, options };
+}
+
+/**
+ * The hosts of an EventStoreDB connection string as the client reads them, for logs: never its credentials. None
+ * when the client cannot read them.
+ */
+export function eventStoreAddress(connectionString: string): string | undefined {
+  return readAsTheClient(connectionString).hosts.join(',') || undefined;
+}
+
 /**
  * Why the client would warn about `connectionString`'s query, or undefined. On an option it does not know, or on
  * `tlsVerifyCert=false` (which it ignores), it prints the whole string to the console, password included; so such a
- * string is refused before the client sees it, with a reason that names the key and nothing else.
+ * string is refused before the client sees it, with a reason that names the key and nothing else. A string it
+ * cannot read stops it with a parse error of its own, which quotes nothing (after the warnings of the pairs before).
  */
 export function eventStoreQueryProblem(connectionString: string): string | undefined {
-  // The password may hold a `?`; the hosts that follow the credentials cannot.
-  const afterCredentials = connectionString.replace(/^[^:]+:\/\/(?:[^:]+:[^@]+@)?/, '');
-  const query = afterCredentials.indexOf('?');
-  if (query < 0) return undefined;
-  for (const pair of afterCredentials.slice(query + 1).split('&')) {
-    const separator = pair.indexOf('=');
-    // A pair the client cannot read stops it with a parse error of its own, which quotes nothing.
-    if (separator <= 0) continue;
-    const written = pair.slice(0, separator);
-    const key = flat(written);
+  for (const { key, value } of readAsTheClient(connectionString).options) {
     // `dnsDiscover` (the esdb+discover:// protocol's switch) is read too, spelled exactly so.
-    if (!KNOWN_OPTIONS.has(key) && written !== 'dnsDiscover')
-      return `the option ${JSON.stringify(written)} is not one the client knows`;
-    if (key === 'tlsverifycert' && pair.slice(separator + 1).trim() === 'false')
+    if (!KNOWN_OPTIONS.has(flat(key)) && key !== 'dnsDiscover')
+      return `the option ${JSON.stringify(key)} is not one the client knows`;
+    if (flat(key) === 'tlsverifycert' && value.trim() === 'false')
       return 'tlsVerifyCert=false is ignored by the client; trust the server with tlsCAFile or NODE_EXTRA_CA_CERTS';
   }
   return undefined;

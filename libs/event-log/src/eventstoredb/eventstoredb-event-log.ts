@@ -14,7 +14,7 @@ import {
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import { withTimeout } from '../with-timeout.js';
-import { WrongExpectedRevisionError } from '../errors.js';
+import { EventLogClosedError, WrongExpectedRevisionError } from '../errors.js';
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import {
   NO_STREAM,
@@ -218,11 +218,14 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     return true;
   }
 
-  /** Retries an operation while the server is unreachable, up to `appendAttempts` times. */
+  /**
+   * Retries an operation while the server is unreachable, up to `appendAttempts` times. Each attempt is bounded: an
+   * append's group must fail, not hang, for the appends queued behind it on its stream to go on.
+   */
   async function withRetry<T>(operation: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await operation();
+        return await withTimeout(operation(), answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs));
       } catch (error) {
         if (!isConnectionLoss(error) || attempt >= appendAttempts) throw error;
         options.onError?.(error as Error);
@@ -345,9 +348,11 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       return subscription;
     },
     async close() {
-      // Appends under way get their answer time to finish; a silent server's are failed already and not waited for.
+      // Appends under way get their answer time to finish; past it, those still waiting are refused, not sent.
       const drained = Promise.all([...writers.values()].map((writer) => writer.close()));
-      await withTimeout(drained, answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs)).catch(() => undefined);
+      await withTimeout(drained, answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs)).catch(() => {
+        for (const writer of writers.values()) writer.abandon(new EventLogClosedError());
+      });
       await Promise.all([...subscriptions].map((subscription) => subscription.close()));
       await client.dispose();
     },
