@@ -206,14 +206,51 @@ describe('EventStoreDB adapter when the server stays away or says nothing', () =
     }
   });
 
+  it('a subscription idle past the answer time asks the server, which answers: it stays, and gets what follows', async () => {
+    const double = await startEventStoreDouble();
+    const problems: Error[] = [];
+    const log = createEventStoreDbEventLog({
+      connectionString: double.connectionString,
+      answerTimeoutMs: 100,
+      onError: (error) => problems.push(error),
+    });
+    const streamId = `${uniquePrefix('idle')}s`;
+    const received: RecordedEvent[] = [];
+    const subscription = log.subscribeToAll({
+      fromPosition: await log.headPosition(),
+      filter: { streamPrefixes: [streamId] },
+    });
+    const consuming = (async () => {
+      for await (const batch of subscription) received.push(...batch.events);
+    })();
+    try {
+      await log.append(streamId, newEvents(3), NO_STREAM);
+      await until(() => received.length === 3, 'the first events');
+      const reads = double.readsOfAll;
+      await until(() => double.readsOfAll >= reads + 3, 'three probes while idle');
+      await log.append(streamId, newEvents(3), 2n);
+      await until(() => received.length === 6, 'the events after the idle time');
+      expect(received.map((event) => event.revision)).toEqual([0n, 1n, 2n, 3n, 4n, 5n]);
+      expect(problems).toEqual([]);
+    } finally {
+      await subscription.close();
+      await consuming;
+      await log.close();
+      await double.stop();
+    }
+  });
+
   it('a server that takes the connection and never answers: every operation fails as lost after the answer time, and close returns', async () => {
     // The client bounds neither the connection's setup nor a BatchAppend answer: without the adapter's bound these wait for ever.
     const sockets: Socket[] = [];
     const silent = createServer((socket) => sockets.push(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const problems: Error[] = [];
     const log = createEventStoreDbEventLog({
       connectionString: `esdb://127.0.0.1:${(silent.address() as AddressInfo).port}?tls=false`,
       answerTimeoutMs: 300,
+      retryDelayMs: 10,
+      onError: (error) => problems.push(error),
     });
     try {
       const error = await failsAsLost(log.append('silent-stream', newEvents(1), NO_STREAM));
@@ -223,6 +260,17 @@ describe('EventStoreDB adapter when the server stays away or says nothing', () =
       await failsAsLost(log.headPosition());
       await failsAsLost(log.health());
       expect(sockets.length).toBeGreaterThan(0);
+
+      // A subscription waits for events, which a quiet log does not send either: idle, it asks for the head, and
+      // made again each time that goes unanswered, it says so rather than wait unlogged.
+      const subscription = log.subscribeToAll({ fromPosition: 0n });
+      const consuming = (async () => {
+        for await (const batch of subscription) void batch;
+      })();
+      await until(() => problems.length >= 2, 'two unanswered probes');
+      expect(problems.every((problem) => databaseFailure(problem) === 'lost')).toBe(true);
+      await subscription.close();
+      await consuming;
     } finally {
       await log.close();
       for (const socket of sockets) socket.destroy();

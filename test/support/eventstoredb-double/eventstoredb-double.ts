@@ -29,6 +29,8 @@ export interface EventStoreDouble {
   readonly store: DoubleStore;
   /** Events sent by `$all` reads (not subscriptions) since the double started: what readers asked the server for. */
   readonly eventsSentByAllReads: number;
+  /** `$all` reads (not subscriptions) answered since the double started: the head asked for, pages read. */
+  readonly readsOfAll: number;
   readonly port: number;
   readonly connectionString: string;
   /** Drops every connection and stops listening, as a node going down does. */
@@ -43,12 +45,15 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
   const store = new DoubleStore();
   let server: grpc.Server | undefined;
   let port = 0;
-  const sent: SentCounts = { byAllReads: 0 };
+  const sent: SentCounts = { byAllReads: 0, allReads: 0 };
   const unanswered = { count: 0 };
   const double: EventStoreDouble = {
     store,
     get eventsSentByAllReads() {
       return sent.byAllReads;
+    },
+    get readsOfAll() {
+      return sent.allReads;
     },
     get port() {
       return port;
@@ -292,6 +297,7 @@ function filterOf(options: InstanceType<typeof ReadReq.Options>): Matcher | unde
 
 interface SentCounts {
   byAllReads: number;
+  allReads: number;
 }
 
 function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>, sent: SentCounts): void {
@@ -342,6 +348,7 @@ function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, R
       : store.all.filter((event) => !allOptions.hasEnd() && (position === undefined || event.position >= position));
     for (const event of events.slice(0, count)) call.write(readEvent(event));
     sent.byAllReads += Math.min(count, events.length);
+    sent.allReads += 1;
     return void call.end();
   }
   subscribeToAll(

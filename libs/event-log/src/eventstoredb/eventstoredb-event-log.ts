@@ -313,6 +313,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       );
 
   const readAllTold = failingAsTheServer(readAll);
+  const headPositionTold = failingAsTheServer(headPosition);
 
   return {
     append: failingAsTheServer(async (streamId: string, events: readonly NewEvent[], expected: ExpectedRevision) =>
@@ -334,7 +335,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     // Each event's hashes travel inside its stored metadata: there is nothing to leave out.
     readAllForProjections: readAllTold,
     readAllHashes: readAllTold,
-    headPosition: failingAsTheServer(headPosition),
+    headPosition: headPositionTold,
     health: failingAsTheServer(async (): Promise<EventLogHealth> => ({
       engine: 'eventstoredb',
       headPosition: await headPosition(),
@@ -342,6 +343,8 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     subscribeToAll(subscribeOptions: SubscribeOptions = {}): Subscription {
       const subscription = new EventStoreSubscription(client, subscribeOptions, {
         retryDelayMs,
+        idleProbeMs: answerTimeoutMs,
+        probe: headPositionTold,
         onError: options.onError,
       });
       subscriptions.add(subscription);

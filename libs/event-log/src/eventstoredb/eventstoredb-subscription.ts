@@ -1,7 +1,7 @@
 import esdb from '@eventstore/db-client';
 import { matchesFilter } from '../append-plan.js';
 import type { EventFilter, RecordedEvent, SubscribeOptions, Subscription, SubscriptionBatch } from '../event-log.js';
-import { isConnectionLoss, isSystem, toRecordedEvent, type ResolvedRecord } from './eventstoredb-records.js';
+import { isServerFailure, isSystem, toRecordedEvent, type ResolvedRecord } from './eventstoredb-records.js';
 
 const { START, eventTypeFilter, streamNameFilter, excludeSystemEvents } = esdb;
 type Client = InstanceType<typeof esdb.EventStoreDBClient>;
@@ -11,6 +11,12 @@ type Inbox =
 
 interface Dependencies {
   readonly retryDelayMs: number;
+  /**
+   * While nothing arrives for this long, `probe` asks the server something: a server that answers nothing (frozen,
+   * or a partition that keeps the connection) fails it, and the subscription is made again rather than wait unlogged.
+   */
+  readonly idleProbeMs: number;
+  readonly probe: () => Promise<unknown>;
   readonly onError?: (error: Error) => void;
 }
 
@@ -68,7 +74,14 @@ export class EventStoreSubscription implements Subscription {
       });
       try {
         while (!this.closed) {
-          if (inbox.length === 0 && !failure && !ended) await new Promise<void>((resolve) => (this.wake = resolve));
+          if (inbox.length === 0 && !failure && !ended && !(await this.woken(this.deps.idleProbeMs))) {
+            const unanswered = await this.deps.probe().then(
+              () => undefined,
+              (error: Error) => error,
+            );
+            // The subscription's own failure, met while the probe was out, is the one told.
+            failure ??= unanswered;
+          }
           this.wake = undefined;
           const batch = this.toBatch(inbox.splice(0), checkpoint);
           if (subscription.isPaused()) subscription.resume();
@@ -82,10 +95,21 @@ export class EventStoreSubscription implements Subscription {
         await subscription.unsubscribe().catch(() => undefined);
       }
       if (this.closed) return;
-      if (failure && !isConnectionLoss(failure)) throw failure;
+      if (failure && !isServerFailure(failure)) throw failure;
       this.deps.onError?.(failure ?? new Error('subscription ended by the server'));
       await new Promise((resolve) => setTimeout(resolve, this.deps.retryDelayMs));
     }
+  }
+
+  /** True once woken (an item, a failure, the end, closing), false when `ms` passed first. */
+  private woken(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
   }
 
   async close(): Promise<void> {
