@@ -1,7 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { jest } from '@jest/globals';
 import { EventStoreDBClient } from '@eventstore/db-client';
-import { eventStoreAddress, eventStoreQueryProblem } from '#event-log';
+import { inspect } from 'node:util';
+import { ConnectionStringError, eventStoreAddress, eventStoreQueryProblem } from '#event-log';
+import { createEventStoreDbEventLog } from '#event-log/eventstoredb';
+import { withoutPassword } from '../../libs/event-log/src/eventstoredb/connection-string-options.js';
 
 /**
  * The check agrees with the client it guards: every string it takes, the client reads without a console warning
@@ -23,6 +26,7 @@ describe('the EventStoreDB connection string check', () => {
     return warned;
   };
 
+  // Taken: the client reads each without a word.
   it.each([
     'esdb://localhost:2113',
     'esdb://admin:changeit@localhost:2113?tls=false',
@@ -33,7 +37,14 @@ describe('the EventStoreDB connection string check', () => {
     'esdb+discover://cluster:2113?dnsDiscover=true',
     'esdb://localhost:2113/?tls=false/',
     ' esdb://localhost:2113?tls=false ',
-    // Refused: options the client does not know, tlsVerifyCert=false.
+    'esdb://admin:%40dmin@localhost:2113?tls=false',
+  ])('takes %s', (connectionString) => {
+    expect(eventStoreQueryProblem(connectionString)).toBeUndefined();
+    expect(clientWarns(connectionString)).toBe(false);
+  });
+
+  // Refused: every string the client warns on (it would print the password), and an `@` after the credentials.
+  it.each([
     'esdb://localhost:2113?dnsdiscover=true',
     'esdb://localhost:2113?tlsVerifyCert=false',
     'esdb://localhost:2113?tls=false&TLS_VERIFY_CERT=false',
@@ -45,12 +56,24 @@ describe('the EventStoreDB connection string check', () => {
     'esdb://admin:S3cr3t@db:2113?x&tls=false',
     'esdb://admin:S3cr3t@db:2113?tls=false&tlsVerifyCert=false/',
     'esdb://admin:S3cr3t@db:2113?tlsVerifyCert=false?tls=false',
-    // Strings the client stops on before the query: a parse error of its own, which quotes nothing.
-    'esdb://:pw?S3cr3t=x@db',
+    // The client ends the password at its first `@`: the rest would show as a host or in a key.
+    'esdb://admin:p@ss@esdb:2113',
+    'esdb://admin:pa@ss?word=x@h',
     'esdb://admin:p@ss:S3cr3t@db?tls=false&unknown=1',
+    'esdb://:pw?S3cr3t=x@db',
+  ])('refuses %s', (connectionString) => {
+    expect(eventStoreQueryProblem(connectionString)).toBeDefined();
+  });
+
+  // Whatever the check takes, the client reads without a word; what it cannot read, it refuses quoting nothing.
+  it.each([
     'esdb://db:2113?tls',
-  ])('%s', (connectionString) => {
-    expect(eventStoreQueryProblem(connectionString) !== undefined).toBe(clientWarns(connectionString));
+    'esdb://admin:s3cret@localhost?tls=0',
+    'esdb://admin:s3cret@localhost:2113:1',
+    'esdb://admin:s3cret@localhost?keepAliveTimeout=-5',
+  ])('leaves %s to the client, which says nothing before it fails', (connectionString) => {
+    expect(eventStoreQueryProblem(connectionString)).toBeUndefined();
+    expect(clientWarns(connectionString)).toBe(false);
   });
 
   it('logs the hosts the client reads, never a credential', () => {
@@ -60,5 +83,31 @@ describe('the EventStoreDB connection string check', () => {
     // The client stops at the port: nothing of the string is an address.
     expect(eventStoreAddress('esdb://:pw?S3cr3t=x@db')).toBeUndefined();
     expect(eventStoreAddress('esdb://admin:p@ss:S3cr3t@db')).toBeUndefined();
+  });
+
+  // The client's own errors carry the whole string: a command line that printed one printed the password.
+  it.each<[string, string]>([
+    ['esdb://admin:s3cret@localhost?tls=0', 'cannot be read: true or false expected at character 34'],
+    ['esdb://admin:s3cret@localhost:2113:1', 'cannot be read: , or ?key=value expected at character 34'],
+    [
+      'esdb://admin:s3cret@localhost?keepAliveTimeout=-5',
+      'is refused by the client: Invalid keepAliveTimeout "-5". Please provide a positive integer, or -1 to disable.',
+    ],
+    ['esdb://admin:s3%zzret@localhost', 'is refused by the client: URI malformed'],
+  ])('a string the client cannot use fails the adapter with what is wrong alone: %s', (connectionString, problem) => {
+    let thrown: unknown;
+    try {
+      createEventStoreDbEventLog({ connectionString });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConnectionStringError);
+    expect((thrown as Error).message).toBe(problem);
+    expect(inspect(thrown)).not.toMatch(/s3cret|s3%zzret/);
+  });
+
+  it('takes the password out of what it tells', () => {
+    expect(withoutPassword('tried s3cret twice: s3cret', 'esdb://admin:s3cret@db?tls=false')).toBe('tried … twice: …');
+    expect(withoutPassword('nothing to hide', 'esdb://db?tls=false')).toBe('nothing to hide');
   });
 });

@@ -198,8 +198,13 @@ describe('EventStoreDB adapter when the server stays away or says nothing', () =
       await log.close();
       await underWay;
       expect(['closed', 'lost']).toContain(await behind);
+      // Closed, it sends nothing more, to a stream it has a writer for or not.
+      await expect(log.append(`${streamId}-after`, newEvents(1), NO_STREAM)).rejects.toBeInstanceOf(
+        EventLogClosedError,
+      );
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(double.store.stream(streamId)!.map((event) => event.id)).not.toContain(queued[0].id);
+      expect(double.store.stream(`${streamId}-after`)).toBeUndefined();
     } finally {
       await log.close();
       await double.stop();

@@ -3,10 +3,9 @@ import { createPostgresEventLog, type EventLog } from '#event-log';
 import pg from 'pg';
 import { pino } from 'pino';
 import type { LedgerConfig } from './config/ledger-config.js';
-import { connectRetry, openDatabase, waitForEventStore } from './config/startup-checks.js';
+import { connectRetry, openDatabase, openEventStoreLog, waitForEventStore } from './config/startup-checks.js';
 import { StartupError } from './database/embedded-postgres.js';
 import { runMigrations } from './database/migrations.js';
-import { eventStoreDb } from './event-log/event-store-db.js';
 import { ApiError } from './http/api-error.js';
 import { ApiKeyStore } from './identity/api-key-store.js';
 import type { parseNewKey } from './identity/key-requests.js';
@@ -136,10 +135,7 @@ async function withStorage<T>(
       await waitForEventStore(config.eventStoreConnectionString, retry);
     pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
     eventLog = config.eventStoreConnectionString
-      ? (await eventStoreDb()).createEventStoreDbEventLog({
-          connectionString: config.eventStoreConnectionString,
-          answerTimeoutMs: config.databaseBounds.statementTimeoutMs,
-        })
+      ? await openEventStoreLog(config.eventStoreConnectionString, config.databaseBounds.statementTimeoutMs)
       : await createPostgresEventLog({ connectionString: database.connectionString });
     await runMigrations(database.connectionString);
     return await work(pool, eventLog);

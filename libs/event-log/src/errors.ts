@@ -30,3 +30,8 @@ export class EventLogClosedError extends Error {
     super('the event log is closed');
   }
 }
+
+/** The EventStoreDB client cannot use its connection string: the message says why and quotes nothing of the string. */
+export class ConnectionStringError extends Error {
+  override readonly name = 'ConnectionStringError';
+}

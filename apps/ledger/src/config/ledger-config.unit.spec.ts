@@ -170,4 +170,10 @@ describe('EventStoreDB connection string', () => {
     expect(message).not.toContain(password);
     expect(message).not.toContain('db.internal');
   });
+
+  it('refuses an `@` after the credentials, where the rest of a password would show', () => {
+    const message = problemOf('esdb://admin:pa@ss?word=x@db.internal:2113');
+    expect(message).toContain('an `@` follows the credentials: write one in the password as %40');
+    expect(message).not.toMatch(/ss\?|word=|db\.internal/);
+  });
 });

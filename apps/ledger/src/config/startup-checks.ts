@@ -2,7 +2,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { eventStoreAddress, withTimeout } from '#event-log';
+import { ConnectionStringError, eventStoreAddress, withTimeout, type EventLog } from '#event-log';
 import { startEmbeddedPostgres, StartupError, type EmbeddedDatabase } from '../database/embedded-postgres.js';
 import { loadUpstreams } from '../gateway/upstreams-config.js';
 import { loadFirewallPolicy } from '../governance/firewall.js';
@@ -90,6 +90,20 @@ export function waitForPostgres(connectionString: string, retry: ConnectRetry): 
   });
 }
 
+/**
+ * The event log on the EventStoreDB of `EVENTSTORE_CONNECTION_STRING`, its operations bounded by `answerTimeoutMs`; a
+ * string the client cannot use stops the start in one line that quotes nothing of it.
+ */
+export async function openEventStoreLog(connectionString: string, answerTimeoutMs: number): Promise<EventLog> {
+  try {
+    return (await eventStoreDb()).createEventStoreDbEventLog({ connectionString, answerTimeoutMs });
+  } catch (error) {
+    if (!(error instanceof ConnectionStringError)) throw error;
+    const where = placeOf('EventStoreDB', eventStoreAddress(connectionString));
+    throw new StartupError(`EVENTSTORE_CONNECTION_STRING: ${where} ${error.message}`);
+  }
+}
+
 /** Waits, within the bound, until the EventStoreDB of `EVENTSTORE_CONNECTION_STRING` answers a read. */
 export function waitForEventStore(connectionString: string, retry: ConnectRetry): Promise<void> {
   return waitFor(retry, {
@@ -105,13 +119,7 @@ export function waitForEventStore(connectionString: string, retry: ConnectRetry)
       }
     },
     describe(error) {
-      // The client could not read the string (its ParseError): the message quotes it, so only where it stopped is told.
-      const { location, expected } = error as { location?: unknown; expected?: unknown };
-      if (Array.isArray(location) && typeof expected === 'string')
-        return {
-          retryable: false,
-          problem: `cannot be read: ${expected} expected at character ${String(location[0])}`,
-        };
+      if (error instanceof ConnectionStringError) return { retryable: false, problem: error.message };
       const type = (error as { type?: string }).type;
       if (type === 'access-denied') return { retryable: false, problem: 'refused the credentials (access denied)' };
       return { retryable: true, problem: networkCode(error) ?? type ?? 'no answer' };
@@ -137,7 +145,7 @@ function describePostgresFailure(error: unknown): ConnectFailure {
 
 async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<void> {
   const { variable, name, address } = dependency;
-  const where = address === undefined ? name : `${name} at ${address}`;
+  const where = placeOf(name, address);
   const deadline = Date.now() + retry.timeoutMs;
   for (let delayMs = 250; ; delayMs = Math.min(delayMs * 2, 2_000)) {
     let failure: ConnectFailure;
@@ -162,6 +170,11 @@ async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<voi
     retry.onRetry({ variable, address: address ?? name, problem: failure.problem, remainingMs });
     await sleep(Math.min(delayMs, remainingMs));
   }
+}
+
+/** A dependency as an error names it: where it is, when its connection string says so readably. */
+function placeOf(name: string, address: string | undefined): string {
+  return address === undefined ? name : `${name} at ${address}`;
 }
 
 /**

@@ -14,7 +14,7 @@ import {
 } from '../append-plan.js';
 import { BatchingQueue } from '../batching-queue.js';
 import { withTimeout } from '../with-timeout.js';
-import { EventLogClosedError, WrongExpectedRevisionError } from '../errors.js';
+import { ConnectionStringError, EventLogClosedError, WrongExpectedRevisionError } from '../errors.js';
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import {
   NO_STREAM,
@@ -38,6 +38,7 @@ import {
   toldServerFailure,
   toRecordedEvent,
 } from './eventstoredb-records.js';
+import { withoutPassword } from './connection-string-options.js';
 import { EventStoreSubscription } from './eventstoredb-subscription.js';
 
 const { EventStoreDBClient, jsonEvent, ErrorType, START, END, FORWARDS, BACKWARDS } = esdb;
@@ -88,7 +89,7 @@ interface StreamCache {
 export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions): EventLog {
   const readPageSize = positiveInteger('readPageSize', options.readPageSize ?? 1_000);
   const readPageBytes = positiveInteger('readPageBytes', options.readPageBytes ?? DEFAULT_READ_PAGE_BYTES);
-  const client = EventStoreDBClient.connectionString(options.connectionString);
+  const client = clientFor(options.connectionString);
   const clock = options.clock ?? (() => new Date());
   const maxCachedStreams = options.maxCachedStreams ?? 10_000;
   const appendAttempts = options.appendAttempts ?? 10;
@@ -97,6 +98,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   const cache = new Map<string, StreamCache>();
   const writers = new Map<string, BatchingQueue<PendingAppend, AppendResult>>();
   const subscriptions = new Set<Subscription>();
+  let closed = false;
 
   async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
     const backwards = readOptions.direction === 'backwards';
@@ -288,6 +290,8 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   }
 
   async function appendPrepared(streamId: string, events: readonly PreparedEvent[], expected: ExpectedRevision) {
+    // Once closing, a stream without a writer would get one of its own and be sent after `close` returned.
+    if (closed) throw new EventLogClosedError();
     let writer = writers.get(streamId);
     if (!writer) {
       // A group the server refuses (over its maximum append size, …) is retried in halves; an
@@ -351,6 +355,7 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       return subscription;
     },
     async close() {
+      closed = true;
       // Appends under way get their answer time to finish; past it, those still waiting are refused, not sent.
       const drained = Promise.all([...writers.values()].map((writer) => writer.close()));
       await withTimeout(drained, answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs)).catch(() => {
@@ -360,6 +365,24 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       await client.dispose();
     },
   };
+}
+
+/**
+ * The client for `connectionString`. One it cannot use fails with what is wrong, never with the client's own error,
+ * which carries the whole string (a command line printing it printed the password).
+ */
+function clientFor(connectionString: string): InstanceType<typeof EventStoreDBClient> {
+  try {
+    return EventStoreDBClient.connectionString(connectionString);
+  } catch (error) {
+    const { location, expected, message } = error as { location?: unknown; expected?: unknown; message?: unknown };
+    // Its parse error's message quotes the string: only where it stopped is told.
+    const problem =
+      Array.isArray(location) && typeof expected === 'string'
+        ? `cannot be read: ${expected} expected at character ${String(location[0])}`
+        : `is refused by the client: ${withoutPassword(String(message), connectionString)}`;
+    throw new ConnectionStringError(problem);
+  }
 }
 
 /** Writes of one append group, each planned on the stream as read after the last was beaten by another writer. */
