@@ -245,6 +245,23 @@ describe('EventStoreDB adapter when the server stays away or says nothing', () =
     }
   });
 
+  it('a read longer than the answer time, at a busy server’s pace, is not cut: the bound is on silence', async () => {
+    const double = await startEventStoreDouble();
+    const log = createEventStoreDbEventLog({ connectionString: double.connectionString, answerTimeoutMs: 300 });
+    const streamId = `${uniquePrefix('paced')}s`;
+    try {
+      await log.append(streamId, newEvents(12), NO_STREAM);
+      double.paceReads(100);
+      const started = Date.now();
+      expect(await log.readStream(streamId)).toHaveLength(12);
+      // About 1.2 s in all, four times the bound, with no gap of more than a third of it.
+      expect(Date.now() - started).toBeGreaterThan(900);
+    } finally {
+      await log.close();
+      await double.stop();
+    }
+  });
+
   it('a server that takes the connection and never answers: every operation fails as lost after the answer time, and close returns', async () => {
     // The client bounds neither the connection's setup nor a BatchAppend answer: without the adapter's bound these wait for ever.
     const sockets: Socket[] = [];

@@ -39,13 +39,15 @@ export interface EventStoreDouble {
   start(): Promise<void>;
   /** The next `count` BatchAppend requests are stored but never answered, as by a server that froze after writing. */
   leaveUnanswered(count: number): void;
+  /** Stream reads send each event `ms` after the one before, as a busy server does. */
+  paceReads(ms: number): void;
 }
 
 export async function startEventStoreDouble(): Promise<EventStoreDouble> {
   const store = new DoubleStore();
   let server: grpc.Server | undefined;
   let port = 0;
-  const sent: SentCounts = { byAllReads: 0, allReads: 0 };
+  const sent: SentCounts = { byAllReads: 0, allReads: 0, paceMs: 0 };
   const unanswered = { count: 0 };
   const double: EventStoreDouble = {
     store,
@@ -63,6 +65,9 @@ export async function startEventStoreDouble(): Promise<EventStoreDouble> {
     },
     leaveUnanswered(count) {
       unanswered.count = count;
+    },
+    paceReads(ms) {
+      sent.paceMs = ms;
     },
     async stop() {
       server?.forceShutdown();
@@ -298,6 +303,8 @@ function filterOf(options: InstanceType<typeof ReadReq.Options>): Matcher | unde
 interface SentCounts {
   byAllReads: number;
   allReads: number;
+  /** Between two events of a stream read. */
+  paceMs: number;
 }
 
 function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, ReadResponse>, sent: SentCounts): void {
@@ -332,9 +339,17 @@ function read(store: DoubleStore, call: grpc.ServerWritableStream<ReadRequest, R
         : backwards
           ? stream.length - 1
           : 0;
-    const selected = backwards ? stream.slice(0, from + 1).reverse() : stream.slice(from);
-    for (const event of selected.slice(0, count)) call.write(readEvent(event));
-    return void call.end();
+    const selected = (backwards ? stream.slice(0, from + 1).reverse() : stream.slice(from)).slice(0, count);
+    if (sent.paceMs === 0) {
+      for (const event of selected) call.write(readEvent(event));
+      return void call.end();
+    }
+    const sendFrom = (index: number): void => {
+      if (index === selected.length) return void call.end();
+      call.write(readEvent(selected[index]));
+      setTimeout(() => sendFrom(index + 1), sent.paceMs);
+    };
+    return sendFrom(0);
   }
 
   const allOptions = options.getAll()!;

@@ -52,9 +52,10 @@ export interface EventStoreDbEventLogOptions {
   readonly appendAttempts?: number;
   readonly retryDelayMs?: number;
   /**
-   * An operation (an append with its retries and read-back, a page of reads) the server has not answered within this
-   * fails as `lost` (30 s by default). The client bounds no connection setup and no BatchAppend answer: a server that
-   * takes the connection and says nothing would hold a request, and every append to its stream behind it, for ever.
+   * A read that heard nothing from the server for this long, or an append it did not answer within it, fails as
+   * `lost` (30 s by default). The client bounds no connection setup and no BatchAppend answer: a server that takes
+   * the connection and says nothing would hold a request, and every append to its stream behind it, for ever. Reads
+   * are bounded by silence, not in whole: a long stream read at the server's pace is not cut.
    */
   readonly answerTimeoutMs?: number;
   readonly readPageSize?: number;
@@ -103,14 +104,14 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
   async function readStream(streamId: string, readOptions: ReadStreamOptions = {}): Promise<readonly RecordedEvent[]> {
     const backwards = readOptions.direction === 'backwards';
     try {
-      const page = await readToEnd(
-        client.readStream(streamId, {
-          direction: backwards ? BACKWARDS : FORWARDS,
-          fromRevision: readOptions.fromRevision ?? (backwards ? END : START),
-          maxCount: readOptions.maxCount ?? Number.MAX_SAFE_INTEGER,
-        }),
-      );
-      return page.map((resolved) => toRecordedEvent(resolved.event!));
+      const events: RecordedEvent[] = [];
+      const stream = client.readStream(streamId, {
+        direction: backwards ? BACKWARDS : FORWARDS,
+        fromRevision: readOptions.fromRevision ?? (backwards ? END : START),
+        maxCount: readOptions.maxCount ?? Number.MAX_SAFE_INTEGER,
+      });
+      await readEach(stream, answerTimeoutMs, (resolved) => events.push(toRecordedEvent(resolved.event!)));
+      return events;
     } catch (error) {
       if (isErrorType(error, ErrorType.STREAM_NOT_FOUND)) return [];
       throw error;
@@ -178,7 +179,15 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
             }),
           );
           const expectedRevision = entry.head.revision === NO_STREAM ? 'no_stream' : entry.head.revision;
-          await withRetry(() => client.appendToStream(streamId, proposed, { expectedRevision }));
+          // Bounded in whole: the client's BatchAppend call has no deadline, and a group never answered would hold the
+          // appends queued behind it on this stream.
+          await withRetry(() =>
+            withTimeout(
+              client.appendToStream(streamId, proposed, { expectedRevision }),
+              answerTimeoutMs,
+              () => new ServerSilentError(answerTimeoutMs),
+            ),
+          );
           if (!(await learnWritten(streamId, entry, sealed))) throw new StoredByAnotherWriterError(streamId);
         } catch (error) {
           // Another process wrote to the stream: refresh from the server and plan again.
@@ -220,14 +229,11 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     return true;
   }
 
-  /**
-   * Retries an operation while the server is unreachable, up to `appendAttempts` times. Each attempt is bounded: an
-   * append's group must fail, not hang, for the appends queued behind it on its stream to go on.
-   */
+  /** Retries an operation while the server is unreachable, up to `appendAttempts` times. */
   async function withRetry<T>(operation: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await withTimeout(operation(), answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs));
+        return await operation();
       } catch (error) {
         if (!isConnectionLoss(error) || attempt >= appendAttempts) throw error;
         options.onError?.(error as Error);
@@ -260,33 +266,36 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
       asked = Math.min(readPageSize, Math.max(Math.ceil(room * perKept), asked * 2)) + (fromStart ? 0 : 1);
       let read = 0;
       let full = false;
-      for await (const resolved of client.readAll({
+      const page = client.readAll({
         fromPosition: fromStart ? START : { commit: checkpoint, prepare: checkpoint },
         maxCount: asked,
-      })) {
+      });
+      await readEach(page, answerTimeoutMs, (resolved) => {
         read += 1;
-        if (full) continue;
+        if (full) return;
         const record = resolved.event!;
         const position = record.position.commit;
-        if (!fromStart && position <= checkpoint) continue;
+        if (!fromStart && position <= checkpoint) return;
         fromStart = false;
         checkpoint = position;
         passed += 1;
-        if (isSystem(record) || !matchesFilter(record, readOptions.filter)) continue;
+        if (isSystem(record) || !matchesFilter(record, readOptions.filter)) return;
         events.push(toRecordedEvent(record));
         const eventBytes = jsonBytes(record.data);
         bytes += eventBytes;
         meanEventBytes += (eventBytes - meanEventBytes) / (meanEventBytes ? 16 : 1);
         full = events.length === limit || bytes >= readPageBytes;
-      }
+      });
       if (full) return { events, checkpoint, caughtUp: false };
       if (read < asked) return { events, checkpoint, caughtUp: true };
     }
   }
 
   async function headPosition(): Promise<bigint> {
-    const [last] = await readToEnd(client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 }));
-    return last?.event?.position?.commit ?? 0n;
+    let head = 0n;
+    const last = client.readAll({ fromPosition: END, direction: BACKWARDS, maxCount: 1 });
+    await readEach(last, answerTimeoutMs, (resolved) => (head = resolved.event?.position?.commit ?? head));
+    return head;
   }
 
   async function appendPrepared(streamId: string, events: readonly PreparedEvent[], expected: ExpectedRevision) {
@@ -306,15 +315,13 @@ export function createEventStoreDbEventLog(options: EventStoreDbEventLogOptions)
     });
   }
 
-  /** The operation, bounded by `answerTimeoutMs`, its failures on the server marked as such (the API answers 503). */
+  /** The operation, its failures on the server marked as such (the API answers 503). */
   const failingAsTheServer =
     <Args extends unknown[], Result>(operation: (...args: Args) => Promise<Result>) =>
     (...args: Args): Promise<Result> =>
-      withTimeout(operation(...args), answerTimeoutMs, () => new ServerSilentError(answerTimeoutMs)).catch(
-        (error: unknown) => {
-          throw toldServerFailure(error);
-        },
-      );
+      operation(...args).catch((error: unknown) => {
+        throw toldServerFailure(error, { closing: closed });
+      });
 
   const readAllTold = failingAsTheServer(readAll);
   const headPositionTold = failingAsTheServer(headPosition);
@@ -389,13 +396,41 @@ function clientFor(connectionString: string): InstanceType<typeof EventStoreDBCl
 const MAX_WRITES = 5;
 
 /**
- * Reads a client read stream to its end. Leaving a `for await` early leaves the underlying gRPC
- * stream unpiped with its end unread, and `client.dispose()` then waits for it forever.
+ * Hands each event of a client read stream to `take`, to the stream's end; fails as unanswered (`ServerSilentError`)
+ * once nothing came for `silenceMs`, however long the whole read takes. Leaving a `for await` early leaves the
+ * underlying gRPC stream unpiped with its end unread, and `client.dispose()` then waits for it forever: the loop
+ * reads on, told nothing more, after a silence failed the read.
  */
-async function readToEnd(stream: AsyncIterable<esdb.ResolvedEvent>): Promise<esdb.ResolvedEvent[]> {
-  const events: esdb.ResolvedEvent[] = [];
-  for await (const resolved of stream) events.push(resolved);
-  return events;
+async function readEach<Resolved>(
+  stream: AsyncIterable<Resolved>,
+  silenceMs: number,
+  take: (resolved: Resolved) => void,
+): Promise<void> {
+  let heard = Date.now();
+  let silent = false;
+  let timer: NodeJS.Timeout | undefined;
+  const silence = new Promise<never>((_, reject) => {
+    const listen = () => {
+      const quietMs = Date.now() - heard;
+      if (quietMs < silenceMs) timer = setTimeout(listen, silenceMs - quietMs);
+      else {
+        silent = true;
+        reject(new ServerSilentError(silenceMs));
+      }
+    };
+    timer = setTimeout(listen, silenceMs);
+  });
+  const reading = (async () => {
+    for await (const resolved of stream) {
+      heard = Date.now();
+      if (!silent) take(resolved);
+    }
+  })();
+  try {
+    await Promise.race([reading, silence]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** EventStoreDB did not answer an operation in time; what it does with it later is unknown. */

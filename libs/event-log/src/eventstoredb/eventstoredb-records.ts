@@ -1,5 +1,6 @@
 import esdb from '@eventstore/db-client';
 import type { EventMetadata, RecordedEvent } from '../event-log.js';
+import { EventLogClosedError } from '../errors.js';
 import { told } from '../postgres/database-failure.js';
 
 const { ErrorType } = esdb;
@@ -74,6 +75,8 @@ export function isServerFailure(error: unknown): boolean {
  * 500. Either kind may have stored a write, so both are `lost`; for a read, which wrote nothing, the API says
  * "unavailable".
  */
-export function toldServerFailure(error: unknown): unknown {
-  return isServerFailure(error) ? told(error as Error, 'lost') : error;
+export function toldServerFailure(error: unknown, { closing }: { closing: boolean }): unknown {
+  // Closing cancels the client's calls under way: whether their writes landed is as unknown.
+  const lost = isServerFailure(error) || (closing && !(error instanceof EventLogClosedError));
+  return lost ? told(error as Error, 'lost') : error;
 }
