@@ -85,13 +85,30 @@ describe('guardian', () => {
     ['not JSON', { content: 'looks fine to me' }, /did not answer with JSON/],
     ['JSON of another shape', { content: '{"risk":"catastrophic","rationale":"x"}' }, /verdict schema \(risk\)/],
     ['a body that is not a completion', { malformedBody: '{"nope":true}' }, /no answer/],
-    ['a server error', { status: 500, message: 'boom' }, /failed/],
+    ['a server error', { status: 500, message: 'boom' }, /^the reviewer answered HTTP 500$/],
     ['no answer in time', { content: '{"risk":"low","rationale":"late"}', delayMs: 1_500 }, /no answer within 300 ms/],
   ])('records a failure, never a verdict, for %s', async (_case, reply, rationale) => {
     next = () => reply;
     const review = await guardian('enforce', 300).review(call({ path: 'b' }));
     expect(review).toMatchObject({ failed: true, reviewer: 'llm:guard-1' });
     expect(review.rationale).toMatch(rationale);
+  });
+
+  // The rationale is recorded in the log and shown to every reader of the session: the endpoint's words are not.
+  it('records a refused key by its status alone, though the endpoint quotes the key', async () => {
+    next = () => ({ status: 401, message: `Incorrect API key provided: ${server.apiKey}` });
+    const review = await guardian().review(call({ path: 'refused' }));
+    expect(review).toMatchObject({ failed: true, rationale: 'the reviewer answered HTTP 401' });
+    expect(JSON.stringify(review)).not.toContain(server.apiKey);
+    const unreachable = new Guardian({
+      mode: 'enforce',
+      timeoutMs: 2_000,
+      endpoint: { baseUrl: 'http://127.0.0.1:1/v1', apiKey: server.apiKey, model: 'guard-1' },
+    });
+    expect(await unreachable.review(call({ path: 'unreachable' }))).toMatchObject({
+      failed: true,
+      rationale: 'the reviewer could not be asked (APIConnectionError)',
+    });
   });
 
   it('uses the rule-based reviewer without an endpoint, and does nothing when off', async () => {

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { McpExecutor } from '../../apps/ledger/src/governance/mcp-executor.js';
@@ -112,6 +114,53 @@ describe('a closed MCP executor', () => {
       expect(existsSync(started)).toBe(false);
     } finally {
       rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an MCP server that quotes what it was sent in a refusal', () => {
+  it('has the entry’s secrets masked in the error recorded: its header (and bearer token alone), its URL’s password and query', async () => {
+    const token = 'mcp-header-token-0123456789';
+    const password = 'url-password-0123456789';
+    const queryKey = 'query-key-0123456789abcdef';
+    // The SDK quotes a refusal's body in its error; this server quotes the request back, as some do.
+    const echo = createServer((request, response) => {
+      response.writeHead(401, { 'content-type': 'text/plain' });
+      response.end(
+        `invalid token ${request.headers.authorization} for ${String(request.url)} by ${String(request.headers['x-token'])}`,
+      );
+    });
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    const { port } = echo.address() as AddressInfo;
+    const executor = new McpExecutor(
+      mcpServersSchema.parse({
+        mcpServers: {
+          echo: {
+            url: `http://127.0.0.1:${port}/mcp?key=${queryKey}`,
+            headers: { Authorization: `Bearer ${token}`, 'X-Token': token.slice(4) },
+          },
+          // fetch refuses a URL with credentials, quoting it whole.
+          credentials: { url: `http://ledger:${password}@127.0.0.1:${port}/mcp` },
+        },
+      }),
+      { callTimeoutMs: 2_000, toolListTtlMs: 60_000 },
+    );
+    const failureOf = (server: string) =>
+      executor.tools(server).then(
+        () => 'listed',
+        (failure: unknown) => (failure as Error).message,
+      );
+    try {
+      const refused = await failureOf('echo');
+      expect(refused).toContain('invalid token ****');
+      expect(refused).toContain('?key=****');
+      expect(refused).not.toMatch(/0123456789/);
+      const unsent = await failureOf('credentials');
+      expect(unsent).toContain('http://ledger:****');
+      expect(unsent).not.toMatch(/0123456789/);
+    } finally {
+      await executor.close();
+      echo.close();
     }
   });
 });

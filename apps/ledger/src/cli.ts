@@ -5,7 +5,7 @@ import { ZodError } from 'zod';
 import type { CliCommand } from './cli-commands.js';
 import { parseCommandLine } from './command-line-args.js';
 import { loadConfig } from './config/ledger-config.js';
-import { StartupError } from './database/embedded-postgres.js';
+import { failureText, StartupError } from './database/embedded-postgres.js';
 import { listQuery, parseNewKey } from './identity/key-requests.js';
 
 const USAGE = [
@@ -149,7 +149,7 @@ main(process.argv.slice(2)).then(
   // Exits with the command's code at once: set in `process.exitCode` instead, it came out as 0.
   (code) => code && process.exit(code),
   (error: unknown) => {
-    console.error(error instanceof StartupError ? `block-ledger: ${error.message}` : error);
+    console.error(failureText(error));
     process.exit(1);
   },
 );

@@ -1,6 +1,6 @@
 import { loadConfig } from './config/ledger-config.js';
 import { checkConfigurationFiles } from './config/startup-checks.js';
-import { StartupError } from './database/embedded-postgres.js';
+import { failureText } from './database/embedded-postgres.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -12,6 +12,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof StartupError ? `block-ledger: ${error.message}` : error);
+  console.error(failureText(error));
   process.exit(1);
 });

@@ -37,3 +37,4 @@ export * from './verifiable-log/chain-check.js';
 export * from './verifiable-log/export-bundle.js';
 export * from './bounded-map.js';
 export * from './approximate-size.js';
+export * from './secret-forms.js';

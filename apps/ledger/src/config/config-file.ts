@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml, YAMLError } from 'yaml';
+import { parseDocument, type YAMLError } from 'yaml';
 import type { z } from 'zod';
 import { StartupError } from '../database/embedded-postgres.js';
 
@@ -34,13 +34,15 @@ export function readConfigFile(variable: string, file: string): string {
 export function parseConfigFile(variable: string, file: string): unknown {
   const text = readConfigFile(variable, file);
   if (/\.ya?ml$/i.test(file)) {
-    try {
-      return parseYaml(text);
-    } catch (error) {
-      if (!(error instanceof YAMLError)) throw error;
-      const at = error.linePos?.[0];
-      throw new ConfigFileError(variable, file, `not valid YAML${at ? ` (line ${at.line}, column ${at.col})` : ''}`);
-    }
+    // A document, not `parse`: that prints its warnings (an unknown tag) on stderr, quoting the line, a key with it.
+    const document = parseDocument(text);
+    const [error] = document.errors;
+    if (error) throw new ConfigFileError(variable, file, `not valid YAML${placeOf(error)}`);
+    // A warning would leave a value other than the one written (a tag's text taken as a key): refused too.
+    const [warning] = document.warnings;
+    if (warning)
+      throw new ConfigFileError(variable, file, `YAML this service does not read (${warning.code})${placeOf(warning)}`);
+    return document.toJS();
   }
   try {
     return JSON.parse(text);
@@ -59,6 +61,12 @@ export function loadConfigFile<Schema extends z.ZodType>(
   if (parsed.success) return parsed.data;
   const [issue] = parsed.error.issues;
   throw new ConfigFileError(variable, file, `${issue.path.join('.') || '(the whole file)'}: ${issue.message}`);
+}
+
+/** Where a YAML problem is, by line and column. */
+function placeOf(problem: YAMLError): string {
+  const at = problem.linePos?.[0];
+  return at ? ` (line ${at.line}, column ${at.col})` : '';
 }
 
 /** Where JSON.parse stopped, from the position its message gives (the message itself may quote the text). */

@@ -4,6 +4,7 @@ import { DEFAULT_SESSION_QUOTA, type SessionQuota } from '#core';
 import { DEFAULT_CONNECT_TIMEOUT_MS, eventStoreQueryProblem, type DatabaseBounds } from '#event-log';
 import { StartupError } from '../database/embedded-postgres.js';
 import type { SseOptions } from '../live/sse-stream.js';
+import { httpUrl } from './http-url.js';
 
 /**
  * How long a statement of the service may run (decision 0064): past it the server cancels it, and a server that does
@@ -13,11 +14,6 @@ import type { SseOptions } from '../live/sse-stream.js';
 const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
-
-const httpUrl = z
-  .string()
-  .url()
-  .refine((value) => /^https?:$/.test(new URL(value).protocol), 'must be an http(s) URL');
 
 const environment = z
   .object({

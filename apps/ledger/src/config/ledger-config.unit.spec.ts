@@ -42,9 +42,16 @@ describe('OIDC configuration', () => {
     ['a JWKS URL without an issuer', { LEDGER_OIDC_JWKS_URL: `${issuer}/certs` }, 'LEDGER_OIDC_ISSUER'],
     ['a non-http(s) issuer', { LEDGER_OIDC_ISSUER: 'ftp://x.test', LEDGER_OIDC_AUDIENCE: 'a' }, 'LEDGER_OIDC_ISSUER'],
     ['a clock skew over 300 s', { LEDGER_OIDC_CLOCK_SKEW_S: '301' }, 'LEDGER_OIDC_CLOCK_SKEW_S'],
+    // `new URL` throws with the whole string attached, which the start printed: refused as any other value.
+    [
+      'an issuer that is no URL, with credentials',
+      { LEDGER_OIDC_ISSUER: 'https://user:sk-live-NEVERPRINTED@[proxy.internal/v1', LEDGER_OIDC_AUDIENCE: 'a' },
+      'LEDGER_OIDC_ISSUER',
+    ],
   ])('stops the start for %s, naming the variable', (_case, env, variable) => {
     expect(() => loadConfig(env)).toThrow(StartupError);
     expect(() => loadConfig(env)).toThrow(new RegExp(`environment variable ${variable} `));
+    expect(() => loadConfig(env)).not.toThrow(/NEVERPRINTED/);
   });
 });
 

@@ -11,6 +11,15 @@ export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
 
+/**
+ * What a failed start or command prints: a `StartupError`'s line, or an unexpected error's stack, never the error
+ * inspected whole: its own fields may carry a connection string or a URL with its credentials.
+ */
+export function failureText(error: unknown): string {
+  if (error instanceof StartupError) return `block-ledger: ${error.message}`;
+  return error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
+}
+
 export interface EmbeddedDatabase {
   readonly connectionString: string;
   /** True when a server already running on the data folder was reused (a CLI next to the service, or a killed process's server). */

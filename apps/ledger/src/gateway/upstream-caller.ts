@@ -1,6 +1,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { pipeline, Readable, Transform } from 'node:stream';
+import { maskForms, secretForms } from '#core';
 import type { AttemptOutcome, KeyPool, KeyPoolObserver } from './key-pool.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import type { Upstream, UpstreamKey } from './upstreams-config.js';
@@ -246,18 +247,13 @@ function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: Upstream
 /**
  * A provider's answer as the client may get it. Errors reach the reader through the stream piped into, which
  * pipeline destroys with them. Any answer may quote the key it was sent (a provider, or a proxy before it), in its
- * headers or body, as is, JSON-escaped or URL-encoded: masked before any client sees it or the record reads it (a key
- * shorter than `MASKED_KEY_LENGTH`, such as a local server's placeholder `ollama`, is no secret, and masking it would
- * change the answer's text). A
- * refusal's body encoded (compressed) against the request's `accept-encoding: identity` cannot be searched: not
+ * headers or body, as is, JSON-escaped or URL-encoded: masked before any client sees it or the record reads it (a
+ * short key, such as a local server's placeholder `ollama`, is no secret: `secretForms`). A refusal's body encoded (compressed) against the request's `accept-encoding: identity` cannot be searched: not
  * relayed (`outcomeOf` takes an encoded success for no answer at all).
  */
 function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamResponse, 'headers' | 'body'> {
-  const forms =
-    secret.length < MASKED_KEY_LENGTH
-      ? []
-      : [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])];
-  const mask = (value: string) => forms.reduce((text, form) => text.replaceAll(form, '*'.repeat(form.length)), value);
+  const forms = secretForms(secret);
+  const mask = (value: string) => maskForms(value, forms);
   const headers = Object.fromEntries(
     Object.entries(response.headers).map(([name, value]) => [
       name,
@@ -272,9 +268,6 @@ function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamRespo
   }
   return { headers, body: pipeline(response, maskingSecrets(forms), () => {}) };
 }
-
-/** Keys this long or longer are masked in answers: every provider's real keys are several times longer. */
-const MASKED_KEY_LENGTH = 16;
 
 /** Codings a client's fetch decodes (and the record could not read): any other leaves the bytes as they came. */
 const DECODED_CODINGS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'zstd']);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ConfigFileError, parseConfigFile } from '../config/config-file.js';
+import { httpUrl } from '../config/http-url.js';
 
 const UPSTREAMS_VARIABLE = 'LEDGER_UPSTREAMS';
 
@@ -44,10 +45,7 @@ const ENV_REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 const upstreamSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores'),
   protocol: z.enum(['openai', 'anthropic']),
-  baseUrl: z
-    .string()
-    .url()
-    .refine((value) => /^https?:$/.test(new URL(value).protocol), 'must be an http(s) URL'),
+  baseUrl: httpUrl,
   models: z.union([z.literal('*'), z.array(z.string().min(1)).min(1)]),
   keys: z.array(z.strictObject({ key: z.string().min(1), weight: z.number().int().positive().default(1) })).min(1),
 });

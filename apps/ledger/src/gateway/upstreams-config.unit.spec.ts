@@ -145,11 +145,33 @@ describe('LEDGER_UPSTREAMS', () => {
       ['a field error', 'bad.json', JSON.stringify(withKeys([{ key: SECRET, weight: -1 }]))],
       ['broken JSON that holds a key', 'broken.json', `{"upstreams": [{"keys": [{"key": "${SECRET}"}`],
       ['broken YAML that holds a key', 'broken.yml', `upstreams:\n  - keys:\n      - key: "${SECRET}\n    x: [`],
+      [
+        'a base URL that is no URL, holding the key',
+        'base.json',
+        JSON.stringify({ upstreams: [{ ...openaiUpstream(), baseUrl: `https://user:${SECRET}@[proxy.internal/v1` }] }),
+      ],
     ])('stops the start on %s, naming LEDGER_UPSTREAMS and its file, never the key', (_case, name, text) => {
       const file = write(name, text);
       expect(() => loadUpstreams(file, env)).toThrow(StartupError);
       expect(() => loadUpstreams(file, env)).toThrow(`LEDGER_UPSTREAMS (${file}): `);
       expect(() => loadUpstreams(file, env)).not.toThrow(new RegExp(SECRET));
+    });
+
+    it('refuses YAML whose key carries a tag it cannot read, and prints no warning, which quotes the line', async () => {
+      const file = write('tagged.yaml', `upstreams:\n  - name: x\n    keys:\n      - key: !secret ${SECRET}\n`);
+      const warnings: Error[] = [];
+      const warned = (warning: Error) => warnings.push(warning);
+      process.on('warning', warned);
+      try {
+        expect(() => loadUpstreams(file, env)).toThrow(
+          `LEDGER_UPSTREAMS (${file}): YAML this service does not read (TAG_RESOLVE_FAILED) (line 4, column 14)`,
+        );
+        // Node emits warnings a tick later.
+        await new Promise((resolve) => setImmediate(resolve));
+      } finally {
+        process.off('warning', warned);
+      }
+      expect(warnings).toEqual([]);
     });
 
     it('holds the example in config/, which reads as documented', () => {

@@ -135,10 +135,7 @@ export class Guardian {
     } catch (error) {
       // The client reports a timeout as a connection error; the clock tells them apart.
       const timedOut = performance.now() - started >= this.options.timeoutMs;
-      return failure(
-        reviewer,
-        timedOut ? `no answer within ${this.options.timeoutMs} ms` : `the reviewer failed: ${(error as Error).message}`,
-      );
+      return failure(reviewer, timedOut ? `no answer within ${this.options.timeoutMs} ms` : askFailure(error));
     }
   }
 }
@@ -156,6 +153,17 @@ const MAX_CACHED_VERDICTS_PER_TENANT = 2_000;
 
 const reviewKey = ({ tool, arguments: args, policyVersion }: ReviewedCall) =>
   sha256Hex(canonicalJson({ tool, arguments: args ?? null, policyVersion }));
+
+/**
+ * Why the model could not be asked, without the endpoint's or the client's words: an endpoint may quote the key it
+ * was sent, and the rationale is recorded in the log, where every reader of the session sees it.
+ */
+function askFailure(error: unknown): string {
+  const { status } = error as { status?: unknown };
+  if (typeof status === 'number') return `the reviewer answered HTTP ${status}`;
+  const kind = (error as object | undefined)?.constructor?.name;
+  return `the reviewer could not be asked (${kind ?? 'no error given'})`;
+}
 
 function failure(reviewer: string, rationale: string): Omit<GuardianReview, 'cacheHit' | 'mode'> {
   return { risk: 'high', rationale, reviewer, failed: true };

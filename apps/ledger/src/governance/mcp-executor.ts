@@ -1,4 +1,4 @@
-import type { ToolRef } from '#core';
+import { maskForms, secretForms, type ToolRef } from '#core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { HttpMcpServer, McpServersConfig, StdioMcpServer } from './mcp-servers-config.js';
 
@@ -113,7 +113,7 @@ export class McpExecutor {
       // A broken transport is dropped; a tool's own error comes back as a result, not here.
       if (this.clients.get(server) === pending) this.clients.delete(server);
       await (await pending.catch(() => undefined))?.close().catch(() => undefined);
-      throw error;
+      throw withoutSecretsOf(this.config.mcpServers[server], error);
     }
   }
 
@@ -136,4 +136,24 @@ export class McpExecutor {
     await client.connect(transport, { timeout: this.options.callTimeoutMs });
     return client;
   }
+}
+
+/**
+ * `error`, its message rid of what the server's entry configures as secrets: its headers' values (and a bearer's
+ * token alone), its environment's, its URL's password and query values. A server's answer may quote what it was sent
+ * (the SDK quotes an HTTP refusal's body), and the message is recorded in the log, where every reader sees it.
+ */
+function withoutSecretsOf(entry: McpServersConfig['mcpServers'][string] | undefined, error: unknown): unknown {
+  // Not `instanceof Error`: fetch's errors come from another realm under Jest's VM modules.
+  if (entry === undefined || typeof (error as Error | undefined)?.message !== 'string') return error;
+  const told = error as Error;
+  const { url, headers = {}, env = {} } = entry as Partial<HttpMcpServer & StdioMcpServer>;
+  const values: string[] = Object.values(env);
+  for (const value of Object.values(headers)) values.push(value, ...value.split(/\s+/));
+  if (url !== undefined) {
+    const { password, searchParams } = new URL(url);
+    values.push(decodeURIComponent(password), ...searchParams.values());
+  }
+  told.message = maskForms(told.message, values.flatMap(secretForms));
+  return told;
 }
