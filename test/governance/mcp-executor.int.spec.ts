@@ -119,16 +119,15 @@ describe('a closed MCP executor', () => {
 });
 
 describe('an MCP server that quotes what it was sent in a refusal', () => {
-  it('has the entry’s secrets masked in the error recorded: its header (and bearer token alone), its URL’s password and query', async () => {
+  it('has the entry’s secrets masked in the error recorded: its header (and bearer token alone), its URL’s path and query', async () => {
     const token = 'mcp-header-token-0123456789';
-    const password = 'url-password-0123456789';
+    const pathKey = 'path-key-0123456789abcdef';
     const queryKey = 'query-key-0123456789abcdef';
     // The SDK quotes a refusal's body in its error; this server quotes the request back, as some do.
     const echo = createServer((request, response) => {
       response.writeHead(401, { 'content-type': 'text/plain' });
-      response.end(
-        `invalid token ${request.headers.authorization} for ${String(request.url)} by ${String(request.headers['x-token'])}`,
-      );
+      const { authorization, 'x-token': bare } = request.headers;
+      response.end(`invalid token ${String(authorization)} for ${String(request.url)} by ${String(bare)}`);
     });
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
     const { port } = echo.address() as AddressInfo;
@@ -136,31 +135,36 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
       mcpServersSchema.parse({
         mcpServers: {
           echo: {
-            url: `http://127.0.0.1:${port}/mcp?key=${queryKey}`,
+            url: `http://127.0.0.1:${port}/mcp/${pathKey}/sse?key=${queryKey}`,
             headers: { Authorization: `Bearer ${token}`, 'X-Token': token.slice(4) },
           },
-          // fetch refuses a URL with credentials, quoting it whole.
-          credentials: { url: `http://ledger:${password}@127.0.0.1:${port}/mcp` },
         },
       }),
       { callTimeoutMs: 2_000, toolListTtlMs: 60_000 },
     );
-    const failureOf = (server: string) =>
-      executor.tools(server).then(
+    try {
+      const refused = await executor.tools('echo').then(
         () => 'listed',
         (failure: unknown) => (failure as Error).message,
       );
-    try {
-      const refused = await failureOf('echo');
       expect(refused).toContain('invalid token ****');
+      expect(refused).toContain('/mcp/****');
       expect(refused).toContain('?key=****');
       expect(refused).not.toMatch(/0123456789/);
-      const unsent = await failureOf('credentials');
-      expect(unsent).toContain('http://ledger:****');
-      expect(unsent).not.toMatch(/0123456789/);
     } finally {
       await executor.close();
       echo.close();
     }
   });
+
+  // fetch refuses a URL with credentials and quotes it whole: such an entry never works, and is refused at start.
+  it.each(['http://ghp_USERINFOSECRET0123456789@127.0.0.1/mcp', 'http://user:pa55word0123456789@127.0.0.1/mcp'])(
+    'refuses a server URL that holds credentials: %s',
+    (url) => {
+      const parsed = mcpServersSchema.safeParse({ mcpServers: { leaky: { url } } });
+      expect(parsed.success).toBe(false);
+      expect(JSON.stringify(parsed.error?.issues)).toContain('must hold no credentials: send them in headers');
+      expect(JSON.stringify(parsed.error?.issues)).not.toMatch(/0123456789/);
+    },
+  );
 });

@@ -34,15 +34,21 @@ export function readConfigFile(variable: string, file: string): string {
 export function parseConfigFile(variable: string, file: string): unknown {
   const text = readConfigFile(variable, file);
   if (/\.ya?ml$/i.test(file)) {
-    // A document, not `parse`: that prints its warnings (an unknown tag) on stderr, quoting the line, a key with it.
-    const document = parseDocument(text);
+    // A document, not `parse`, and errors only: warnings are printed on stderr (an unknown tag, a collection as a
+    // key), quoting the text, a key with it.
+    const document = parseDocument(text, { logLevel: 'error' });
     const [error] = document.errors;
     if (error) throw new ConfigFileError(variable, file, `not valid YAML${placeOf(error)}`);
     // A warning would leave a value other than the one written (a tag's text taken as a key): refused too.
     const [warning] = document.warnings;
     if (warning)
       throw new ConfigFileError(variable, file, `YAML this service does not read (${warning.code})${placeOf(warning)}`);
-    return document.toJS();
+    try {
+      return document.toJS();
+    } catch {
+      // An alias without its anchor (a value written `*…`), or more aliases than the bound: the error quotes it.
+      throw new ConfigFileError(variable, file, 'not valid YAML (an alias this service does not read)');
+    }
   }
   try {
     return JSON.parse(text);

@@ -140,7 +140,8 @@ export class McpExecutor {
 
 /**
  * `error`, its message rid of what the server's entry configures as secrets: its headers' values (and a bearer's
- * token alone), its environment's, its URL's password and query values. A server's answer may quote what it was sent
+ * token alone), its environment's, its URL's path segments and query values (a URL holds no credentials: the
+ * configuration refuses them). A server's answer may quote what it was sent
  * (the SDK quotes an HTTP refusal's body), and the message is recorded in the log, where every reader sees it.
  */
 function withoutSecretsOf(entry: McpServersConfig['mcpServers'][string] | undefined, error: unknown): unknown {
@@ -151,8 +152,8 @@ function withoutSecretsOf(entry: McpServersConfig['mcpServers'][string] | undefi
   const values: string[] = Object.values(env);
   for (const value of Object.values(headers)) values.push(value, ...value.split(/\s+/));
   if (url !== undefined) {
-    const { password, searchParams } = new URL(url);
-    values.push(decodeURIComponent(password), ...searchParams.values());
+    const { pathname, searchParams } = new URL(url);
+    values.push(...pathname.split('/'), ...searchParams.values());
   }
   told.message = maskForms(told.message, values.flatMap(secretForms));
   return told;

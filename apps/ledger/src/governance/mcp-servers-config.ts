@@ -18,8 +18,23 @@ const stdioServer = z
     ...servedTenants,
   })
   .passthrough();
+// fetch refuses a URL with credentials, quoting it whole in its error: a token goes in `headers`.
+const withoutCredentials = (value: string) => {
+  const { username, password } = new URL(value);
+  return username === '' && password === '';
+};
 const httpServer = z
-  .object({ url: z.string().url(), headers: z.record(z.string(), z.string()).optional(), ...servedTenants })
+  .object({
+    url: z
+      .string()
+      .url()
+      .refine(
+        (value) => URL.canParse(value) && withoutCredentials(value),
+        'must hold no credentials: send them in headers',
+      ),
+    headers: z.record(z.string(), z.string()).optional(),
+    ...servedTenants,
+  })
   .passthrough();
 export const mcpServersSchema = z
   .object({ mcpServers: z.record(z.string(), z.union([stdioServer, httpServer])) })
