@@ -163,7 +163,7 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
     (url) => {
       const parsed = mcpServersSchema.safeParse({ mcpServers: { leaky: { url } } });
       expect(parsed.success).toBe(false);
-      expect(JSON.stringify(parsed.error?.issues)).toContain('must hold no credentials: send them in headers');
+      expect(JSON.stringify(parsed.error?.issues)).toContain('must be an http(s) URL without credentials');
       expect(JSON.stringify(parsed.error?.issues)).not.toMatch(/0123456789/);
     },
   );

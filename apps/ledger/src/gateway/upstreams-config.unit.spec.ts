@@ -151,6 +151,11 @@ describe('LEDGER_UPSTREAMS', () => {
         'base.json',
         JSON.stringify({ upstreams: [{ ...openaiUpstream(), baseUrl: `https://user:${SECRET}@[proxy.internal/v1` }] }),
       ],
+      [
+        'a base URL with credentials, which answers could echo unmasked',
+        'credentials.json',
+        JSON.stringify({ upstreams: [{ ...openaiUpstream(), baseUrl: `https://user:${SECRET}@proxy.internal/v1` }] }),
+      ],
     ])('stops the start on %s, naming LEDGER_UPSTREAMS and its file, never the key', (_case, name, text) => {
       const file = write(name, text);
       expect(() => loadUpstreams(file, env)).toThrow(StartupError);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { loadConfigFile } from '../config/config-file.js';
+import { httpUrl } from '../config/http-url.js';
 import { TENANT_PATTERN } from '../identity/principal.js';
 
 /**
@@ -18,20 +19,10 @@ const stdioServer = z
     ...servedTenants,
   })
   .passthrough();
-// fetch refuses a URL with credentials, quoting it whole in its error: a token goes in `headers`.
-const withoutCredentials = (value: string) => {
-  const { username, password } = new URL(value);
-  return username === '' && password === '';
-};
 const httpServer = z
   .object({
-    url: z
-      .string()
-      .url()
-      .refine(
-        (value) => URL.canParse(value) && withoutCredentials(value),
-        'must hold no credentials: send them in headers',
-      ),
+    // Its credentials go in `headers`: fetch refuses a URL holding them, quoting it whole.
+    url: httpUrl,
     headers: z.record(z.string(), z.string()).optional(),
     ...servedTenants,
   })
