@@ -135,7 +135,7 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
       mcpServersSchema.parse({
         mcpServers: {
           echo: {
-            url: `http://127.0.0.1:${port}/mcp/${pathKey}/sse?key=${queryKey}`,
+            url: `http://127.0.0.1:${port}/mcp/${pathKey}/sse?key=${queryKey}&${queryKey}x&plus=sk+live+0123456789abcdef`,
             headers: { Authorization: `Bearer ${token}`, 'X-Token': token.slice(4) },
           },
         },
@@ -154,6 +154,45 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
     } finally {
       await executor.close();
       echo.close();
+    }
+  });
+
+  it('has a stdio server’s arguments masked, whole and in parts, when it quotes its command line', async () => {
+    // A server that answers `initialize` with an error quoting how it was started.
+    const quoting = `process.stdin.on('data', (data) => {
+      for (const line of String(data).split('\\n').filter(Boolean)) {
+        const { id } = JSON.parse(line);
+        if (id === undefined) continue;
+        const message = 'bad config: ' + process.argv.slice(1).join(' ');
+        process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message } }) + '\\n');
+      }
+    });`;
+    const executor = new McpExecutor(
+      mcpServersSchema.parse({
+        mcpServers: {
+          quoting: {
+            command: process.execPath,
+            args: [
+              '-e',
+              quoting,
+              '--',
+              '--api-key=sk-live-0123456789abcdef',
+              'postgres://ledger:db-password-0123456789@db.internal/ledger?sslkey=key+0123456789abcdef',
+            ],
+          },
+        },
+      }),
+      { callTimeoutMs: 5_000, toolListTtlMs: 60_000 },
+    );
+    try {
+      const refused = await executor.tools('quoting').then(
+        () => 'listed',
+        (failure: unknown) => (failure as Error).message,
+      );
+      expect(refused).toContain('bad config:');
+      expect(refused).not.toMatch(/0123456789/);
+    } finally {
+      await executor.close();
     }
   });
 

@@ -139,22 +139,39 @@ export class McpExecutor {
 }
 
 /**
- * `error`, its message rid of what the server's entry configures as secrets: its headers' values (and a bearer's
- * token alone), its environment's, its URL's path segments and query values (a URL holds no credentials: the
- * configuration refuses them). A server's answer may quote what it was sent
- * (the SDK quotes an HTTP refusal's body), and the message is recorded in the log, where every reader sees it.
+ * `error`, its message rid of what the server's entry configures, where secrets go: its headers' values, its
+ * environment's, its arguments (a key after `--api-key`, a connection string), its URL's; each whole and in its
+ * parts. A server's answer may quote what it was sent (the SDK quotes an HTTP refusal's body, a stdio server may
+ * quote its command line), and the message is recorded in the log, where every reader sees it.
  */
 function withoutSecretsOf(entry: McpServersConfig['mcpServers'][string] | undefined, error: unknown): unknown {
   // Not `instanceof Error`: fetch's errors come from another realm under Jest's VM modules.
   if (entry === undefined || typeof (error as Error | undefined)?.message !== 'string') return error;
   const told = error as Error;
-  const { url, headers = {}, env = {} } = entry as Partial<HttpMcpServer & StdioMcpServer>;
-  const values: string[] = Object.values(env);
-  for (const value of Object.values(headers)) values.push(value, ...value.split(/\s+/));
-  if (url !== undefined) {
-    const { pathname, searchParams } = new URL(url);
-    values.push(...pathname.split('/'), ...searchParams.values());
-  }
-  told.message = maskForms(told.message, values.flatMap(secretForms));
+  const { url, headers = {}, env = {}, args = [] } = entry as Partial<HttpMcpServer & StdioMcpServer>;
+  const configured = [...Object.values(headers), ...Object.values(env), ...args, ...(url === undefined ? [] : [url])];
+  told.message = maskForms(told.message, configured.flatMap(partsOf).flatMap(secretForms));
   return told;
+}
+
+/**
+ * A configured value and its parts: words, `name=value` halves, and a URL's user, password, path segments and query
+ * names and values, as written and decoded.
+ */
+function partsOf(value: string): string[] {
+  const parts = [value, ...value.split(/[\s=]+/)];
+  if (URL.canParse(value)) {
+    const { username, password, pathname, search } = new URL(value);
+    for (const part of [username, password, ...pathname.split('/'), ...search.split(/[?&=]/)])
+      parts.push(part, decoded(part));
+  }
+  return parts;
+}
+
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part.replaceAll('+', ' '));
+  } catch {
+    return part;
+  }
 }
