@@ -136,6 +136,8 @@ const FATAL_SQLSTATES: Readonly<Record<string, string>> = {
 };
 
 function describePostgresFailure(error: unknown): ConnectFailure {
+  // The client could not read the string (a malformed % escape): no wait mends that.
+  if (error instanceof URIError) return { retryable: false, problem: `cannot be read (${error.message})` };
   const code = (error as { code?: string }).code;
   const fatal = code === undefined ? undefined : FATAL_SQLSTATES[code];
   if (fatal) return { retryable: false, problem: `${fatal} (${code})` };
@@ -153,11 +155,7 @@ async function waitFor(retry: ConnectRetry, dependency: Dependency): Promise<voi
       await dependency.attempt(Math.max(deadline - Date.now(), 1_000));
       return;
     } catch (error) {
-      // The client could not read the string (a malformed % escape): no wait mends that.
-      failure =
-        error instanceof URIError
-          ? { retryable: false, problem: `cannot be read (${error.message})` }
-          : dependency.describe(error);
+      failure = dependency.describe(error);
     }
     if (!failure.retryable) throw new StartupError(`${variable}: ${where} ${failure.problem}`);
     const remainingMs = deadline - Date.now();
