@@ -134,6 +134,9 @@ async function withStorage<T>(
     if (config.eventStoreConnectionString && usesTheLog)
       await waitForEventStore(config.eventStoreConnectionString, retry);
     pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
+    // An idle connection the server ends (stopping the embedded PostgreSQL as `end` still closes it) emits an error:
+    // unheard, it ended the process with a stack after the command's work was done, a created key already printed.
+    pool.on('error', () => undefined);
     eventLog = config.eventStoreConnectionString
       ? await openEventStoreLog(config.eventStoreConnectionString, config.databaseBounds.statementTimeoutMs)
       : await createPostgresEventLog({ connectionString: database.connectionString });

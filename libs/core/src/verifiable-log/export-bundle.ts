@@ -161,8 +161,17 @@ export interface VerifiedBundle {
  */
 export function verifyBundle(text: string, verifierKey: string, since?: string): VerifiedBundle {
   const verifier = parseVerifierKey(verifierKey);
-  const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
-  const manifest = openManifest(lines[0] ?? '', verifier);
+  const body = text.endsWith('\n') ? text.slice(0, -1) : text;
+  const manifestEnd = body.indexOf('\n');
+  const manifest = openManifest(manifestEnd < 0 ? body : body.slice(0, manifestEnd), verifier);
+  // The signed manifest bounds the lines split: far more than it counts (a file of millions of empty lines, which
+  // split whole exhausted the heap) is refused as more lines.
+  const lines = body.split('\n', manifest.events + 2 + EXTRA_LINES_READ);
+  if (lines.length > manifest.events + 2 + EXTRA_LINES_READ - 1)
+    throw new BundleError(
+      manifest.events + 3,
+      `the manifest counts ${manifest.events} events; the bundle holds more lines`,
+    );
   // The checkpoint is the last line; the events are walked in the manifest's order, so a missing,
   // extra or moved line fails where it breaks the order.
   const checkpointLineNumber = Math.max(lines.length, 2);
@@ -235,9 +244,20 @@ function isHashable(data: unknown): boolean {
   }
 }
 
+/** Lines past the manifest's count still split, so that an extra or moved line fails where it breaks the order. */
+const EXTRA_LINES_READ = 1_000;
+
+/**
+ * Arrays and objects nested this deep: far past what the ledger stores (`MAX_JSON_DEPTH`) or could hash, and short
+ * of what JSON.parse takes gigabytes for (a line of 80 million brackets ran the verifier out of memory).
+ */
+const MAX_LINE_DEPTH = 10_000;
+
 function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T {
   let json: unknown;
   const content = line.endsWith('\r') ? line.slice(0, -1) : line;
+  if (nestsDeeperThan(content, MAX_LINE_DEPTH))
+    throw new BundleError(lineNumber, `nests arrays and objects deeper than ${MAX_LINE_DEPTH} levels`);
   try {
     json = JSON.parse(content);
   } catch {
@@ -253,6 +273,22 @@ function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T
     throw new BundleError(lineNumber, `${issue.path.join('.') || 'line'}: ${issue.message}`);
   }
   return parsed.data;
+}
+
+/** Whether a JSON text opens more than `limit` arrays and objects at once (brackets in strings do not count). */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  for (let at = 0; at < text.length; at += 1) {
+    const code = text.charCodeAt(at);
+    if (code === 0x22) {
+      // A string: skip to its closing quote, past escaped characters.
+      for (at += 1; at < text.length && text.charCodeAt(at) !== 0x22; at += 1)
+        if (text.charCodeAt(at) === 0x5c) at += 1;
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (code === 0x5d || code === 0x7d) depth -= 1;
+  }
+  return false;
 }
 
 function written(json: unknown): string | undefined {

@@ -128,6 +128,18 @@ describe('export bundle verification', () => {
     );
   });
 
+  // An auditor's verifier reads whatever file it is handed: these ran it out of memory before a signature was read.
+  it('refuses a line nested past any the ledger writes before parsing it, and lines far past the manifest before splitting them', () => {
+    const bomb = `{"type":"manifest","note":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    expect(() => verifyBundle(`${bomb}\n`, vkey)).toThrow(
+      /^line 1: nests arrays and objects deeper than 10000 levels$/,
+    );
+    const lines = given().text.split('\n');
+    expect(() => verifyBundle(`${lines.join('\n')}${'\n'.repeat(50_000)}`, vkey)).toThrow(
+      /^line 6: the manifest counts 3 events; the bundle holds more lines$/,
+    );
+  });
+
   it('refuses a bundle whose manifest speaks for no key it knows', () => {
     expect(() =>
       verifyBundle(given().text, verifierKeyOf({ ...signer, privateKey: generateKeyPairSync('ed25519').privateKey })),
