@@ -164,14 +164,13 @@ export function verifyBundle(text: string, verifierKey: string, since?: string):
   const body = text.endsWith('\n') ? text.slice(0, -1) : text;
   const manifestEnd = body.indexOf('\n');
   const manifest = openManifest(manifestEnd < 0 ? body : body.slice(0, manifestEnd), verifier);
-  // The signed manifest bounds the lines split: far more than it counts (a file of millions of empty lines, which
-  // split whole exhausted the heap) is refused as more lines.
-  const lines = body.split('\n', manifest.events + 2 + EXTRA_LINES_READ);
-  if (lines.length > manifest.events + 2 + EXTRA_LINES_READ - 1)
-    throw new BundleError(
-      manifest.events + 3,
-      `the manifest counts ${manifest.events} events; the bundle holds more lines`,
-    );
+  // The signed manifest bounds the lines split, by the positions it lists (its count alone is a number): far more
+  // (a file of millions of empty lines, which split whole exhausted the heap) is refused as more lines.
+  const listed = manifest.streams.reduce((events, stream) => events + stream.positions.length, 0);
+  const lineBound = listed + 2 + EXTRA_LINES_READ;
+  const lines = body.split('\n', lineBound);
+  if (lines.length === lineBound)
+    throw new BundleError(listed + 3, `the manifest counts ${manifest.events} events; the bundle holds more lines`);
   // The checkpoint is the last line; the events are walked in the manifest's order, so a missing,
   // extra or moved line fails where it breaks the order.
   const checkpointLineNumber = Math.max(lines.length, 2);
