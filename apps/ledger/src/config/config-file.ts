@@ -65,8 +65,21 @@ export function loadConfigFile<Schema extends z.ZodType>(
 ): z.infer<Schema> {
   const parsed = schema.safeParse(parseConfigFile(variable, file));
   if (parsed.success) return parsed.data;
-  const [issue] = parsed.error.issues;
-  throw new ConfigFileError(variable, file, `${issue.path.join('.') || '(the whole file)'}: ${issue.message}`);
+  throw new ConfigFileError(variable, file, describeIssue(parsed.error.issues[0], '(the whole file)'));
+}
+
+/**
+ * A schema's refusal as `field: problem`. Unknown keys are quoted only when they could be a misspelt field name
+ * (a word of at most 15 characters): a key written where a name belongs (`- sk-live-…:` for `- key: sk-live-…`) is a
+ * field name to zod, whose message quotes it.
+ */
+export function describeIssue(issue: z.core.$ZodIssue, whole: string): string {
+  const misspelt = (key: string) => /^[\w.$-]{1,15}$/.test(key);
+  const problem =
+    issue.code === 'unrecognized_keys' && !issue.keys.every(misspelt)
+      ? 'an unrecognized key (not quoted: it may be a secret)'
+      : issue.message;
+  return `${issue.path.join('.') || whole}: ${problem}`;
 }
 
 /** Where a YAML problem is, by line and column. */

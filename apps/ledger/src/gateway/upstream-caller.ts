@@ -248,8 +248,9 @@ function upstreamHeaders(upstream: Upstream, key: UpstreamKey, request: Upstream
  * A provider's answer as the client may get it. Errors reach the reader through the stream piped into, which
  * pipeline destroys with them. Any answer may quote the key it was sent (a provider, or a proxy before it), in its
  * headers or body, as is, JSON-escaped or URL-encoded: masked before any client sees it or the record reads it (a
- * short key, such as a local server's placeholder `ollama`, is no secret: `secretForms`). A refusal's body encoded (compressed) against the request's `accept-encoding: identity` cannot be searched: not
- * relayed (`outcomeOf` takes an encoded success for no answer at all).
+ * short key, such as a local server's placeholder `ollama`, is no secret: `secretForms`). A refusal's body encoded
+ * (compressed) against the request's `accept-encoding: identity` cannot be searched: not relayed (`outcomeOf` takes
+ * an encoded success for no answer at all).
  */
 function answerOf(response: IncomingMessage, secret: string): Pick<UpstreamResponse, 'headers' | 'body'> {
   const forms = secretForms(secret);

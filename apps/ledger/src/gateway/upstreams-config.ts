@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { ConfigFileError, parseConfigFile } from '../config/config-file.js';
+import { ConfigFileError, describeIssue, parseConfigFile } from '../config/config-file.js';
 import { httpUrl } from '../config/http-url.js';
 
 const UPSTREAMS_VARIABLE = 'LEDGER_UPSTREAMS';
@@ -78,8 +78,7 @@ export function shortKeyHash(key: string): string {
 export function parseUpstreams(document: unknown, env: NodeJS.ProcessEnv): Upstream[] {
   const parsed = upstreamsSchema.safeParse(document);
   if (!parsed.success) {
-    const [issue] = parsed.error.issues;
-    throw new UpstreamsConfigError(`${issue.path.join('.') || '(document)'}: ${issue.message}`);
+    throw new UpstreamsConfigError(describeIssue(parsed.error.issues[0], '(document)'));
   }
   return parsed.data.upstreams.map((upstream, upstreamIndex) => {
     const keys = upstream.keys.map(({ key, weight }, keyIndex) => {

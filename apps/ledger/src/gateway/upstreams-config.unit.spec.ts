@@ -180,9 +180,16 @@ describe('LEDGER_UPSTREAMS', () => {
       // A value written `*…` is an alias; its error quotes it.
       ['a key read as an alias', `upstreams:\n  - name: x\n    keys:\n      - key: *${SECRET}\n`, 'an alias'],
       [
-        'a collection as a key, which the reader warns of, quoting it',
-        `upstreams:\n  - name: x\n    ? [${SECRET}]\n    : 1\n`,
-        '',
+        // The reader warns of it, quoting it; zod's message for a key it does not know quotes it too.
+        'a collection as a key',
+        `upstreams:\n  - ${JSON.stringify(openaiUpstream())}\n`.replace(/}\n$/, `, [${SECRET}]: 1}\n`),
+        'upstreams.0: an unrecognized key (not quoted: it may be a secret)',
+      ],
+      // A key written where a field name belongs.
+      [
+        'a key as a field name',
+        `upstreams:\n  - ${JSON.stringify(openaiUpstream())}\n`.replace(/}\n$/, `, ${SECRET}: 1}\n`),
+        'upstreams.0: an unrecognized key (not quoted: it may be a secret)',
       ],
     ])('refuses YAML with %s, printing nothing', (_case, text, problem) => {
       const file = write('odd.yaml', text);
