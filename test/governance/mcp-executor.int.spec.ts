@@ -119,6 +119,13 @@ describe('a closed MCP executor', () => {
 });
 
 describe('an MCP server that quotes what it was sent in a refusal', () => {
+  /** The message the executor fails with, as the tool call records it. */
+  const refusalOf = (listing: Promise<unknown>) =>
+    listing.then(
+      () => 'listed',
+      (failure: unknown) => (failure as Error).message,
+    );
+
   it('has the entry’s secrets masked in the error recorded: its header (and bearer token alone), its URL’s path and query', async () => {
     const token = 'mcp-header-token-0123456789';
     const pathKey = 'path-key-0123456789abcdef';
@@ -143,10 +150,7 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
       { callTimeoutMs: 2_000, toolListTtlMs: 60_000 },
     );
     try {
-      const refused = await executor.tools('echo').then(
-        () => 'listed',
-        (failure: unknown) => (failure as Error).message,
-      );
+      const refused = await refusalOf(executor.tools('echo'));
       expect(refused).toContain('invalid token ****');
       expect(refused).toContain('/mcp/****');
       expect(refused).toContain('?key=****');
@@ -185,10 +189,7 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
       { callTimeoutMs: 5_000, toolListTtlMs: 60_000 },
     );
     try {
-      const refused = await executor.tools('quoting').then(
-        () => 'listed',
-        (failure: unknown) => (failure as Error).message,
-      );
+      const refused = await refusalOf(executor.tools('quoting'));
       expect(refused).toContain('bad config:');
       expect(refused).not.toMatch(/0123456789/);
     } finally {

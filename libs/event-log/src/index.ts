@@ -25,4 +25,4 @@ export {
 export { HEALTH_ANSWER_MS, healthPoolOptions, healthQuery } from './postgres/health-query.js';
 export { partitionPoint } from './partition-point.js';
 export { withTimeout } from './with-timeout.js';
-export { eventStoreAddress, eventStoreQueryProblem } from './eventstoredb/connection-string-options.js';
+export { eventStoreAddress, eventStoreConnectionStringProblem } from './eventstoredb/connection-string-options.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SESSION_QUOTA, type SessionQuota } from '#core';
-import { DEFAULT_CONNECT_TIMEOUT_MS, eventStoreQueryProblem, type DatabaseBounds } from '#event-log';
+import { DEFAULT_CONNECT_TIMEOUT_MS, eventStoreConnectionStringProblem, type DatabaseBounds } from '#event-log';
 import { StartupError } from '../database/embedded-postgres.js';
 import type { SseOptions } from '../live/sse-stream.js';
 import { httpUrl } from './http-url.js';
@@ -23,7 +23,7 @@ const environment = z
       .string()
       .regex(/^esdb(\+discover)?:\/\//, 'must be an esdb:// connection string')
       .superRefine((value, context) => {
-        const problem = eventStoreQueryProblem(value);
+        const problem = eventStoreConnectionStringProblem(value);
         if (problem) context.addIssue({ code: 'custom', message: problem });
       })
       .optional(),

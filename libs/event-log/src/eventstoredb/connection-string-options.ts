@@ -92,7 +92,7 @@ export function withoutPassword(text: string, connectionString: string): string 
  * string is refused before the client sees it, with a reason that names the key and nothing else. A string it
  * cannot read stops it with a parse error of its own, which quotes nothing (after the warnings of the pairs before).
  */
-export function eventStoreQueryProblem(connectionString: string): string | undefined {
+export function eventStoreConnectionStringProblem(connectionString: string): string | undefined {
   const { afterCredentials, options } = readAsTheClient(connectionString);
   // The client ends the credentials at the first `@`: what follows another is the rest of a password, which a host
   // or a key named here would show.
