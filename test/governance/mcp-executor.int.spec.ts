@@ -161,16 +161,19 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
     }
   });
 
-  it('has a stdio server’s arguments masked, whole and in parts, when it quotes its command line', async () => {
-    // A server that answers `initialize` with an error quoting how it was started.
+  it('has a stdio server’s arguments and environment masked, whole, in parts and in base64, when it quotes them', async () => {
+    // A server that answers `initialize` with an error quoting how it was started, and the Basic credentials it
+    // made of its token for a service behind it.
     const quoting = `process.stdin.on('data', (data) => {
       for (const line of String(data).split('\\n').filter(Boolean)) {
         const { id } = JSON.parse(line);
         if (id === undefined) continue;
-        const message = 'bad config: ' + process.argv.slice(1).join(' ');
+        const basic = Buffer.from('ledger:' + process.env.UPSTREAM_TOKEN).toString('base64');
+        const message = 'bad config: ' + process.argv.slice(1).join(' ') + ' upstream refused Basic ' + basic;
         process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message } }) + '\\n');
       }
     });`;
+    const upstreamToken = 'upstream-token-abcdefghijklmnop';
     const executor = new McpExecutor(
       mcpServersSchema.parse({
         mcpServers: {
@@ -183,6 +186,7 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
               '--api-key=sk-live-0123456789abcdef',
               'postgres://ledger:db-password-0123456789@db.internal/ledger?sslkey=key+0123456789abcdef',
             ],
+            env: { UPSTREAM_TOKEN: upstreamToken },
           },
         },
       }),
@@ -191,7 +195,11 @@ describe('an MCP server that quotes what it was sent in a refusal', () => {
     try {
       const refused = await refusalOf(executor.tools('quoting'));
       expect(refused).toContain('bad config:');
+      expect(refused).toContain('upstream refused Basic ');
       expect(refused).not.toMatch(/0123456789/);
+      // The token's own characters in base64 ('ledger:' is 7 bytes: the token starts a character into a group).
+      const encoded = Buffer.from(`ledger:${upstreamToken}`).toString('base64');
+      expect(refused).not.toContain(encoded.slice(12, -4));
     } finally {
       await executor.close();
     }

@@ -4,10 +4,33 @@
  */
 const MASKED_SECRET_LENGTH = 16;
 
-/** The forms a secret takes in a text that quotes it: as is, JSON-escaped, URL-encoded; none for a short one. */
+/**
+ * The forms a secret takes in a text that quotes it: as is, JSON-escaped, URL-encoded, and inside base64 (standard
+ * and URL-safe: a server may echo `Authorization: Basic …` or a token it encoded); none for a short one.
+ */
 export function secretForms(secret: string): string[] {
   if (secret.length < MASKED_SECRET_LENGTH) return [];
-  return [...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)])];
+  return [
+    ...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), ...base64Forms(secret)]),
+  ];
+}
+
+/**
+ * What base64 holds of `secret` wherever it starts in the encoded bytes: one form for each of the three alignments to
+ * the encoding's 3-byte groups, the characters all of whose bits are the secret's (a character or two at either end
+ * also carry the neighbouring bytes' bits, and so differ from text to text).
+ */
+function base64Forms(secret: string): string[] {
+  const bytes = Buffer.from(secret);
+  return [0, 1, 2].flatMap((offset) => {
+    const total = offset + bytes.length;
+    const firstOwn = [0, 2, 3][offset];
+    const lastOwn = Math.floor(total / 3) * 4 + (total % 3);
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes])
+      .toString('base64')
+      .slice(firstOwn, lastOwn);
+    return [encoded, encoded.replaceAll('+', '-').replaceAll('/', '_')];
+  });
 }
 
 /** `text` with every occurrence of each form overwritten by as many `*`, so its length holds. */
