@@ -252,9 +252,29 @@ const EXTRA_LINES_READ = 1_000;
  */
 const MAX_LINE_DEPTH = 10_000;
 
-function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number): T {
+/**
+ * What may follow a signed note's string on its line: `}`, or a checkpoint's consistency proof (at most 128 hashes of
+ * 44 characters for a tree of 2^64 leaves). Parsed whole, what a forged line holds there could take gigabytes (81 MB
+ * of `[],` took 1.8 GB): it is measured first.
+ */
+const MAX_AFTER_NOTE = 8 * 1024;
+
+/**
+ * A line that carries a signed note, checked before it is parsed: it starts as the ledger writes it (`prefix`, up to
+ * the note's opening quote), and what follows the note's string is short. So JSON.parse reads one string and a few
+ * members, however long the line.
+ */
+function checkNoteLineFrame(content: string, prefix: string, lineNumber: number): void {
+  if (!content.startsWith(prefix)) throw new BundleError(lineNumber, `not a line that starts ${prefix}`);
+  const noteEnd = stringEnd(content, prefix.length - 1);
+  if (content.length - noteEnd - 1 > MAX_AFTER_NOTE)
+    throw new BundleError(lineNumber, `holds more than ${MAX_AFTER_NOTE} characters after its note`);
+}
+
+function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number, notePrefix?: string): T {
   let json: unknown;
   const content = line.endsWith('\r') ? line.slice(0, -1) : line;
+  if (notePrefix !== undefined) checkNoteLineFrame(content, notePrefix, lineNumber);
   if (nestsDeeperThan(content, MAX_LINE_DEPTH))
     throw new BundleError(lineNumber, `nests arrays and objects deeper than ${MAX_LINE_DEPTH} levels`);
   try {
@@ -279,15 +299,19 @@ function nestsDeeperThan(text: string, limit: number): boolean {
   let depth = 0;
   for (let at = 0; at < text.length; at += 1) {
     const code = text.charCodeAt(at);
-    if (code === 0x22) {
-      // A string: skip to its closing quote, past escaped characters.
-      for (at += 1; at < text.length && text.charCodeAt(at) !== 0x22; at += 1)
-        if (text.charCodeAt(at) === 0x5c) at += 1;
-    } else if (code === 0x5b || code === 0x7b) {
+    if (code === 0x22) at = stringEnd(text, at);
+    else if (code === 0x5b || code === 0x7b) {
       if (++depth > limit) return true;
     } else if (code === 0x5d || code === 0x7d) depth -= 1;
   }
   return false;
+}
+
+/** Where the JSON string opened by the quote at `opening` closes: past escaped characters; the text's length if never. */
+function stringEnd(text: string, opening: number): number {
+  let at = opening + 1;
+  for (; at < text.length && text.charCodeAt(at) !== 0x22; at += 1) if (text.charCodeAt(at) === 0x5c) at += 1;
+  return at;
 }
 
 function written(json: unknown): string | undefined {
@@ -299,7 +323,7 @@ function written(json: unknown): string | undefined {
 }
 
 function openManifest(line: string, verifier: NoteVerifier): BundleManifest {
-  const { note } = parseLine(manifestLine, line, 1);
+  const { note } = parseLine(manifestLine, line, 1, '{"type":"manifest","note":"');
   let text: string;
   try {
     text = openNote(note, verifier);
@@ -315,7 +339,7 @@ function openBundleCheckpoint(
   verifier: NoteVerifier,
   since: string | undefined,
 ): Checkpoint {
-  const parsed = parseLine(checkpointLine, line, lineNumber);
+  const parsed = parseLine(checkpointLine, line, lineNumber, '{"type":"checkpoint","note":"');
   const signed = (note: string, what: string) => {
     try {
       return openCheckpoint(note, verifier);

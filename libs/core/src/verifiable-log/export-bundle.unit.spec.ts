@@ -130,14 +130,36 @@ describe('export bundle verification', () => {
 
   // An auditor's verifier reads whatever file it is handed: these ran it out of memory before a signature was read.
   it('refuses a line nested past any the ledger writes before parsing it, and lines far past the manifest before splitting them', () => {
-    const bomb = `{"type":"manifest","note":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
-    expect(() => verifyBundle(`${bomb}\n`, vkey)).toThrow(
-      /^line 1: nests arrays and objects deeper than 10000 levels$/,
-    );
     const lines = given().text.split('\n');
+    const bomb = lines[1].replace('"data":{"n":0}', `"data":${'['.repeat(20_000)}${']'.repeat(20_000)}`);
+    expect(bomb).not.toBe(lines[1]);
+    expect(() => verifyBundle([lines[0], bomb, ...lines.slice(2)].join('\n'), vkey)).toThrow(
+      /^line 2: nests arrays and objects deeper than 10000 levels$/,
+    );
     expect(() => verifyBundle(`${lines.join('\n')}${'\n'.repeat(50_000)}`, vkey)).toThrow(
       /^line 6: the manifest counts 3 events; the bundle holds more lines$/,
     );
+  });
+
+  it('reads a signed note’s line as one string and a few members: what follows the note is measured before parsing', () => {
+    const lines = given().text.split('\n');
+    // 3 MB of empty arrays after the note: parsed, 27 million of them took 1.8 GB.
+    const wide = (line: string) => `${line.slice(0, -1)},"pad":[${'[],'.repeat(1_000_000)}[]]}`;
+    expect(() => verifyBundle([wide(lines[0]), ...lines.slice(1)].join('\n'), vkey)).toThrow(
+      /^line 1: holds more than 8192 characters after its note$/,
+    );
+    expect(() => verifyBundle([...lines.slice(0, 4), wide(lines[4]), ''].join('\n'), vkey)).toThrow(
+      /^line 5: holds more than 8192 characters after its note$/,
+    );
+    // A line that does not start as the ledger writes it is not parsed either.
+    const reordered = JSON.stringify({ note: JSON.parse(lines[0]).note, type: 'manifest' });
+    expect(() => verifyBundle([reordered, ...lines.slice(1)].join('\n'), vkey)).toThrow(
+      /^line 1: not a line that starts \{"type":"manifest","note":"$/,
+    );
+    // A quote escaped inside the note does not end it; a short member after it is the schema's to name.
+    const escaped = lines[0].replace('"}', '\\"x","extra":1}');
+    expect(() => verifyBundle([escaped, ...lines.slice(1)].join('\n'), vkey)).toThrow(/^line 1: /);
+    expect(() => verifyBundle([escaped, ...lines.slice(1)].join('\n'), vkey)).not.toThrow(/after its note/);
   });
 
   it('refuses a bundle whose manifest speaks for no key it knows', () => {

@@ -97,14 +97,14 @@ export function splitNote(note: string): { text: string; signatures: NoteSignatu
   if (split < 0 || !note.endsWith('\n')) throw new NoteError('a signed note is text, a blank line and signature lines');
   const text = note.slice(0, split + 1);
   checkNoteText(text);
-  return {
-    text,
-    signatures: note
-      .slice(split + 2, -1)
-      .split('\n')
-      .map(signatureOf),
-  };
+  const signatureLines = note.slice(split + 2, -1).split('\n', MAX_SIGNATURES + 1);
+  if (signatureLines.length > MAX_SIGNATURES)
+    throw new NoteError(`a note carries at most ${MAX_SIGNATURES} signatures`);
+  return { text, signatures: signatureLines.map(signatureOf) };
 }
+
+/** As Go's `golang.org/x/mod/sumdb/note` reads notes: more signatures would be work spent on a forged note. */
+const MAX_SIGNATURES = 100;
 
 function signatureOf(line: string): NoteSignature {
   if (!line.startsWith(SIGNATURE_PREFIX)) throw new NoteError('a signature line starts with an em dash and a space');

@@ -24,6 +24,17 @@ describe('C2SP signed notes', () => {
     expect(() => openNote(note, impostor)).toThrow(/no signature of ledger.example\/log\+/);
   });
 
+  it('reads at most 100 signature lines, as Go’s note package does, before checking one', () => {
+    const signer = signerNamed('ledger.example/log');
+    const verifier = parseVerifierKey(verifierKeyOf(signer));
+    const note = signNote('hello\n', signer);
+    const [text, own] = note.split('\n\n');
+    const others = (count: number) => `${'\u2014 other.example/log AAAAAAAA\n'.repeat(count)}`;
+    expect(openNote(`${text}\n\n${others(99)}${own}`, verifier)).toBe('hello\n');
+    expect(() => openNote(`${text}\n\n${others(100)}${own}`, verifier)).toThrow(/at most 100 signatures/);
+    expect(() => openNote(`${text}\n\n${others(2_000_000)}${own}`, verifier)).toThrow(/at most 100 signatures/);
+  });
+
   it('refuses malformed verifier keys and key names', () => {
     expect(() => parseVerifierKey('name+530d903a')).toThrow(/<name>\+<key id>\+<key>/);
     expect(() => parseVerifierKey('example.com/bar+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k')).toThrow(
