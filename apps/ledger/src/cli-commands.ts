@@ -1,6 +1,6 @@
 import type { Checkpoint, NoteVerifier } from '#core';
-import { createPostgresEventLog, type EventLog } from '#event-log';
-import pg from 'pg';
+import { createPostgresEventLog, heardPool, type EventLog } from '#event-log';
+import type pg from 'pg';
 import { pino } from 'pino';
 import type { LedgerConfig } from './config/ledger-config.js';
 import { connectRetry, openDatabase, openEventStoreLog, waitForEventStore } from './config/startup-checks.js';
@@ -133,10 +133,9 @@ async function withStorage<T>(
   try {
     if (config.eventStoreConnectionString && usesTheLog)
       await waitForEventStore(config.eventStoreConnectionString, retry);
-    pool = new pg.Pool({ connectionString: database.connectionString, max: 4 });
-    // An idle connection the server ends (stopping the embedded PostgreSQL as `end` still closes it) emits an error:
-    // unheard, it ended the process with a stack after the command's work was done, a created key already printed.
-    pool.on('error', () => undefined);
+    // Heard: stopping the embedded PostgreSQL as `end` still closes the pool ended the process with a stack after the
+    // command's work was done, a created key already printed.
+    pool = heardPool({ connectionString: database.connectionString, max: 4 }, () => undefined);
     eventLog = config.eventStoreConnectionString
       ? await openEventStoreLog(config.eventStoreConnectionString, config.databaseBounds.statementTimeoutMs)
       : await createPostgresEventLog({ connectionString: database.connectionString });

@@ -22,6 +22,7 @@ export {
   type DatabaseConnection,
   type DatabaseFailure,
 } from './postgres/database-failure.js';
+export { heardPool } from './postgres/heard-pool.js';
 export { HEALTH_ANSWER_MS, healthPoolOptions, healthQuery } from './postgres/health-query.js';
 export { partitionPoint } from './partition-point.js';
 export { withTimeout } from './with-timeout.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { databaseFailure, HEALTH_ANSWER_MS, healthPoolOptions, healthQuery } from '#event-log';
+import { databaseFailure, HEALTH_ANSWER_MS, heardPool, healthPoolOptions, healthQuery } from '#event-log';
 import pg from 'pg';
 import { PG_POOL } from '../database/pg-pool-token.js';
 
@@ -14,8 +14,9 @@ export class DatabaseHealthIndicator implements OnApplicationShutdown {
     @Inject(PG_POOL) shared: pg.Pool,
     private readonly health: HealthIndicatorService,
   ) {
-    this.pool = new pg.Pool(healthPoolOptions(shared.options));
-    this.pool.on('error', (error) => this.logger.warn({ err: error }, 'the health check lost its connection'));
+    this.pool = heardPool(healthPoolOptions(shared.options), (error) =>
+      this.logger.warn({ err: error }, 'the health check lost its connection'),
+    );
   }
 
   async check(key: string) {

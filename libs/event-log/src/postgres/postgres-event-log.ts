@@ -21,6 +21,7 @@ import type {
 import { DEFAULT_READ_PAGE_BYTES, pageLimit, positiveInteger } from '../read-limits.js';
 import { DatabaseClient, TimeoutShare, type DatabaseConnection } from './database-failure.js';
 import { APPEND_LOCK_KEY, GroupCommitWriter, type CommitStats } from './group-commit-writer.js';
+import { heardPool } from './heard-pool.js';
 import { healthPoolOptions, healthQuery } from './health-query.js';
 import { LogStatistics } from './log-statistics.js';
 import { PostgresNotifier } from './postgres-notifier.js';
@@ -220,14 +221,10 @@ export async function createPostgresEventLog(options: PostgresEventLogOptions): 
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: options.statementTimeoutMs,
   });
-  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 8 });
-  const healthPool = new pg.Pool(healthPoolOptions(connection));
   const onError = options.onError ?? (() => undefined);
-  // Idle in the pool or checked out between queries, a dropped connection must not crash the process.
-  pool.on('error', onError);
-  healthPool.on('error', onError);
+  const pool = heardPool({ ...connection, max: options.poolSize ?? 8 }, onError);
+  const healthPool = heardPool(healthPoolOptions(connection), onError);
   pool.on('connect', (client) => {
-    client.on('error', onError);
     // The driver's parser for bigint tests every value against a regular expression and gives back the same text
     // either way: positions and revisions are taken as the text they come as.
     client.setTypeParser(pg.types.builtins.INT8, (value: string) => value);
