@@ -129,6 +129,8 @@ async function clusterPassword(file: string): Promise<string> {
 async function ensurePassword(port: number, password: string, dataDir: string): Promise<void> {
   const connect = async (candidate: string) => {
     const client = new pg.Client({ host: '127.0.0.1', port, user: USER, password: candidate, database: 'postgres' });
+    // Ended by the server between two of its calls, the next call fails; unheard, the error would crash the start.
+    client.on('error', () => undefined);
     await client.connect();
     return client;
   };

@@ -49,6 +49,10 @@ const MIGRATION_LOCK_KEY = 7_318_201_000;
  */
 export async function runMigrations(connectionString: string): Promise<void> {
   const lock = new pg.Client({ connectionString });
+  // The lock's connection waits idle while the migrations run: ended by the server then, it emits an error (unheard,
+  // a crash with a stack), and the runs are no longer serialized. The run fails once done, saying so.
+  let lockLost: Error | undefined;
+  lock.on('error', (error) => (lockLost ??= error));
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -65,6 +69,7 @@ export async function runMigrations(connectionString: string): Promise<void> {
     } finally {
       await dataSource.destroy();
     }
+    if (lockLost) throw new Error(`the migrations' lock was lost while they ran: ${lockLost.message}`);
   } finally {
     await lock.end();
   }

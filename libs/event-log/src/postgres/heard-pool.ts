@@ -7,7 +7,8 @@ import pg from 'pg';
  */
 export function heardPool(config: pg.PoolConfig, onError: (error: Error) => void): pg.Pool {
   const pool = new pg.Pool(config);
-  pool.on('error', onError);
+  // The pool passes on an idle connection's error, which the connection's own listener has already heard.
+  pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', onError));
   return pool;
 }
