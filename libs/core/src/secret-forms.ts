@@ -5,14 +5,19 @@
 const MASKED_SECRET_LENGTH = 16;
 
 /**
- * The forms a secret takes in a text that quotes it: as is, JSON-escaped, URL-encoded, and inside base64 (standard
- * and URL-safe: a server may echo `Authorization: Basic …` or a token it encoded); none for a short one.
+ * The forms a secret takes in a text that quotes it: itself and what base64 holds of it (standard and URL-safe: a
+ * server may echo `Authorization: Basic …` or a token it encoded), each as is, JSON-escaped (also with `\/`, as PHP
+ * writes it) and URL-encoded; none for a short one. Base64 broken into lines (MIME's 76 characters) is not found.
  */
 export function secretForms(secret: string): string[] {
   if (secret.length < MASKED_SECRET_LENGTH) return [];
-  return [
-    ...new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), ...base64Forms(secret)]),
+  const quoted = (form: string) => [
+    form,
+    JSON.stringify(form).slice(1, -1),
+    form.replaceAll('/', '\\/'),
+    encodeURIComponent(form),
   ];
+  return [...new Set([secret, ...base64Forms(secret)].flatMap(quoted))];
 }
 
 /**

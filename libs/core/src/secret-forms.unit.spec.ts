@@ -29,6 +29,21 @@ describe('secretForms', () => {
         }
   });
 
+  it('masks base64 quoted again: URL-encoded, or with its slashes escaped as PHP writes JSON', () => {
+    // Bytes that make `+` and `/` in base64.
+    const quoted = 'key??>>0123456789~~~~';
+    const encoded = Buffer.from(`ledger:${quoted}`).toString('base64');
+    expect(encoded).toContain('+');
+    expect(encoded).toContain('/');
+    const slashed = 'sk/live/0123456789abcdef';
+    for (const [secret, text] of [
+      [quoted, encodeURIComponent(encoded)],
+      [quoted, encoded.replaceAll('/', '\\/')],
+      [slashed, JSON.stringify(slashed).replaceAll('/', '\\/')],
+    ])
+      expect(maskForms(text, secretForms(secret))).toMatch(/\*{20}/);
+  });
+
   it('masks no short secret, in any form, and leaves text that only resembles a secret', () => {
     expect(secretForms('ollama')).toEqual([]);
     expect(maskedOf('sk-live-0123456789abcdeX and c2stbGl2ZS0wMTIzNDU2Nzg5YWJjZGVY')).not.toContain('*');
