@@ -165,7 +165,7 @@ describe('session export bundles', () => {
     expect(await failure(joined(swapped))).toMatchObject({ line: 3, reason: expect.stringMatching(/out of order/) });
     expect(await failure(joined(lines.slice(0, -2)))).toMatchObject({
       line: lines.length - 2,
-      reason: expect.stringMatching(/^type/),
+      reason: 'not a line that starts {"type":"checkpoint","note":"',
     });
     expect(await failure(bundle.slice(0, bundle.length - 40))).toBeInstanceOf(BundleError);
 
@@ -262,6 +262,36 @@ describe('session export bundles', () => {
       (error: { code: number; stderr: string }) => error,
     );
     expect(failed).toMatchObject({ code: 1, stderr: expect.stringMatching(/^.*cli\.ndjson line \d+: /) });
+
+    // The bound on an event line's values, lowered below what the session's lines hold, and refused when not a count.
+    await writeFile(bundleFile, bundle);
+    const bounded = await run(process.execPath, [
+      VERIFY_CLI,
+      bundleFile,
+      '--key',
+      vkey,
+      '--max-line-values',
+      '3',
+    ]).catch((error: { code: number; stderr: string }) => error);
+    expect(bounded).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/cli\.ndjson line 2: holds more than 3 JSON values .*, the verifier's bound\n$/),
+    });
+    for (const count of ['0', '1e3', 'many']) {
+      const refused = await run(process.execPath, [
+        VERIFY_CLI,
+        bundleFile,
+        '--key',
+        vkey,
+        '--max-line-values',
+        count,
+      ]).catch((error: { code: number; stdout: string; stderr: string }) => error);
+      expect(refused).toMatchObject({
+        code: 1,
+        stdout: '',
+        stderr: expect.stringMatching(/^--max-line-values takes a positive integer\n/),
+      });
+    }
 
     const misused = await run(process.execPath, [VERIFY_CLI, bundleFile, '--key', vkey, '--sinse', 'x']).catch(
       (error: { code: number; stdout: string; stderr: string }) => error,

@@ -1,4 +1,4 @@
-import { initialSessionState, verifyBundle, type ChainedEvent, type VerifiedBundle } from '#core';
+import { initialSessionState, verifyBundle, type BundleLimits, type ChainedEvent, type VerifiedBundle } from '#core';
 import type { RecordedEvent } from '#event-log';
 import { foldSessionEvents, type StreamReader } from '../sessions/session-fold.js';
 import { foldedSnapshot, sessionView, treeView } from '../sessions/session-views.js';
@@ -14,8 +14,13 @@ export interface VerifiedSession extends VerifiedBundle {
  * `verifyBundle`), then folds its events with the core reducer, a fork through its source's
  * events in the bundle, exactly as the service's read path folds the log.
  */
-export async function verifySessionBundle(text: string, verifierKey: string, since?: string): Promise<VerifiedSession> {
-  const bundle = verifyBundle(text, verifierKey, since);
+export async function verifySessionBundle(
+  text: string,
+  verifierKey: string,
+  since?: string,
+  limits?: BundleLimits,
+): Promise<VerifiedSession> {
+  const bundle = verifyBundle(text, verifierKey, since, limits);
   const byStream = new Map(bundle.streams.map((stream) => [stream.stream, stream.events.map(recordedEvent)]));
   const reader: StreamReader = {
     readStream: async (streamId, options) => {

@@ -159,7 +159,12 @@ export interface VerifiedBundle {
  * inclusion proof and every count; with `since` (an older checkpoint the auditor kept), that the
  * bundle's checkpoint extends it. Throws a BundleError naming the first line that fails.
  */
-export function verifyBundle(text: string, verifierKey: string, since?: string): VerifiedBundle {
+export function verifyBundle(
+  text: string,
+  verifierKey: string,
+  since?: string,
+  { maxLineValues = DEFAULT_MAX_LINE_VALUES }: BundleLimits = {},
+): VerifiedBundle {
   const verifier = parseVerifierKey(verifierKey);
   const body = text.endsWith('\n') ? text.slice(0, -1) : text;
   const manifestEnd = body.indexOf('\n');
@@ -184,7 +189,7 @@ export function verifyBundle(text: string, verifierKey: string, since?: string):
       lineNumber += 1;
       if (lineNumber >= checkpointLineNumber)
         throw new BundleError(lineNumber, `the manifest counts ${manifest.events} events; the bundle ends before`);
-      const event = parseLine(eventLine, lines[lineNumber - 1], lineNumber);
+      const event = parseLine(eventLine, lines[lineNumber - 1], lineNumber, { maxValues: maxLineValues });
       if (event.stream !== stream.stream || event.revision !== String(revision) || event.position !== position) {
         throw new BundleError(
           lineNumber,
@@ -243,6 +248,19 @@ function isHashable(data: unknown): boolean {
   }
 }
 
+export interface BundleLimits {
+  /** An event line holding more JSON values is refused before it is parsed: `DEFAULT_MAX_LINE_VALUES` by default. */
+  readonly maxLineValues?: number;
+}
+
+/**
+ * Values (arrays, objects, their members and items) an event line may hold. Parsed, written again and hashed, a
+ * value costs the verifier about 165 bytes of memory: 80 MB of `[],` took 4.4 GB and a minute before the line's hash
+ * failed. Four million take at least 8 MB of JSON, eight times the API's default body limit, and at most about 700
+ * MB to check; an auditor raises the bound for a session that recorded more in one event.
+ */
+export const DEFAULT_MAX_LINE_VALUES = 4_000_000;
+
 /** Lines past the manifest's count still split, so that an extra or moved line fails where it breaks the order. */
 const EXTRA_LINES_READ = 1_000;
 
@@ -271,12 +289,23 @@ function checkNoteLineFrame(content: string, prefix: string, lineNumber: number)
     throw new BundleError(lineNumber, `holds more than ${MAX_AFTER_NOTE} characters after its note`);
 }
 
-function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number, notePrefix?: string): T {
+/** What a line is checked for before it is parsed: a signed note's frame (`notePrefix`), at most `maxValues` values. */
+interface LineChecks {
+  readonly notePrefix?: string;
+  readonly maxValues?: number;
+}
+
+function parseLine<T>(
+  schema: z.ZodType<T>,
+  line: string,
+  lineNumber: number,
+  { notePrefix, maxValues = Infinity }: LineChecks = {},
+): T {
   let json: unknown;
   const content = line.endsWith('\r') ? line.slice(0, -1) : line;
   if (notePrefix !== undefined) checkNoteLineFrame(content, notePrefix, lineNumber);
-  if (nestsDeeperThan(content, MAX_LINE_DEPTH))
-    throw new BundleError(lineNumber, `nests arrays and objects deeper than ${MAX_LINE_DEPTH} levels`);
+  const shape = lineShapeProblem(content, MAX_LINE_DEPTH, maxValues);
+  if (shape) throw new BundleError(lineNumber, shape);
   try {
     json = JSON.parse(content);
   } catch {
@@ -294,17 +323,26 @@ function parseLine<T>(schema: z.ZodType<T>, line: string, lineNumber: number, no
   return parsed.data;
 }
 
-/** Whether a JSON text opens more than `limit` arrays and objects at once (brackets in strings do not count). */
-function nestsDeeperThan(text: string, limit: number): boolean {
+/**
+ * Whether a JSON text opens more than `maxDepth` arrays and objects at once, or holds more than `maxValues` values,
+ * counted as its arrays and objects and the commas between their members and items (what strings hold does not
+ * count).
+ */
+function lineShapeProblem(text: string, maxDepth: number, maxValues: number): string | undefined {
   let depth = 0;
+  let values = 0;
   for (let at = 0; at < text.length; at += 1) {
     const code = text.charCodeAt(at);
     if (code === 0x22) at = stringEnd(text, at);
     else if (code === 0x5b || code === 0x7b) {
-      if (++depth > limit) return true;
+      if (++depth > maxDepth) return `nests arrays and objects deeper than ${maxDepth} levels`;
+      values += 1;
     } else if (code === 0x5d || code === 0x7d) depth -= 1;
+    else if (code === 0x2c) values += 1;
+    if (values > maxValues)
+      return `holds more than ${maxValues} JSON values (arrays, objects, members and items), the verifier's bound`;
   }
-  return false;
+  return undefined;
 }
 
 /** Where the JSON string opened by the quote at `opening` closes: past escaped characters; the text's length if never. */
@@ -323,7 +361,7 @@ function written(json: unknown): string | undefined {
 }
 
 function openManifest(line: string, verifier: NoteVerifier): BundleManifest {
-  const { note } = parseLine(manifestLine, line, 1, '{"type":"manifest","note":"');
+  const { note } = parseLine(manifestLine, line, 1, { notePrefix: '{"type":"manifest","note":"' });
   let text: string;
   try {
     text = openNote(note, verifier);
@@ -339,7 +377,7 @@ function openBundleCheckpoint(
   verifier: NoteVerifier,
   since: string | undefined,
 ): Checkpoint {
-  const parsed = parseLine(checkpointLine, line, lineNumber, '{"type":"checkpoint","note":"');
+  const parsed = parseLine(checkpointLine, line, lineNumber, { notePrefix: '{"type":"checkpoint","note":"' });
   const signed = (note: string, what: string) => {
     try {
       return openCheckpoint(note, verifier);

@@ -162,6 +162,23 @@ describe('export bundle verification', () => {
     expect(() => verifyBundle([escaped, ...lines.slice(1)].join('\n'), vkey)).not.toThrow(/after its note/);
   });
 
+  it('counts an event line’s values before parsing it, and refuses more than the bound', () => {
+    const lines = given().text.split('\n');
+    // 80 MB of `[],` in one line took 4.4 GB and a minute to fail its hash.
+    const wide = lines[1].replace('"data":{"n":0}', `"data":[${'[],'.repeat(4_000_000)}[]]`);
+    expect(() => verifyBundle([lines[0], wide, ...lines.slice(2)].join('\n'), vkey)).toThrow(
+      /^line 2: holds more than 4000000 JSON values \(arrays, objects, members and items\), the verifier's bound$/,
+    );
+    // Its brackets and commas, those inside strings left out: the count the bound is on.
+    const valuesOf = (line: string) => line.replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/[^[{,]/g, '').length;
+    const most = Math.max(...lines.slice(1, -2).map(valuesOf));
+    expect(most).toBeGreaterThan(10);
+    expect(verifyBundle(given().text, vkey, undefined, { maxLineValues: most }).streams[0].events).toHaveLength(3);
+    expect(() => verifyBundle(given().text, vkey, undefined, { maxLineValues: most - 1 })).toThrow(
+      new RegExp(`^line \\d: holds more than ${most - 1} JSON values`),
+    );
+  });
+
   it('refuses a bundle whose manifest speaks for no key it knows', () => {
     expect(() =>
       verifyBundle(given().text, verifierKeyOf({ ...signer, privateKey: generateKeyPairSync('ed25519').privateKey })),
