@@ -101,6 +101,13 @@ function cases(): BadCase[] {
         status: 400,
         names: 'chunks[0].responses.0.tool.name',
       });
+      // Its id is part of a block's key: 7,000 characters stopped the block projection for every tenant.
+      list.push({
+        name: `${type} with a tool id of 201 characters`,
+        body: [chunk(type, { responses: [{ ...tool, id: 'x'.repeat(201) }] })],
+        status: 400,
+        names: 'chunks[0].responses.0.id',
+      });
       list.push({
         name: `${type} with no responses`,
         body: [chunk(type, { responses: [] })],

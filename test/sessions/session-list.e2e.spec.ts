@@ -309,4 +309,27 @@ describe('finding sessions', () => {
     expect(await idsOf('?q=dive')).toEqual([sessionId]);
     expect(await idsOf('?q=narwhals')).toEqual([sessionId]);
   });
+  // 1,100 reports of 2^53 - 1 summed past PostgreSQL's bigint: the projection failed on the row for ever, and every
+  // tenant's reads behind it.
+  it('holds a producer’s absurd usage at 2^53 - 1 and goes on projecting', async () => {
+    const absurd = (await openSession({ title: 'Absurd usage' })).id;
+    const usage = { prompt_tokens: Number.MAX_SAFE_INTEGER, completion_tokens: 1 };
+    const reports = Array.from({ length: 1_100 }, (_, index) => ({
+      seq: index + 2,
+      type: 'llm_response_complete',
+      response: { usage },
+    }));
+    await message(absurd, { role: 'assistant', model: 'gpt-test' }, [
+      { seq: 1, type: 'llm_response_created' },
+      ...reports,
+    ]);
+    const after = (await openSession({ title: 'After the absurd one' })).id;
+    await projected(after, await message(after, { role: 'user', content: 'still projected' }));
+    const [newest, held] = (await list('?limit=2')).sessions;
+    expect(newest.sessionId).toBe(after);
+    expect(held).toMatchObject({
+      sessionId: absurd,
+      usage: { promptTokens: Number.MAX_SAFE_INTEGER, completionTokens: 1_100, totalTokens: Number.MAX_SAFE_INTEGER },
+    });
+  });
 });

@@ -10,9 +10,16 @@ import { findUnstorableJson } from './storable-json.js';
 const json = z.unknown();
 const loose = z.object({}).passthrough();
 
+/**
+ * A tool call's id is part of its block's id, a key of the block read model: PostgreSQL's index refuses a key over
+ * 2,704 bytes, and a 7,000-character id stopped the block projection for every tenant. Providers' ids are tens of
+ * characters (`call_…`, `toolu_…`, `fc_…`).
+ */
+export const MAX_TOOL_ID_LENGTH = 200;
+
 export const mcpToolResponseSchema = z
   .object({
-    id: z.string().min(1),
+    id: z.string().min(1).max(MAX_TOOL_ID_LENGTH),
     tool: z.object({ name: z.string().min(1) }).passthrough(),
     arguments: json.optional(),
     status: z.enum(['pending', 'streaming', 'invoking', 'done', 'error', 'cancelled']),

@@ -1,6 +1,6 @@
 import type { SessionChanges } from './session-changes.js';
 import { messageStatus, type MessageState, type OpenSession } from './session-events.js';
-import { addUsage, NO_TOKENS, subtractUsage, type TokenUsage } from './token-usage.js';
+import { addUsage, MAX_TOKEN_COUNT, NO_TOKENS, subtractUsage, type TokenUsage } from './token-usage.js';
 
 /** What a list of sessions shows of one: the session's messages, summed up. */
 export interface SessionSummary {
@@ -49,7 +49,7 @@ export function summarizeSession(session: OpenSession): SessionTally {
  * messages costs what it changed. Messages are never removed, a message's model is set when it is
  * created, and each message not named is the same in both states. Summed whole instead when a
  * count leaves the integers a double holds exactly, so that a summary never depends on how the
- * batches fell.
+ * batches fell, nor the projection on a count too large for its column (each held at `MAX_TOKEN_COUNT`).
  */
 export function summarizeChanges(before: SessionTally, changes: SessionChanges): SessionTally {
   const { session } = changes;
@@ -90,7 +90,6 @@ const tally = (
 const errored = (message: MessageState): number =>
   messageStatus(message) === 'error' || message.blocks.blocks.some((block) => block.status === 'error') ? 1 : 0;
 
+/** Below `MAX_TOKEN_COUNT`, where counts are held: one held there cannot be subtracted from. */
 const countsExactly = (usage: TokenUsage): boolean =>
-  Number.isSafeInteger(usage.promptTokens) &&
-  Number.isSafeInteger(usage.completionTokens) &&
-  Number.isSafeInteger(usage.totalTokens);
+  usage.promptTokens < MAX_TOKEN_COUNT && usage.completionTokens < MAX_TOKEN_COUNT && usage.totalTokens < MAX_TOKEN_COUNT;

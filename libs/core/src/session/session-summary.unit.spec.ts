@@ -61,6 +61,19 @@ describe('token usage', () => {
     });
   });
 
+  it('holds every count at 2^53 - 1, however many calls report it (a bigint column took the sum of 1,100)', () => {
+    const most = Number.MAX_SAFE_INTEGER;
+    expect(reportedUsage({ input_tokens: most, cache_read_input_tokens: most, output_tokens: most })).toEqual({
+      promptTokens: most,
+      completionTokens: most,
+      totalTokens: most,
+    });
+    let usage = NO_TOKENS;
+    for (let call = 0; call < 1_100; call += 1)
+      usage = usageAfter(usage, end('llm_response_complete', { prompt_tokens: most, completion_tokens: 1 }), true);
+    expect(usage).toEqual({ promptTokens: most, completionTokens: 1_100, totalTokens: most });
+  });
+
   it('ignores what is not a count', () => {
     expect(reportedUsage(undefined)).toBeUndefined();
     expect(reportedUsage('12')).toBeUndefined();
@@ -222,7 +235,7 @@ describe('session summary from what changed', () => {
     expect(seen.map(({ incremental }) => incremental.hasErrors)).toEqual([false, false, true, false]);
   });
 
-  it('sums every message again when a count would leave the integers a double holds exactly', () => {
+  it('sums every message again when a count reaches the integers a double holds exactly, where it is held', () => {
     const session = heldSession();
     session.take(open);
     session.take(create('a1', 'assistant', 'm'));
@@ -234,7 +247,7 @@ describe('session summary from what changed', () => {
     const { incremental, whole } = session.take(
       append('a2', [{ type: 'block_complete', response: { usage: { prompt_tokens: 100, completion_tokens: 0 } } }]),
     );
-    expect(whole.usage.promptTokens).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
+    expect(whole.usage.promptTokens).toBe(Number.MAX_SAFE_INTEGER);
     expect(incremental).toEqual(whole);
   });
 
@@ -252,11 +265,11 @@ describe('session summary from what changed', () => {
       session.take(create(messageId, 'assistant', 'm'));
       session.take(called(messageId, promptTokens));
     }
-    // a1 now stands at 3: 3 + (2^53 - 1) + 1 rounds to 2^53 + 4; a1 taken off and put back onto the rounded sum, 2^53 + 2.
+    // a1 now stands at 3: 3 + (2^53 - 1) + 1 is held at 2^53 - 1; a1 taken off the held sum and put back, 2^53 - 2.
     const { incremental, whole } = session.take(called('a1', 2, 2));
-    expect(whole.usage.promptTokens).toBe(2 ** 53 + 4);
+    expect(whole.usage.promptTokens).toBe(Number.MAX_SAFE_INTEGER);
     expect(incremental).toEqual(whole);
-    // a2 ends reporting 5 for the whole message: the sum is exact again (3 + 5 + 1), not 2^53 + 4 - (2^53 - 1) + 5.
+    // a2 ends reporting 5 for the whole message: the sum is exact again (3 + 5 + 1), not (2^53 - 1) - (2^53 - 1) + 5.
     const ended = session.take(
       append('a2', [{ type: 'block_complete', response: { usage: { prompt_tokens: 5 } } }], 2),
     );

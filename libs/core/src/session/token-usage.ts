@@ -9,11 +9,18 @@ export interface TokenUsage {
 
 export const NO_TOKENS: TokenUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
+/**
+ * Usage added up, each count held at `MAX_TOKEN_COUNT`: a producer reports what it likes, and a thousand reports of 2^53
+ * tokens summed past PostgreSQL's bigint, which stopped the session list's projection for every tenant.
+ */
 export const addUsage = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
-  promptTokens: a.promptTokens + b.promptTokens,
-  completionTokens: a.completionTokens + b.completionTokens,
-  totalTokens: a.totalTokens + b.totalTokens,
+  promptTokens: Math.min(a.promptTokens + b.promptTokens, MAX_TOKEN_COUNT),
+  completionTokens: Math.min(a.completionTokens + b.completionTokens, MAX_TOKEN_COUNT),
+  totalTokens: Math.min(a.totalTokens + b.totalTokens, MAX_TOKEN_COUNT),
 });
+
+/** The most tokens a count says: what a double holds exactly, and a bigint column. A count held there is not exact. */
+export const MAX_TOKEN_COUNT = Number.MAX_SAFE_INTEGER;
 
 export const subtractUsage = (a: TokenUsage, b: TokenUsage): TokenUsage => ({
   promptTokens: a.promptTokens - b.promptTokens,
@@ -51,9 +58,10 @@ export function reportedUsage(usage: unknown): TokenUsage | undefined {
   const completion = field('completion_tokens') ?? field('output_tokens') ?? field('outputTokens');
   const total = field('total_tokens') ?? field('totalTokens');
   if (prompt === undefined && completion === undefined && total === undefined) return undefined;
-  return {
+  // Sums of safe integers may not be one: held as `addUsage` holds them.
+  return addUsage(NO_TOKENS, {
     promptTokens: prompt ?? 0,
     completionTokens: completion ?? 0,
     totalTokens: total ?? (prompt ?? 0) + (completion ?? 0),
-  };
+  });
 }
