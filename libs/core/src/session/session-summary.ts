@@ -92,4 +92,6 @@ const errored = (message: MessageState): number =>
 
 /** Below `MAX_TOKEN_COUNT`, where counts are held: one held there cannot be subtracted from. */
 const countsExactly = (usage: TokenUsage): boolean =>
-  usage.promptTokens < MAX_TOKEN_COUNT && usage.completionTokens < MAX_TOKEN_COUNT && usage.totalTokens < MAX_TOKEN_COUNT;
+  usage.promptTokens < MAX_TOKEN_COUNT &&
+  usage.completionTokens < MAX_TOKEN_COUNT &&
+  usage.totalTokens < MAX_TOKEN_COUNT;
