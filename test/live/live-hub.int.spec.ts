@@ -1,5 +1,6 @@
 import { foldFootprint, initialSessionState, parseChunks, sessionChanges, sessionStreamId } from '#core';
-import { createPostgresEventLog, type EventLog } from '#event-log';
+import { ANY, createPostgresEventLog, type EventLog } from '#event-log';
+import { randomUUID } from 'node:crypto';
 import type { RetryLater } from '../../apps/ledger/src/http/api-error.js';
 import { LiveHub, type LiveSink } from '../../apps/ledger/src/live/live-hub.js';
 import { sessionItems, type LiveItem } from '../../apps/ledger/src/live/live-items.js';
@@ -161,6 +162,44 @@ describe('live hub: joining a session that moves on during the join', () => {
       later!.unwatch();
       acme!.unwatch();
       expect([hub.watchedSessions, hub.watchedBytes]).toEqual([0, 0]);
+    } finally {
+      await hub.stop();
+    }
+  });
+
+  // A batch the hub could not fold was retried for ever, and every feed of the instance froze behind it.
+  it('lets go of a session whose event it cannot follow, its watchers told where to resume, and goes on', async () => {
+    const poisoned = { tenant: 'default', sessionId: 'poisoned-session' };
+    await repository.execute(
+      poisoned,
+      { type: 'open_session', ...poisoned, title: null, metadata: {}, owner: 'producer', writers: [] },
+      author,
+    );
+    const hub = new LiveHub(eventLog);
+    await hub.start();
+    const events: string[] = [];
+    const pushed: LiveItem[][] = [];
+    const sinkNamed = (name: string) => (): LiveSink => ({
+      start: () => {},
+      push: (items) => pushed.push([...items]),
+      close: (reason) => events.push(`${name} ${reason}`),
+    });
+    try {
+      const healthy = await hub.watch(session, undefined, sinkNamed('healthy'));
+      await hub.watch(poisoned, undefined, sinkNamed('poisoned'));
+      // An event no command makes, which the fold cannot apply: a user message whose attachments are not a list.
+      const data = { messageId: 'poison', role: 'user', parentId: null, model: null, content: 'x', attachments: 5 };
+      await eventLog.append(
+        sessionStreamId(poisoned.tenant, poisoned.sessionId),
+        [{ id: randomUUID(), type: 'message.created', data, tenant: poisoned.tenant }],
+        ANY,
+      );
+      const { position } = await appendDeltas(2);
+      expect(await hub.reach(position, 10_000)).toBe(true);
+      expect(events).toEqual(['poisoned live_feed_failed']);
+      expect(pushed.flat().map((item) => item.position)).toContain(position);
+      expect(hub.watchedSessions).toBe(1);
+      healthy!.unwatch();
     } finally {
       await hub.stop();
     }

@@ -564,4 +564,29 @@ describe('client ids named like Object.prototype members', () => {
     const blocks = read.body.blocks;
     expect(blocks).toMatchObject([{ type: 'tool', toolId, status: 'success', content: { ok: true } }]);
   });
+
+  // The ledger stores a tool result it cannot store as is in this shape: a producer's object of the same shape, its
+  // JSON bad, failed every read of the session with a 500.
+  it('a tool result shaped like the ledger’s encoded one is data, read back as it was sent', async () => {
+    const sessionId = (await ledger.request('POST', '/v1/sessions', {})).body.id as string;
+    const message = `/v1/sessions/${sessionId}/messages`;
+    const messageId = (await ledger.request('POST', message, { role: 'assistant' })).body.id as string;
+    const shaped = [
+      { $encoding: 'json', json: '{bad' },
+      { $encoding: 'json', json: '"x"' },
+    ];
+    const call = (status: string) => ({ id: 'call_1', tool: { name: 'read_file' }, arguments: { shaped }, status });
+    const posted = await ledger.request('POST', `${message}/${messageId}/chunks`, [
+      { seq: 1, type: 'mcp_tool_pending', responses: [call('pending')] },
+      { seq: 2, type: 'mcp_tool_complete', responses: [{ ...call('done'), response: shaped[0] }] },
+    ]);
+    expect(posted.status).toBe(200);
+    for (const route of [`/v1/sessions/${sessionId}`, `${message}/${messageId}`]) {
+      const read = await ledger.request('GET', `${route}?minPosition=${posted.body.position}`);
+      expect(read.status).toBe(200);
+    }
+    const read = await ledger.request('GET', `${message}/${messageId}`);
+    expect(read.body.blocks).toMatchObject([{ type: 'tool', status: 'success', content: shaped[0] }]);
+    expect(read.body.blocks[0].metadata.rawMcpToolResponse.arguments).toEqual({ shaped });
+  });
 });

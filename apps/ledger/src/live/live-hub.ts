@@ -19,7 +19,7 @@ export interface LiveSink {
   start(items: readonly LiveItem[]): void;
   push(items: readonly LiveItem[]): void;
   /** Cut off, with where to resume: its session outgrew what the hub may follow. */
-  close(reason: 'live_feeds_full'): void;
+  close(reason: 'live_feeds_full' | 'live_feed_failed'): void;
 }
 
 interface WatchedSession {
@@ -251,9 +251,22 @@ export class LiveHub {
     for (const event of events) {
       const entry = this.watched.get(event.streamId);
       if (!entry || event.position <= this.position) continue;
-      const next = await foldSessionEvents(this.eventLog, entry.state, [event], 'read');
-      const items = sessionItems(sessionChanges(entry.state, next), event.position);
-      const footprint = foldFootprint(next, { state: entry.state, footprint: entry.footprint });
+      let next: SessionState;
+      let items: LiveItem[];
+      let footprint: number;
+      try {
+        next = await foldSessionEvents(this.eventLog, entry.state, [event], 'read');
+        items = sessionItems(sessionChanges(entry.state, next), event.position);
+        footprint = foldFootprint(next, { state: entry.state, footprint: entry.footprint });
+      } catch (error) {
+        // One session's event the hub cannot follow (a failed read of a fork's source, or a defect) must not hold
+        // every feed of the instance, as retrying its batch for ever did: its watchers are let go, told where to
+        // resume, and the others go on.
+        this.onError(error as Error);
+        this.forget(event.streamId, entry);
+        for (const sink of entry.sinks) sink.close('live_feed_failed');
+        continue;
+      }
       this.hold(entry, footprint - entry.footprint);
       entry.state = next;
       entry.footprint = footprint;

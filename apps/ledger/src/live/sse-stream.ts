@@ -21,7 +21,13 @@ const RAW_PART_CHARS = 1_048_576;
 /** An item goes to every watcher of its session: it is serialized once, not once per watcher. */
 const serializedItems = new WeakMap<LiveItem, string>();
 
-export type CloseReason = 'client_closed' | 'slow_client' | 'credential_ended' | 'live_feeds_full' | 'shutdown';
+export type CloseReason =
+  | 'client_closed'
+  | 'slow_client'
+  | 'credential_ended'
+  | 'live_feeds_full'
+  | 'live_feed_failed'
+  | 'shutdown';
 
 /** The last event a stream cut off by the service sends: why, and where to resume. */
 const PARTING_EVENTS: Partial<Record<CloseReason, { readonly event: string; readonly reason: string }>> = {
@@ -29,6 +35,10 @@ const PARTING_EVENTS: Partial<Record<CloseReason, { readonly event: string; read
   live_feeds_full: {
     event: 'live_feeds_full',
     reason: 'the session outgrew what this instance follows in memory; reconnect with Last-Event-ID later',
+  },
+  live_feed_failed: {
+    event: 'live_feed_failed',
+    reason: 'this instance could not follow the session; reconnect with Last-Event-ID',
   },
   credential_ended: {
     event: 'credential_ended',

@@ -22,14 +22,30 @@ export function encodeToolResult(result: unknown): unknown {
   return { [TOOL_RESULT_ENCODING_KEY]: 'json', json: JSON.stringify(result) } satisfies EncodedToolResult;
 }
 
-/** The value with every stored result in it read back as it came (blocks, records, views). */
+/**
+ * The value with every stored result in it read back as it came (blocks, records, views). Producers' data is walked
+ * too, and a producer may send an object of the wrapper's shape: only what `encodeToolResult` would have made is read
+ * back, a JSON text of a value that needed encoding; anything else is data, shown as it was sent (a wrapper of bad
+ * JSON failed every read of its session, and every live feed of the instance while one was watched).
+ */
 export function decodeToolResults<T>(value: T): T {
-  if (isEncoded(value)) return JSON.parse(value.json) as T;
+  if (isEncoded(value)) {
+    const decoded = parsedOrUndefined(value.json);
+    return (decoded !== undefined && needsEncoding(decoded) ? decoded : value) as T;
+  }
   if (Array.isArray(value)) return value.map(decodeToolResults) as T;
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, decodeToolResults(member)])) as T;
   }
   return value;
+}
+
+function parsedOrUndefined(json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    return undefined;
+  }
 }
 
 function needsEncoding(value: unknown): boolean {

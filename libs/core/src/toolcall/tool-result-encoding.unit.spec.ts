@@ -51,4 +51,20 @@ describe('tool results are stored as they came', () => {
     });
     expect(decodeToolResults(blockHolding(stored))).toEqual(blockHolding(result));
   });
+
+  it('reads a producer’s object of the wrapper’s shape as the data it is, never throwing on it', () => {
+    const sent = [
+      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '{bad' },
+      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '"x"' },
+      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '{"content":[],"isError":false}' },
+    ];
+    for (const value of sent)
+      expect(decodeToolResults({ arguments: { nested: [value] } })).toEqual({ arguments: { nested: [value] } });
+    // What the saga stored is still read back, beside them.
+    const stored = encodeToolResult(text('a\u0000b'));
+    expect(decodeToolResults({ producer: sent[1], saga: stored })).toEqual({
+      producer: sent[1],
+      saga: text('a\u0000b'),
+    });
+  });
 });
