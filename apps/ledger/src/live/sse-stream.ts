@@ -22,12 +22,7 @@ const RAW_PART_CHARS = 1_048_576;
 const serializedItems = new WeakMap<LiveItem, string>();
 
 export type CloseReason =
-  | 'client_closed'
-  | 'slow_client'
-  | 'credential_ended'
-  | 'live_feeds_full'
-  | 'live_feed_failed'
-  | 'shutdown';
+  'client_closed' | 'slow_client' | 'credential_ended' | 'live_feeds_full' | 'live_feed_failed' | 'shutdown';
 
 /** The last event a stream cut off by the service sends: why, and where to resume. */
 const PARTING_EVENTS: Partial<Record<CloseReason, { readonly event: string; readonly reason: string }>> = {
