@@ -174,6 +174,16 @@ describe('answers an integrator can rely on', () => {
       }
     });
 
+    // `BigInt` read `0x10` as 16 and a blank as 0: one position had several spellings.
+    it('a position written other than in decimal digits is refused, naming the parameter', async () => {
+      for (const spelled of ['0x10', '0b1', '%20', '%2B5', '1e3', '-1', '1.0']) {
+        const answer = await ledger.request('GET', `/v1/sessions/${sessionId}?at=${spelled}`);
+        expect(answer).toMatchObject({ status: 400, body: { error: { field: 'at' } } });
+      }
+      const fork = await ledger.request('POST', `/v1/sessions/${sessionId}/fork`, { atPosition: '0x1' });
+      expect(fork).toMatchObject({ status: 400, body: { error: { field: 'atPosition' } } });
+    });
+
     it('?minPosition, after its wait', async () => {
       const ahead = (await headPosition()) + 1_000;
       expect(await ledger.request('GET', `/v1/sessions/${sessionId}?minPosition=${ahead}`)).toMatchObject(

@@ -190,11 +190,19 @@ function sseSchema(events: NonNullable<RouteContract['events']>): JsonSchema {
 
 /**
  * A request schema as JSON Schema, read as its input: a body wrapped in `storableJson` (any JSON,
- * checked storable, then piped into the real schema) is described by that real schema.
+ * checked storable, then piped into the real schema) is described by that real schema. A schema whose metadata
+ * names its type is described by it, not by the forms it parses (a position: a JSON number, or decimal digits in a
+ * query string).
  */
 function jsonSchema(schema: z.ZodType): JsonSchema {
   const described = schema instanceof z.ZodPipe && schema.in instanceof z.ZodUnknown ? schema.out : schema;
-  const json = z.toJSONSchema(described as z.ZodType, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const json = z.toJSONSchema(described as z.ZodType, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: ({ jsonSchema: node }) => {
+      if (node.type !== undefined && node.anyOf !== undefined) delete node.anyOf;
+    },
+  }) as JsonSchema;
   delete json.$schema;
   return json;
 }

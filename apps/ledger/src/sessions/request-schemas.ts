@@ -4,9 +4,16 @@ import { ID_CHARACTERS, ID_MAX_LENGTH, ID_RULE } from '../http/path-ids.pipe.js'
 
 /** An id a client chooses (a session's, a message's), as a path segment names it. */
 export const clientId = z.string().min(1).max(ID_MAX_LENGTH).regex(ID_CHARACTERS, ID_RULE);
-export const position = z.coerce
-  .bigint({ error: 'must be a log position (a non-negative integer)' })
-  .nonnegative('must be a log position (a non-negative integer)')
+const POSITION_RULE = 'must be a log position (a non-negative integer)';
+/**
+ * A position as a JSON number or in decimal digits: `BigInt` alone also reads `0x10`, `0b1` and blanks (as 0), so one
+ * position had several spellings.
+ */
+export const position = z
+  .union([z.int({ error: POSITION_RULE }).nonnegative(POSITION_RULE), z.string().regex(/^[0-9]+$/, POSITION_RULE)], {
+    error: POSITION_RULE,
+  })
+  .transform((value) => BigInt(value))
   .meta({ type: 'integer', minimum: 0, description: 'a log position' });
 
 /** Subjects as credentials carry them: `subject:<name>`, `key:<id>` or `jwt:<issuer>#<sub>`. */

@@ -85,7 +85,7 @@ function readChat(request: z.infer<typeof chatRequest>): ModelCallRequest {
           conversation.thinking({ text: message.reasoning_content });
         }
         conversation.text(textOf(message.content, [...CHAT_TEXT, 'refusal']));
-        const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as Json[]) : [];
+        const calls = Array.isArray(message.tool_calls) ? objectsOf(message.tool_calls, `${field}.tool_calls`) : [];
         calls.forEach((call, callIndex) => {
           const callField = `${field}.tool_calls[${callIndex}]`;
           const fn = (call.function ?? {}) as Json;
@@ -143,7 +143,7 @@ function readResponses(request: z.infer<typeof responsesRequest>): ModelCallRequ
     }
     if (type === 'reasoning') {
       assistantItem();
-      const summary = Array.isArray(item.summary) ? (item.summary as Json[]) : [];
+      const summary = Array.isArray(item.summary) ? objectsOf(item.summary, `${field}.summary`) : [];
       const text = summary.map((part) => (typeof part.text === 'string' ? part.text : '')).join('\n\n');
       return conversation.thinking({ text, item });
     }
@@ -180,7 +180,7 @@ function readAnthropic(request: z.infer<typeof anthropicRequest>): ModelCallRequ
     const blocks: Json[] =
       typeof message.content === 'string'
         ? [{ type: 'text', text: message.content }]
-        : asBlocks(message.content, field);
+        : contentBlocks(message.content, field);
     if (message.role === 'assistant') {
       conversation.openRound();
       blocks.forEach((block, blockIndex) => readAssistantBlock(conversation, block, `${field}[${blockIndex}]`));
@@ -228,12 +228,17 @@ function readAssistantBlock(conversation: ConversationBuilder, block: Json, fiel
   }
 }
 
-function asBlocks(content: unknown, field: string): Json[] {
+function contentBlocks(content: unknown, field: string): Json[] {
   if (!Array.isArray(content)) throw new ModelCallRequestError(field, 'must be a string or an array of content blocks');
-  return content.map((block, index) => {
-    if (typeof block !== 'object' || block === null)
-      throw new ModelCallRequestError(`${field}[${index}]`, 'must be a content block');
-    return block as Json;
+  return objectsOf(content, field);
+}
+
+/** A list's items, each an object (`null` among them answered 500 where a member was read). */
+function objectsOf(items: readonly unknown[], field: string): Json[] {
+  return items.map((item, index) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      throw new ModelCallRequestError(`${field}[${index}]`, 'must be an object');
+    return item as Json;
   });
 }
 

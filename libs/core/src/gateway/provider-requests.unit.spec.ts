@@ -110,3 +110,19 @@ describe('readModelCallRequest (openai-responses)', () => {
     expect([...session.messages.values()]).toHaveLength(2);
   });
 });
+
+describe('readModelCallRequest: lists of objects holding something else', () => {
+  // Each answered 500 where a member of the item was read.
+  it.each([
+    ['openai-responses', { model: 'm', input: [{ type: 'reasoning', summary: [null] }] }, 'input[0].summary[0]'],
+    ['openai-chat', { model: 'm', messages: [{ role: 'assistant', tool_calls: [null] }] }, 'messages[0].tool_calls[0]'],
+    ['openai-chat', { model: 'm', messages: [{ role: 'assistant', tool_calls: [[]] }] }, 'messages[0].tool_calls[0]'],
+    [
+      'anthropic-messages',
+      { model: 'm', max_tokens: 1, messages: [{ role: 'user', content: [7] }] },
+      'messages[0].content[0]',
+    ],
+  ] as const)('%s, case %#: refused, naming the item', (protocol, body, field) => {
+    expect(() => readModelCallRequest(protocol, body)).toThrow(expect.objectContaining({ field }));
+  });
+});
