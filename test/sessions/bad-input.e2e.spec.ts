@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { connectSse } from '../support/sse-client.js';
 import { startLedger, type LedgerUnderTest } from '../support/ledger-http.js';
 
 interface BadCase {
@@ -565,28 +566,46 @@ describe('client ids named like Object.prototype members', () => {
     expect(blocks).toMatchObject([{ type: 'tool', toolId, status: 'success', content: { ok: true } }]);
   });
 
-  // The ledger stores a tool result it cannot store as is in this shape: a producer's object of the same shape, its
-  // JSON bad, failed every read of the session with a 500.
-  it('a tool result shaped like the ledger’s encoded one is data, read back as it was sent', async () => {
+  // The ledger stores a tool result it cannot store as is in this shape. Read back as its own, a producer's object of
+  // the same shape failed every read of the session with a 500 (its JSON bad), crashed the process as a live feed
+  // wrote it (nested 4,000 deep), and delivered a NUL the edge refuses.
+  it('a tool result shaped like the ledger’s encoded one is data, read back and sent live as it was sent', async () => {
     const sessionId = (await ledger.request('POST', '/v1/sessions', {})).body.id as string;
     const message = `/v1/sessions/${sessionId}/messages`;
     const messageId = (await ledger.request('POST', message, { role: 'assistant' })).body.id as string;
     const shaped = [
       { $encoding: 'json', json: '{bad' },
-      { $encoding: 'json', json: '"x"' },
+      { $encoding: 'json', json: '"a\\u0000b"' },
+      { $encoding: 'json', json: `${'['.repeat(4_000)}"\\u0000"${']'.repeat(4_000)}` },
     ];
-    const call = (status: string) => ({ id: 'call_1', tool: { name: 'read_file' }, arguments: { shaped }, status });
-    const posted = await ledger.request('POST', `${message}/${messageId}/chunks`, [
-      { seq: 1, type: 'mcp_tool_pending', responses: [call('pending')] },
-      { seq: 2, type: 'mcp_tool_complete', responses: [{ ...call('done'), response: shaped[0] }] },
-    ]);
-    expect(posted.status).toBe(200);
-    for (const route of [`/v1/sessions/${sessionId}`, `${message}/${messageId}`]) {
-      const read = await ledger.request('GET', `${route}?minPosition=${posted.body.position}`);
-      expect(read.status).toBe(200);
+    const watcher = connectSse(`${ledger.baseUrl}/v1/sessions/${sessionId}/live`);
+    expect((await watcher.opened).status).toBe(200);
+    try {
+      const call = (status: string) => ({ id: 'call_1', tool: { name: 'read_file' }, arguments: { shaped }, status });
+      const posted = await ledger.request('POST', `${message}/${messageId}/chunks`, [
+        { seq: 1, type: 'mcp_tool_pending', responses: [call('pending')] },
+        { seq: 2, type: 'mcp_tool_complete', responses: [{ ...call('done'), response: shaped[2] }] },
+      ]);
+      expect(posted.status).toBe(200);
+      for (const route of [
+        `/v1/sessions/${sessionId}`,
+        `${message}/${messageId}`,
+        `/v1/sessions/${sessionId}/history`,
+      ]) {
+        const read = await ledger.request('GET', `${route}?minPosition=${posted.body.position}`);
+        expect(read.status).toBe(200);
+      }
+      const read = await ledger.request('GET', `${message}/${messageId}`);
+      expect(read.body.blocks).toMatchObject([{ type: 'tool', status: 'success', content: shaped[2] }]);
+      expect(read.body.blocks[0].metadata.rawMcpToolResponse.arguments).toEqual({ shaped });
+      // The feed sent the block as read, and the service still answers.
+      const deadline = Date.now() + 10_000;
+      const sentLive = () => watcher.events.find((event) => event.event === 'block' && event.data.status === 'success');
+      while (!sentLive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(sentLive()?.data.content).toEqual(shaped[2]);
+      expect((await ledger.request('GET', `/v1/sessions/${sessionId}`)).status).toBe(200);
+    } finally {
+      watcher.close();
     }
-    const read = await ledger.request('GET', `${message}/${messageId}`);
-    expect(read.body.blocks).toMatchObject([{ type: 'tool', status: 'success', content: shaped[0] }]);
-    expect(read.body.blocks[0].metadata.rawMcpToolResponse.arguments).toEqual({ shaped });
   });
 });

@@ -1,4 +1,4 @@
-import { decodeToolResults, type ToolCallState } from '#core';
+import { decodedExecution, type ToolCallState } from '#core';
 import type { RecordedEvent } from '#event-log';
 
 /**
@@ -41,7 +41,7 @@ export function toolCallView(state: Exclude<ToolCallState, { status: 'absent' }>
     guardian: state.guardian,
     approval: state.approval,
     decision: state.decision,
-    execution: decodeToolResults(state.execution),
+    execution: decodedExecution(state.execution),
     position: Number(state.position),
   };
 }

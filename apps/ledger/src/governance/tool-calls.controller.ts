@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { decodeToolResults, storableJson, type ToolCallState } from '#core';
+import { decodedExecution, storableJson, type ToolCallState } from '#core';
 import type pg from 'pg';
 import { z } from 'zod';
 import { PG_POOL } from '../database/pg-pool-token.js';
@@ -80,7 +80,11 @@ export class ToolCallsController {
       [state ?? null, sessionId ?? null, limit, principal.tenant],
     );
     return {
-      toolCalls: rows.map((row) => ({ ...decodeToolResults(row), requestedAt: row.requestedAt.toISOString() })),
+      toolCalls: rows.map((row) => ({
+        ...row,
+        execution: decodedExecution(row.execution),
+        requestedAt: row.requestedAt.toISOString(),
+      })),
     };
   }
 

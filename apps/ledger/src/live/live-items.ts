@@ -1,4 +1,4 @@
-import { decodeToolResults, messageStatus, type SessionChanges } from '#core';
+import { decodedBlock, decodedGovernance, messageStatus, type SessionChanges } from '#core';
 import { foldedSummary } from '../sessions/session-views.js';
 
 /**
@@ -45,7 +45,7 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
   for (const selection of changes.selections)
     items.push({ event: 'selection', key: `selection:${selection.parentId ?? ''}`, position, data: selection });
   for (const { block, index } of changes.blocks) {
-    const data = { ...decodeToolResults(block), index };
+    const data = { ...decodedBlock(block), index };
     items.push({ event: 'block', key: `block:${block.messageId}:${block.id}`, position, data });
   }
   for (const { block, message } of changes.blocks) {
@@ -54,7 +54,7 @@ export function sessionItems(changes: SessionChanges | undefined, position: bigi
     const previous = changes.messages.find((changed) => changed.message === message)?.previous;
     if (previous?.blocks.blocks.find((earlier) => earlier.id === block.id)?.metadata?.governance === governance)
       continue;
-    const data = { ...decodeToolResults(governance), messageId: message.id, toolId: block.toolId };
+    const data = { ...decodedGovernance(governance), messageId: message.id, toolId: block.toolId };
     items.push({ event: 'toolcall', key: `toolcall:${governance.toolCallId}`, position, data, urgent: true });
   }
   for (const { messageId, id } of changes.removedBlocks)

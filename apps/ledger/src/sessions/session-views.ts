@@ -3,7 +3,7 @@ import {
   anthropicHistory,
   branchTree,
   childrenByParent,
-  decodeToolResults,
+  decodedBlock,
   lastSeq,
   messageStatus,
   openAiHistory,
@@ -67,8 +67,7 @@ export type HistoryFormat = 'openai' | 'anthropic' | 'openai-responses';
 /** The message shape: blocks in display order (Cherry Studio `MessageBlock`), tool results as they came. */
 export function messageView(message: MessageView): MessageView {
   const { id, role, parentId, model, content, status, createdAt, position, lastSeq, blocks } = message;
-  const decoded = decodeToolResults(blocks);
-  return { id, role, parentId, model, content, status, createdAt, position, lastSeq, blocks: decoded };
+  return { id, role, parentId, model, content, status, createdAt, position, lastSeq, blocks: blocks.map(decodedBlock) };
 }
 
 export function foldedMessageView(message: MessageState): MessageView {

@@ -1,6 +1,6 @@
 import type { MessageBlock } from '../blocks/message-block.js';
 import { canonicalJson } from '../hashing/canonical-json.js';
-import { decodeToolResults } from '../toolcall/tool-result-encoding.js';
+import { decodedBlock } from '../toolcall/tool-result-encoding.js';
 
 /**
  * A conversation as a model sees it, whatever the provider's format: turns of the system, the
@@ -127,8 +127,8 @@ function toolCallOf(block: MessageBlock): ToolCallPart {
     arguments: block.arguments ?? {},
     status: raw?.status ?? block.status,
   };
-  // A result the log stored wrapped goes to the model as it came.
-  const content = decodeToolResults(block.content);
+  // A result the saga stored wrapped goes to the model as it came.
+  const content = decodedBlock(block).content;
   const finished = block.status === 'success' || block.status === 'error';
   if (!finished || content === undefined || content === null) return { ...call, result: undefined };
   const isError = block.status === 'error';

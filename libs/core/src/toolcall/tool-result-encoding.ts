@@ -23,21 +23,49 @@ export function encodeToolResult(result: unknown): unknown {
 }
 
 /**
- * The value with every stored result in it read back as it came (blocks, records, views). Producers' data is walked
- * too, and a producer may send an object of the wrapper's shape: only what `encodeToolResult` would have made is read
- * back, a JSON text of a value that needed encoding; anything else is data, shown as it was sent (a wrapper of bad
- * JSON failed every read of its session, and every live feed of the instance while one was watched).
+ * One result the saga stored, read back as it came. Only the saga's own places are read this way (`decodedExecution`,
+ * `decodedGovernance`, `decodedBlock`): a producer may send an object of the wrapper's shape anywhere, and it is data,
+ * shown as sent (read back, one of bad JSON failed every read of its session with a 500, a deep one crashed the
+ * process as a live feed wrote it, and one of `"a\u0000b"` delivered what the edge refuses).
  */
-export function decodeToolResults<T>(value: T): T {
-  if (isEncoded(value)) {
-    const decoded = parsedOrUndefined(value.json);
-    return (decoded !== undefined && needsEncoding(decoded) ? decoded : value) as T;
-  }
-  if (Array.isArray(value)) return value.map(decodeToolResults) as T;
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, decodeToolResults(member)])) as T;
-  }
-  return value;
+export function decodeToolResult(result: unknown): unknown {
+  if (!isEncoded(result)) return result;
+  // Stored by the saga, it parses; a row edited in the database is shown as it is.
+  const decoded = parsedOrUndefined(result.json);
+  return decoded === undefined ? result : decoded;
+}
+
+/** A call's execution record with its result read back. */
+export function decodedExecution<T>(execution: T): T {
+  const record = execution as { readonly result?: unknown } | null | undefined;
+  if (typeof record !== 'object' || record === null || record.result === undefined) return execution;
+  return { ...record, result: decodeToolResult(record.result) } as T;
+}
+
+/** A call's governance record (`governanceRecord`, a governed block's `metadata.governance`) with its result read back. */
+export function decodedGovernance<T>(governance: T): T {
+  const record = governance as { readonly execution?: unknown } | null | undefined;
+  if (typeof record !== 'object' || record === null || !record.execution) return governance;
+  return { ...record, execution: decodedExecution(record.execution) } as T;
+}
+
+/**
+ * A block with the saga's result read back where the saga put it: a governed tool block's content, its raw response's
+ * result and its governance record. The block's arguments, and every other block, are the producer's.
+ */
+export function decodedBlock<T extends { readonly content?: unknown; readonly metadata?: unknown }>(block: T): T {
+  const metadata = block.metadata as { governance?: { execution?: unknown }; rawMcpToolResponse?: unknown } | undefined;
+  if (!metadata?.governance) return block;
+  const raw = metadata.rawMcpToolResponse as { response?: unknown } | undefined;
+  return {
+    ...block,
+    ...('content' in block ? { content: decodeToolResult(block.content) } : {}),
+    metadata: {
+      ...metadata,
+      ...(raw && 'response' in raw ? { rawMcpToolResponse: { ...raw, response: decodeToolResult(raw.response) } } : {}),
+      governance: decodedGovernance(metadata.governance),
+    },
+  };
 }
 
 function parsedOrUndefined(json: string): unknown {

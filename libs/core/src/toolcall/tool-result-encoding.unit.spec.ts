@@ -1,4 +1,10 @@
-import { decodeToolResults, encodeToolResult, TOOL_RESULT_ENCODING_KEY } from './tool-result-encoding.js';
+import {
+  decodedBlock,
+  decodedExecution,
+  decodeToolResult,
+  encodeToolResult,
+  TOOL_RESULT_ENCODING_KEY,
+} from './tool-result-encoding.js';
 
 /** What a JSON column (PostgreSQL jsonb) can hold: strings and keys without NUL, surrogates only in pairs. */
 const wellFormed = (text: string) =>
@@ -25,7 +31,7 @@ describe('tool results are stored as they came', () => {
     const stored = encodeToolResult(result);
     expect(stored).toEqual({ [TOOL_RESULT_ENCODING_KEY]: 'json', json: expect.any(String) });
     expect(storable(stored)).toBe(true);
-    expect(decodeToolResults(JSON.parse(JSON.stringify(stored)))).toEqual(result);
+    expect(decodeToolResult(JSON.parse(JSON.stringify(stored)))).toEqual(result);
   });
 
   it('a storable result is kept as it is, well-formed pairs (emoji) included', () => {
@@ -38,33 +44,41 @@ describe('tool results are stored as they came', () => {
     const lookalike = { content: [{ type: 'text', text: 'x', nested: wrapperShaped }], isError: false };
     const stored = encodeToolResult(lookalike);
     expect(stored).not.toBe(lookalike);
-    expect(decodeToolResults(stored)).toEqual(lookalike);
+    expect(decodeToolResult(stored)).toEqual(lookalike);
   });
 
-  it('decodes encoded results wherever they sit in a block or a record', () => {
+  it('reads the saga’s results back where the saga put them: a governed block’s content, raw result and record', () => {
     const result = text('a\u0000b');
     const stored = encodeToolResult(result);
-    const blockHolding = (value: unknown) => ({
+    const governedBlock = (value: unknown) => ({
       id: 'b1',
+      arguments: { path: '/x' },
       content: value,
       metadata: { rawMcpToolResponse: { response: value }, governance: { execution: { result: value } } },
     });
-    expect(decodeToolResults(blockHolding(stored))).toEqual(blockHolding(result));
+    expect(decodedBlock(governedBlock(stored))).toEqual(governedBlock(result));
+    expect(decodedExecution({ startedAt: 't', result: stored })).toEqual({ startedAt: 't', result });
+    expect(decodedExecution(null)).toBeNull();
   });
 
-  it('reads a producer’s object of the wrapper’s shape as the data it is, never throwing on it', () => {
+  // Read back, one of bad JSON failed every read of its session, a deep one crashed the process as a live feed wrote
+  // it, and one of "a\u0000b" delivered what the edge refuses.
+  it('reads a producer’s object of the wrapper’s shape anywhere else as the data it is', () => {
     const sent = [
       { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '{bad' },
-      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '"x"' },
-      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '{"content":[],"isError":false}' },
+      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: '"a\\u0000b"' },
+      { [TOOL_RESULT_ENCODING_KEY]: 'json', json: `${'['.repeat(5_000)}${']'.repeat(5_000)}` },
     ];
-    for (const value of sent)
-      expect(decodeToolResults({ arguments: { nested: [value] } })).toEqual({ arguments: { nested: [value] } });
-    // What the saga stored is still read back, beside them.
-    const stored = encodeToolResult(text('a\u0000b'));
-    expect(decodeToolResults({ producer: sent[1], saga: stored })).toEqual({
-      producer: sent[1],
-      saga: text('a\u0000b'),
-    });
+    const producersBlock = {
+      id: 'b2',
+      arguments: { sent },
+      content: sent[1],
+      metadata: { rawMcpToolResponse: sent[2] },
+    };
+    expect(decodedBlock(producersBlock)).toBe(producersBlock);
+    // A governed block's arguments are the producer's too.
+    const governed = { id: 'b3', arguments: { sent }, metadata: { governance: { execution: null } } };
+    expect(decodedBlock(governed).arguments).toEqual({ sent });
+    expect(decodeToolResult(sent[0])).toEqual(sent[0]);
   });
 });

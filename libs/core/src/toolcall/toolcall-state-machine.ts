@@ -1,6 +1,6 @@
 import { nameUuid } from '../hashing/name-uuid.js';
 import type { GovernedToolUpdate } from '../blocks/block-rules.js';
-import { decodeToolResults, encodeToolResult } from './tool-result-encoding.js';
+import { decodeToolResult, encodeToolResult } from './tool-result-encoding.js';
 import type { FirewallVerdict, ReviewerApproval, Risk, ToolCallEvent, ToolCallEventOf } from './toolcall-events.js';
 
 /**
@@ -498,7 +498,7 @@ export function toolBlockUpdate(
       return raw('invoking');
     case 'succeeded': {
       const result = state.execution!.result;
-      const { isError } = (decodeToolResults(result) ?? {}) as { isError?: unknown };
+      const { isError } = (decodeToolResult(result) ?? {}) as { isError?: unknown };
       return raw(isError === true ? 'error' : 'done', result);
     }
     case 'failed':
