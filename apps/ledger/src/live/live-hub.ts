@@ -68,7 +68,8 @@ export class LiveHub {
 
   constructor(
     private readonly eventLog: EventLog,
-    private readonly onError: (error: Error) => void = () => {},
+    /** Hears what went wrong, and what the hub did about it. */
+    private readonly onError: (error: Error, what: string) => void = () => {},
     private readonly maxBytes: number = defaultLiveFoldBytes(),
   ) {}
 
@@ -241,7 +242,7 @@ export class LiveHub {
         }
       } catch (error) {
         if (this.stopped) break;
-        this.onError(error as Error);
+        this.onError(error as Error, 'lost the log; resubscribing from its position');
         await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
       }
     }
@@ -262,7 +263,7 @@ export class LiveHub {
         // One session's event the hub cannot follow (a failed read of a fork's source, or a defect) must not hold
         // every feed of the instance, as retrying its batch for ever did: its watchers are let go, told where to
         // resume, and the others go on.
-        this.onError(error as Error);
+        this.onError(error as Error, `could not follow ${event.streamId}; its feeds were let go`);
         this.forget(event.streamId, entry);
         for (const sink of entry.sinks) sink.close('live_feed_failed');
         continue;

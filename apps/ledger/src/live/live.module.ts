@@ -12,9 +12,7 @@ import { LiveController } from './live.controller.js';
       provide: LiveHub,
       inject: [EVENT_LOG, Logger],
       useFactory: (eventLog: EventLog, logger: Logger) =>
-        new LiveHub(eventLog, (error) =>
-          logger.warn({ err: error }, 'live hub lost the log; resubscribing from its position'),
-        ),
+        new LiveHub(eventLog, (error, what) => logger.warn({ err: error }, `live hub ${what}`)),
     },
   ],
 })
